@@ -1,0 +1,13 @@
+/**
+ * An HTTP function: answers with a greeting for `?name=` (or a JSON body's `name`).
+ *
+ * @param {import('funcrun').Context} context the request: query, headers, method, log...
+ * @param {unknown} body the request body, parsed by its content type
+ */
+function handle(context, body) {
+  const name = (body && typeof body === 'object' && body.name) || context.query.name || 'world';
+  context.log.info(`greeting ${name}`);
+  return { greeting: `Hello, ${name}!`, method: context.method };
+}
+
+module.exports = { handle };

@@ -1,0 +1,257 @@
+// CloudEvents over HTTP: which mode a request is in, strict reading of an event, and writing
+// one back. Events are the `cloudevents` SDK's own objects; what the SDK leaves loose on the
+// way in (it invents a missing id, and accepts any time) is checked here first, so a bad
+// event gets a 400 naming the attribute instead of made-up values.
+import type { IncomingHttpHeaders } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { CloudEvent } from 'cloudevents';
+import { HttpError } from './errors';
+import { bodyKind, parseMediaType, type MediaType } from './media-type';
+import { decodeText, parseBody, parseForm, parseJson, parseXml } from './body';
+
+type Sdk = typeof import('cloudevents');
+let sdk: Sdk | undefined;
+/** The SDK, loaded on first use: plain HTTP functions never pay for it. */
+export function cloudevents(): Sdk {
+  return (sdk ??= require('cloudevents') as Sdk);
+}
+
+export type Mode = 'binary' | 'structured' | 'batch';
+
+const STRUCTURED = 'application/cloudevents+json';
+const BATCH = 'application/cloudevents-batch+json';
+const SPEC_VERSIONS = new Set(['1.0', '0.3']);
+
+/** The content mode of a request, or undefined when it is not a CloudEvent. */
+export function detectMode(headers: IncomingHttpHeaders, media: MediaType | undefined): Mode | undefined {
+  if (media !== undefined && media.type.startsWith('application/cloudevents')) {
+    return media.type.startsWith('application/cloudevents-batch') ? 'batch' : 'structured';
+  }
+  if (
+    headers['ce-specversion'] !== undefined ||
+    headers['ce-id'] !== undefined ||
+    headers['ce-type'] !== undefined ||
+    headers['ce-source'] !== undefined
+  ) {
+    return 'binary';
+  }
+  return undefined;
+}
+
+/** Reads the event (or, in batch mode, the events) a request carries. Throws 400 or 415. */
+export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined): CloudEvent<unknown> | CloudEvent<unknown>[] {
+  if (mode === 'binary') return binaryEvent(headers, body, media);
+  if (media?.type !== (mode === 'batch' ? BATCH : STRUCTURED)) {
+    throw new HttpError(415, `unsupported CloudEvents format '${media?.type}': expected ${STRUCTURED} or ${BATCH}`);
+  }
+  const json = body === undefined ? undefined : parseJson(decodeText(body, media.charset));
+  if (mode === 'structured') {
+    if (!isPlainObject(json)) throw invalid('a structured CloudEvent must be a JSON object');
+    return eventFromJson(json, '');
+  }
+  if (!Array.isArray(json)) throw invalid('a CloudEvents batch must be a JSON array');
+  return json.map((item, index) => {
+    if (!isPlainObject(item)) throw invalid(`event [${index}] of the batch is not a JSON object`);
+    return eventFromJson(item, `event [${index}]: `);
+  });
+}
+
+function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined): CloudEvent<unknown> {
+  const attributes: Record<string, unknown> = {};
+  for (const name in headers) {
+    if (name.startsWith('ce-')) attributes[name.slice(3)] = decodeHeader(String(headers[name]));
+  }
+  const contentType = headers['content-type'];
+  if (contentType !== undefined) attributes.datacontenttype = contentType;
+  let data: unknown;
+  if (body !== undefined) {
+    try {
+      data = parseBody(body, media);
+    } catch (err) {
+      throw dataError(err, '');
+    }
+  }
+  return build(attributes, data, '');
+}
+
+// Binary-mode header values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
+function decodeHeader(value: string): string {
+  if (!value.includes('%')) return value;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+function eventFromJson(json: Record<string, unknown>, where: string): CloudEvent<unknown> {
+  const { data, data_base64: base64, ...attributes } = json;
+  if (data !== undefined && base64 !== undefined) throw invalid(`${where}an event has either 'data' or 'data_base64', not both`, 'data_base64');
+  let value: unknown;
+  if (base64 !== undefined) {
+    if (typeof base64 !== 'string' || !/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(base64)) {
+      throw invalid(`${where}attribute 'data_base64' must be base64 text`, 'data_base64');
+    }
+    value = Buffer.from(base64, 'base64');
+  } else if (data !== undefined) {
+    try {
+      value = structuredData(data, attributes.datacontenttype);
+    } catch (err) {
+      throw dataError(err, where);
+    }
+  }
+  return build(attributes, value, where);
+}
+
+// In structured mode JSON data is already a value; other types arrive as JSON strings.
+function structuredData(data: unknown, contentType: unknown): unknown {
+  const media = typeof contentType === 'string' ? parseMediaType(contentType) : undefined;
+  if (typeof data !== 'string' || media === undefined) return data;
+  switch (bodyKind(media)) {
+    case 'xml':
+      return parseXml(data);
+    case 'form':
+      return parseForm(data);
+    case 'binary':
+      return Buffer.from(data);
+    default:
+      return data;
+  }
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+const ATTRIBUTE_NAME = /^[a-z0-9]+$/;
+
+function build(attributes: Record<string, unknown>, data: unknown, where: string): CloudEvent<unknown> {
+  const { specversion } = attributes;
+  if (specversion === undefined) throw invalid(`${where}missing required attribute 'specversion'`, 'specversion');
+  if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) {
+    throw invalid(`${where}unsupported specversion '${String(specversion)}': expected 1.0 or 0.3`, 'specversion');
+  }
+  for (const name of ['id', 'source', 'type']) {
+    const value = attributes[name];
+    if (value === undefined) throw invalid(`${where}missing required attribute '${name}'`, name);
+    if (typeof value !== 'string' || value === '') throw invalid(`${where}attribute '${name}' must be a non-empty string`, name);
+  }
+  const { time } = attributes;
+  if (time !== undefined && (typeof time !== 'string' || !RFC3339.test(time) || Number.isNaN(Date.parse(time)))) {
+    throw invalid(`${where}attribute 'time' must be an RFC 3339 timestamp`, 'time');
+  }
+  for (const name in attributes) {
+    if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
+  }
+  try {
+    // The SDK checks the rest (URI references, types of extension values) against its schema.
+    return new (cloudevents().CloudEvent)({ ...attributes, data }, specversion === '1.0');
+  } catch (err) {
+    const first = (err as { errors?: { instancePath?: string; message?: string }[] }).errors?.[0];
+    const name = first?.instancePath?.replace(/^\//, '').split('/')[0];
+    if (name) throw invalid(`${where}attribute '${name}' ${first?.message ?? 'is invalid'}`, name);
+    throw invalid(`${where}${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+function invalid(message: string, attribute?: string): HttpError {
+  return new HttpError(400, `invalid CloudEvent: ${message}`, attribute ? { details: { attribute } } : undefined);
+}
+
+function dataError(err: unknown, where: string): unknown {
+  if (!(err instanceof HttpError) || err.statusCode !== 400) return err;
+  return new HttpError(400, `invalid CloudEvent: ${where}data: ${err.message}`, { details: { attribute: 'data', ...err.details } });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Defaults for events made by `context.cloudEventResponse(data)`. */
+export interface ResponseDefaults {
+  source: string;
+  type: string;
+}
+
+/** The seed's response chain: `context.cloudEventResponse(data).type(t).source(s).response()`. */
+export class CloudEventResponse {
+  #attributes: Record<string, unknown>;
+
+  constructor(data: unknown, defaults: ResponseDefaults) {
+    this.#attributes = { source: defaults.source, type: defaults.type, specversion: '1.0', data };
+  }
+  id(id: string): this {
+    this.#attributes.id = id;
+    return this;
+  }
+  source(source: string): this {
+    this.#attributes.source = source;
+    return this;
+  }
+  type(type: string): this {
+    this.#attributes.type = type;
+    return this;
+  }
+  version(version: string): this {
+    this.#attributes.specversion = version;
+    return this;
+  }
+  /** The event: a new id unless one was set, specversion 1.0 unless set, the time now. */
+  response(): CloudEvent<unknown> {
+    const attributes = this.#attributes;
+    const { data } = attributes;
+    const datacontenttype = data === undefined ? undefined : Buffer.isBuffer(data) ? 'application/octet-stream' : 'application/json';
+    return new (cloudevents().CloudEvent)({
+      id: randomUUID(),
+      time: new Date().toISOString(),
+      datacontenttype,
+      ...attributes,
+    });
+  }
+}
+
+/**
+ * The CloudEvent a handler returned, or undefined when the value is not one. Accepts the SDK's
+ * instances (also from another copy of the SDK in the function's own node_modules) and the
+ * response chain, which counts as if `response()` had been called.
+ */
+export function asCloudEvent(value: object): CloudEvent<unknown> | undefined {
+  if (value instanceof CloudEventResponse) return value.response();
+  if (sdk !== undefined && value instanceof sdk.CloudEvent) return value;
+  const candidate = value as { constructor?: { name?: string }; specversion?: unknown };
+  if (candidate.constructor?.name === 'CloudEvent' && typeof candidate.specversion === 'string') {
+    return new (cloudevents().CloudEvent)({ ...value });
+  }
+  return undefined;
+}
+
+export interface EncodedEvent {
+  headers: Record<string, string>;
+  body: string | Buffer | undefined;
+}
+
+/** An event as an HTTP message in the given mode. */
+export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], mode: Mode): EncodedEvent {
+  const { HTTP } = cloudevents();
+  if (Array.isArray(event)) {
+    return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event) };
+  }
+  if (mode !== 'binary') {
+    const { body } = HTTP.structured(event);
+    return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: body as string };
+  }
+  const headers = HTTP.binary(event).headers as Record<string, string>;
+  const { data } = event;
+  if (data === undefined || data === null) {
+    delete headers['content-type'];
+    return { headers, body: undefined };
+  }
+  if (ArrayBuffer.isView(data)) {
+    if (event.datacontenttype === undefined) headers['content-type'] = 'application/octet-stream';
+    const view = data as ArrayBufferView;
+    return { headers, body: Buffer.from(view.buffer, view.byteOffset, view.byteLength) };
+  }
+  const kind = bodyKind(parseMediaType(headers['content-type']));
+  if (typeof data === 'string' && kind !== 'json') return { headers, body: data };
+  if (kind === 'xml' && typeof (data as { nodeType?: unknown }).nodeType === 'number') {
+    return { headers, body: String(data) };
+  }
+  return { headers, body: JSON.stringify(data) };
+}

@@ -1,0 +1,71 @@
+// The handler's first argument. A class, so every request's context shares one shape and
+// its method lives on the prototype.
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { CloudEvent } from 'cloudevents';
+import type { Logger } from './log';
+import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
+import type { Params } from './router';
+
+export class Context {
+  readonly log: Logger;
+  readonly req: IncomingMessage;
+  readonly method: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly httpVersion: string;
+  readonly httpVersionMajor: number;
+  readonly httpVersionMinor: number;
+  /** The request path, without the query string, as it was sent (not percent-decoded). */
+  readonly path: string;
+  /** The query string as an object; a repeated key gives an array. */
+  readonly query: Record<string, string | string[]>;
+  /** Path parameters of the matched route (`/items/:id` gives `params.id`). */
+  readonly params: Record<string, string>;
+  /** The request's media type, lowercase and without parameters, such as `application/json`. */
+  readonly contentType: string | undefined;
+  /** The request body as the handler's second argument receives it. */
+  body: unknown;
+  /** The body's bytes, when the `includeRaw` option is on. */
+  rawBody: Buffer | undefined;
+  /** The incoming CloudEvent, when the request is one. */
+  cloudevent: CloudEvent<unknown> | undefined;
+  readonly #defaults: ResponseDefaults;
+
+  // Query keys are also set on the context itself, as the seed says.
+  [key: string]: unknown;
+
+  constructor(
+    req: IncomingMessage,
+    log: Logger,
+    path: string,
+    query: Record<string, string | string[]>,
+    params: Record<string, string>,
+    contentType: string | undefined,
+    defaults: ResponseDefaults,
+  ) {
+    this.log = log;
+    this.req = req;
+    this.method = req.method ?? 'GET';
+    this.headers = req.headers;
+    this.httpVersion = req.httpVersion;
+    this.httpVersionMajor = req.httpVersionMajor;
+    this.httpVersionMinor = req.httpVersionMinor;
+    this.path = path;
+    this.query = query;
+    this.params = params;
+    this.contentType = contentType;
+    this.body = undefined;
+    this.rawBody = undefined;
+    this.cloudevent = undefined;
+    this.#defaults = defaults;
+    // A query key never replaces a field or method of the context (`?method=DELETE` leaves
+    // `context.method` alone) nor anything inherited (`?constructor=x`).
+    for (const key in query) {
+      if (!(key in this)) this[key] = query[key];
+    }
+  }
+
+  /** Starts a CloudEvent response: chain `.id()`, `.source()`, `.type()`, `.version()`, end with `.response()`. */
+  cloudEventResponse(data?: unknown): CloudEventResponse {
+    return new CloudEventResponse(data, this.#defaults);
+  }
+}

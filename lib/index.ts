@@ -1,0 +1,121 @@
+// funcrun's public entry: `start(func, options)` as in faas-js-runtime, `stop(server)`, the
+// defaults, and the types function authors use.
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parsePort, parseSwitch, readFuncYaml, type FuncYaml } from './config';
+import { checkFunction, LoadError, toFunction } from './loader';
+import { createLogger, type LogDestination, type LogLevel } from './log';
+import { createServer, stop } from './server';
+import type { Function as FunctionModule, Invokable } from './types';
+
+export interface Options {
+  /** TCP port; 0 picks a free one. Default 8080. */
+  port?: number;
+  /** Address to listen on. Default: every address (`::`, and IPv4 through it). */
+  host?: string;
+  logLevel?: LogLevel;
+  /** Largest accepted request body, in bytes or with a unit (`2mb`). Default 1 MiB. */
+  bodyLimit?: number | string;
+  /** Put the body's bytes on `context.rawBody`. Default false. */
+  includeRaw?: boolean;
+  /** Folder holding func.yaml. */
+  config?: string;
+  /** func.yaml already read (the CLI reads it before loading the module). */
+  funcYaml?: FuncYaml;
+  /** The function's name, the default `source` of the events it answers with. Default: func.yaml's name. */
+  name?: string;
+  /** Where log lines go. Default process.stdout. */
+  logDestination?: LogDestination;
+}
+
+export const defaults = Object.freeze({
+  port: 8080,
+  logLevel: 'info' as LogLevel,
+  bodyLimit: 1_048_576,
+  includeRaw: false,
+  livenessPath: '/health/liveness',
+  readinessPath: '/health/readiness',
+  gracePeriod: 10_000,
+});
+
+/** The options the environment gives, by faas-js-runtime's and Knative's variable names. */
+export function fromEnvironment(env: NodeJS.ProcessEnv): Options & { livenessUrl?: string; readinessUrl?: string } {
+  const out: Options & { livenessUrl?: string; readinessUrl?: string } = {};
+  const port = env.PORT || env.FUNC_PORT;
+  if (port) out.port = parsePort(port, env.PORT ? 'PORT' : 'FUNC_PORT');
+  if (env.FUNC_HOST) out.host = env.FUNC_HOST;
+  if (env.FUNC_LOG_LEVEL) out.logLevel = checkLogLevel(env.FUNC_LOG_LEVEL, 'FUNC_LOG_LEVEL');
+  if (env.FUNC_BODY_LIMIT) out.bodyLimit = parseBytes(env.FUNC_BODY_LIMIT, 'FUNC_BODY_LIMIT');
+  if (env.FUNC_INCLUDE_RAW) out.includeRaw = parseSwitch(env.FUNC_INCLUDE_RAW, 'FUNC_INCLUDE_RAW');
+  if (env.LIVENESS_URL) out.livenessUrl = probePath(env.LIVENESS_URL, 'LIVENESS_URL');
+  if (env.READINESS_URL) out.readinessUrl = probePath(env.READINESS_URL, 'READINESS_URL');
+  return out;
+}
+
+function probePath(value: string, what: string): string {
+  if (!value.startsWith('/')) throw new ConfigError(`invalid ${what} '${value}': expected a path starting with '/'`);
+  return value;
+}
+
+/**
+ * Serves a function: runs its `init()`, then listens. Resolves with the listening server.
+ * `func` is a handler or a function module ({ handle, routes, init, shutdown, liveness, readiness, logLevel, cors }).
+ * Options passed here win over the environment, which wins over func.yaml and the module's own `logLevel`.
+ */
+export async function start(func: Invokable | FunctionModule, options: Options = {}): Promise<Server> {
+  const module = toFunction(func);
+  if (module === undefined) throw new TypeError('start() needs a handler: a function, or an object with handle() or routes');
+  checkFunction(module, '<start()>');
+  const funcYaml = options.funcYaml ?? (options.config === undefined ? undefined : readFuncYaml(options.config));
+  if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
+  const env = fromEnvironment(process.env);
+
+  const logLevel = options.logLevel ?? env.logLevel ?? module.logLevel ?? defaults.logLevel;
+  const log = createLogger(checkLogLevel(logLevel, 'log level'), options.logDestination);
+  const port = options.port ?? env.port ?? defaults.port;
+  const server = createServer(
+    module,
+    {
+      bodyLimit: parseBytes(options.bodyLimit ?? env.bodyLimit ?? defaults.bodyLimit),
+      includeRaw: options.includeRaw ?? env.includeRaw ?? defaults.includeRaw,
+      livenessPath: env.livenessUrl ?? module.liveness?.path ?? funcYaml?.liveness ?? defaults.livenessPath,
+      readinessPath: env.readinessUrl ?? module.readiness?.path ?? funcYaml?.readiness ?? defaults.readinessPath,
+      name: options.name ?? funcYaml?.name ?? 'function',
+    },
+    log,
+  );
+
+  await module.init?.();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port: parsePort(port, 'port'), host: options.host ?? env.host }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { address, port: bound } = server.address() as AddressInfo;
+  const host = address.includes(':') ? `[${address}]` : address;
+  log.info({ port: bound, address }, `listening on http://${host}:${bound}`);
+  return server;
+}
+
+export { stop, ConfigError, LoadError };
+export { Context } from './context';
+export { CloudEventResponse } from './cloudevent';
+export { HttpError } from './errors';
+export type { LogDestination, RootLogger } from './log';
+export type {
+  CloudEvent,
+  CloudEventFunction,
+  CorsOrigin,
+  Function,
+  HealthCheck,
+  HTTPFunction,
+  HTTPFunctionReturn,
+  IncomingBody,
+  Invokable,
+  Logger,
+  LogLevel,
+  ResponseBody,
+  StructuredReturn,
+} from './types';

@@ -1,0 +1,157 @@
+// Finding and loading a function project's module (CommonJS or ESM), and checking its shape
+// once, at start, so a mistake is a one-line error instead of a failed request later.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { isLogLevel } from './log';
+import type { Function as FunctionModule, Invokable } from './types';
+
+export class LoadError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'LoadError';
+  }
+}
+
+export interface LoadedFunction {
+  /** The function project's folder (where func.yaml is looked for). */
+  folder: string;
+  /** The module file that was loaded. */
+  file: string;
+  module: FunctionModule;
+}
+
+const EXPECTED = 'expected a handler: export a function, or an object with handle() or routes';
+
+/** Resolves a project folder or a file to the module file to load. */
+export function resolveEntry(target: string): { folder: string; file: string } {
+  const path = resolve(target);
+  let stats;
+  try {
+    stats = statSync(path);
+  } catch {
+    throw new LoadError(`${path}: no such file or folder`);
+  }
+  if (stats.isFile()) return { folder: dirname(path), file: path };
+
+  const manifest = join(path, 'package.json');
+  if (existsSync(manifest)) {
+    let main: unknown;
+    try {
+      main = (JSON.parse(readFileSync(manifest, 'utf8')) as { main?: unknown }).main;
+    } catch (err) {
+      throw new LoadError(`${manifest}: not valid JSON (${(err as Error).message})`);
+    }
+    if (typeof main === 'string' && main !== '') {
+      try {
+        return { folder: path, file: require.resolve(resolve(path, main)) };
+      } catch {
+        const hint = existsSync(join(path, 'tsconfig.json')) ? ' (a TypeScript function is compiled first: npm run build)' : '';
+        throw new LoadError(`${manifest}: "main" is ${JSON.stringify(main)}, and no such file exists${hint}`);
+      }
+    }
+  }
+  for (const name of ['index.js', 'index.mjs', 'index.cjs']) {
+    const file = join(path, name);
+    if (existsSync(file)) return { folder: path, file };
+  }
+  const ts = existsSync(join(path, 'src', 'index.ts'));
+  throw new LoadError(
+    ts
+      ? `${path}: src/index.ts is not compiled; build it (npm run build) and set "main" in package.json to the output`
+      : `${path}: no function found: expected index.js, or "main" in package.json`,
+  );
+}
+
+/** Loads the module at `target` (a project folder or a file). */
+export async function loadFunction(target: string): Promise<LoadedFunction> {
+  const { folder, file } = resolveEntry(target);
+  let namespace: unknown;
+  try {
+    namespace = await import(pathToFileURL(file).href);
+  } catch (err) {
+    throw new LoadError(`${file}: failed to load: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  }
+  const module = toFunction(namespace);
+  if (module === undefined) throw new LoadError(`${relativeName(file)}: ${EXPECTED}`);
+  checkFunction(module, file);
+  return { folder, file, module };
+}
+
+function relativeName(file: string): string {
+  const rel = relative(process.cwd(), file);
+  return rel.startsWith('..') ? file : rel || file;
+}
+
+const PROPERTIES = ['handle', 'routes', 'init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'functions'] as const;
+
+function hasHandler(value: unknown): boolean {
+  if (typeof value === 'function') return true;
+  if (value === null || typeof value !== 'object') return false;
+  const { handle, routes, functions } = value as Record<string, unknown>;
+  return typeof handle === 'function' || (routes !== null && typeof routes === 'object') || (functions !== null && typeof functions === 'object');
+}
+
+/**
+ * The function object from whatever a module exported: `module.exports = fn`,
+ * `module.exports = { handle }`, ESM named exports, a default export (function or object),
+ * and TypeScript's compiled `exports.default`. Undefined when there is no handler.
+ */
+export function toFunction(exported: unknown): FunctionModule | undefined {
+  if (exported === null || (typeof exported !== 'object' && typeof exported !== 'function')) return undefined;
+  const ns = exported as Record<string, unknown>;
+  let main: unknown = ns.default;
+  // TypeScript or Babel CommonJS output: module.exports = { __esModule: true, default: ... }.
+  if (main !== null && typeof main === 'object' && (main as { __esModule?: unknown }).__esModule && !hasHandler(main)) {
+    main = (main as { default?: unknown }).default;
+  }
+  const named: Record<string, unknown> = {};
+  for (const key of PROPERTIES) if (ns[key] !== undefined) named[key] = ns[key];
+  if (typeof exported === 'function') return collect(exported, {});
+  if (typeof main === 'function') return collect(main, named);
+  if (main !== null && typeof main === 'object' && hasHandler(main)) return { ...named, ...pick(main as Record<string, unknown>) };
+  return hasHandler(named) ? (named as FunctionModule) : undefined;
+}
+
+function pick(source: Record<string, unknown>): FunctionModule {
+  const out: Record<string, unknown> = {};
+  for (const key of PROPERTIES) if (source[key] !== undefined) out[key] = source[key];
+  return out as FunctionModule;
+}
+
+// A function exported alone is the handler, unless a named `handle` is exported beside it.
+function collect(fn: unknown, named: Record<string, unknown>): FunctionModule {
+  const own = pick(fn as Record<string, unknown>);
+  return { ...own, ...named, handle: (named.handle ?? own.handle ?? fn) as Invokable };
+}
+
+/** Checks the shape once at start, naming the file and the property that is wrong. */
+export function checkFunction(module: FunctionModule, file: string): void {
+  const fail = (message: string): never => {
+    throw new LoadError(`${relativeName(file)}: ${message}`);
+  };
+  for (const key of ['handle', 'init', 'shutdown', 'liveness', 'readiness', 'cors'] as const) {
+    if (module[key] !== undefined && typeof module[key] !== 'function') fail(`'${key}' must be a function`);
+  }
+  if (module.logLevel !== undefined && !isLogLevel(module.logLevel)) {
+    fail(`'logLevel' is '${String(module.logLevel)}': expected one of fatal, error, warn, info, debug, trace, silent`);
+  }
+  for (const key of ['liveness', 'readiness'] as const) {
+    const path = module[key]?.path;
+    if (path !== undefined && (typeof path !== 'string' || !path.startsWith('/'))) fail(`'${key}.path' must be a path starting with '/'`);
+  }
+  if (module.routes !== undefined) {
+    if (module.routes === null || typeof module.routes !== 'object') fail(`'routes' must be an object of 'METHOD /path' to handler`);
+    for (const [key, handler] of Object.entries(module.routes)) {
+      parseRouteKey(key, (message) => fail(`routes['${key}']: ${message}`));
+      if (typeof handler !== 'function') fail(`routes['${key}'] must be a function`);
+    }
+  }
+}
+
+/** `'GET /items/:id'` to method and path; `'/items'` alone answers every method. */
+export function parseRouteKey(key: string, fail: (message: string) => never): { method: string; path: string } {
+  const m = /^\s*(?:([A-Za-z]+|\*)\s+)?(\/\S*)\s*$/.exec(key);
+  if (m === null) fail(`expected 'METHOD /path', such as 'GET /items/:id'`);
+  return { method: (m![1] ?? '*').toUpperCase(), path: m![2] };
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// `node lib/serve.js [path]`: serve a function project. The entry point: the only place that
+// reads the command line and sets up signals; start() reads the environment.
+import type { Server } from 'node:http';
+import { parseArgs } from 'node:util';
+import { applyEnvs, checkLogLevel, parseBytes, parseDuration, parsePort, readFuncYaml } from './config';
+import { loadFunction, resolveEntry } from './loader';
+import { createLogger, type RootLogger } from './log';
+import { defaults, start, stop, type Options } from './index';
+import { loggerOf } from './server';
+
+const USAGE = `Usage: funcrun [path] [options]
+
+Serves the function in path (a project folder or a module file; default: the current folder).
+
+Options:
+  -p, --port <n>          port to listen on (default: PORT, FUNC_PORT, else 8080)
+      --host <address>    address to listen on (default: FUNC_HOST, else every address)
+      --log-level <level> fatal, error, warn, info, debug, trace or silent (default: FUNC_LOG_LEVEL, else info)
+      --bodyLimit <size>  largest request body, such as 1048576 or 2mb (default: FUNC_BODY_LIMIT, else 1mb)
+      --include-raw       put the body's bytes on context.rawBody (default: FUNC_INCLUDE_RAW)
+      --grace-period <t>  how long requests in flight may take at shutdown, such as 10s (default: FUNC_GRACE_PERIOD, else 10s)
+  -h, --help              show this help`;
+
+// Errors before the server runs are one JSON line on stderr, in the same format as every other line.
+const startupLog: RootLogger = createLogger('fatal', process.stderr);
+
+function fail(err: unknown): never {
+  const message = err instanceof Error ? err.message : String(err);
+  // Stacks of our own configuration errors say nothing useful; a failing user module's does.
+  const cause = err instanceof Error ? (err.cause as Error | undefined) : undefined;
+  startupLog.fatal(cause instanceof Error ? { err: cause } : {}, message);
+  process.exit(1);
+}
+
+function parseCommandLine(argv: string[]): { target: string; options: Options; gracePeriod?: number } {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      port: { type: 'string', short: 'p' },
+      host: { type: 'string' },
+      'log-level': { type: 'string' },
+      logLevel: { type: 'string' },
+      bodyLimit: { type: 'string' },
+      'body-limit': { type: 'string' },
+      'include-raw': { type: 'boolean' },
+      includeRaw: { type: 'boolean' },
+      'grace-period': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
+  if (positionals.length > 1) throw new Error(`expected one path, got ${positionals.length}: ${positionals.join(' ')}`);
+  const options: Options = {};
+  if (values.port !== undefined) options.port = parsePort(values.port, '--port');
+  if (values.host !== undefined) options.host = values.host;
+  const level = values['log-level'] ?? values.logLevel;
+  if (level !== undefined) options.logLevel = checkLogLevel(level, '--log-level');
+  const limit = values.bodyLimit ?? values['body-limit'];
+  if (limit !== undefined) options.bodyLimit = parseBytes(limit, '--bodyLimit');
+  if (values['include-raw'] || values.includeRaw) options.includeRaw = true;
+  const grace = values['grace-period'] ?? process.env.FUNC_GRACE_PERIOD;
+  const gracePeriod = grace === undefined ? undefined : parseDuration(grace, values['grace-period'] ? '--grace-period' : 'FUNC_GRACE_PERIOD');
+  return { target: positionals[0] ?? '.', options, gracePeriod };
+}
+
+async function main(): Promise<void> {
+  let server: Server | undefined;
+  let log: RootLogger = startupLog;
+  let stopping = false;
+
+  const shutdownThen = (code: number, gracePeriod: number) => {
+    if (server === undefined) process.exit(code);
+    stop(server, gracePeriod).then(
+      () => {
+        log.info('stopped');
+        process.exit(code);
+      },
+      (err) => {
+        log.error(err, 'shutdown() failed');
+        process.exit(1);
+      },
+    );
+  };
+
+  process.on('uncaughtException', (err) => {
+    log.fatal(err, 'uncaught exception');
+    if (stopping) process.exit(1);
+    stopping = true;
+    shutdownThen(1, 1000);
+  });
+
+  let parsed;
+  try {
+    parsed = parseCommandLine(process.argv.slice(2));
+  } catch (err) {
+    fail(err);
+  }
+  const { target, options } = parsed;
+  const gracePeriod = parsed.gracePeriod ?? defaults.gracePeriod;
+  try {
+    // func.yaml's envs are set before the module loads: its top level may read them.
+    const funcYaml = readFuncYaml(resolveEntry(target).folder);
+    if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
+    const { module } = await loadFunction(target);
+    server = await start(module, { ...options, funcYaml });
+  } catch (err) {
+    fail(err);
+  }
+  log = loggerOf(server);
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) {
+        log.warn(`${signal} again: exiting now`);
+        process.exit(1);
+      }
+      stopping = true;
+      log.info(`${signal}: draining requests in flight, then running shutdown()`);
+      shutdownThen(0, gracePeriod);
+    });
+  }
+}
+
+void main();

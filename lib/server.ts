@@ -1,0 +1,243 @@
+// The HTTP server: routing, body, CloudEvents, context, invocation, response. Everything that
+// can be decided once (routes, probe paths, CORS origins, log prefixes) is decided in
+// `createServer`; the per-request path only does per-request work.
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { CloudEvent } from 'cloudevents';
+import { hasBody, parseBody, readBody, searchParamsToObject } from './body';
+import { asCloudEvent, detectMode, readEvent, type Mode } from './cloudevent';
+import { Context } from './context';
+import { allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
+import { errorBody, HttpError, statusOf } from './errors';
+import { parseRouteKey } from './loader';
+import type { Logger, RootLogger } from './log';
+import { parseMediaType } from './media-type';
+import { JSON_TYPE, respond, send, TEXT } from './respond';
+import { Router } from './router';
+import type { Function as FunctionModule, HealthCheck, Invokable } from './types';
+
+/** Settings resolved once at start (see `start` in index.ts for where each comes from). */
+export interface Settings {
+  bodyLimit: number;
+  includeRaw: boolean;
+  livenessPath: string;
+  readinessPath: string;
+  /** The function's name: the default `source` of events it answers with. */
+  name: string;
+}
+
+type Target = { kind: 'function'; fn: Invokable } | { kind: 'probe'; check?: HealthCheck; readiness: boolean };
+
+interface Runtime {
+  readonly module: FunctionModule;
+  readonly log: RootLogger;
+  draining: boolean;
+  shutdown?: Promise<void>;
+}
+
+const runtimes = new WeakMap<Server, Runtime>();
+
+export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
+  const router = new Router<Target>();
+  for (const [path, check, readiness] of [
+    [settings.livenessPath, module.liveness, false],
+    [settings.readinessPath, module.readiness, true],
+  ] as const) {
+    router.add('GET', path, { kind: 'probe', check, readiness });
+  }
+  for (const [key, fn] of Object.entries(module.routes ?? {})) {
+    const { method, path } = parseRouteKey(key, (message) => {
+      throw new Error(`routes['${key}']: ${message}`);
+    });
+    router.add(method, path, { kind: 'function', fn });
+  }
+  const fallback: Target | undefined = module.handle ? { kind: 'function', fn: module.handle } : undefined;
+  const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;
+  const defaults = { source: `/${settings.name}`, type: 'dev.funcrun.response' };
+  const debug = log.isEnabled('debug');
+  const runtime: Runtime = { module, log, draining: false };
+  let requests = 0;
+
+  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const reqId = ++requests;
+    const reqLog = log.child(reqId);
+    if (runtime.draining) res.setHeader('connection', 'close');
+    if (debug) access(req, res, reqLog);
+    let mode: Mode | undefined;
+    try {
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q === -1 ? url : url.slice(0, q);
+      const method = req.method ?? 'GET';
+      if (cors !== undefined && req.headers.origin !== undefined) {
+        const allowed = allowOrigin(req, res, cors);
+        if (isPreflight(req)) {
+          if (!allowed) throw new HttpError(403, `origin '${req.headers.origin}' is not allowed`);
+          return send(req, res, 204, undefined, undefined);
+        }
+      }
+      const match = router.find(method, path);
+      let target: Target;
+      let params = {};
+      if (match.kind === 'found') {
+        target = match.handler;
+        params = match.params;
+      } else if (match.kind === 'method') {
+        throw new HttpError(405, `method ${method} is not allowed on ${path}`, { headers: { allow: match.allow.join(', ') } });
+      } else if (fallback !== undefined) {
+        target = fallback;
+      } else {
+        throw new HttpError(404, `no route for ${method} ${path}`);
+      }
+      if (target.kind === 'probe') return await probe(req, res, target, reqLog);
+
+      const media = parseMediaType(req.headers['content-type']);
+      const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : undefined;
+      mode = detectMode(req.headers, media);
+      const query = q === -1 ? Object.create(null) : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
+      const context = (event?: CloudEvent<unknown>) => {
+        const ctx = new Context(req, reqLog, path, query, params, media?.type, defaults);
+        if (settings.includeRaw) ctx.rawBody = bytes;
+        if (event !== undefined) {
+          ctx.cloudevent = event;
+          ctx.body = event.data;
+        }
+        return ctx;
+      };
+
+      let value: unknown;
+      if (mode === undefined) {
+        const data = bytes === undefined ? undefined : parseBody(bytes, media);
+        const ctx = context();
+        ctx.body = data;
+        value = await target.fn(ctx, data);
+      } else {
+        const event = readEvent(mode, req.headers, bytes, media);
+        value = Array.isArray(event) ? await batch(event, target.fn, context) : await target.fn(context(event), event.data);
+      }
+      if (runtime.draining) res.setHeader('connection', 'close');
+      respond(req, res, value, mode);
+    } catch (err) {
+      if (runtime.draining && !res.headersSent) res.setHeader('connection', 'close');
+      sendError(req, res, err, reqLog);
+    }
+  }
+
+  const server = createHttpServer((req, res) => void onRequest(req, res));
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
+  server.once('close', () => runShutdown(runtime).catch((err) => log.error(err, 'shutdown() failed')));
+  runtimes.set(server, runtime);
+  return server;
+
+  async function probe(req: IncomingMessage, res: ServerResponse, target: Target & { kind: 'probe' }, reqLog: Logger): Promise<void> {
+    let healthy = !(target.readiness && runtime.draining);
+    if (healthy && target.check !== undefined) {
+      try {
+        healthy = (await target.check()) !== false;
+      } catch (err) {
+        reqLog.warn(err, `${target.readiness ? 'readiness' : 'liveness'} check failed`);
+        healthy = false;
+      }
+    }
+    if (healthy) send(req, res, 200, { 'content-type': TEXT }, 'OK');
+    else send(req, res, 503, { 'content-type': JSON_TYPE }, JSON.stringify(errorBody(503, undefined)));
+  }
+}
+
+/**
+ * A batch (`application/cloudevents-batch+json`): the handler runs once per event, in order.
+ * The CloudEvents it returns are answered as a batch; values that are not events are not sent.
+ */
+async function batch(events: CloudEvent<unknown>[], fn: Invokable, context: (event: CloudEvent<unknown>) => Context): Promise<CloudEvent<unknown>[]> {
+  const replies: CloudEvent<unknown>[] = [];
+  for (const event of events) {
+    const value = await fn(context(event), event.data);
+    const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
+    if (reply !== undefined) replies.push(reply);
+  }
+  return replies;
+}
+
+/** The one place a thrown value becomes a response. 5xx details go to the log, never to the client. */
+export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger): void {
+  const status = statusOf(thrown);
+  if (status >= 500) log.error(thrown instanceof Error ? thrown : { thrown: describe(thrown) }, 'request failed');
+  else log.debug({ statusCode: status, message: (thrown as { message?: unknown } | undefined)?.message }, 'request rejected');
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  for (const name of res.getHeaderNames()) {
+    if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
+  }
+  const headers: Record<string, string> = { 'content-type': JSON_TYPE, ...(thrown instanceof HttpError ? thrown.headers : undefined) };
+  // A body we stopped reading (413) or could not read leaves the connection unusable.
+  if (status === 413 || !req.complete) headers.connection = 'close';
+  send(req, res, status, headers, JSON.stringify(errorBody(status, thrown)));
+}
+
+function describe(value: unknown): string {
+  try {
+    return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  } catch {
+    return String(value);
+  }
+}
+
+function access(req: IncomingMessage, res: ServerResponse, log: Logger): void {
+  const started = process.hrtime.bigint();
+  res.once('finish', () => {
+    const responseTime = Number(process.hrtime.bigint() - started) / 1e6;
+    log.debug({ method: req.method, url: req.url, statusCode: res.statusCode, responseTime }, 'request completed');
+  });
+}
+
+/** Malformed HTTP never reaches a handler: answer it with a JSON error and close. */
+function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const body = JSON.stringify(errorBody(status, new HttpError(status, status === 400 ? 'malformed HTTP request' : '')));
+  socket.end(
+    `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
+      `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** The logger a server made by start() writes with. */
+export function loggerOf(server: Server): RootLogger {
+  const runtime = runtimes.get(server);
+  if (runtime === undefined) throw new TypeError('loggerOf() takes a server made by start()');
+  return runtime.log;
+}
+
+// The module's shutdown() runs once, when the server has closed, however it was closed.
+function runShutdown(runtime: Runtime): Promise<void> {
+  return (runtime.shutdown ??= (async () => {
+    await runtime.module.shutdown?.();
+  })());
+}
+
+/**
+ * Stops gracefully: readiness turns 503, no new connections are accepted, requests in flight
+ * finish (keep-alive connections close after their current response), and after the last one
+ * the module's `shutdown()` runs. Past `gracePeriod` ms the remaining connections are cut.
+ * Resolves when `shutdown()` has finished; rejects with its error.
+ */
+export function stop(server: Server, gracePeriod = 10_000): Promise<void> {
+  const runtime = runtimes.get(server);
+  if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
+  runtime.draining = true;
+  if (!server.listening) return runShutdown(runtime);
+  const timer = setTimeout(() => server.closeAllConnections(), gracePeriod);
+  timer.unref();
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  }).then(() => {
+    clearTimeout(timer);
+    return runShutdown(runtime);
+  });
+}

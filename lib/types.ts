@@ -1,0 +1,64 @@
+// The types function authors use, with faas-js-runtime's names so TypeScript functions move
+// over unchanged.
+import type { IncomingMessage } from 'node:http';
+import type { CloudEvent, Message } from 'cloudevents';
+import type { Context } from './context';
+import type { Logger, LogLevel } from './log';
+import type { CloudEventResponse } from './cloudevent';
+
+export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent };
+
+/** A response spelled out: status, headers and body. With no body and no status, 204. */
+export interface StructuredReturn {
+  statusCode?: number;
+  headers?: Record<string, string | string[] | number>;
+  body?: ResponseBody | number | boolean;
+}
+
+export type ResponseBody = string | object | Buffer | Uint8Array;
+
+/** The handler's second argument: parsed by media type (JSON value, XML Document, string, Buffer). */
+export type IncomingBody = unknown;
+
+export type HTTPFunctionReturn = StructuredReturn | ResponseBody | CloudEvent | CloudEventResponse | Message | number | boolean | null | void;
+
+/** A function called for plain HTTP requests: `(context, body)`. */
+export interface HTTPFunction {
+  (context: Context, body?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+}
+
+/** A function called for CloudEvents: `(context, data)`, the event itself is `context.cloudevent`. */
+export interface CloudEventFunction {
+  (context: Context, data?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+}
+
+/** What the server invokes per request. */
+export type Invokable = HTTPFunction | CloudEventFunction;
+
+/** A liveness or readiness check: false or a throw means not healthy (503). `path` moves the probe. */
+export interface HealthCheck {
+  (): unknown;
+  path?: string;
+}
+
+/** A CORS origin: an exact origin such as `https://example.com`, `*` for any, or a pattern. */
+export type CorsOrigin = string | RegExp;
+
+/** The exported module of a function project. */
+export interface Function {
+  /** Takes every request no route matches. */
+  handle?: Invokable;
+  /** `'METHOD /path/:param'` to a handler with the same contract as `handle`. */
+  routes?: Record<string, Invokable>;
+  /** Runs before the server listens; may be async. A throw stops the start. */
+  init?: () => unknown;
+  /** Runs after the server has stopped; may be async. */
+  shutdown?: () => unknown;
+  liveness?: HealthCheck;
+  readiness?: HealthCheck;
+  logLevel?: LogLevel;
+  /** The origins allowed to call the function from a browser. Called once at start. */
+  cors?: () => CorsOrigin[];
+}
+
+export type { IncomingMessage };

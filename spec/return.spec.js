@@ -1,0 +1,112 @@
+'use strict';
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { serve, request } = require('./helpers');
+
+async function returning(value, init) {
+  const fn = typeof value === 'function' ? value : () => value;
+  const { url, close } = await serve(fn);
+  try {
+    return await request(url, init);
+  } finally {
+    await close();
+  }
+}
+
+describe('return rules', () => {
+  it('nothing returned gives 204 with no body', async () => {
+    const res = await returning(undefined);
+    assert.equal(res.status, 204);
+    assert.equal(res.text, '');
+  });
+
+  it('a string gives 200 text/plain', async () => {
+    const res = await returning('hello');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
+    assert.equal(res.text, 'hello');
+  });
+
+  for (const value of [42, 0, true, false]) {
+    it(`a ${typeof value} returned directly (${value}) gives 204 with an empty body`, async () => {
+      const res = await returning(value);
+      assert.equal(res.status, 204);
+      assert.equal(res.text, '');
+    });
+  }
+
+  it('a Buffer gives 200 application/octet-stream with the exact bytes', async () => {
+    const bytes = Buffer.from([0, 1, 2, 255, 254]);
+    const { url, close } = await serve(() => bytes);
+    try {
+      const res = await fetch(url);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/octet-stream');
+      assert.deepEqual(Buffer.from(await res.arrayBuffer()), bytes);
+    } finally {
+      await close();
+    }
+  });
+
+  it('an object or array without body, headers or statusCode gives 200 JSON', async () => {
+    const object = await returning({ a: 1, nested: { b: [1, 2] } });
+    assert.equal(object.status, 200);
+    assert.equal(object.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.deepEqual(object.json, { a: 1, nested: { b: [1, 2] } });
+    const array = await returning([1, 'two']);
+    assert.deepEqual(array.json, [1, 'two']);
+  });
+
+  it('statusCode, headers and body are sent as given', async () => {
+    const res = await returning({ statusCode: 201, headers: { 'X-Thing': 'yes' }, body: { id: 7 } });
+    assert.equal(res.status, 201);
+    assert.equal(res.headers.get('x-thing'), 'yes');
+    assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.deepEqual(res.json, { id: 7 });
+  });
+
+  it('headers without a body give 204 and the headers', async () => {
+    const res = await returning({ headers: { 'x-only': 'header' } });
+    assert.equal(res.status, 204);
+    assert.equal(res.headers.get('x-only'), 'header');
+    assert.equal(res.text, '');
+  });
+
+  it('a number or boolean body is sent as its text', async () => {
+    const number = await returning({ body: 42 });
+    assert.equal(number.status, 200);
+    assert.equal(number.text, '42');
+    const boolean = await returning({ body: false });
+    assert.equal(boolean.text, 'false');
+  });
+
+  it("a user's content-type wins over the one the body would get", async () => {
+    const res = await returning({ headers: { 'Content-Type': 'application/vnd.thing+json' }, body: { a: 1 } });
+    assert.equal(res.headers.get('content-type'), 'application/vnd.thing+json');
+    assert.deepEqual(res.json, { a: 1 });
+  });
+
+  it('statusCode alone gives that status with an empty body', async () => {
+    const res = await returning({ statusCode: 202 });
+    assert.equal(res.status, 202);
+    assert.equal(res.text, '');
+  });
+
+  it('a promise is awaited', async () => {
+    const res = await returning(async () => 'later');
+    assert.equal(res.text, 'later');
+  });
+
+  it('HEAD gets the headers of GET and no body', async () => {
+    const res = await returning('a body of some length', { method: 'HEAD' });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-length'), '21');
+    assert.equal(res.text, '');
+  });
+
+  it('an invalid statusCode is a 500 that names nothing internal', async () => {
+    const res = await returning({ statusCode: 'teapot', body: 'x' });
+    assert.equal(res.status, 500);
+    assert.deepEqual(res.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+  });
+});
