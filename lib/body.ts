@@ -109,7 +109,7 @@ function jsonError(text: string, err: Error): HttpError {
   const { line, column } = lineAndColumn(text, position);
   // V8's message may quote the input; keep only its reason so no body content is echoed or logged.
   const reason = err.message
-    .replace(/,\s*".*" is not valid JSON$/s, '')
+    .replace(/, .* is not valid JSON$/s, '')
     .replace(/\s*in JSON at position \d+.*$/s, '')
     .replace(/\s*\(line \d+ column \d+\)$/, '');
   return new HttpError(400, `invalid JSON at line ${line}, column ${column}: ${reason}`, {

@@ -126,7 +126,7 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
   const { specversion } = attributes;
   if (specversion === undefined) throw invalid(`${where}missing required attribute 'specversion'`, 'specversion');
   if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) {
-    throw invalid(`${where}unsupported specversion '${String(specversion)}': expected 1.0 or 0.3`, 'specversion');
+    throw invalid(`${where}unsupported 'specversion' ${JSON.stringify(specversion)}: expected 1.0 or 0.3`, 'specversion');
   }
   for (const name of ['id', 'source', 'type']) {
     const value = attributes[name];

@@ -7,6 +7,12 @@ import { asCloudEvent, encodeEvent, type Mode } from './cloudevent';
 export const TEXT = 'text/plain; charset=utf-8';
 export const JSON_TYPE = 'application/json; charset=utf-8';
 export const BINARY = 'application/octet-stream';
+export const XML = 'application/xml; charset=utf-8';
+
+// An XML DOM Document (such as the one an XML request arrives as) serialises with toString().
+function isXmlDocument(value: object): boolean {
+  return (value as { nodeType?: unknown }).nodeType === 9 && typeof value.toString === 'function';
+}
 
 /**
  * Writes a whole response. The body is final (string or bytes) before anything is written, so a
@@ -82,6 +88,7 @@ export function toReply(value: unknown, mode: Mode | undefined): Reply {
     return { status: 200, headers: { 'content-type': BINARY }, body: asBuffer(object) };
   }
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': BINARY }, body: object };
+  if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
   if ('statusCode' in object || 'headers' in object || 'body' in object) return structured(object, mode);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(object) };
 }
@@ -122,6 +129,7 @@ function bodyOf(body: unknown, mode: Mode | undefined): { body?: string | Buffer
     case 'object': {
       if (Buffer.isBuffer(body) || body instanceof Uint8Array) return { body: asBuffer(body), type: BINARY };
       if (body instanceof Readable) return { body, type: BINARY };
+      if (isXmlDocument(body)) return { body: String(body), type: XML };
       const event = asCloudEvent(body);
       if (event !== undefined) {
         const encoded = encodeEvent(event, mode ?? 'binary');

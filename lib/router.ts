@@ -82,7 +82,8 @@ export class Router<H> {
         // A static route of another method does not hide a dynamic one of this method.
         const params: Params = {};
         route.keys.forEach((name, i) => {
-          if (m[i + 1] !== undefined) params[name] = decode(m[i + 1]);
+          const value = m[i + 1];
+          if (value !== undefined && (value !== '' || name === '*')) params[name] = decode(value);
         });
         return { kind: 'found', handler: route.handler, params };
       }

@@ -148,14 +148,18 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
  * A batch (`application/cloudevents-batch+json`): the handler runs once per event, in order.
  * The CloudEvents it returns are answered as a batch; values that are not events are not sent.
  */
-async function batch(events: CloudEvent<unknown>[], fn: Invokable, context: (event: CloudEvent<unknown>) => Context): Promise<CloudEvent<unknown>[]> {
+async function batch(
+  events: CloudEvent<unknown>[],
+  fn: Invokable,
+  context: (event: CloudEvent<unknown>) => Context,
+): Promise<CloudEvent<unknown>[] | undefined> {
   const replies: CloudEvent<unknown>[] = [];
   for (const event of events) {
     const value = await fn(context(event), event.data);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(reply);
   }
-  return replies;
+  return replies.length === 0 ? undefined : replies;
 }
 
 /** The one place a thrown value becomes a response. 5xx details go to the log, never to the client. */
@@ -171,8 +175,8 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
   }
   const headers: Record<string, string> = { 'content-type': JSON_TYPE, ...(thrown instanceof HttpError ? thrown.headers : undefined) };
-  // A body we stopped reading (413) or could not read leaves the connection unusable.
-  if (status === 413 || !req.complete) headers.connection = 'close';
+  // A body we stopped reading leaves the connection unusable.
+  if (status === 413) headers.connection = 'close';
   send(req, res, status, headers, JSON.stringify(errorBody(status, thrown)));
 }
 

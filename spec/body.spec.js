@@ -1,0 +1,185 @@
+'use strict';
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { serve, request } = require('./helpers');
+const { findJsonError } = require('../lib/body.js');
+
+// Echoes what the handler received, so each case checks the second argument and context.body.
+function echo(context, data) {
+  const same = context.body === data;
+  if (data === undefined) return { kind: 'undefined', same };
+  if (Buffer.isBuffer(data)) return { kind: 'buffer', bytes: [...data], same };
+  if (data && typeof data === 'object' && data.nodeType === 9) {
+    return { kind: 'xml', root: data.documentElement.nodeName, text: data.documentElement.textContent, same };
+  }
+  if (typeof data === 'string') return { kind: 'string', value: data, same };
+  return { kind: Array.isArray(data) ? 'array' : typeof data, value: data, proto: Object.getPrototypeOf(data) === null ? null : 'object', same };
+}
+
+describe('request data by media type', () => {
+  let server;
+  before(async () => {
+    server = await serve(echo, { bodyLimit: 1024 });
+  });
+  after(() => server.close());
+
+  const post = (body, type, extra = {}) =>
+    request(server.url + '/', { method: 'POST', headers: type === undefined ? extra : { 'content-type': type, ...extra }, body });
+
+  it('application/json gives the parsed value', async () => {
+    const res = await post('{"a":[1,2],"b":{"c":null}}', 'application/json');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json, { kind: 'object', value: { a: [1, 2], b: { c: null } }, proto: 'object', same: true });
+  });
+
+  it('a JSON primitive gives that primitive', async () => {
+    assert.deepEqual((await post('"HELLO"', 'application/json')).json.value, 'HELLO');
+    assert.deepEqual((await post('2', 'application/json')).json, { kind: 'number', value: 2, proto: 'object', same: true });
+  });
+
+  it('JSON media types are matched case-insensitively, with +json and ;charset= without a space', async () => {
+    for (const type of ['Application/JSON', 'application/json;charset=utf-8', 'application/vnd.api+json', 'APPLICATION/JSON; CHARSET="UTF-8"']) {
+      const res = await post('{"ok":true}', type);
+      assert.deepEqual(res.json.value, { ok: true }, type);
+    }
+  });
+
+  it('a UTF-8 byte order mark before JSON is ignored', async () => {
+    const res = await post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"bom":1}')]), 'application/json');
+    assert.deepEqual(res.json.value, { bom: 1 });
+  });
+
+  it('malformed JSON is a 400 that says what is wrong and where', async () => {
+    const res = await post('{\n  "a": 1,\n  "b": tru\n}', 'application/json');
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal(res.json.statusCode, 400);
+    assert.equal(res.json.line, 3);
+    assert.equal(res.json.column, 11); // "tru" then a newline where the "e" should be
+    assert.match(res.json.message, /^invalid JSON at line 3, column 11: /);
+  });
+
+  it('a JSON error message does not echo the body', async () => {
+    const res = await post('{"password": s3cr3t-value}', 'application/json');
+    assert.equal(res.status, 400);
+    assert.doesNotMatch(res.text, /s3cr3t/);
+    assert.equal(res.json.position, 13);
+  });
+
+  it('truncated JSON is a 400 pointing at its end', async () => {
+    const res = await post('{"a": [1, 2', 'application/json');
+    assert.equal(res.status, 400);
+    assert.equal(res.json.position, 11);
+  });
+
+  it('an empty JSON body is undefined', async () => {
+    const res = await post('', 'application/json');
+    assert.deepEqual(res.json, { kind: 'undefined', same: true });
+  });
+
+  it('form-urlencoded gives an object, repeated keys as arrays, no prototype', async () => {
+    const res = await post('a=1&b=x+y&a=2&c=%C3%A9&__proto__=p', 'application/x-www-form-urlencoded');
+    assert.deepEqual(res.json, { kind: 'object', value: { a: ['1', '2'], b: 'x y', c: 'é', ['__proto__']: 'p' }, proto: null, same: true });
+  });
+
+  it('text/* gives a string decoded by its charset', async () => {
+    assert.deepEqual((await post('héllo', 'text/plain')).json, { kind: 'string', value: 'héllo', same: true });
+    const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9]); // "café" in ISO-8859-1
+    assert.equal((await post(latin1, 'text/plain; charset=iso-8859-1')).json.value, 'café');
+    assert.equal((await post('a,b\n1,2', 'text/csv')).json.value, 'a,b\n1,2');
+  });
+
+  it('an unknown charset is a 415', async () => {
+    const res = await post('x', 'text/plain; charset=klingon');
+    assert.equal(res.status, 415);
+    assert.match(res.json.message, /klingon/);
+  });
+
+  for (const type of ['application/xml', 'text/xml', 'application/atom+xml', 'application/xml;charset=utf-8']) {
+    it(`${type} gives an XML DOM Document`, async () => {
+      const res = await post('<?xml version="1.0"?><order id="1"><item>tea</item></order>', type);
+      assert.deepEqual(res.json, { kind: 'xml', root: 'order', text: 'tea', same: true });
+    });
+  }
+
+  it('malformed XML is a 400 that says what is wrong and where', async () => {
+    const res = await post('<order>\n  <item>tea</order>', 'application/xml');
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /^invalid XML at line 2/);
+    assert.equal(res.json.line, 2);
+  });
+
+  it('text that is not XML at all is a 400', async () => {
+    const res = await post('just words', 'text/xml');
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /invalid XML/);
+  });
+
+  it('any other type gives a Buffer with the exact bytes', async () => {
+    const bytes = Buffer.from([0, 1, 2, 0xff, 0xfe, 0x80]);
+    for (const type of ['application/octet-stream', 'image/png', 'multipart/form-data; boundary=x', undefined]) {
+      const res = await post(bytes, type);
+      assert.deepEqual(res.json, { kind: 'buffer', bytes: [...bytes], same: true }, String(type));
+    }
+  });
+
+  it('no body gives undefined', async () => {
+    assert.deepEqual((await request(server.url + '/')).json, { kind: 'undefined', same: true });
+    assert.deepEqual((await post(undefined, 'application/json')).json, { kind: 'undefined', same: true });
+  });
+
+  it('a body over the limit is a 413 and closes the connection', async () => {
+    const res = await post('x'.repeat(1025), 'text/plain');
+    assert.equal(res.status, 413);
+    assert.equal(res.headers.get('connection'), 'close');
+    assert.equal(res.json.limit, 1024);
+    assert.equal((await post('x'.repeat(1024), 'text/plain')).status, 200);
+  });
+
+  it('a chunked body over the limit is a 413 before it is all sent', async () => {
+    const { port } = new URL(server.url);
+    const answer = await new Promise((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk));
+      socket.on('close', () => resolve(data));
+      socket.on('error', reject);
+      socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n');
+      socket.write('800\r\n' + 'y'.repeat(0x800) + '\r\n');
+      // The rest of the body never comes: the server must answer and close anyway.
+    });
+    assert.match(answer, /^HTTP\/1\.1 413 /);
+    assert.match(answer, /"statusCode":413/);
+  });
+
+  it('a compressed body is a 415 saying to send it uncompressed', async () => {
+    const res = await post('x', 'text/plain', { 'content-encoding': 'gzip' });
+    assert.equal(res.status, 415);
+    assert.match(res.json.message, /uncompressed/);
+  });
+
+  it('keeps serving after every bad request', async () => {
+    assert.equal((await post('{"ok":1}', 'application/json')).status, 200);
+  });
+});
+
+describe('findJsonError', () => {
+  const cases = [
+    ['{"a":1,}', 7],
+    ['[1,2', 4],
+    ['{"a" 1}', 5],
+    ['tru', 3],
+    ['"unterminated', 13],
+    ['{"a":"\\x"}', 7],
+    ['[1] x', 4],
+    ['', 0],
+    ['-', 0],
+  ];
+  for (const [text, position] of cases) {
+    it(`finds the error in ${JSON.stringify(text)} at ${position}`, () => {
+      assert.throws(() => JSON.parse(text));
+      assert.equal(findJsonError(text), position);
+    });
+  }
+});

@@ -1,0 +1,103 @@
+'use strict';
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { serve, request } = require('./helpers');
+
+// Wrapped in `seen`: an object with a `body` or `headers` key would be a structured response.
+function describeContext(ctx) {
+  return { seen: {
+    method: ctx.method,
+    path: ctx.path,
+    query: { ...ctx.query },
+    queryOnContext: { a: ctx.a, list: ctx.list },
+    headers: { custom: ctx.headers['x-custom'] },
+    httpVersion: ctx.httpVersion,
+    httpVersionMajor: ctx.httpVersionMajor,
+    httpVersionMinor: ctx.httpVersionMinor,
+    reqIsRaw: typeof ctx.req.on === 'function' && ctx.req.url === ctx.path + (ctx.req.url.includes('?') ? ctx.req.url.slice(ctx.req.url.indexOf('?')) : ''),
+    contentType: ctx.contentType,
+    body: ctx.body,
+    cloudevent: ctx.cloudevent ?? null,
+    logMethods: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'].every((m) => typeof ctx.log[m] === 'function'),
+    hasCloudEventResponse: typeof ctx.cloudEventResponse === 'function',
+    rawBody: ctx.rawBody === undefined ? null : ctx.rawBody.toString('hex'),
+  } };
+}
+
+describe('context', () => {
+  it('carries the seed fields and path, contentType', async () => {
+    const { url, close } = await serve(describeContext);
+    try {
+      const res = await request(url + '/some/path?a=1&list=x&list=y', {
+        method: 'POST',
+        headers: { 'x-custom': 'yes', 'content-type': 'Application/JSON; charset=utf-8' },
+        body: '{"k":"v"}',
+      });
+      assert.deepEqual(res.json.seen, {
+        method: 'POST',
+        path: '/some/path',
+        query: { a: '1', list: ['x', 'y'] },
+        queryOnContext: { a: '1', list: ['x', 'y'] },
+        headers: { custom: 'yes' },
+        httpVersion: '1.1',
+        httpVersionMajor: 1,
+        httpVersionMinor: 1,
+        reqIsRaw: true,
+        contentType: 'application/json',
+        body: { k: 'v' },
+        cloudevent: null,
+        logMethods: true,
+        hasCloudEventResponse: true,
+        rawBody: null,
+      });
+    } finally {
+      await close();
+    }
+  });
+
+  it('a query key never replaces a field or method of the context', async () => {
+    const { url, close } = await serve((ctx) => ({ seen: {
+      method: ctx.method,
+      log: typeof ctx.log.info,
+      body: ctx.body ?? null,
+      path: ctx.path,
+      cloudEventResponse: typeof ctx.cloudEventResponse,
+      constructor: typeof ctx.constructor,
+      query: { ...ctx.query },
+    } }));
+    try {
+      const res = await request(url + '/p?method=DELETE&log=x&body=b&path=/q&cloudEventResponse=1&constructor=c&__proto__=z');
+      assert.deepEqual(res.json.seen, {
+        method: 'GET',
+        log: 'function',
+        body: null,
+        path: '/p',
+        cloudEventResponse: 'function',
+        constructor: 'function',
+        query: { method: 'DELETE', log: 'x', body: 'b', path: '/q', cloudEventResponse: '1', constructor: 'c', ['__proto__']: 'z' },
+      });
+    } finally {
+      await close();
+    }
+  });
+
+  it('rawBody holds the exact bytes when includeRaw is on', async () => {
+    const { url, close } = await serve(describeContext, { includeRaw: true });
+    try {
+      const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{ "k" : 1 }' });
+      assert.equal(res.json.seen.rawBody, Buffer.from('{ "k" : 1 }').toString('hex'));
+      assert.deepEqual(res.json.seen.body, { k: 1 });
+    } finally {
+      await close();
+    }
+  });
+
+  it('a query without a body leaves body undefined and query empty when there is none', async () => {
+    const { url, close } = await serve((ctx, data) => ({ data: data === undefined, query: Object.keys(ctx.query).length }));
+    try {
+      assert.deepEqual((await request(url)).json, { data: true, query: 0 });
+    } finally {
+      await close();
+    }
+  });
+});

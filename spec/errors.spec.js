@@ -1,0 +1,137 @@
+'use strict';
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { serve, request } = require('./helpers');
+const { statusOf, errorBody } = require('../lib/errors.js');
+
+const SECRET = 'db-password-Zq81';
+
+// Each path throws something different.
+const throwers = {
+  '/status': () => {
+    throw Object.assign(new Error('no such order'), { statusCode: 404 });
+  },
+  '/status-teapot': () => {
+    throw Object.assign(new Error('short and stout'), { statusCode: 418 });
+  },
+  '/code': () => {
+    throw Object.assign(new Error('conflict'), { code: 409 });
+  },
+  '/code-string': () => {
+    throw Object.assign(new Error(`ENOENT ${SECRET}`), { code: 'ENOENT' });
+  },
+  '/error': () => {
+    throw new Error(`connection to postgres://admin:${SECRET}@db failed`);
+  },
+  '/string': () => {
+    throw `a string with ${SECRET}`;
+  },
+  '/undefined': () => {
+    throw undefined;
+  },
+  '/null': () => {
+    throw null;
+  },
+  '/number': () => {
+    throw 42;
+  },
+  '/rejected': () => Promise.reject(new TypeError(`rejected ${SECRET}`)),
+  '/async-throw': async () => {
+    await new Promise((r) => setImmediate(r));
+    throw new RangeError(`async ${SECRET}`);
+  },
+  '/status-5xx': () => {
+    throw Object.assign(new Error(`upstream ${SECRET} down`), { statusCode: 503 });
+  },
+  '/status-out-of-range': () => {
+    throw Object.assign(new Error('not an error status'), { statusCode: 302 });
+  },
+  '/plain-object': () => {
+    throw { statusCode: 422, message: 'unprocessable thing' };
+  },
+  '/ok': () => 'still serving',
+};
+
+describe('errors over HTTP', () => {
+  let server;
+  before(async () => {
+    server = await serve((ctx) => throwers[ctx.path]());
+  });
+  after(() => server.close());
+
+  const get = (path) => request(server.url + path);
+
+  it('a numeric statusCode gives that status and the message', async () => {
+    const res = await get('/status');
+    assert.equal(res.status, 404);
+    assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.deepEqual(res.json, { statusCode: 404, error: 'Not Found', message: 'no such order' });
+    assert.equal((await get('/status-teapot')).status, 418);
+  });
+
+  it("faas-js-runtime's numeric code is honoured too", async () => {
+    const res = await get('/code');
+    assert.equal(res.status, 409);
+    assert.equal(res.json.message, 'conflict');
+  });
+
+  it('a thrown plain object with statusCode and message works like an error', async () => {
+    const res = await get('/plain-object');
+    assert.equal(res.status, 422);
+    assert.equal(res.json.message, 'unprocessable thing');
+  });
+
+  for (const path of ['/error', '/string', '/undefined', '/null', '/number', '/rejected', '/async-throw', '/code-string', '/status-out-of-range']) {
+    it(`${path}: anything else thrown is a generic 500`, async () => {
+      const res = await get(path);
+      assert.equal(res.status, 500);
+      assert.deepEqual(res.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+    });
+  }
+
+  it('a 5xx with its own statusCode keeps the status but not the message', async () => {
+    const res = await get('/status-5xx');
+    assert.equal(res.status, 503);
+    assert.deepEqual(res.json, { statusCode: 503, error: 'Service Unavailable', message: 'Service Unavailable' });
+  });
+
+  it('no 5xx body carries the detail; the log does, with the stack', async () => {
+    for (const path of ['/error', '/rejected', '/status-5xx', '/string']) {
+      const res = await get(path);
+      assert.ok(!res.text.includes(SECRET), path);
+    }
+    const errors = server.log.entries().filter((e) => e.level === 50);
+    const error = errors.find((e) => e.err && e.err.message.includes('postgres://'));
+    assert.ok(error, 'the thrown Error is logged');
+    assert.equal(error.err.type, 'Error');
+    assert.match(error.err.stack, /errors\.spec\.js/);
+    assert.equal(typeof error.reqId, 'number');
+    assert.ok(errors.some((e) => e.thrown === `a string with ${SECRET}`), 'a thrown string is logged');
+  });
+
+  it('keeps serving after every throw', async () => {
+    const res = await get('/ok');
+    assert.equal(res.status, 200);
+    assert.equal(res.text, 'still serving');
+  });
+});
+
+describe('statusOf and errorBody (pure)', () => {
+  it('takes statusCode, then code, within 400 to 599', () => {
+    assert.equal(statusOf({ statusCode: 400 }), 400);
+    assert.equal(statusOf({ statusCode: 599 }), 599);
+    assert.equal(statusOf({ statusCode: 600 }), 500);
+    assert.equal(statusOf({ statusCode: 404.5 }), 500);
+    assert.equal(statusOf({ statusCode: '404' }), 500);
+    assert.equal(statusOf({ code: 401 }), 401);
+    assert.equal(statusOf({ statusCode: 'x', code: 403 }), 403);
+    assert.equal(statusOf('x'), 500);
+    assert.equal(statusOf(undefined), 500);
+  });
+
+  it('a 4xx body carries the message, a 5xx body never does', () => {
+    assert.deepEqual(errorBody(400, new Error('bad')), { statusCode: 400, error: 'Bad Request', message: 'bad' });
+    assert.deepEqual(errorBody(500, new Error('secret')), { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+    assert.deepEqual(errorBody(404, 'a string'), { statusCode: 404, error: 'Not Found', message: 'Not Found' });
+  });
+});
