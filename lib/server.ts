@@ -130,14 +130,19 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   return server;
 
   async function probe(req: IncomingMessage, res: ServerResponse, target: Target & { kind: 'probe' }, reqLog: Logger): Promise<void> {
-    let healthy = !(target.readiness && runtime.draining);
-    if (healthy && target.check !== undefined) {
+    let healthy = true;
+    if (target.check !== undefined) {
       try {
         healthy = (await target.check()) !== false;
       } catch (err) {
         reqLog.warn(err, `${target.readiness ? 'readiness' : 'liveness'} check failed`);
         healthy = false;
       }
+    }
+    // Checked after the module's own check, which may have been in flight when draining began.
+    if (target.readiness && runtime.draining) {
+      healthy = false;
+      res.setHeader('connection', 'close');
     }
     if (healthy) send(req, res, 200, { 'content-type': TEXT }, 'OK');
     else send(req, res, 503, { 'content-type': JSON_TYPE }, JSON.stringify(errorBody(503, undefined)));

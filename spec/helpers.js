@@ -39,3 +39,102 @@ async function request(url, init) {
 }
 
 module.exports = { serve, sink, request };
+
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+
+const SERVE = path.join(__dirname, '..', 'lib', 'serve.js');
+
+/** A fresh folder holding `files` ({ relative path: content }). */
+function project(files) {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-spec-'));
+  for (const [name, content] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(folder, name)), { recursive: true });
+    fs.writeFileSync(path.join(folder, name), content);
+  }
+  return folder;
+}
+
+/** A port that was free a moment ago. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Runs `node lib/serve.js ...args` as a user would. `env` is added to a clean copy of the
+ * environment (without the FUNC_ and probe variables of the one running the specs).
+ * Returns the child, its output so far, and `exited` (resolves { code, signal }).
+ */
+function run(args, { env = {}, cwd } = {}) {
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)),
+  );
+  const child = spawn(process.execPath, [SERVE, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (c) => (out.stdout += c));
+  child.stderr.on('data', (c) => (out.stderr += c));
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  const lines = () => out.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  /** Resolves when a stdout line matches `test` (a function of the parsed line). */
+  const waitFor = (test, what = 'log line') =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        const found = lines().find(test);
+        if (found) {
+          cleanup();
+          resolve(found);
+        }
+      };
+      const onExit = () => {
+        cleanup();
+        reject(new Error(`exited before ${what}; stdout: ${out.stdout} stderr: ${out.stderr}`));
+      };
+      const cleanup = () => {
+        child.stdout.off('data', check);
+        child.off('close', onExit);
+      };
+      child.stdout.on('data', check);
+      child.on('close', onExit);
+      check();
+    });
+  return { child, out, exited, lines, waitFor };
+}
+
+/** Runs serve.js on a free port and waits until it listens. */
+async function runServing(args, options = {}) {
+  const port = await freePort();
+  const proc = run([...args, '--port', String(port), '--host', '127.0.0.1'], options);
+  await waitUntilListening(port, proc);
+  return { ...proc, port, url: `http://127.0.0.1:${port}` };
+}
+
+async function waitUntilListening(port, proc) {
+  for (;;) {
+    if (proc.child.exitCode !== null) throw new Error(`exited with ${proc.child.exitCode}: ${proc.out.stderr}${proc.out.stdout}`);
+    const up = await new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (up) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+module.exports.project = project;
+module.exports.freePort = freePort;
+module.exports.run = run;
+module.exports.runServing = runServing;
+module.exports.waitUntilListening = waitUntilListening;

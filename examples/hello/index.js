@@ -1,5 +1,5 @@
 /**
- * An HTTP function: answers with a greeting for `?name=` (or a JSON body's `name`).
+ * An HTTP function: greets `name` from the query string or a JSON body.
  *
  * @param {import('funcrun').Context} context the request: query, headers, method, log...
  * @param {unknown} body the request body, parsed by its content type
@@ -7,7 +7,7 @@
 function handle(context, body) {
   const name = (body && typeof body === 'object' && body.name) || context.query.name || 'world';
   context.log.info(`greeting ${name}`);
-  return { greeting: `Hello, ${name}!`, method: context.method };
+  return { greeting: `${process.env.GREETING || 'Hello'}, ${name}!`, method: context.method };
 }
 
 module.exports = { handle };

@@ -1,0 +1,174 @@
+'use strict';
+// init, shutdown, signals and crashes, with serve.js run as a real process.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { project, run, runServing, request, freePort } = require('./helpers');
+const { serve } = require('./helpers');
+
+describe('lifecycle', () => {
+  it('init() completes before the server listens', async () => {
+    const folder = project({
+      'index.js': `
+        let ready = false;
+        module.exports = {
+          async init() {
+            console.log(JSON.stringify({ msg: 'init started' }));
+            await new Promise((r) => setTimeout(r, 300));
+            ready = true;
+            console.log(JSON.stringify({ msg: 'init done' }));
+          },
+          handle: () => ({ ready }),
+        };`,
+    });
+    const proc = await runServing([folder]);
+    assert.deepEqual((await request(proc.url)).json, { ready: true });
+    const order = proc.lines().map((l) => l.msg);
+    assert.ok(order.indexOf('init done') < order.findIndex((m) => m.startsWith('listening')), order.join(' | '));
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+  });
+
+  it('init() that throws: logged with its stack, exit code 1, nothing listens', async () => {
+    const folder = project({
+      'index.js': "module.exports = { init() { throw new Error('database unreachable'); }, handle: () => 'never' };",
+    });
+    const port = await freePort();
+    const proc = run([folder, '--port', String(port)]);
+    assert.equal((await proc.exited).code, 1);
+    const line = JSON.parse(proc.out.stderr.trim());
+    assert.equal(line.level, 60);
+    assert.match(line.msg, /database unreachable/);
+    assert.ok(!proc.out.stdout.includes('listening'));
+  });
+
+  it('an async init() that rejects stops the start too', async () => {
+    const folder = project({ 'index.mjs': "export async function init() { throw new Error('async init failed'); }\nexport const handle = () => 1;" });
+    const proc = run([folder + '/index.mjs', '--port', '0']);
+    assert.equal((await proc.exited).code, 1);
+    assert.match(proc.out.stderr, /async init failed/);
+  });
+
+  for (const signal of ['SIGTERM', 'SIGINT']) {
+    it(`${signal}: in-flight requests finish, new connections are refused, shutdown() runs after the last one, exit 0`, async () => {
+      const folder = project({
+        'index.js': `
+          module.exports = {
+            async handle(ctx) {
+              if (ctx.path === '/slow') {
+                console.log(JSON.stringify({ msg: 'slow started' }));
+                await new Promise((r) => setTimeout(r, 600));
+                console.log(JSON.stringify({ msg: 'slow finished' }));
+                return 'slow done';
+              }
+              return 'fast';
+            },
+            async shutdown() {
+              await new Promise((r) => setTimeout(r, 50));
+              console.log(JSON.stringify({ msg: 'shutdown ran' }));
+            },
+          };`,
+      });
+      const proc = await runServing([folder]);
+      const slow = [request(proc.url + '/slow'), request(proc.url + '/slow')];
+      await proc.waitFor((l) => l.msg === 'slow started');
+      proc.child.kill(signal);
+      await proc.waitFor((l) => l.msg.includes(signal));
+      await assert.rejects(request(proc.url + '/fast'), 'a new connection is refused');
+      const answers = await Promise.all(slow);
+      for (const res of answers) {
+        assert.equal(res.status, 200);
+        assert.equal(res.text, 'slow done');
+      }
+      const { code } = await proc.exited;
+      assert.equal(code, 0);
+      const order = proc.lines().map((l) => l.msg);
+      assert.ok(order.lastIndexOf('slow finished') < order.indexOf('shutdown ran'), order.join(' | '));
+      assert.ok(order.indexOf('shutdown ran') < order.indexOf('stopped'), order.join(' | '));
+    });
+  }
+
+  it('a request still running at the end of the grace period is cut, and the process exits 0', async () => {
+    const folder = project({
+      'index.js': `module.exports = { handle: () => new Promise(() => { console.log(JSON.stringify({ msg: 'hanging' })); }), shutdown() { console.log(JSON.stringify({ msg: 'shutdown ran' })); } };`,
+    });
+    const proc = await runServing([folder, '--grace-period', '300ms']);
+    const hanging = request(proc.url).catch((err) => err);
+    await proc.waitFor((l) => l.msg === 'hanging');
+    proc.child.kill('SIGTERM');
+    assert.equal((await proc.exited).code, 0);
+    assert.ok(proc.lines().some((l) => l.msg === 'shutdown ran'));
+    assert.ok((await hanging) instanceof Error);
+  });
+
+  it('an uncaught exception is logged as fatal with its stack, shutdown() runs, exit code 1', async () => {
+    const folder = project({
+      'index.js': `
+        module.exports = {
+          handle() {
+            setImmediate(() => { throw new Error('escaped the handler'); });
+            return 'answered';
+          },
+          shutdown() { console.log(JSON.stringify({ msg: 'shutdown ran' })); },
+        };`,
+    });
+    const proc = await runServing([folder]);
+    assert.equal((await request(proc.url)).text, 'answered');
+    const { code } = await proc.exited;
+    assert.equal(code, 1);
+    const fatal = proc.lines().find((l) => l.level === 60);
+    assert.equal(fatal.err.message, 'escaped the handler');
+    assert.match(fatal.err.stack, /index\.js/);
+    assert.ok(proc.lines().some((l) => l.msg === 'shutdown ran'));
+  });
+
+  it('an unhandled rejection is treated like an uncaught exception', async () => {
+    const folder = project({
+      'index.js': "module.exports = () => { Promise.reject(new Error('nobody caught me')); return 'ok'; };",
+    });
+    const proc = await runServing([folder]);
+    await request(proc.url);
+    assert.equal((await proc.exited).code, 1);
+    assert.ok(proc.lines().some((l) => l.level === 60 && /nobody caught me/.test(l.err?.message)));
+  });
+
+  it('a handler that throws never stops the process', async () => {
+    const folder = project({ 'index.js': "module.exports = () => { throw 'plain string'; };" });
+    const proc = await runServing([folder]);
+    for (let i = 0; i < 3; i++) assert.equal((await request(proc.url)).status, 500);
+    assert.equal(proc.child.exitCode, null);
+    proc.child.kill('SIGTERM');
+    assert.equal((await proc.exited).code, 0);
+  });
+});
+
+describe('lifecycle through start()', () => {
+  it('init runs before start() resolves; shutdown runs when the server closes', async () => {
+    const events = [];
+    const { url, close } = await serve({
+      init: async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        events.push('init');
+      },
+      handle: () => 'ok',
+      shutdown: () => events.push('shutdown'),
+    });
+    events.push('started');
+    assert.equal((await request(url)).text, 'ok');
+    await close();
+    assert.deepEqual(events, ['init', 'started', 'shutdown']);
+  });
+
+  it('a throwing init rejects start()', async () => {
+    await assert.rejects(serve({ init: () => { throw new Error('no init'); }, handle: () => 1 }), /no init/);
+  });
+
+  it('a port in use rejects start()', async () => {
+    const first = await serve(() => 1);
+    try {
+      await assert.rejects(serve(() => 1, { port: Number(new URL(first.url).port) }), /EADDRINUSE/);
+    } finally {
+      await first.close();
+    }
+  });
+});
+

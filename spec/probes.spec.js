@@ -1,0 +1,172 @@
+'use strict';
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { serve, request } = require('./helpers');
+const { stop } = require('../lib/index.js');
+
+function funcYamlFolder(text) {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-probes-'));
+  fs.writeFileSync(path.join(folder, 'func.yaml'), text);
+  return folder;
+}
+
+async function withEnv(vars, fn) {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+describe('health probes', () => {
+  it('answer 200 OK on /health/liveness and /health/readiness by default, without calling the handler', async () => {
+    let calls = 0;
+    const { url, close } = await serve(() => calls++);
+    try {
+      for (const probe of ['/health/liveness', '/health/readiness']) {
+        const res = await request(url + probe);
+        assert.equal(res.status, 200);
+        assert.equal(res.text, 'OK');
+        assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
+      }
+      assert.equal(calls, 0);
+    } finally {
+      await close();
+    }
+  });
+
+  it("call the module's liveness and readiness: false or a throw gives 503 with a JSON body", async () => {
+    let ready = true;
+    const { url, close } = await serve({
+      handle: () => 'ok',
+      liveness: () => {
+        throw new Error('wedged');
+      },
+      readiness: async () => ready,
+    });
+    try {
+      const live = await request(url + '/health/liveness');
+      assert.equal(live.status, 503);
+      assert.equal(live.json.statusCode, 503);
+      assert.equal((await request(url + '/health/readiness')).status, 200);
+      ready = false;
+      assert.equal((await request(url + '/health/readiness')).status, 503);
+    } finally {
+      await close();
+    }
+  });
+
+  it("the function's path property moves a probe; the old path goes to the handler", async () => {
+    const liveness = () => true;
+    liveness.path = '/alive';
+    const readiness = () => true;
+    readiness.path = '/ready';
+    const { url, close } = await serve({ handle: (ctx) => `handler ${ctx.path}`, liveness, readiness });
+    try {
+      assert.equal((await request(url + '/alive')).text, 'OK');
+      assert.equal((await request(url + '/ready')).text, 'OK');
+      assert.equal((await request(url + '/health/liveness')).text, 'handler /health/liveness');
+    } finally {
+      await close();
+    }
+  });
+
+  it("func.yaml's deploy.healthEndpoints set the paths", async () => {
+    const folder = funcYamlFolder('name: probes\ndeploy:\n  healthEndpoints:\n    liveness: /yaml/live\n    readiness: /yaml/ready\n');
+    const { url, close } = await serve(() => 'handler', { config: folder });
+    try {
+      assert.equal((await request(url + '/yaml/live')).text, 'OK');
+      assert.equal((await request(url + '/yaml/ready')).text, 'OK');
+      assert.equal((await request(url + '/health/liveness')).text, 'handler');
+    } finally {
+      await close();
+    }
+  });
+
+  it('precedence: LIVENESS_URL / READINESS_URL, then the path property, then func.yaml, then the default', async () => {
+    const folder = funcYamlFolder('deploy:\n  healthEndpoints:\n    liveness: /yaml/live\n    readiness: /yaml/ready\n');
+    const liveness = () => true;
+    liveness.path = '/prop/live';
+    await withEnv({ READINESS_URL: '/env/ready' }, async () => {
+      const { url, close } = await serve({ handle: () => 'handler', liveness }, { config: folder });
+      try {
+        assert.equal((await request(url + '/env/ready')).text, 'OK');
+        assert.equal((await request(url + '/prop/live')).text, 'OK');
+        assert.equal((await request(url + '/yaml/ready')).text, 'handler');
+        assert.equal((await request(url + '/yaml/live')).text, 'handler');
+      } finally {
+        await close();
+      }
+    });
+    await withEnv({ LIVENESS_URL: '/env/live' }, async () => {
+      const { url, close } = await serve({ handle: () => 'handler', liveness }, { config: folder });
+      try {
+        assert.equal((await request(url + '/env/live')).text, 'OK');
+        assert.equal((await request(url + '/prop/live')).text, 'handler');
+        assert.equal((await request(url + '/yaml/ready')).text, 'OK');
+      } finally {
+        await close();
+      }
+    });
+  });
+
+  it('a probe path answers GET and HEAD; another method is a 405', async () => {
+    const { url, close } = await serve(() => 'handler');
+    try {
+      assert.equal((await request(url + '/health/liveness', { method: 'HEAD' })).status, 200);
+      const res = await request(url + '/health/liveness', { method: 'POST' });
+      assert.equal(res.status, 405);
+      assert.equal(res.headers.get('allow'), 'GET, HEAD');
+    } finally {
+      await close();
+    }
+  });
+
+  it('readiness turns 503 once the server drains, while the request in flight still completes', async () => {
+    const gates = {};
+    const gate = (name) => {
+      let open;
+      const entered = new Promise((resolve) => {
+        gates[name] = { resolve, promise: new Promise((release) => (open = release)) };
+      });
+      return { entered, open: () => open() };
+    };
+    const slow = gate('slow');
+    const ready = gate('ready');
+    const { url, server } = await serve({
+      handle: async () => {
+        gates.slow.resolve();
+        await gates.slow.promise;
+        return 'slow done';
+      },
+      readiness: async () => {
+        gates.ready.resolve();
+        await gates.ready.promise;
+        return true;
+      },
+    });
+    const slowResponse = request(url + '/work');
+    const readyResponse = request(url + '/health/readiness');
+    await Promise.all([slow.entered, ready.entered]);
+    const stopped = stop(server, 5000);
+    ready.open();
+    const during = await readyResponse;
+    assert.equal(during.status, 503);
+    assert.equal(during.headers.get('connection'), 'close');
+    await assert.rejects(request(url + '/health/liveness'), 'new connections are refused');
+    slow.open();
+    const res = await slowResponse;
+    assert.equal(res.status, 200);
+    assert.equal(res.text, 'slow done');
+    assert.equal(res.headers.get('connection'), 'close');
+    await stopped;
+  });
+});
