@@ -8,6 +8,7 @@ import type { CloudEvent } from 'cloudevents';
 import { HttpError } from './errors';
 import { bodyKind, parseMediaType, type MediaType } from './media-type';
 import { decodeText, parseBody, parseForm, parseJson, parseXml } from './body';
+import { decodeComponent } from './router';
 
 type Sdk = typeof import('cloudevents');
 let sdk: Sdk | undefined;
@@ -59,7 +60,8 @@ export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer
 function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined): CloudEvent<unknown> {
   const attributes: Record<string, unknown> = {};
   for (const name in headers) {
-    if (name.startsWith('ce-')) attributes[name.slice(3)] = decodeHeader(String(headers[name]));
+    // Values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
+    if (name.startsWith('ce-')) attributes[name.slice(3)] = decodeComponent(String(headers[name]));
   }
   const contentType = headers['content-type'];
   if (contentType !== undefined) attributes.datacontenttype = contentType;
@@ -72,16 +74,6 @@ function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, med
     }
   }
   return build(attributes, data, '');
-}
-
-// Binary-mode header values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
-function decodeHeader(value: string): string {
-  if (!value.includes('%')) return value;
-  try {
-    return decodeURIComponent(value);
-  } catch {
-    return value;
-  }
 }
 
 function eventFromJson(json: Record<string, unknown>, where: string): CloudEvent<unknown> {

@@ -39,7 +39,8 @@ function compile(path: string): { keys: string[]; pattern?: RegExp } {
   return { keys, pattern: new RegExp(`^${source}/?$`) };
 }
 
-function decode(value: string): string {
+/** Percent-decodes a path segment or header value; malformed escapes leave it as it is. */
+export function decodeComponent(value: string): string {
   if (!value.includes('%')) return value;
   try {
     return decodeURIComponent(value);
@@ -83,7 +84,7 @@ export class Router<H> {
         const params: Params = {};
         route.keys.forEach((name, i) => {
           const value = m[i + 1];
-          if (value !== undefined && (value !== '' || name === '*')) params[name] = decode(value);
+          if (value !== undefined && (value !== '' || name === '*')) params[name] = decodeComponent(value);
         });
         return { kind: 'found', handler: route.handler, params };
       }

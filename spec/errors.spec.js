@@ -135,3 +135,42 @@ describe('statusOf and errorBody (pure)', () => {
     assert.deepEqual(errorBody(404, 'a string'), { statusCode: 404, error: 'Not Found', message: 'Not Found' });
   });
 });
+
+describe('malformed HTTP', () => {
+  const net = require('node:net');
+  const raw = (port, data) =>
+    new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(data));
+      let out = '';
+      socket.on('data', (chunk) => (out += chunk));
+      socket.on('close', () => resolve(out));
+      socket.on('error', reject);
+    });
+
+  it('a request that is not HTTP, or has conflicting framing, gets a 400 JSON body and the server keeps serving', async () => {
+    const { url, close } = await serve(() => 'fine');
+    const port = Number(new URL(url).port);
+    try {
+      for (const data of ['GARBAGE\r\n\r\n', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n']) {
+        const answer = await raw(port, data);
+        assert.match(answer, /^HTTP\/1\.1 400 /);
+        assert.match(answer, /content-type: application\/json/);
+        assert.match(answer, /"statusCode":400/);
+      }
+      assert.equal((await request(url)).text, 'fine');
+    } finally {
+      await close();
+    }
+  });
+
+  it('headers past the size limit get a 431 JSON body', async () => {
+    const { url, close } = await serve(() => 'fine');
+    try {
+      const answer = await raw(Number(new URL(url).port), `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 431 /);
+      assert.match(answer, /"statusCode":431/);
+    } finally {
+      await close();
+    }
+  });
+});

@@ -65,4 +65,24 @@ describe('examples', () => {
       assert.equal((await request(url)).status, 405);
     });
   });
+
+  it("the README's ten-line handler answers its curl", async () => {
+    const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+    const handler = /```js\n(\/\/ index\.js\n[\s\S]*?)```/.exec(readme)[1];
+    assert.ok(handler.split('\n').filter(Boolean).length <= 11, 'about ten lines');
+    const folder = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'funcrun-readme-'));
+    fs.writeFileSync(path.join(folder, 'index.js'), handler);
+    const proc = await runServing([folder]);
+    try {
+      const curl = await request(proc.url + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"Ann"}' });
+      assert.deepEqual(curl.json, { greeting: 'Hello, Ann!' });
+      assert.match(readme, /# \{"greeting":"Hello, Ann!"\}/);
+      assert.deepEqual((await request(proc.url + '/?name=Bo')).json, { greeting: 'Hello, Bo!' });
+      assert.equal((await request(proc.url + '/?name=' + 'x'.repeat(101))).status, 400);
+    } finally {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+    }
+  });
 });
+

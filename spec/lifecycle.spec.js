@@ -131,6 +131,27 @@ describe('lifecycle', () => {
     assert.ok(proc.lines().some((l) => l.level === 60 && /nobody caught me/.test(l.err?.message)));
   });
 
+  it('a shutdown() that throws is logged and the exit code is 1', async () => {
+    const folder = project({ 'index.js': "module.exports = { handle: () => 1, shutdown() { throw new Error('could not flush'); } };" });
+    const proc = await runServing([folder]);
+    proc.child.kill('SIGTERM');
+    assert.equal((await proc.exited).code, 1);
+    assert.ok(proc.lines().some((l) => l.level === 50 && l.err?.message === 'could not flush'));
+  });
+
+  it('a second signal while draining exits at once with 1', async () => {
+    const folder = project({
+      'index.js': "module.exports = () => new Promise(() => console.log(JSON.stringify({ msg: 'hanging' })));",
+    });
+    const proc = await runServing([folder]);
+    request(proc.url).catch(() => undefined);
+    await proc.waitFor((l) => l.msg === 'hanging');
+    proc.child.kill('SIGTERM');
+    await proc.waitFor((l) => l.msg.startsWith('SIGTERM'));
+    proc.child.kill('SIGINT');
+    assert.equal((await proc.exited).code, 1);
+  });
+
   it('a handler that throws never stops the process', async () => {
     const folder = project({ 'index.js': "module.exports = () => { throw 'plain string'; };" });
     const proc = await runServing([folder]);

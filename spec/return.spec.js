@@ -109,4 +109,39 @@ describe('return rules', () => {
     assert.equal(res.status, 500);
     assert.deepEqual(res.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
   });
+
+  it('a readable stream is streamed as application/octet-stream', async () => {
+    const { Readable } = require('node:stream');
+    const res = await returning(() => Readable.from([Buffer.from('chunk one, '), Buffer.from('chunk two')]));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/octet-stream');
+    assert.equal(res.text, 'chunk one, chunk two');
+  });
+
+  it('an XML Document (such as the one an XML request arrives as) is sent as application/xml', async () => {
+    const res = await returning((ctx, doc) => {
+      doc.documentElement.setAttribute('seen', 'yes');
+      return doc;
+    }, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<order id="1"/>' });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/xml; charset=utf-8');
+    assert.match(res.text, /<order id="1" seen="yes"\/>/);
+  });
+
+  it('null gives 204 like nothing', async () => {
+    assert.equal((await returning(null)).status, 204);
+  });
+
+  it('a value JSON cannot hold is a 500, and the next request is served', async () => {
+    const circular = {};
+    circular.self = circular;
+    const { url, close } = await serve((ctx) => (ctx.query.ok ? 'ok' : circular));
+    try {
+      assert.equal((await request(url)).status, 500);
+      assert.equal((await request(url + '/?ok=1')).text, 'ok');
+    } finally {
+      await close();
+    }
+  });
 });
+
