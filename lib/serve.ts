@@ -3,8 +3,8 @@
 // reads the command line and sets up signals; start() reads the environment.
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
-import { applyEnvs, checkLogLevel, parseBytes, parseDuration, parsePort, readFuncYaml } from './config';
-import { loadFunction, resolveEntry } from './loader';
+import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseDuration, parsePort, readFuncYaml } from './config';
+import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, type RootLogger } from './log';
 import { defaults, start, stop, type Options } from './index';
 import { loggerOf } from './server';
@@ -26,14 +26,16 @@ Options:
 const startupLog: RootLogger = createLogger('fatal', process.stderr);
 
 function fail(err: unknown): never {
+  // Our own configuration and loading errors say all in their message (with the stack of a
+  // failing user module as their cause); anything else, such as a throwing init(), is logged whole.
+  const ours = err instanceof ConfigError || err instanceof LoadError;
+  const cause = ours ? (err as Error).cause : err;
   const message = err instanceof Error ? err.message : String(err);
-  // Stacks of our own configuration errors say nothing useful; a failing user module's does.
-  const cause = err instanceof Error ? (err.cause as Error | undefined) : undefined;
   startupLog.fatal(cause instanceof Error ? { err: cause } : {}, message);
   process.exit(1);
 }
 
-function parseCommandLine(argv: string[]): { target: string; options: Options; gracePeriod?: number } {
+function parseCommandLine(argv: string[]): { target: string; options: Options; gracePeriod?: string } {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -64,9 +66,8 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
   const limit = values.bodyLimit ?? values['body-limit'];
   if (limit !== undefined) options.bodyLimit = parseBytes(limit, '--bodyLimit');
   if (values['include-raw'] || values.includeRaw) options.includeRaw = true;
-  const grace = values['grace-period'] ?? process.env.FUNC_GRACE_PERIOD;
-  const gracePeriod = grace === undefined ? undefined : parseDuration(grace, values['grace-period'] ? '--grace-period' : 'FUNC_GRACE_PERIOD');
-  return { target: positionals[0] ?? '.', options, gracePeriod };
+  if (values['grace-period'] !== undefined) parseDuration(values['grace-period'], '--grace-period');
+  return { target: positionals[0] ?? '.', options, gracePeriod: values['grace-period'] };
 }
 
 async function main(): Promise<void> {
@@ -81,10 +82,8 @@ async function main(): Promise<void> {
         log.info('stopped');
         process.exit(code);
       },
-      (err) => {
-        log.error(err, 'shutdown() failed');
-        process.exit(1);
-      },
+      // The server has logged shutdown()'s error already.
+      () => process.exit(1),
     );
   };
 
@@ -102,11 +101,13 @@ async function main(): Promise<void> {
     fail(err);
   }
   const { target, options } = parsed;
-  const gracePeriod = parsed.gracePeriod ?? defaults.gracePeriod;
+  let gracePeriod: number = defaults.gracePeriod;
   try {
     // func.yaml's envs are set before the module loads: its top level may read them.
     const funcYaml = readFuncYaml(resolveEntry(target).folder);
     if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
+    const grace = parsed.gracePeriod ?? process.env.FUNC_GRACE_PERIOD;
+    if (grace !== undefined) gracePeriod = parseDuration(grace, parsed.gracePeriod ? '--grace-period' : 'FUNC_GRACE_PERIOD');
     const { module } = await loadFunction(target);
     server = await start(module, { ...options, funcYaml });
   } catch (err) {

@@ -1,11 +1,11 @@
 // The HTTP server: routing, body, CloudEvents, context, invocation, response. Everything that
 // can be decided once (routes, probe paths, CORS origins, log prefixes) is decided in
 // `createServer`; the per-request path only does per-request work.
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { CloudEvent } from 'cloudevents';
 import { hasBody, parseBody, readBody, searchParamsToObject } from './body';
-import { asCloudEvent, detectMode, readEvent, type Mode } from './cloudevent';
+import { asCloudEvent, detectMode, readEvent } from './cloudevent';
 import { Context } from './context';
 import { allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
 import { errorBody, HttpError, statusOf } from './errors';
@@ -63,7 +63,6 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const reqLog = log.child(reqId);
     if (runtime.draining) res.setHeader('connection', 'close');
     if (debug) access(req, res, reqLog);
-    let mode: Mode | undefined;
     try {
       const url = req.url ?? '/';
       const q = url.indexOf('?');
@@ -93,7 +92,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
       const media = parseMediaType(req.headers['content-type']);
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : undefined;
-      mode = detectMode(req.headers, media);
+      const mode = detectMode(req.headers, media);
       const query = q === -1 ? Object.create(null) : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
       const context = (event?: CloudEvent<unknown>) => {
         const ctx = new Context(req, reqLog, path, query, params, media?.type, defaults);
@@ -210,8 +209,8 @@ function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const body = JSON.stringify(errorBody(status, new HttpError(status, status === 400 ? 'malformed HTTP request' : '')));
   socket.end(
-    `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
-      `content-type: ${JSON_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: ${JSON_TYPE}\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
 }
 

@@ -38,6 +38,7 @@ describe('lifecycle', () => {
     const line = JSON.parse(proc.out.stderr.trim());
     assert.equal(line.level, 60);
     assert.match(line.msg, /database unreachable/);
+    assert.match(line.err.stack, /index\.js/);
     assert.ok(!proc.out.stdout.includes('listening'));
   });
 
