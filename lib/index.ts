@@ -85,7 +85,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
     log,
   );
 
-  await module.init?.();
+  await module.init?.({ log });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ port: parsePort(port, 'port'), host: options.host ?? env.host }, () => {
@@ -108,6 +108,7 @@ export type {
   CloudEvent,
   CloudEventFunction,
   CorsOrigin,
+  ErrorBody,
   Function,
   HealthCheck,
   HTTPFunction,

@@ -83,7 +83,7 @@ function relativeName(file: string): string {
   return rel.startsWith('..') ? file : rel || file;
 }
 
-const PROPERTIES = ['handle', 'routes', 'init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'functions'] as const;
+const PROPERTIES = ['handle', 'routes', 'init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'errorBody', 'functions'] as const;
 
 function hasHandler(value: unknown): boolean {
   if (typeof value === 'function') return true;
@@ -130,7 +130,7 @@ export function checkFunction(module: FunctionModule, file: string): void {
   const fail = (message: string): never => {
     throw new LoadError(`${relativeName(file)}: ${message}`);
   };
-  for (const key of ['handle', 'init', 'shutdown', 'liveness', 'readiness', 'cors'] as const) {
+  for (const key of ['handle', 'init', 'shutdown', 'liveness', 'readiness', 'cors', 'errorBody'] as const) {
     if (module[key] !== undefined && typeof module[key] !== 'function') fail(`'${key}' must be a function`);
   }
   if (module.logLevel !== undefined && !isLogLevel(module.logLevel)) {

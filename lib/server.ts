@@ -8,7 +8,7 @@ import { hasBody, parseBody, readBody, searchParamsToObject } from './body';
 import { asCloudEvent, detectMode, readEvent } from './cloudevent';
 import { Context } from './context';
 import { allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
-import { errorBody, HttpError, statusOf } from './errors';
+import { errorBody, HttpError, statusOf, type ErrorBody } from './errors';
 import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
@@ -118,7 +118,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       respond(req, res, value, mode);
     } catch (err) {
       if (runtime.draining && !res.headersSent) res.setHeader('connection', 'close');
-      sendError(req, res, err, reqLog);
+      sendError(req, res, err, reqLog, module.errorBody);
     }
   }
 
@@ -144,7 +144,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       res.setHeader('connection', 'close');
     }
     if (healthy) send(req, res, 200, { 'content-type': TEXT }, 'OK');
-    else send(req, res, 503, { 'content-type': JSON_TYPE }, JSON.stringify(errorBody(503, undefined)));
+    else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(503, undefined, reqLog, module.errorBody));
   }
 }
 
@@ -166,8 +166,17 @@ async function batch(
   return replies.length === 0 ? undefined : replies;
 }
 
-/** The one place a thrown value becomes a response. 5xx details go to the log, never to the client. */
-export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger): void {
+/**
+ * The one place a thrown value becomes a response. 5xx details go to the log, never to the
+ * client. `format` is the module's `errorBody`, when it shapes its own error bodies.
+ */
+export function sendError(
+  req: IncomingMessage,
+  res: ServerResponse,
+  thrown: unknown,
+  log: Logger,
+  format?: (body: ErrorBody, thrown: unknown) => unknown,
+): void {
   const status = statusOf(thrown);
   if (status >= 500) log.error(thrown instanceof Error ? thrown : { thrown: describe(thrown) }, 'request failed');
   else log.debug({ statusCode: status, message: (thrown as { message?: unknown } | undefined)?.message }, 'request rejected');
@@ -181,7 +190,18 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
   const headers: Record<string, string> = { 'content-type': JSON_TYPE, ...(thrown instanceof HttpError ? thrown.headers : undefined) };
   // A body we stopped reading leaves the connection unusable.
   if (status === 413) headers.connection = 'close';
-  send(req, res, status, headers, JSON.stringify(errorBody(status, thrown)));
+  send(req, res, status, headers, errorJson(status, thrown, log, format));
+}
+
+function errorJson(status: number, thrown: unknown, log: Logger, format?: (body: ErrorBody, thrown: unknown) => unknown): string {
+  const body = errorBody(status, thrown);
+  if (format === undefined) return JSON.stringify(body);
+  try {
+    return JSON.stringify(format(body, thrown)) ?? JSON.stringify(body);
+  } catch (err) {
+    log.error(err, 'errorBody() failed');
+    return JSON.stringify(body);
+  }
 }
 
 function describe(value: unknown): string {

@@ -5,8 +5,9 @@ import type { CloudEvent, Message } from 'cloudevents';
 import type { Context } from './context';
 import type { Logger, LogLevel } from './log';
 import type { CloudEventResponse } from './cloudevent';
+import type { ErrorBody } from './errors';
 
-export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent };
+export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent, ErrorBody };
 
 /** A response spelled out: status, headers and body. With no body and no status, 204. */
 export interface StructuredReturn {
@@ -50,8 +51,8 @@ export interface Function {
   handle?: Invokable;
   /** `'METHOD /path/:param'` to a handler with the same contract as `handle`. */
   routes?: Record<string, Invokable>;
-  /** Runs before the server listens; may be async. A throw stops the start. */
-  init?: () => unknown;
+  /** Runs before the server listens, with the runtime's logger; may be async. A throw stops the start. */
+  init?: (context: { log: Logger }) => unknown;
   /** Runs after the server has stopped; may be async. */
   shutdown?: () => unknown;
   liveness?: HealthCheck;
@@ -59,6 +60,12 @@ export interface Function {
   logLevel?: LogLevel;
   /** The origins allowed to call the function from a browser. Called once at start. */
   cors?: () => CorsOrigin[];
+  /**
+   * Shapes the JSON body of every error response of this function (a thrown error, 404, 405,
+   * 413, malformed data): gets funcrun's body, `{ statusCode, error, message, ... }` (generic at
+   * 5xx), and the thrown value; returns the body to send.
+   */
+  errorBody?: (body: ErrorBody, thrown: unknown) => unknown;
 }
 
 export type { IncomingMessage };

@@ -174,3 +174,52 @@ describe('malformed HTTP', () => {
     }
   });
 });
+
+describe("a module's errorBody", () => {
+  it('shapes every error body of the function: thrown, 404, 405, 413 and malformed JSON', async () => {
+    const { url, close } = await serve(
+      {
+        routes: {
+          'POST /things': (ctx, body) => {
+            if (body?.bad) throw Object.assign(new Error('bad thing'), { statusCode: 422 });
+            throw new Error(`internal ${SECRET}`);
+          },
+        },
+        errorBody: (body, thrown) => ({ code: body.statusCode, text: body.message, thrownIsError: thrown instanceof Error }),
+      },
+      { bodyLimit: 64 },
+    );
+    const post = (body, path = '/things') => request(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    try {
+      assert.deepEqual((await post('{"bad":true}')).json, { code: 422, text: 'bad thing', thrownIsError: true });
+      const internal = await post('{}');
+      assert.equal(internal.status, 500);
+      assert.deepEqual(internal.json, { code: 500, text: 'Internal Server Error', thrownIsError: true });
+      assert.equal((await post('{}', '/nothing')).json.code, 404);
+      assert.equal((await request(url + '/things')).json.code, 405);
+      assert.equal((await post('x'.repeat(100))).json.code, 413);
+      assert.match((await post('{')).json.text, /invalid JSON/);
+    } finally {
+      await close();
+    }
+  });
+
+  it('an errorBody that throws falls back to the standard body and is logged', async () => {
+    const { url, log, close } = await serve({
+      handle: () => {
+        throw Object.assign(new Error('nope'), { statusCode: 400 });
+      },
+      errorBody: () => {
+        throw new Error('formatter broke');
+      },
+    });
+    try {
+      const res = await request(url);
+      assert.equal(res.status, 400);
+      assert.deepEqual(res.json, { statusCode: 400, error: 'Bad Request', message: 'nope' });
+      assert.ok(log.entries().some((e) => e.err?.message === 'formatter broke'));
+    } finally {
+      await close();
+    }
+  });
+});

@@ -180,6 +180,13 @@ describe('lifecycle through start()', () => {
     assert.deepEqual(events, ['init', 'started', 'shutdown']);
   });
 
+  it("init gets the runtime's logger", async () => {
+    const { log, close } = await serve({ init: ({ log: logger }) => logger.warn('from init'), handle: () => 1 });
+    await close();
+    const line = log.entries().find((e) => e.msg === 'from init');
+    assert.equal(line.level, 40);
+  });
+
   it('a throwing init rejects start()', async () => {
     await assert.rejects(serve({ init: () => { throw new Error('no init'); }, handle: () => 1 }), /no init/);
   });
