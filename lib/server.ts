@@ -187,7 +187,7 @@ export function sendError(
   for (const name of res.getHeaderNames()) {
     if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
   }
-  const headers: Record<string, string> = { 'content-type': JSON_TYPE, ...(thrown instanceof HttpError ? thrown.headers : undefined) };
+  const headers: Record<string, string> = { 'content-type': JSON_TYPE, ...errorHeaders(thrown, status) };
   // A body we stopped reading leaves the connection unusable.
   if (status === 413) headers.connection = 'close';
   send(req, res, status, headers, errorJson(status, thrown, log, format));
@@ -202,6 +202,18 @@ function errorJson(status: number, thrown: unknown, log: Logger, format?: (body:
     log.error(err, 'errorBody() failed');
     return JSON.stringify(body);
   }
+}
+
+// Headers a thrown error asks for (`Allow` on a 405, `WWW-Authenticate` on a 401): only from an
+// error that chose its own 4xx status, so a library error that happens to carry `headers` adds none.
+function errorHeaders(thrown: unknown, status: number): Record<string, string> | undefined {
+  if (thrown instanceof HttpError) return thrown.headers;
+  if (status >= 500 || thrown === null || typeof thrown !== 'object') return undefined;
+  const { headers } = thrown as { headers?: unknown };
+  if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) return undefined;
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) if (typeof value === 'string') out[name.toLowerCase()] = value;
+  return out;
 }
 
 function describe(value: unknown): string {

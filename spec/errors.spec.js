@@ -223,3 +223,22 @@ describe("a module's errorBody", () => {
     }
   });
 });
+
+describe('headers of a thrown error', () => {
+  it('a thrown 4xx with headers sends them; a 5xx does not', async () => {
+    const { url, close } = await serve((ctx) => {
+      const status = Number(ctx.query.status);
+      throw Object.assign(new Error('x'), { statusCode: status, headers: { 'WWW-Authenticate': 'Bearer', 'x-count': 3 } });
+    });
+    try {
+      const unauthorized = await request(url + '/?status=401');
+      assert.equal(unauthorized.status, 401);
+      assert.equal(unauthorized.headers.get('www-authenticate'), 'Bearer');
+      assert.equal(unauthorized.headers.get('x-count'), null, 'only string values');
+      const failed = await request(url + '/?status=503');
+      assert.equal(failed.headers.get('www-authenticate'), null);
+    } finally {
+      await close();
+    }
+  });
+});

@@ -1,0 +1,32 @@
+// The image integration test service as a funcrun function: `node lib/serve.js examples/image-integration`.
+// The environment is read here, once; everything below takes options.
+import { readFileSync } from 'node:fs';
+import { parseBytes, parseDuration, parseSwitch } from '../../lib/config';
+import { createService } from './lib/service';
+
+const env = process.env;
+const duration = (name: string, fallback: string) => parseDuration(env[name] ?? fallback, name);
+
+const service = createService({
+  limits: {
+    connectTimeout: duration('IMAGE_INTEGRATION_CONNECT_TIMEOUT', '5s'),
+    responseTimeout: duration('IMAGE_INTEGRATION_RESPONSE_TIMEOUT', '10s'),
+    maxBodyBytes: parseBytes(env.IMAGE_INTEGRATION_MAX_RESPONSE_BYTES ?? '64kb', 'IMAGE_INTEGRATION_MAX_RESPONSE_BYTES'),
+    allowPrivate: parseSwitch(env.IMAGE_INTEGRATION_ALLOW_PRIVATE_ENDPOINTS ?? 'false', 'IMAGE_INTEGRATION_ALLOW_PRIVATE_ENDPOINTS'),
+    ca: env.IMAGE_INTEGRATION_CA_FILE ? [readFileSync(env.IMAGE_INTEGRATION_CA_FILE, 'utf8')] : undefined,
+  },
+  testTimeout: duration('IMAGE_INTEGRATION_TEST_TIMEOUT', '30s'),
+  apiToken: env.IMAGE_INTEGRATION_API_TOKEN || undefined,
+  aws: {
+    ecrEndpoint: env.IMAGE_INTEGRATION_ECR_API_ENDPOINT || undefined,
+    stsEndpoint: env.IMAGE_INTEGRATION_STS_ENDPOINT || undefined,
+    ownCredentials:
+      env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+        ? { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN || undefined }
+        : undefined,
+  },
+});
+
+export const routes = service.routes;
+export const errorBody = service.errorBody;
+export const init = service.init;

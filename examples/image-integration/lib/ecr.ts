@@ -1,0 +1,134 @@
+// Amazon ECR: registry credentials from authorizationData, or from GetAuthorizationToken signed
+// with SigV4 (after STS AssumeRole when asked). The AWS endpoints can be overridden (tests, VPC endpoints).
+import { fetchBounded, type Reply } from './http';
+import { excerpt, TestFailure, type CheckContext } from './registry';
+import { signV4, type AwsCredentials } from './sigv4';
+import { DOMParser } from '@xmldom/xmldom';
+
+// The text of the first <name> element of an XML answer (STS answers in XML).
+function xmlField(xml: string, name: string): string | undefined {
+  try {
+    const doc = new DOMParser({ onError: () => undefined }).parseFromString(xml, 'text/xml');
+    return doc.getElementsByTagName(name)[0]?.textContent?.trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface AwsSettings {
+  /** Base URL of the ECR API; default https://api.ecr.<region>.amazonaws.com/ */
+  ecrEndpoint?: string;
+  /** Base URL of STS; default https://sts.<region>.amazonaws.com/ */
+  stsEndpoint?: string;
+  /** This service's own credentials, for `useIam`. */
+  ownCredentials?: AwsCredentials;
+}
+
+export interface EcrConfig {
+  registryId: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  useIam?: boolean;
+  useAssumeRole?: boolean;
+  assumeRoleId?: string;
+  assumeRoleExternalId?: string;
+  authorizationData?: { username: string; password: string; expiresAt?: string };
+}
+
+export interface RegistryLogin {
+  username: string;
+  password: string;
+  /** The registry address AWS gave, used when the integration names none. */
+  proxyEndpoint?: string;
+}
+
+/** The username and password to log in to the registry with. */
+export async function ecrLogin(config: EcrConfig, aws: AwsSettings, ctx: CheckContext): Promise<RegistryLogin> {
+  const data = config.authorizationData;
+  if (data !== undefined) {
+    if (data.expiresAt !== undefined && Date.parse(data.expiresAt) <= Date.now()) {
+      throw new TestFailure(`authentication: authorizationData expired at ${data.expiresAt}; get a new token`);
+    }
+    return { username: data.username, password: data.password };
+  }
+  let credentials: AwsCredentials;
+  if (config.useIam === true) {
+    if (aws.ownCredentials === undefined) {
+      throw new TestFailure('authentication: useIam needs AWS credentials of this service (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), and it has none');
+    }
+    credentials = aws.ownCredentials;
+  } else {
+    credentials = { accessKeyId: config.accessKeyId!, secretAccessKey: config.secretAccessKey! };
+  }
+  if (config.useAssumeRole === true) credentials = await assumeRole(config, credentials, aws, ctx);
+  return getAuthorizationToken(config, credentials, aws, ctx);
+}
+
+function awsUrl(override: string | undefined, fallback: string): URL {
+  return new URL(override ?? fallback);
+}
+
+function awsError(service: string, reply: Reply): TestFailure {
+  const text = reply.body.toString('utf8');
+  let reason = '';
+  try {
+    const json = JSON.parse(text) as { __type?: string; message?: string; Message?: string };
+    reason = `${(json.__type ?? '').split('#').pop()}: ${json.message ?? json.Message ?? ''}`;
+  } catch {
+    const code = xmlField(text, 'Code');
+    const message = xmlField(text, 'Message');
+    reason = code ? `${code}: ${message ?? ''}` : excerpt(reply).replace(/^: /, '');
+  }
+  const step = reply.status === 400 || reply.status === 403 ? 'authentication' : 'unexpected status';
+  return new TestFailure(`${step}: ${service} answered HTTP ${reply.status} (${reason.trim()})`);
+}
+
+async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<RegistryLogin> {
+  const url = awsUrl(aws.ecrEndpoint, `https://api.ecr.${config.region}.amazonaws.com/`);
+  const body = JSON.stringify({ registryIds: [config.registryId] });
+  const headers = signV4({
+    method: 'POST',
+    url,
+    body,
+    region: config.region,
+    service: 'ecr',
+    credentials,
+    headers: { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken' },
+  });
+  const reply = await fetchBounded(url, { method: 'POST', headers, body, signal: ctx.signal }, ctx.limits);
+  if (reply.status !== 200) throw awsError('ECR GetAuthorizationToken', reply);
+  let token: string | undefined;
+  let proxyEndpoint: string | undefined;
+  try {
+    const json = JSON.parse(reply.body.toString('utf8')) as { authorizationData?: { authorizationToken?: string; proxyEndpoint?: string }[] };
+    token = json.authorizationData?.[0]?.authorizationToken;
+    proxyEndpoint = json.authorizationData?.[0]?.proxyEndpoint;
+  } catch {
+    token = undefined;
+  }
+  const decoded = token === undefined ? '' : Buffer.from(token, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) throw new TestFailure('unexpected answer: ECR GetAuthorizationToken returned no authorization token');
+  ctx.redactor.add(token);
+  ctx.redactor.add(decoded.slice(colon + 1));
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1), proxyEndpoint };
+}
+
+async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<AwsCredentials> {
+  const url = awsUrl(aws.stsEndpoint, `https://sts.${config.region}.amazonaws.com/`);
+  url.searchParams.set('Action', 'AssumeRole');
+  url.searchParams.set('Version', '2011-06-15');
+  url.searchParams.set('RoleArn', config.assumeRoleId!);
+  url.searchParams.set('RoleSessionName', 'funcrun-image-integration-test');
+  if (config.assumeRoleExternalId) url.searchParams.set('ExternalId', config.assumeRoleExternalId);
+  const headers = signV4({ method: 'GET', url, region: config.region, service: 'sts', credentials });
+  const reply = await fetchBounded(url, { headers, signal: ctx.signal }, ctx.limits);
+  if (reply.status !== 200) throw awsError('STS AssumeRole', reply);
+  const text = reply.body.toString('utf8');
+  const field = (name: string) => xmlField(text, name);
+  const assumed = { accessKeyId: field('AccessKeyId'), secretAccessKey: field('SecretAccessKey'), sessionToken: field('SessionToken') };
+  if (!assumed.accessKeyId || !assumed.secretAccessKey) throw new TestFailure('unexpected answer: STS AssumeRole returned no credentials');
+  for (const value of Object.values(assumed)) ctx.redactor.add(value);
+  return assumed as AwsCredentials;
+}

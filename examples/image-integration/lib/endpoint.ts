@@ -1,0 +1,84 @@
+// Endpoints as StackRox accepts them, and which addresses may be contacted.
+import { isIP } from 'node:net';
+
+/** A registry or scanner address: `host`, `host:port`, `https://host[:port][/path]`, or `http://...` with insecure. */
+export function parseEndpoint(value: string, { insecure, allowHttp = insecure }: { insecure: boolean; allowHttp?: boolean }): URL | string {
+  const text = value.trim();
+  if (text === '') return 'is required';
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase();
+  if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') return `must be host, host:port or https://host (not ${scheme}://)`;
+  if (scheme === 'http' && !allowHttp) return 'plain http:// is allowed only with insecure: true';
+  let url: URL;
+  try {
+    url = new URL(scheme === undefined ? `https://${text}` : text);
+  } catch {
+    return 'is not a valid host, host:port or URL';
+  }
+  if (url.username !== '' || url.password !== '') return 'must not contain credentials; use the username and password fields';
+  if (url.search !== '' || url.hash !== '') return 'must not have a query string or fragment';
+  if (url.hostname === 'docker.io' || url.hostname === 'index.docker.io') url.hostname = 'registry-1.docker.io';
+  url.pathname = url.pathname.replace(/\/+$/, '');
+  return url;
+}
+
+/** `host:port` for a gRPC endpoint (scanner V4), with or without a scheme. */
+export function parseHostPort(value: string, defaultPort: number): { host: string; port: number } | string {
+  const parsed = parseEndpoint(value, { insecure: true });
+  if (typeof parsed === 'string') return parsed;
+  const port = parsed.port === '' ? defaultPort : Number(parsed.port);
+  return { host: parsed.hostname.replace(/^\[|\]$/g, ''), port };
+}
+
+const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+
+/** Why a host name may not be contacted before it is even resolved, or undefined. */
+export function refusedName(hostname: string): string | undefined {
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  if (METADATA_HOSTS.has(name)) return `${name} is a cloud metadata service`;
+  return undefined;
+}
+
+/** Why an address may not be contacted (loopback, link-local, unspecified), or undefined. */
+export function refusedAddress(address: string): string | undefined {
+  const family = isIP(address);
+  if (family === 4) return refusedV4(address);
+  if (family !== 6) return undefined;
+  const bytes = ipv6Bytes(address);
+  const zeros = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
+  // IPv4 inside IPv6: mapped (::ffff:a.b.c.d), compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d).
+  const v4 = bytes.slice(12).join('.');
+  if (zeros(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return refusedV4(v4);
+  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(4, 12)) return refusedV4(v4);
+  if (zeros(0, 15) && bytes[15] === 1) return `${address} is a loopback address`;
+  if (zeros(0, 16)) return `${address} is the unspecified address`;
+  if (zeros(0, 12)) return refusedV4(v4);
+  if (bytes[0] === 0xfe && (bytes[1] & 0xc0) === 0x80) return `${address} is a link-local address`;
+  if (address.toLowerCase() === 'fd00:ec2::254') return `${address} is a cloud metadata service`;
+  return undefined;
+}
+
+// The 16 bytes of an IPv6 address (already known to be valid), `::` and a dotted tail included.
+function ipv6Bytes(address: string): number[] {
+  let text = address.toLowerCase().replace(/%.*$/, '');
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted[1].split('.').map(Number);
+    text = text.slice(0, -dotted[1].length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  return groups.flatMap((group) => {
+    const n = parseInt(group, 16);
+    return [n >> 8, n & 0xff];
+  });
+}
+
+function refusedV4(address: string): string | undefined {
+  const [a, b] = address.split('.').map(Number);
+  if (a === 127) return `${address} is a loopback address`;
+  if (a === 169 && b === 254) return `${address} is a link-local address (cloud metadata)`;
+  if (a === 0) return `${address} is the unspecified address`;
+  return undefined;
+}

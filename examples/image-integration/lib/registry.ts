@@ -1,0 +1,118 @@
+// The Docker Registry HTTP API v2 check: GET <endpoint>/v2/ with Basic credentials, and the
+// Bearer token flow when the registry asks for it (WWW-Authenticate: Bearer realm=...).
+import { fetchBounded, type Limits, type Reply } from './http';
+import type { Redactor } from './secrets';
+
+export interface RegistryTarget {
+  endpoint: URL;
+  insecure: boolean;
+  username?: string;
+  password?: string;
+  /** `/v2/`, or `/v2/_catalog` for registries that let anyone ping `/v2/`. */
+  path: string;
+}
+
+export interface CheckContext {
+  limits: Limits;
+  signal: AbortSignal;
+  redactor: Redactor;
+}
+
+/** A check that ran and failed: the message says which step and why. */
+export class TestFailure extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TestFailure';
+  }
+}
+
+/** A short, single-line excerpt of a peer's answer (masked later with the rest of the message). */
+export function excerpt(reply: Reply): string {
+  const text = reply.body.toString('utf8').replace(/\s+/g, ' ').trim();
+  if (text === '') return '';
+  return `: ${text.length > 160 ? `${text.slice(0, 160)}...` : text}`;
+}
+
+interface Challenge {
+  scheme: string;
+  params: Record<string, string>;
+}
+
+/** `Bearer realm="https://auth",service="registry",scope="..."` to its scheme and parameters. */
+export function parseChallenge(header: string | undefined): Challenge | undefined {
+  if (header === undefined) return undefined;
+  const m = /^\s*(\w+)\s*(.*)$/s.exec(header);
+  if (m === null) return undefined;
+  const params: Record<string, string> = {};
+  for (const p of m[2].matchAll(/(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/g)) params[p[1].toLowerCase()] = (p[2] ?? p[3]).replace(/\\(.)/g, '$1');
+  return { scheme: m[1].toLowerCase(), params };
+}
+
+function basic(username: string, password: string, redactor: Redactor): string {
+  const encoded = Buffer.from(`${username}:${password}`).toString('base64');
+  redactor.add(encoded);
+  return `Basic ${encoded}`;
+}
+
+/** Resolves when the registry accepts the credentials; throws TestFailure or NetworkFailure. */
+export async function checkRegistry(target: RegistryTarget, ctx: CheckContext): Promise<void> {
+  const { endpoint, insecure } = target;
+  const url = new URL(endpoint.href);
+  url.pathname = endpoint.pathname.replace(/\/$/, '') + target.path;
+  const host = endpoint.host;
+  const hasCredentials = target.username !== undefined && target.password !== undefined;
+  // Basic credentials travel only over TLS, unless the integration is marked insecure.
+  const headers: Record<string, string> = {};
+  if (hasCredentials && (url.protocol === 'https:' || insecure)) headers.authorization = basic(target.username!, target.password!, ctx.redactor);
+
+  let reply = await fetchBounded(url, { headers, insecure, signal: ctx.signal }, ctx.limits);
+  if (reply.status === 401) {
+    const challenge = parseChallenge(reply.headers['www-authenticate']);
+    if (challenge?.scheme === 'bearer' && challenge.params.realm) {
+      const token = await fetchToken(challenge.params, target, ctx);
+      reply = await fetchBounded(url, { headers: { authorization: `Bearer ${token}` }, insecure, signal: ctx.signal }, ctx.limits);
+    }
+  }
+  if (reply.status >= 200 && reply.status < 300) return;
+  if (reply.status === 401 || reply.status === 403) {
+    throw new TestFailure(
+      hasCredentials
+        ? `authentication: ${host} rejected the credentials (HTTP ${reply.status})${excerpt(reply)}`
+        : `authentication: ${host} requires credentials (HTTP ${reply.status})${excerpt(reply)}`,
+    );
+  }
+  throw new TestFailure(`unexpected status: ${host} answered HTTP ${reply.status} to GET ${url.pathname}${excerpt(reply)}`);
+}
+
+async function fetchToken(params: Record<string, string>, target: RegistryTarget, ctx: CheckContext): Promise<string> {
+  let realm: URL;
+  try {
+    realm = new URL(params.realm);
+  } catch {
+    throw new TestFailure(`authentication: ${target.endpoint.host} named a token service that is not a URL`);
+  }
+  if (realm.protocol !== 'https:' && !(realm.protocol === 'http:' && target.insecure)) {
+    throw new TestFailure(`authentication: ${target.endpoint.host} named a token service over ${realm.protocol}//; credentials are sent there only over https, or with insecure: true`);
+  }
+  if (params.service) realm.searchParams.set('service', params.service);
+  if (params.scope) realm.searchParams.set('scope', params.scope);
+  const headers: Record<string, string> = {};
+  if (target.username !== undefined && target.password !== undefined) headers.authorization = basic(target.username, target.password, ctx.redactor);
+  const reply = await fetchBounded(realm, { headers, insecure: target.insecure, signal: ctx.signal }, ctx.limits);
+  if (reply.status === 401 || reply.status === 403) {
+    throw new TestFailure(`authentication: the token service at ${realm.host} rejected the credentials (HTTP ${reply.status})${excerpt(reply)}`);
+  }
+  if (reply.status < 200 || reply.status > 299) {
+    throw new TestFailure(`authentication: the token service at ${realm.host} answered HTTP ${reply.status}${excerpt(reply)}`);
+  }
+  let token: unknown;
+  try {
+    const json = JSON.parse(reply.body.toString('utf8')) as { token?: unknown; access_token?: unknown };
+    token = json.token ?? json.access_token;
+  } catch {
+    token = undefined;
+  }
+  if (typeof token !== 'string' || token === '') throw new TestFailure(`authentication: the token service at ${realm.host} answered without a token`);
+  ctx.redactor.add(token);
+  return token;
+}

@@ -1,0 +1,381 @@
+'use strict';
+// Registry checks against a real Docker Distribution registry (htpasswd, token and TLS) and
+// against peers that misbehave.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { startRegistry, startPeer, startSilent, freePort } = require('./peers');
+const { startService, assertNoSecret } = require('./service');
+
+const PASSWORD = 'Corr3ct-H0rse-Battery';
+const WRONG = 'Wr0ng-Passw0rd-Staple';
+
+const docker = (endpoint, extra = {}) => ({
+  name: 'spec registry',
+  type: 'docker',
+  categories: ['REGISTRY'],
+  docker: { endpoint, username: 'alice', password: PASSWORD, insecure: true, ...extra },
+});
+
+describe('docker registry with htpasswd (Basic) auth', () => {
+  let registry;
+  let service;
+  before(async () => {
+    registry = await startRegistry({ auth: 'htpasswd', users: { alice: PASSWORD } });
+    service = await startService();
+  });
+  after(async () => {
+    await service.close();
+    await registry.close();
+  });
+
+  it('right credentials pass: 200 {}', async () => {
+    const res = await service.test(docker(registry.url));
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.json, {});
+  });
+
+  it('a wrong password fails with an authentication message, and the secret never leaves', async () => {
+    const res = await service.test(docker(registry.url, { password: WRONG }));
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 3);
+    assert.match(res.json.message, /^authentication: 127\.0\.0\.1:\d+ rejected the credentials \(HTTP 401\)/);
+    assert.equal(res.json.error, res.json.message);
+    assert.deepEqual(res.json.details, []);
+    assertNoSecret(assert, res, service.log, [WRONG, Buffer.from(`alice:${WRONG}`).toString('base64')]);
+  });
+
+  it('a wrong user fails the same way', async () => {
+    const res = await service.test(docker(registry.url, { username: 'mallory' }));
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /^authentication: .* rejected the credentials/);
+    assertNoSecret(assert, res, service.log, [PASSWORD]);
+  });
+
+  it('no credentials: the registry requires them', async () => {
+    const res = await service.test(docker(registry.url, { username: undefined, password: undefined }));
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /^authentication: .* requires credentials/);
+  });
+
+  it('plain http without insecure is refused before any call', async () => {
+    const res = await service.test(docker(registry.url, { insecure: false }));
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json.details[0].fieldViolations, [{ field: 'docker.endpoint', description: 'plain http:// is allowed only with insecure: true' }]);
+  });
+
+  it('the request is logged with its secrets masked', async () => {
+    await service.test(docker(registry.url));
+    const line = service.log.entries().find((e) => e.msg === 'testing image integration');
+    assert.equal(line.integration.docker.password, '******');
+    assert.equal(line.integration.docker.username, 'alice');
+    assertNoSecret(assert, { text: '' }, service.log, [PASSWORD]);
+  });
+});
+
+describe('docker registry with token auth', () => {
+  let registry;
+  let service;
+  before(async () => {
+    registry = await startRegistry({ auth: 'token', users: { alice: PASSWORD, iamapikey: 'ibm-api-key-0123', $oauthtoken: 'quay-oauth-token', 'org+robot': 'robot-token-xyz', _json_key: '' } });
+    service = await startService();
+  });
+  after(async () => {
+    await service.close();
+    await registry.close();
+  });
+
+  it('right credentials pass through the Bearer challenge and the token server', async () => {
+    const res = await service.test(docker(registry.url));
+    assert.equal(res.status, 200, res.text);
+    const tokenRequest = registry.tokenServer.requests.at(-1);
+    assert.match(tokenRequest.url, /service=spec-registry/);
+    assert.equal(tokenRequest.authorization, `Basic ${Buffer.from(`alice:${PASSWORD}`).toString('base64')}`);
+  });
+
+  it('a wrong password is rejected by the token server', async () => {
+    const res = await service.test(docker(registry.url, { password: WRONG }));
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /^authentication: the token service at 127\.0\.0\.1:\d+ rejected the credentials \(HTTP 401\)/);
+    assertNoSecret(assert, res, service.log, [WRONG]);
+  });
+
+  it('quay: robot credentials are really checked; $oauthtoken is used without them', async () => {
+    const quay = (config) => ({ name: 'quay', type: 'quay', categories: ['REGISTRY', 'SCANNER'], quay: { endpoint: registry.url, insecure: true, ...config } });
+    assert.equal((await service.test(quay({ registryRobotCredentials: { username: 'org+robot', password: 'robot-token-xyz' } }))).status, 200);
+    const wrongRobot = await service.test(quay({ registryRobotCredentials: { username: 'org+robot', password: 'not-the-token' } }));
+    assert.equal(wrongRobot.status, 400);
+    assert.match(wrongRobot.json.message, /rejected the credentials/);
+    assert.equal((await service.test(quay({ oauthToken: 'quay-oauth-token' }))).status, 200);
+    const wrongToken = await service.test(quay({ oauthToken: 'stale-oauth-token' }));
+    assert.equal(wrongToken.status, 400);
+    assertNoSecret(assert, wrongToken, service.log, ['not-the-token', 'stale-oauth-token']);
+  });
+});
+
+describe('registries without an insecure flag (google, ibm, azure), over verified TLS', () => {
+  const account = JSON.stringify({
+    type: 'service_account',
+    project_id: 'spec',
+    private_key_id: 'abcdef0123456789abcdef0123456789abcdef01',
+    private_key: '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7spec0key0line\n-----END PRIVATE KEY-----\n',
+    client_email: 'puller@spec.iam.gserviceaccount.com',
+  });
+  const changed = account.replace('spec0key0line', 'spec0key0LINE');
+  let registry;
+  let service;
+  before(async () => {
+    registry = await startRegistry({ auth: 'token', tls: true, users: { _json_key: account, iamapikey: 'ibm-api-key-0123', alice: PASSWORD } });
+    // The spec's certificate is trusted the way IMAGE_INTEGRATION_CA_FILE makes one trusted.
+    service = await startService({ limits: { ca: [registry.ca] } });
+  });
+  after(async () => {
+    await service.close();
+    await registry.close();
+  });
+
+  it('google logs in as _json_key with the whole service account; a changed key fails', async () => {
+    const google = (serviceAccount, type = 'google') => ({ name: 'gcr', type, categories: ['REGISTRY'], google: { endpoint: registry.hostPort, serviceAccount } });
+    assert.equal((await service.test(google(account))).status, 200);
+    assert.equal((await service.test(google(account, 'artifactregistry'))).status, 200);
+    const wrong = await service.test(google(changed));
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.json.message, /rejected the credentials/);
+    assertNoSecret(assert, wrong, service.log, [account, changed, 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7spec0key0LINE']);
+  });
+
+  it('ibm logs in as iamapikey with the API key', async () => {
+    const ibm = (apiKey) => ({ name: 'icr', type: 'ibm', categories: ['REGISTRY'], ibm: { endpoint: registry.hostPort, apiKey } });
+    assert.equal((await service.test(ibm('ibm-api-key-0123'))).status, 200);
+    const wrong = await service.test(ibm('ibm-api-key-9999'));
+    assert.equal(wrong.status, 400);
+    assertNoSecret(assert, wrong, service.log, ['ibm-api-key-9999']);
+  });
+
+  it('azure logs in with username and password, with its own config or the older docker one', async () => {
+    const viaAzure = { name: 'acr', type: 'azure', categories: ['REGISTRY'], azure: { endpoint: registry.hostPort, username: 'alice', password: PASSWORD } };
+    assert.equal((await service.test(viaAzure)).status, 200);
+    const viaDocker = { name: 'acr', type: 'azure', categories: ['REGISTRY'], docker: { endpoint: registry.hostPort, username: 'alice', password: PASSWORD } };
+    assert.equal((await service.test(viaDocker)).status, 200);
+    const wrong = await service.test({ ...viaAzure, azure: { ...viaAzure.azure, password: WRONG } });
+    assert.equal(wrong.status, 400);
+  });
+
+  it('wifEnabled cannot be tested here, and says so', async () => {
+    const res = await service.test({ name: 'acr', type: 'azure', categories: ['REGISTRY'], azure: { endpoint: registry.hostPort, wifEnabled: true } });
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /workload identity/);
+  });
+
+  it('without the trusted certificate the same registry fails TLS verification', async () => {
+    const untrusting = await startService();
+    try {
+      const res = await untrusting.test({ name: 'icr', type: 'ibm', categories: ['REGISTRY'], ibm: { endpoint: registry.hostPort, apiKey: 'ibm-api-key-0123' } });
+      assert.equal(res.status, 400);
+      assert.match(res.json.message, /^TLS: /);
+    } finally {
+      await untrusting.close();
+    }
+  });
+});
+
+describe('docker registry over TLS with a self-signed certificate', () => {
+  let registry;
+  let service;
+  before(async () => {
+    registry = await startRegistry({ auth: 'htpasswd', users: { alice: PASSWORD }, tls: true });
+    service = await startService();
+  });
+  after(async () => {
+    await service.close();
+    await registry.close();
+  });
+
+  it('without insecure, TLS verification fails with its own message', async () => {
+    for (const endpoint of [registry.hostPort, registry.url]) {
+      const res = await service.test(docker(endpoint, { insecure: false }));
+      assert.equal(res.status, 400);
+      assert.match(res.json.message, /^TLS: the certificate of 127\.0\.0\.1:\d+ failed verification: self-signed certificate/);
+    }
+  });
+
+  it('with insecure, verification is skipped and the credentials are checked', async () => {
+    assert.equal((await service.test(docker(registry.hostPort))).status, 200);
+    const wrong = await service.test(docker(registry.hostPort, { password: WRONG }));
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.json.message, /rejected the credentials/);
+  });
+
+  it('http:// to a TLS port fails as a connection closed by the peer', async () => {
+    const res = await service.test(docker(`http://${registry.hostPort}`));
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /127\.0\.0\.1:\d+/);
+  });
+
+  it('https to a plain HTTP port says it does not speak TLS', async () => {
+    const plain = await startRegistry({ auth: 'htpasswd', users: { alice: PASSWORD } });
+    try {
+      const res = await service.test(docker(plain.hostPort, { insecure: false }));
+      assert.equal(res.status, 400);
+      assert.match(res.json.message, /^TLS: 127\.0\.0\.1:\d+ did not answer in TLS/);
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
+describe('network failures, each with its own message', () => {
+  let service;
+  before(async () => {
+    service = await startService({ limits: { connectTimeout: 500, responseTimeout: 500 } });
+  });
+  after(() => service.close());
+
+  it('an unknown host', async () => {
+    const res = await service.test(docker('http://registry.funcrun-spec.invalid'));
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /^connect: cannot resolve host 'registry\.funcrun-spec\.invalid'/);
+  });
+
+  it('a closed port', async () => {
+    const port = await freePort();
+    const res = await service.test(docker(`http://127.0.0.1:${port}`));
+    assert.equal(res.status, 400);
+    assert.equal(res.json.message, `connect: 127.0.0.1:${port} refused the connection (nothing listens there)`);
+  });
+
+  it('a peer that accepts and never answers', async () => {
+    const silent = await startSilent();
+    try {
+      const res = await service.test(docker(`http://${silent.hostPort}`));
+      assert.equal(res.status, 400);
+      assert.equal(res.json.message, `no answer from ${silent.hostPort} within 500ms`);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('a peer that sends an endless body is cut at the cap', async () => {
+    const endless = await startPeer((req, res) => {
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      const write = () => {
+        while (res.write('x'.repeat(16 * 1024))) if (res.destroyed) return;
+        res.once('drain', write);
+      };
+      res.on('error', () => undefined);
+      write();
+    });
+    try {
+      const res = await service.test(docker(endless.url));
+      assert.equal(res.status, 400);
+      assert.match(res.json.message, /^unexpected status: 127\.0\.0\.1:\d+ answered HTTP 500 to GET \/v2\/: x{160}\.\.\.$/);
+    } finally {
+      await endless.close();
+    }
+  });
+
+  it('a registry that echoes the credentials back has them masked', async () => {
+    const echo = await startPeer((req, res) => {
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="echo"', 'content-type': 'text/plain' });
+      const auth = req.headers.authorization ?? '';
+      res.end(`denied ${auth} user=alice pass=${Buffer.from(auth.slice(6), 'base64').toString().split(':')[1]} url=https://alice:${PASSWORD}@x`);
+    });
+    try {
+      const res = await service.test(docker(echo.url));
+      assert.equal(res.status, 400);
+      assert.match(res.json.message, /denied Basic \*{6} user=alice pass=\*{6} url=https:\/\/\*{6}@x/);
+      assertNoSecret(assert, res, service.log, [PASSWORD, Buffer.from(`alice:${PASSWORD}`).toString('base64')]);
+    } finally {
+      await echo.close();
+    }
+  });
+
+  it('a redirect to another host is not followed, and the credentials never reach it', async () => {
+    const other = await startPeer((req, res) => res.end('{}'));
+    const redirecting = await startPeer((req, res) => {
+      res.writeHead(302, { location: `http://localhost:${other.port}/v2/` });
+      res.end();
+    });
+    try {
+      const res = await service.test(docker(redirecting.url));
+      assert.equal(res.status, 400);
+      assert.match(res.json.message, /redirected to another host \(localhost:\d+\); not followed/);
+      assert.equal(other.received.length, 0);
+    } finally {
+      await other.close();
+      await redirecting.close();
+    }
+  });
+
+  it('a redirect on the same host is followed', async () => {
+    const peer = await startPeer((req, res) => {
+      if (req.url === '/v2/') {
+        res.writeHead(307, { location: '/moved/v2/' });
+        return res.end();
+      }
+      res.writeHead(req.headers.authorization ? 200 : 401, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    try {
+      assert.equal((await service.test(docker(peer.url))).status, 200);
+      assert.equal(peer.received[1].url, '/moved/v2/');
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('artifactory and nexus are checked on /v2/_catalog, where anonymous pings do not pass', async () => {
+    const peer = await startPeer((req, res) => {
+      const ok = req.url === '/v2/' || req.headers.authorization === `Basic ${Buffer.from(`alice:${PASSWORD}`).toString('base64')}`;
+      res.writeHead(ok ? 200 : 401, { 'www-authenticate': 'Basic realm="repo"' });
+      res.end('{}');
+    });
+    try {
+      for (const type of ['artifactory', 'nexus']) {
+        const wrong = await service.test({ ...docker(peer.url, { password: WRONG }), type });
+        assert.equal(wrong.status, 400, type);
+        assert.equal(peer.received.at(-1).url, '/v2/_catalog');
+        assert.equal((await service.test({ ...docker(peer.url), type })).status, 200);
+      }
+    } finally {
+      await peer.close();
+    }
+  });
+});
+
+describe('endpoint policy', () => {
+  let service;
+  let registry;
+  before(async () => {
+    service = await startService({ limits: { allowPrivate: false } });
+    registry = await startRegistry({ auth: 'htpasswd', users: { alice: PASSWORD } });
+  });
+  after(async () => {
+    await service.close();
+    await registry.close();
+  });
+
+  it('loopback is refused by default, by address and by a name that resolves to it', async () => {
+    for (const [endpoint, pattern] of [
+      [registry.url, /^endpoint refused: 127\.0\.0\.1 is a loopback address/],
+      [`http://localhost:${registry.port}`, /^endpoint refused: localhost resolves to 127\.0\.0\.1 is a loopback address/],
+      ['http://[::1]:5000', /^endpoint refused: ::1 is a loopback address/],
+    ]) {
+      const res = await service.test(docker(endpoint));
+      assert.equal(res.status, 400, endpoint);
+      assert.match(res.json.message, pattern);
+    }
+  });
+
+  it('link-local and metadata addresses are refused', async () => {
+    for (const [endpoint, pattern] of [
+      ['http://169.254.169.254', /169\.254\.169\.254 is a link-local address/],
+      ['http://metadata.google.internal', /metadata\.google\.internal is a cloud metadata service/],
+      ['http://0.0.0.0:5000', /0\.0\.0\.0 is the unspecified address/],
+      ['http://[::ffff:127.0.0.1]:5000', /127\.0\.0\.1 is a loopback address/],
+    ]) {
+      const res = await service.test(docker(endpoint));
+      assert.equal(res.status, 400, endpoint);
+      assert.match(res.json.message, pattern);
+    }
+  });
+});
