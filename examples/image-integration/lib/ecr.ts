@@ -65,8 +65,10 @@ export async function ecrLogin(config: EcrConfig, aws: AwsSettings, ctx: CheckCo
   return getAuthorizationToken(config, credentials, aws, ctx);
 }
 
-function awsUrl(override: string | undefined, fallback: string): URL {
-  return new URL(override ?? fallback);
+/** Where the ECR API and STS are called: the override when set, else AWS's regional endpoint. */
+export function awsEndpoint(service: 'ecr' | 'sts', region: string, aws: AwsSettings): URL {
+  const override = service === 'ecr' ? aws.ecrEndpoint : aws.stsEndpoint;
+  return new URL(override ?? (service === 'ecr' ? `https://api.ecr.${region}.amazonaws.com/` : `https://sts.${region}.amazonaws.com/`));
 }
 
 function awsError(service: string, reply: Reply): TestFailure {
@@ -85,7 +87,7 @@ function awsError(service: string, reply: Reply): TestFailure {
 }
 
 async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<RegistryLogin> {
-  const url = awsUrl(aws.ecrEndpoint, `https://api.ecr.${config.region}.amazonaws.com/`);
+  const url = awsEndpoint('ecr', config.region, aws);
   const body = JSON.stringify({ registryIds: [config.registryId] });
   const headers = signV4({
     method: 'POST',
@@ -116,7 +118,7 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
 }
 
 async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<AwsCredentials> {
-  const url = awsUrl(aws.stsEndpoint, `https://sts.${config.region}.amazonaws.com/`);
+  const url = awsEndpoint('sts', config.region, aws);
   url.searchParams.set('Action', 'AssumeRole');
   url.searchParams.set('Version', '2011-06-15');
   url.searchParams.set('RoleArn', config.assumeRoleId!);

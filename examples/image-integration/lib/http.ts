@@ -16,7 +16,11 @@ export interface Limits {
   allowPrivate: boolean;
   /** Certificates (PEM) trusted besides the system's, for registries with a private CA. */
   ca?: string[];
+  /** Resolves a host name to its addresses; default `dns.lookup` (all addresses). */
+  resolve?: (hostname: string) => Promise<{ address: string; family: number }[]>;
 }
+
+const systemResolve = (hostname: string) => dnsLookup(hostname, { all: true, verbatim: true });
 
 export interface Reply {
   status: number;
@@ -51,7 +55,7 @@ export async function resolveAllowed(hostname: string, limits: Limits): Promise<
   if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
   else {
     try {
-      addresses = await dnsLookup(host, { all: true, verbatim: true });
+      addresses = await (limits.resolve ?? systemResolve)(host);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}'${code ? ` (${code})` : ''}`);

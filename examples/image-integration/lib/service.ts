@@ -63,7 +63,7 @@ export function createService(options: ServiceOptions): FunctionModule {
 
 // Known failures become a 400 with a redacted message; anything else is logged redacted and
 // answered as a generic 500, so no exception text that might hold a secret leaves unmasked.
-function failure(err: unknown, redactor: Redactor, log: Logger, signal: AbortSignal, timeout: number): ServiceError {
+export function failure(err: unknown, redactor: Redactor, log: Logger, signal: AbortSignal, timeout: number): ServiceError {
   if (signal.aborted) return new ServiceError(400, `the test did not finish within ${timeout / 1000}s`);
   if (err instanceof TestFailure || err instanceof NetworkFailure) return new ServiceError(400, redactor.redact(err.message));
   log.error({ err: { type: (err as Error)?.name, message: redactor.redact(String((err as Error)?.message ?? err)), stack: redactor.redact(String((err as Error)?.stack ?? '')) } }, 'image integration test failed unexpectedly');

@@ -46,12 +46,14 @@ export function createValidator(): (body: unknown) => Validation {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       return { ok: false, violations: [{ field: '(body)', description: 'must be a JSON object' }] };
     }
-    const violations: FieldViolation[] = checkSchema(body);
-    const bad = new Set(violations.map((v) => v.field));
+    // One violation per field: the first problem found with it.
+    const violations: FieldViolation[] = [];
+    const bad = new Set<string>();
     const add = (field: string, description: string) => {
       if (!bad.has(field)) violations.push({ field, description });
       bad.add(field);
     };
+    for (const v of checkSchema(body)) add(v.field, v.description);
     const value = body as Record<string, unknown>;
 
     const name = value.name;

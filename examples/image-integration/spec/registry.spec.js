@@ -226,14 +226,19 @@ describe('docker registry over TLS with a self-signed certificate', () => {
 describe('network failures, each with its own message', () => {
   let service;
   before(async () => {
-    service = await startService({ limits: { connectTimeout: 500, responseTimeout: 500 } });
+    // Name resolution stays on this machine: unknown names fail the way getaddrinfo fails them.
+    const resolve = async (host) => {
+      if (host === 'localhost') return [{ address: '127.0.0.1', family: 4 }];
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    };
+    service = await startService({ limits: { connectTimeout: 500, responseTimeout: 500, resolve } });
   });
   after(() => service.close());
 
   it('an unknown host', async () => {
     const res = await service.test(docker('http://registry.funcrun-spec.invalid'));
     assert.equal(res.status, 400);
-    assert.match(res.json.message, /^connect: cannot resolve host 'registry\.funcrun-spec\.invalid'/);
+    assert.equal(res.json.message, "connect: cannot resolve host 'registry.funcrun-spec.invalid' (ENOTFOUND)");
   });
 
   it('a closed port', async () => {

@@ -1,0 +1,143 @@
+'use strict';
+// ECR: GetAuthorizationToken (SigV4) and STS AssumeRole against peers that follow AWS's APIs
+// and check the signature, then the registry login against a real registry over TLS.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { signV4 } = require('../lib/sigv4.js');
+const { startRegistry, startPeer } = require('./peers');
+const { startService, assertNoSecret } = require('./service');
+
+const KEYS = { AKIAREALKEY: 'real-secret-access-key-0123456789', ASIATEMPKEY: 'temporary-secret-key-abcdef' };
+const SESSION = 'temporary-session-token-xyz';
+const REGISTRY_PASSWORD = 'ecr-registry-password-from-token';
+
+// Recomputes the signature of a request the way AWS does, with the secret it knows.
+function verifySignature(req, body, service) {
+  const auth = req.headers.authorization ?? '';
+  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(auth);
+  if (!m) return 'IncompleteSignatureException';
+  const [, keyId, , region, signedService, signedHeaders, signature] = m;
+  if (!(keyId in KEYS)) return 'UnrecognizedClientException';
+  if (signedService !== service) return 'InvalidSignatureException';
+  if (keyId === 'ASIATEMPKEY' && req.headers['x-amz-security-token'] !== SESSION) return 'UnrecognizedClientException';
+  const date = req.headers['x-amz-date'];
+  const now = new Date(`${date.slice(0, 4)}-${date.slice(4, 6)}-${date.slice(6, 8)}T${date.slice(9, 11)}:${date.slice(11, 13)}:${date.slice(13, 15)}Z`);
+  const headers = {};
+  for (const name of signedHeaders.split(';')) if (!['host', 'x-amz-date', 'x-amz-security-token'].includes(name)) headers[name] = req.headers[name];
+  const expected = signV4({
+    method: req.method,
+    url: new URL(req.url, `http://${req.headers.host}`),
+    headers,
+    body,
+    region,
+    service,
+    credentials: { accessKeyId: keyId, secretAccessKey: KEYS[keyId], sessionToken: req.headers['x-amz-security-token'] },
+    now,
+  });
+  return expected.authorization === auth ? undefined : 'InvalidSignatureException';
+}
+
+describe('ECR', () => {
+  let registry;
+  let ecrApi;
+  let sts;
+  let service;
+  const bodies = [];
+  before(async () => {
+    registry = await startRegistry({ auth: 'htpasswd', tls: true, users: { AWS: REGISTRY_PASSWORD } });
+    ecrApi = await startPeer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        bodies.push(body);
+        const problem = req.headers['x-amz-target'] === 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken' ? verifySignature(req, body, 'ecr') : 'UnknownOperationException';
+        if (problem) {
+          res.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' });
+          return res.end(JSON.stringify({ __type: problem, message: `rejected: ${problem}` }));
+        }
+        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
+        res.end(JSON.stringify({
+          authorizationData: [{ authorizationToken: Buffer.from(`AWS:${REGISTRY_PASSWORD}`).toString('base64'), expiresAt: Date.now() / 1000 + 3600, proxyEndpoint: registry.url }],
+        }));
+      });
+    });
+    sts = await startPeer((req, res) => {
+      const problem = verifySignature(req, '', 'sts');
+      const url = new URL(req.url, 'http://x');
+      if (problem || url.searchParams.get('Action') !== 'AssumeRole' || url.searchParams.get('RoleArn') !== 'arn:aws:iam::123456789012:role/puller') {
+        res.writeHead(403, { 'content-type': 'text/xml' });
+        return res.end(`<ErrorResponse><Error><Type>Sender</Type><Code>${problem ?? 'AccessDenied'}</Code><Message>not allowed</Message></Error></ErrorResponse>`);
+      }
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      res.end(`<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>
+        <AccessKeyId>ASIATEMPKEY</AccessKeyId><SecretAccessKey>${KEYS.ASIATEMPKEY}</SecretAccessKey><SessionToken>${SESSION}</SessionToken>
+        <Expiration>2099-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`);
+    });
+    service = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/' } });
+  });
+  after(async () => {
+    await service.close();
+    await Promise.all([registry.close(), ecrApi.close(), sts.close()]);
+  });
+
+  const ecr = (config) => ({ name: 'ecr', type: 'ecr', categories: ['REGISTRY'], ecr: { registryId: '123456789012', region: 'us-east-1', ...config } });
+
+  it('access keys: a signed GetAuthorizationToken, then the registry login with the token', async () => {
+    const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY }));
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(JSON.parse(bodies.at(-1)), { registryIds: ['123456789012'] });
+  });
+
+  it('a wrong secret key is rejected by AWS, with the reason and without the secret', async () => {
+    const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: 'not-the-secret-key-000' }));
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /^authentication: ECR GetAuthorizationToken answered HTTP 400 \(InvalidSignatureException: /);
+    assertNoSecret(assert, res, service.log, ['not-the-secret-key-000', 'AKIAREALKEY']);
+  });
+
+  it('an unknown access key is rejected', async () => {
+    const res = await service.test(ecr({ accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'whatever-secret' }));
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /UnrecognizedClientException/);
+  });
+
+  it('assume role: STS credentials (with a session token) sign the ECR call', async () => {
+    const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'arn:aws:iam::123456789012:role/puller' }));
+    assert.equal(res.status, 200, res.text);
+    const denied = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'arn:aws:iam::123456789012:role/other' }));
+    assert.equal(denied.status, 400);
+    assert.match(denied.json.message, /^authentication: STS AssumeRole answered HTTP 403 \(AccessDenied: not allowed\)/);
+    assertNoSecret(assert, denied, service.log, [KEYS.ASIATEMPKEY, SESSION, KEYS.AKIAREALKEY]);
+  });
+
+  it('authorizationData logs in directly; an expired one is refused', async () => {
+    const endpoint = registry.hostPort;
+    assert.equal((await service.test(ecr({ endpoint, authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD } }))).status, 200);
+    const wrong = await service.test(ecr({ endpoint, authorizationData: { username: 'AWS', password: 'stale-ecr-password' } }));
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.json.message, /rejected the credentials/);
+    assertNoSecret(assert, wrong, service.log, ['stale-ecr-password']);
+    const expired = await service.test(ecr({ endpoint, authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD, expiresAt: '2020-01-01T00:00:00Z' } }));
+    assert.equal(expired.status, 400);
+    assert.match(expired.json.message, /authorizationData expired at 2020-01-01T00:00:00Z/);
+  });
+
+  it("useIam uses this service's own credentials, and says so when it has none", async () => {
+    const withIam = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY } } });
+    try {
+      assert.equal((await withIam.test(ecr({ useIam: true }))).status, 200);
+    } finally {
+      await withIam.close();
+    }
+    const res = await service.test(ecr({ useIam: true }));
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /useIam needs AWS credentials of this service/);
+  });
+
+  it('the default AWS endpoints follow the region; overrides win', () => {
+    const { awsEndpoint } = require('../lib/ecr.js');
+    assert.equal(awsEndpoint('ecr', 'eu-west-3', {}).href, 'https://api.ecr.eu-west-3.amazonaws.com/');
+    assert.equal(awsEndpoint('sts', 'eu-west-3', {}).href, 'https://sts.eu-west-3.amazonaws.com/');
+    assert.equal(awsEndpoint('ecr', 'eu-west-3', { ecrEndpoint: 'https://vpce.example/' }).href, 'https://vpce.example/');
+  });
+});
