@@ -117,11 +117,9 @@ function requireFields(configName: ConfigName, config: Config, add: (field: stri
     if (typeof parsed === 'string') add(at(field), parsed);
     else endpoints[at(field)] = parsed;
   };
-  const pair = (user: string, password: string, prefix = '') => {
-    const [u, p] = [prefix ? (config[prefix] as Config | undefined)?.[user] : config[user], prefix ? (config[prefix] as Config | undefined)?.[password] : config[password]];
-    const name = (field: string) => (prefix ? `${configName}.${prefix}.${field}` : at(field));
-    if (filled(u) && !filled(p)) add(name(password), `is required with ${user}`);
-    if (!filled(u) && filled(p)) add(name(user), `is required with ${password}`);
+  const pair = (user: string, password: string) => {
+    if (filled(config[user]) && !filled(config[password])) add(at(password), `is required with ${user}`);
+    if (!filled(config[user]) && filled(config[password])) add(at(user), `is required with ${password}`);
   };
 
   switch (configName) {

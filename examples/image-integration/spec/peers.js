@@ -10,21 +10,12 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
-const REGISTRY = process.env.DOCKER_REGISTRY_BIN || '/usr/bin/docker-registry';
+const { freePort, waitUntilListening } = require('../../../spec/helpers');
+
+const REGISTRY = process.env.DOCKER_REGISTRY_BIN || 'docker-registry';
 
 function scratch(prefix) {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** A self-signed certificate for 127.0.0.1 and localhost, made with openssl. */
@@ -110,20 +101,11 @@ async function startRegistry({ auth = 'htpasswd', users = {}, tls = false } = {}
   const config = path.join(folder, 'config.yml');
   fs.writeFileSync(config, lines.join('\n') + '\n');
   const child = spawn(REGISTRY, ['serve', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (c) => (stderr += c));
+  const out = { stdout: '', stderr: '' };
+  child.stderr.on('data', (c) => (out.stderr += c));
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const scheme = tls ? 'https' : 'http';
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`docker-registry exited: ${stderr}`);
-    const up = await new Promise((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
-      socket.on('error', () => resolve(false));
-    });
-    if (up) break;
-    if (i > 200) throw new Error(`docker-registry did not listen: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitUntilListening(port, { child, out });
   return {
     url: `${scheme}://127.0.0.1:${port}`,
     /** The registry's certificate (PEM), when it serves TLS. */
