@@ -47,9 +47,29 @@ export function fromEnvironment(env: NodeJS.ProcessEnv): Options & { livenessUrl
   if (env.FUNC_LOG_LEVEL) out.logLevel = checkLogLevel(env.FUNC_LOG_LEVEL, 'FUNC_LOG_LEVEL');
   if (env.FUNC_BODY_LIMIT) out.bodyLimit = parseBytes(env.FUNC_BODY_LIMIT, 'FUNC_BODY_LIMIT');
   if (env.FUNC_INCLUDE_RAW) out.includeRaw = parseSwitch(env.FUNC_INCLUDE_RAW, 'FUNC_INCLUDE_RAW');
-  if (env.LIVENESS_URL) out.livenessUrl = probePath(env.LIVENESS_URL, 'LIVENESS_URL');
-  if (env.READINESS_URL) out.readinessUrl = probePath(env.READINESS_URL, 'READINESS_URL');
+  // Full paths win; else the Java variant's root and relative paths (`fw.health.*`) apply.
+  const root = env.FUNC_HEALTH_ROOT_PATH;
+  const liveness = env.LIVENESS_URL ? probePath(env.LIVENESS_URL, 'LIVENESS_URL') : healthPath(root, env.FUNC_HEALTH_LIVENESS_PATH, 'liveness');
+  const readiness = env.READINESS_URL ? probePath(env.READINESS_URL, 'READINESS_URL') : healthPath(root, env.FUNC_HEALTH_READINESS_PATH, 'readiness');
+  if (liveness) out.livenessUrl = liveness;
+  if (readiness) out.readinessUrl = readiness;
   return out;
+}
+
+/**
+ * `FUNC_HEALTH_ROOT_PATH` (default `/health`) joined with a relative probe path (default the
+ * probe's name), as Quarkus does with `fw.health.root-path`; undefined when neither is set. A
+ * relative path given with a leading `/` is taken as a full path.
+ */
+function healthPath(root: string | undefined, relative: string | undefined, probe: 'liveness' | 'readiness'): string | undefined {
+  if (!root && !relative) return undefined;
+  const what = `FUNC_HEALTH_${probe.toUpperCase()}_PATH`;
+  if (relative?.startsWith('/')) return probePath(relative, what);
+  if (relative !== undefined && !/^[\w.~!$&'()*+,;=:@%-]+(\/[\w.~!$&'()*+,;=:@%-]+)*$/.test(relative)) {
+    throw new ConfigError(`invalid ${what} '${relative}': expected a relative path such as ${probe}`);
+  }
+  const base = `/${(root ?? '/health').replace(/^\/+|\/+$/g, '')}`;
+  return `${base === '/' ? '' : base}/${relative || probe}`;
 }
 
 function probePath(value: string, what: string): string {
@@ -64,7 +84,7 @@ function probePath(value: string, what: string): string {
  */
 export async function start(func: Invokable | FunctionModule, options: Options = {}): Promise<Server> {
   const module = toFunction(func);
-  if (module === undefined) throw new TypeError('start() needs a handler: a function, or an object with handle() or routes');
+  if (module === undefined) throw new TypeError('start() needs a handler: a function, or an object with handle(), routes or functions');
   checkFunction(module, '<start()>');
   const funcYaml = options.funcYaml ?? (options.config === undefined ? undefined : readFuncYaml(options.config));
   if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
@@ -116,6 +136,7 @@ export type {
   IncomingBody,
   Invokable,
   Logger,
+  NamedFunction,
   LogLevel,
   ResponseBody,
   StructuredReturn,

@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { checkFunctions } from './functions';
 import { isLogLevel } from './log';
 import type { Function as FunctionModule, Invokable } from './types';
 
@@ -21,7 +22,7 @@ export interface LoadedFunction {
   module: FunctionModule;
 }
 
-const EXPECTED = 'expected a handler: export a function, or an object with handle() or routes';
+const EXPECTED = 'expected a handler: export a function, or an object with handle(), routes or functions';
 
 /** Resolves a project folder or a file to the module file to load. */
 export function resolveEntry(target: string): { folder: string; file: string } {
@@ -140,6 +141,7 @@ export function checkFunction(module: FunctionModule, file: string): void {
     const path = module[key]?.path;
     if (path !== undefined && (typeof path !== 'string' || !path.startsWith('/'))) fail(`'${key}.path' must be a path starting with '/'`);
   }
+  if (module.functions !== undefined) checkFunctions(module.functions, fail);
   if (module.routes !== undefined) {
     if (module.routes === null || typeof module.routes !== 'object') fail(`'routes' must be an object of 'METHOD /path' to handler`);
     for (const [key, handler] of Object.entries(module.routes)) {

@@ -103,7 +103,6 @@ function pick<H>(routes: Route<H>[], method: string): Route<H> | undefined {
 }
 
 function methodsOf<H>(routes: Route<H>[]): string[] {
-  const methods = routes.map((r) => r.method);
-  if (methods.includes('GET') && !methods.includes('HEAD')) methods.push('HEAD');
-  return methods;
+  // HEAD is answered wherever GET is; list it beside GET.
+  return routes.flatMap((r) => (r.method === 'GET' && !routes.some((o) => o.method === 'HEAD') ? ['GET', 'HEAD'] : [r.method]));
 }

@@ -7,6 +7,7 @@ import type { CloudEvent } from 'cloudevents';
 import { hasBody, parseBody, readBody, searchParamsToObject } from './body';
 import { asCloudEvent, detectMode, readEvent } from './cloudevent';
 import { Context } from './context';
+import { namedRoutes } from './functions';
 import { allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
 import { errorBody, HttpError, statusOf, type ErrorBody } from './errors';
 import { parseRouteKey } from './loader';
@@ -45,11 +46,17 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   ] as const) {
     router.add('GET', path, { kind: 'probe', check, readiness });
   }
+  const claimed = new Set<string>();
   for (const [key, fn] of Object.entries(module.routes ?? {})) {
     const { method, path } = parseRouteKey(key, (message) => {
       throw new Error(`routes['${key}']: ${message}`);
     });
     router.add(method, path, { kind: 'function', fn });
+    claimed.add(path);
+  }
+  for (const { method, path, handler } of namedRoutes(module)) {
+    if (claimed.has(path)) throw new Error(`routes and functions both claim ${path}`);
+    router.add(method, path, { kind: 'function', fn: handler });
   }
   const fallback: Target | undefined = module.handle ? { kind: 'function', fn: module.handle } : undefined;
   const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;

@@ -36,6 +36,18 @@ export interface CloudEventFunction {
 /** What the server invokes per request. */
 export type Invokable = HTTPFunction | CloudEventFunction;
 
+/**
+ * A named function (the seed's Java contract): `(input, context) => output`. `inputSchema` types
+ * its input (JSON Schema); `cloudEvent: true` makes it take CloudEvents only, receiving the whole
+ * event; `trigger` is the `ce-type` it answers when that is not its name.
+ */
+export interface NamedFunction {
+  (input: any, context: Context): unknown;
+  inputSchema?: object;
+  cloudEvent?: boolean;
+  trigger?: string;
+}
+
 /** A liveness or readiness check: false or a throw means not healthy (503). `path` moves the probe. */
 export interface HealthCheck {
   (): unknown;
@@ -51,6 +63,8 @@ export interface Function {
   handle?: Invokable;
   /** `'METHOD /path/:param'` to a handler with the same contract as `handle`. */
   routes?: Record<string, Invokable>;
+  /** Named functions, served as `POST /<name>`, `GET /<name>?...` and CloudEvents by type. */
+  functions?: Record<string, NamedFunction>;
   /** Runs before the server listens, with the runtime's logger; may be async. A throw stops the start. */
   init?: (context: { log: Logger }) => unknown;
   /** Runs after the server has stopped; may be async. */

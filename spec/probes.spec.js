@@ -118,6 +118,30 @@ describe('health probes', () => {
     });
   });
 
+  it('FUNC_HEALTH_ROOT_PATH, FUNC_HEALTH_LIVENESS_PATH and FUNC_HEALTH_READINESS_PATH, as the Java properties do', async () => {
+    const cases = [
+      [{ FUNC_HEALTH_ROOT_PATH: '/q/health' }, '/q/health/liveness', '/q/health/readiness'],
+      [{ FUNC_HEALTH_ROOT_PATH: '/q', FUNC_HEALTH_LIVENESS_PATH: 'alive', FUNC_HEALTH_READINESS_PATH: 'ready' }, '/q/alive', '/q/ready'],
+      [{ FUNC_HEALTH_LIVENESS_PATH: 'up' }, '/health/up', '/health/readiness'],
+      [{ FUNC_HEALTH_ROOT_PATH: '/q', LIVENESS_URL: '/full/live' }, '/full/live', '/q/readiness'],
+    ];
+    for (const [env, live, ready] of cases) {
+      await withEnv(env, async () => {
+        // A named-functions project and a handle project read them the same way.
+        for (const module of [{ handle: () => 'handler' }, { functions: { f: () => 1 } }]) {
+          const { url, close } = await serve(module);
+          try {
+            assert.equal((await request(url + live)).text, 'OK', `${JSON.stringify(env)} ${live}`);
+            assert.equal((await request(url + ready)).text, 'OK', `${JSON.stringify(env)} ${ready}`);
+          } finally {
+            await close();
+          }
+        }
+      });
+    }
+    await withEnv({ FUNC_HEALTH_LIVENESS_PATH: 'has space' }, () => assert.rejects(serve(() => 1), /invalid FUNC_HEALTH_LIVENESS_PATH/));
+  });
+
   it('a probe path answers GET and HEAD; another method is a 405', async () => {
     const { url, close } = await serve(() => 'handler');
     try {

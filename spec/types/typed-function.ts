@@ -42,3 +42,15 @@ const module: Function = {
 };
 
 export default module;
+
+// Named functions (the Java wire contract).
+import type { NamedFunction } from 'funcrun';
+
+const purchase: NamedFunction = Object.assign(
+  (input: { customerId: number; productId: number }, context: Context) => {
+    context.log.info(`purchase ${input.productId}`);
+    return { ok: true };
+  },
+  { inputSchema: { type: 'object' }, trigger: 'dev.example.purchase' },
+);
+export const named: Function = { functions: { purchase } };

@@ -1,0 +1,200 @@
+// Named functions: the seed's Java (Funqy) wire contract for a module that exports `functions`.
+// `POST /<name>` with a JSON body, `GET /<name>?query`, and CloudEvents posted to `/`, routed by
+// `ce-type`. Everything here is built once at start: schemas compiled, routes and the ce-type
+// table made; a request only looks things up.
+import type { CloudEvent } from 'cloudevents';
+import { randomUUID } from 'node:crypto';
+import { asCloudEvent, cloudevents } from './cloudevent';
+import type { Context } from './context';
+import { HttpError } from './errors';
+import { JSON_TYPE } from './respond';
+import type { Function as FunctionModule, Invokable, NamedFunction } from './types';
+
+type Ajv = import('ajv').default;
+type Schema = Record<string, unknown>;
+type Check = (input: unknown) => unknown;
+
+export interface NamedRoute {
+  method: string;
+  path: string;
+  handler: Invokable;
+}
+
+const NAME = /^[A-Za-z0-9._~-]+$/;
+
+/** Checks the `functions` export once at start; throws naming what is wrong. */
+export function checkFunctions(functions: unknown, fail: (message: string) => never): void {
+  if (functions === null || typeof functions !== 'object') fail(`'functions' must be an object of name to function`);
+  for (const [name, fn] of Object.entries(functions as Record<string, unknown>)) {
+    if (!NAME.test(name)) fail(`functions['${name}']: a name is a path segment: letters, digits, '.', '_', '~' and '-'`);
+    if (typeof fn !== 'function') fail(`functions['${name}'] must be a function`);
+    const { inputSchema, cloudEvent, trigger } = fn as NamedFunction;
+    if (inputSchema !== undefined && (inputSchema === null || typeof inputSchema !== 'object')) fail(`functions['${name}'].inputSchema must be a JSON Schema object`);
+    if (cloudEvent !== undefined && typeof cloudEvent !== 'boolean') fail(`functions['${name}'].cloudEvent must be true or false`);
+    if (trigger !== undefined && (typeof trigger !== 'string' || trigger === '')) fail(`functions['${name}'].trigger must be a CloudEvent type`);
+  }
+}
+
+/**
+ * The routes that serve `module.functions`: GET and POST `/<name>` for each, and `/` for
+ * CloudEvents routed by type. With a `handle` beside them, requests to `/` that are not such
+ * events go to `handle`.
+ */
+export function namedRoutes(module: FunctionModule): NamedRoute[] {
+  const functions = Object.entries(module.functions ?? {});
+  if (functions.length === 0) return [];
+  const ajv = functions.some(([, fn]) => fn.inputSchema !== undefined) ? createAjv() : undefined;
+  const invokers = new Map<string, Invokable>();
+  const byType = new Map<string, string[]>();
+  for (const [name, fn] of functions) {
+    invokers.set(name, invoker(name, fn, ajv));
+    for (const type of new Set([name, fn.trigger ?? name])) byType.set(type, [...(byType.get(type) ?? []), name]);
+  }
+  const fallback = module.handle;
+  const dispatch: Invokable = (context, data) => {
+    const event = context.cloudevent;
+    if (event === undefined || context.method !== 'POST') {
+      if (fallback !== undefined) return fallback(context, data);
+      throw new HttpError(400, 'POST / takes a CloudEvent (binary or structured), routed by its type; call a function by POST /<name>');
+    }
+    const names = byType.get(event.type) ?? [];
+    if (names.length > 1) throw new HttpError(409, `ce-type '${event.type}' matches more than one function: ${names.join(', ')}`);
+    if (names.length === 0) {
+      if (fallback !== undefined) return fallback(context, data);
+      throw new HttpError(404, `no function for ce-type '${event.type}'`);
+    }
+    return invokers.get(names[0])!(context, data);
+  };
+  const routes: NamedRoute[] = [{ method: fallback === undefined ? 'POST' : '*', path: '/', handler: dispatch }];
+  for (const [name, handler] of invokers) {
+    routes.push({ method: 'GET', path: `/${name}`, handler }, { method: 'POST', path: `/${name}`, handler });
+  }
+  return routes;
+}
+
+function createAjv(): Ajv {
+  // Loaded only when some function declares an input schema.
+  const Ajv = (require('ajv') as { default: new (options: object) => Ajv }).default;
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(ajv);
+  return ajv;
+}
+
+function invoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokable {
+  const schema = fn.inputSchema as Schema | undefined;
+  const checkBody = schema && ajv ? compile(ajv, schema, false) : undefined;
+  // Query values are text: with a schema they are coerced to its types (and a single value to a list).
+  const checkQuery = schema && ajv ? compile(ajv, schema, true) : undefined;
+  return async (context: Context, data: unknown) => {
+    const event = context.cloudevent;
+    let input: unknown;
+    if (event !== undefined) {
+      input = fn.cloudEvent ? event : data;
+      checkBody?.(fn.cloudEvent ? event.data : data);
+    } else if (fn.cloudEvent) {
+      throw new HttpError(400, `function '${name}' takes CloudEvents only: POST one to / with ce-type '${fn.trigger ?? name}'`);
+    } else if (context.method === 'POST') {
+      input = data;
+      checkBody?.(input);
+    } else {
+      input = queryInput(context.query, schema);
+      checkQuery?.(input);
+    }
+    const output = await fn(input, context);
+    return event === undefined ? httpOutput(output) : eventOutput(name, output, event);
+  };
+}
+
+function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
+  // Coercion needs its own instance: ajv's option applies to everything it compiles.
+  const instance = coerce ? withCoercion(ajv) : ajv;
+  const validate = instance.compile(schema);
+  return (input) => {
+    if (validate(input)) return;
+    const violations = (validate.errors ?? []).map((e) => ({
+      field: e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.'),
+      description: e.keyword === 'required' ? `'${(e.params as { missingProperty: string }).missingProperty}' is required` : (e.message ?? 'is invalid'),
+    }));
+    throw new HttpError(400, `invalid input: ${violations.map((v) => `${v.field} ${v.description}`).join('; ')}`, { details: { violations } });
+  };
+}
+
+const coercing = new WeakMap<Ajv, Ajv>();
+function withCoercion(ajv: Ajv): Ajv {
+  let instance = coercing.get(ajv);
+  if (instance === undefined) {
+    const Ajv = ajv.constructor as new (options: object) => Ajv;
+    instance = new Ajv({ allErrors: true, strict: false, coerceTypes: 'array' });
+    (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(instance);
+    coercing.set(ajv, instance);
+  }
+  return instance;
+}
+
+function httpOutput(output: unknown): unknown {
+  if (output === undefined) return undefined;
+  if (Buffer.isBuffer(output) || output instanceof Uint8Array) return output;
+  if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
+  // Everything else is JSON, strings included: "HELLO" answers "\"HELLO\"", as Funqy does.
+  return { statusCode: 200, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(output) ?? 'null' };
+}
+
+function eventOutput(name: string, output: unknown, request: CloudEvent<unknown>): unknown {
+  if (output === undefined) return undefined;
+  if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
+  const binary = Buffer.isBuffer(output) || output instanceof Uint8Array;
+  return new (cloudevents().CloudEvent)({
+    id: randomUUID(),
+    type: `${name}.output`,
+    source: name,
+    specversion: request.specversion,
+    time: new Date().toISOString(),
+    datacontenttype: binary ? 'application/octet-stream' : 'application/json',
+    data: output,
+  });
+}
+
+/**
+ * The query string as the input object, Funqy's way: `a.b=1` nests, a repeated key is a list,
+ * and an index segment (`kids.1.first=Buffy`) makes a list of objects, in index order. With a
+ * schema, an object the schema declares an object keeps its numeric keys (a map).
+ */
+export function queryInput(query: Record<string, string | string[]>, schema?: Schema): Record<string, unknown> {
+  const root: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(query)) {
+    const path = key.split('.');
+    if (path.some((part) => part === '' || part === '__proto__' || part === 'constructor' || part === 'prototype')) {
+      throw new HttpError(400, `invalid query parameter name '${key}'`);
+    }
+    let node = root;
+    for (const part of path.slice(0, -1)) {
+      const next = node[part];
+      if (next === undefined) node = node[part] = {} as Record<string, unknown>;
+      else if (typeof next === 'object' && next !== null && !Array.isArray(next)) node = next as Record<string, unknown>;
+      else throw new HttpError(400, `query parameter '${key}' conflicts with '${path.slice(0, path.indexOf(part) + 1).join('.')}'`);
+    }
+    const last = path[path.length - 1];
+    if (node[last] !== undefined) throw new HttpError(400, `query parameter '${key}' conflicts with another one`);
+    node[last] = value;
+  }
+  return toLists(root, schema) as Record<string, unknown>;
+}
+
+function toLists(value: unknown, schema: Schema | undefined): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const object = value as Record<string, unknown>;
+  const keys = Object.keys(object);
+  const declared = schema?.type;
+  const numeric = keys.length > 0 && keys.every((k) => /^\d+$/.test(k));
+  if (numeric && declared !== 'object') {
+    const items = schema?.items as Schema | undefined;
+    return keys.sort((a, b) => Number(a) - Number(b)).map((k) => toLists(object[k], items));
+  }
+  const properties = schema?.properties as Record<string, Schema> | undefined;
+  const additional = schema?.additionalProperties;
+  for (const key of keys) {
+    const child = properties?.[key] ?? (typeof additional === 'object' ? (additional as Schema) : undefined);
+    object[key] = toLists(object[key], child);
+  }
+  return object;
+}

@@ -1,0 +1,305 @@
+'use strict';
+// Named functions: the seed's Java wire contract, over real HTTP, with the cloudevents SDK as
+// the client for events.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { CloudEvent, HTTP } = require('cloudevents');
+const { serve, request, runServing } = require('./helpers');
+const { queryInput } = require('../lib/functions.js');
+
+const purchaseModule = require('../examples/purchase/index.js');
+
+async function sendEvent(url, message, target = '/') {
+  const res = await fetch(url + target, { method: 'POST', headers: message.headers, body: message.body });
+  const body = Buffer.from(await res.arrayBuffer());
+  return { status: res.status, headers: Object.fromEntries(res.headers), body, text: body.toString() };
+}
+
+const json = (url, target, body, type = 'application/json') => request(url + target, { method: 'POST', headers: { 'content-type': type }, body });
+
+describe('named functions over plain HTTP', () => {
+  let server;
+  const seen = [];
+  before(async () => {
+    const echo = (input, context) => {
+      seen.push({ input, context });
+      return input;
+    };
+    const fail = (input) => {
+      if (input?.status) throw Object.assign(new Error('chosen status'), { statusCode: input.status });
+      throw new Error('broken');
+    };
+    server = await serve({ functions: { ...purchaseModule.functions, echo, fail } });
+  });
+  after(() => server.close());
+
+  it('POST /<name> with a JSON body: the parsed body is the input, the output is 200 JSON', async () => {
+    const res = await json(server.url, '/purchase', '{"customerId": 1, "productId": 2}');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.deepEqual(res.json, { orderId: 'order-1-2', customerId: 1, productId: 2, status: 'purchased' });
+  });
+
+  it('a JSON primitive is the input; a string output is JSON text', async () => {
+    const upper = await json(server.url, '/toUpperCase', '"HELLO world"');
+    assert.equal(upper.text, '"HELLO WORLD"');
+    assert.equal(upper.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal((await json(server.url, '/echo', '2')).text, '2');
+    assert.equal((await json(server.url, '/echo', 'true')).text, 'true');
+  });
+
+  it('the second argument is the context', async () => {
+    await request(server.url + '/echo?x=1', { method: 'POST', headers: { 'content-type': 'application/json', 'x-h': 'v' }, body: '{}' });
+    const { context } = seen.at(-1);
+    assert.equal(context.headers['x-h'], 'v');
+    assert.equal(context.method, 'POST');
+    assert.equal(typeof context.log.info, 'function');
+  });
+
+  it('an empty body is undefined, and undefined output is 204', async () => {
+    const res = await request(server.url + '/echo', { method: 'POST' });
+    assert.equal(res.status, 204);
+    assert.equal(seen.at(-1).input, undefined);
+    assert.equal((await request(server.url + '/forget', { method: 'POST' })).status, 204);
+  });
+
+  it('GET /<name>?query: the query is the input, coerced by the schema', async () => {
+    const res = await request(server.url + '/purchase?customerId=1&productId=2');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json, { orderId: 'order-1-2', customerId: 1, productId: 2, status: 'purchased' });
+  });
+
+  it('without a schema, query values stay strings', async () => {
+    const res = await request(server.url + '/echo?a=1&b=true');
+    assert.deepEqual(res.json, { a: '1', b: 'true' });
+  });
+
+  it('GET: nested properties, repeated keys, index segments and map entries', async () => {
+    const res = await request(server.url + '/family?dad.first=John&dad.age=50&pets=cat&pets=dog&kids.1.first=Buffy&kids.2.first=Charlie&addresses.home.city=Boston&addresses.work.city=Cambridge');
+    assert.deepEqual(res.json, {
+      dad: { first: 'John', age: 50 },
+      pets: ['cat', 'dog'],
+      kids: [{ first: 'Buffy' }, { first: 'Charlie' }],
+      addresses: { home: { city: 'Boston' }, work: { city: 'Cambridge' } },
+    });
+    const single = await request(server.url + '/family?pets=cat');
+    assert.deepEqual(single.json.pets, ['cat'], 'a single value becomes the list the schema declares');
+  });
+
+  it('input failing the schema is a 400 listing each violation, by body or by query', async () => {
+    const body = await json(server.url, '/purchase', '{"customerId": "1", "extra": true}');
+    assert.equal(body.status, 400);
+    assert.deepEqual(body.json.violations.map((v) => v.field).sort(), ['(input)', '(input)', 'customerId'].sort());
+    assert.match(body.json.message, /'productId' is required/);
+    const query = await request(server.url + '/purchase?customerId=x&productId=0');
+    assert.equal(query.status, 400);
+    assert.deepEqual(query.json.violations.map((v) => v.field).sort(), ['customerId', 'productId']);
+  });
+
+  it('bad JSON is a 400', async () => {
+    const res = await json(server.url, '/purchase', '{"customerId": 1,');
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /invalid JSON/);
+  });
+
+  it('no such function is a 404; a method other than GET or POST a 405', async () => {
+    assert.equal((await json(server.url, '/nothing', '{}')).status, 404);
+    for (const method of ['PUT', 'DELETE', 'PATCH']) {
+      const res = await request(server.url + '/purchase', { method });
+      assert.equal(res.status, 405, method);
+      assert.equal(res.headers.get('allow'), 'GET, HEAD, POST');
+    }
+  });
+
+  it('a CloudEvents-only function called by plain HTTP is a 400 saying so', async () => {
+    const res = await json(server.url, '/audit', '{"customerId": 1}');
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /function 'audit' takes CloudEvents only/);
+  });
+
+  it('a throw is a 500, or its numeric statusCode', async () => {
+    const broken = await json(server.url, '/fail', '{}');
+    assert.equal(broken.status, 500);
+    assert.equal(broken.json.message, 'Internal Server Error');
+    assert.equal((await json(server.url, '/fail', '{"status": 409}')).status, 409);
+  });
+
+  it('a Buffer arrives for application/octet-stream, and a Buffer output goes out as octet-stream', async () => {
+    const res = await fetch(server.url + '/reverseBytes', { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from([1, 2, 3, 255]) });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/octet-stream');
+    assert.deepEqual([...Buffer.from(await res.arrayBuffer())], [255, 3, 2, 1]);
+  });
+});
+
+describe('named functions by CloudEvent', () => {
+  let server;
+  const seen = [];
+  before(async () => {
+    const record = (input, context) => {
+      seen.push({ input, context });
+      return { got: input };
+    };
+    const other = () => 'other';
+    other.trigger = 'dev.example.shared';
+    const another = () => 'another';
+    another.trigger = 'dev.example.shared';
+    const wholeEvent = (event) => {
+      seen.push({ input: event });
+      return new CloudEvent({ type: 'dev.example.replied', source: '/whole', data: { subject: event.subject } });
+    };
+    wholeEvent.cloudEvent = true;
+    server = await serve({ functions: { ...purchaseModule.functions, record, other, another, wholeEvent } });
+  });
+  after(() => server.close());
+
+  const order = (extra = {}) => new CloudEvent({ type: 'purchase', source: '/shop', data: { customerId: 1, productId: 2 }, ...extra });
+
+  it('a binary event is routed by ce-type and answered in binary mode', async () => {
+    const res = await sendEvent(server.url, HTTP.binary(order()));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['ce-type'], 'purchase.output');
+    assert.equal(res.headers['ce-source'], 'purchase');
+    assert.equal(res.headers['ce-specversion'], '1.0');
+    assert.match(res.headers['ce-id'], /^[0-9a-f-]{36}$/);
+    const answer = HTTP.toEvent({ headers: res.headers, body: res.text });
+    assert.deepEqual(answer.data, { orderId: 'order-1-2', customerId: 1, productId: 2, status: 'purchased' });
+  });
+
+  it('a structured event is answered in structured mode, with the request specversion', async () => {
+    const res = await sendEvent(server.url, HTTP.structured(order({ specversion: '0.3' })));
+    assert.equal(res.status, 200);
+    assert.match(res.headers['content-type'], /^application\/cloudevents\+json/);
+    const answer = JSON.parse(res.text);
+    assert.equal(answer.type, 'purchase.output');
+    assert.equal(answer.source, 'purchase');
+    assert.equal(answer.specversion, '0.3');
+    assert.equal(answer.data.orderId, 'order-1-2');
+  });
+
+  it('the input is the event data; the event is on the context', async () => {
+    await sendEvent(server.url, HTTP.binary(order({ type: 'record', subject: 's1' })));
+    const { input, context } = seen.at(-1);
+    assert.deepEqual(input, { customerId: 1, productId: 2 });
+    assert.equal(context.cloudevent.subject, 's1');
+  });
+
+  it('data_base64 and application/octet-stream data arrive as a Buffer; a Buffer output as data_base64', async () => {
+    const bytes = Buffer.from([10, 20, 30]);
+    const binary = await sendEvent(server.url, HTTP.binary(new CloudEvent({ type: 'reverseBytes', source: '/s', datacontenttype: 'application/octet-stream', data: bytes })));
+    assert.equal(binary.headers['content-type'], 'application/octet-stream');
+    assert.deepEqual([...binary.body], [30, 20, 10]);
+    const structured = await sendEvent(server.url, HTTP.structured(new CloudEvent({ type: 'reverseBytes', source: '/s', datacontenttype: 'application/octet-stream', data: bytes })));
+    assert.equal(JSON.parse(structured.text).data_base64, Buffer.from([30, 20, 10]).toString('base64'));
+  });
+
+  it('a CloudEvents-only function receives the whole event and its returned event is sent', async () => {
+    const res = await sendEvent(server.url, HTTP.binary(order({ type: 'wholeEvent', subject: 'whole' })));
+    assert.equal(res.headers['ce-type'], 'dev.example.replied');
+    assert.deepEqual(JSON.parse(res.text), { subject: 'whole' });
+    assert.ok(seen.at(-1).input instanceof CloudEvent);
+  });
+
+  it("a function's trigger names the ce-type it answers; a builder returned overrides the defaults", async () => {
+    const res = await sendEvent(server.url, HTTP.binary(order({ type: 'dev.example.purchase.audit' })));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['ce-type'], 'dev.example.audit.passed');
+    assert.equal(res.headers['ce-source'], '/purchase/audit');
+  });
+
+  it('no function for the type is a 404; more than one is a 409', async () => {
+    const none = await sendEvent(server.url, HTTP.binary(order({ type: 'dev.example.unknown' })));
+    assert.equal(none.status, 404);
+    assert.match(JSON.parse(none.text).message, /no function for ce-type 'dev\.example\.unknown'/);
+    const both = await sendEvent(server.url, HTTP.binary(order({ type: 'dev.example.shared' })));
+    assert.equal(both.status, 409);
+    assert.match(JSON.parse(both.text).message, /other, another|another, other/);
+  });
+
+  it('undefined output answers 204', async () => {
+    assert.equal((await sendEvent(server.url, HTTP.binary(order({ type: 'forget' })))).status, 204);
+  });
+
+  it('event data failing the schema is a 400', async () => {
+    const res = await sendEvent(server.url, HTTP.binary(order({ data: { customerId: 'one', productId: 2 } })));
+    assert.equal(res.status, 400);
+    assert.match(JSON.parse(res.text).message, /customerId must be integer/);
+  });
+
+  it('a plain POST to / is a 400 saying it takes a CloudEvent', async () => {
+    const res = await json(server.url, '/', '{}');
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /POST \/ takes a CloudEvent/);
+  });
+
+  it('an event posted to /<name> goes to that function and is answered as an event', async () => {
+    const res = await sendEvent(server.url, HTTP.binary(order({ type: 'anything' })), '/purchase');
+    assert.equal(res.headers['ce-type'], 'purchase.output');
+  });
+});
+
+describe('the seed purchase example end to end', () => {
+  it('by POST body, GET query, binary and structured event', async () => {
+    const proc = await runServing([path.join(__dirname, '..', 'examples', 'purchase')]);
+    try {
+      const expected = { orderId: 'order-1-2', customerId: 1, productId: 2, status: 'purchased' };
+      assert.deepEqual((await json(proc.url, '/purchase', '{"customerId":1,"productId":2}')).json, expected);
+      assert.deepEqual((await request(proc.url + '/purchase?customerId=1&productId=2')).json, expected);
+      for (const mode of ['binary', 'structured']) {
+        const res = await sendEvent(proc.url, HTTP[mode](new CloudEvent({ type: 'purchase', source: '/shop', data: { customerId: 1, productId: 2 } })));
+        assert.deepEqual(HTTP.toEvent({ headers: res.headers, body: res.text }).data, expected, mode);
+      }
+      assert.equal((await request(proc.url + '/health/readiness')).text, 'OK');
+    } finally {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+    }
+  });
+});
+
+describe('functions beside handle and routes', () => {
+  it('handle takes what the functions do not: other paths, plain requests to /, unknown event types', async () => {
+    const { url, close } = await serve({ handle: (ctx) => `handle ${ctx.method} ${ctx.path}`, functions: { echo: (x) => x } });
+    try {
+      assert.equal((await json(url, '/echo', '{"a":1}')).text, '{"a":1}');
+      assert.equal((await request(url + '/elsewhere')).text, 'handle GET /elsewhere');
+      assert.equal((await request(url + '/')).text, 'handle GET /');
+      assert.equal((await json(url, '/', '{}')).text, 'handle POST /');
+      const event = await sendEvent(url, HTTP.binary(new CloudEvent({ type: 'unknown', source: '/s', data: {} })));
+      assert.equal(event.text, 'handle POST /');
+      const routed = await sendEvent(url, HTTP.binary(new CloudEvent({ type: 'echo', source: '/s', data: { b: 2 } })));
+      assert.equal(routed.headers['ce-type'], 'echo.output');
+    } finally {
+      await close();
+    }
+  });
+
+  it('routes and functions claiming the same path stop the start', async () => {
+    await assert.rejects(serve({ routes: { 'GET /echo': () => 1 }, functions: { echo: (x) => x } }), /routes and functions both claim \/echo/);
+  });
+
+  it('invalid functions stop the start with what is wrong', async () => {
+    await assert.rejects(serve({ functions: { 'a/b': () => 1 } }), /a name is a path segment/);
+    await assert.rejects(serve({ functions: { a: 'x' } }), /functions\['a'\] must be a function/);
+    await assert.rejects(serve({ functions: { a: Object.assign(() => 1, { trigger: 5 }) } }), /trigger must be a CloudEvent type/);
+  });
+});
+
+describe('queryInput (pure)', () => {
+  it('nests by dots, lists by repeats, lists of objects by index order', () => {
+    assert.deepEqual(queryInput({ 'a.b.c': '1', l: ['x', 'y'], 'k.10.n': 'ten', 'k.2.n': 'two' }), { a: { b: { c: '1' } }, l: ['x', 'y'], k: [{ n: 'two' }, { n: 'ten' }] });
+  });
+
+  it('a schema that declares an object keeps numeric keys as a map', () => {
+    const schema = { type: 'object', properties: { m: { type: 'object' } } };
+    assert.deepEqual(queryInput({ 'm.1': 'a', 'm.2': 'b' }, schema), { m: { 1: 'a', 2: 'b' } });
+  });
+
+  it('conflicting and dangerous keys are a 400', () => {
+    assert.throws(() => queryInput({ a: '1', 'a.b': '2' }), (e) => e.statusCode === 400);
+    assert.throws(() => queryInput({ '__proto__.x': '1' }), (e) => e.statusCode === 400);
+    assert.throws(() => queryInput({ 'a..b': '1' }), (e) => e.statusCode === 400);
+    assert.equal({}.x, undefined);
+  });
+});
