@@ -106,3 +106,29 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
   });
   return root;
 }
+
+const NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+
+/**
+ * For local development: writes each JSON line as `12:00:01.123 INFO  [req 3] message key=value`,
+ * with an error's stack below it. Lines that are not JSON pass through.
+ */
+export function prettyDestination(out: LogDestination): LogDestination {
+  return {
+    write(line: string) {
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return out.write(line);
+      }
+      const { level, time, pid: _pid, hostname: _host, reqId, msg, err, ...rest } = entry;
+      const clock = new Date(Number(time)).toISOString().slice(11, 23);
+      const name = (NAMES[Number(level)] ?? String(level)).padEnd(5);
+      const req = reqId === undefined ? '' : ` [req ${String(reqId)}]`;
+      const extra = Object.entries(rest).map(([k, v]) => ` ${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join('');
+      const stack = (err as { stack?: string } | undefined)?.stack;
+      return out.write(`${clock} ${name}${req} ${msg ?? ''}${extra}${stack ? `\n${stack}` : ''}\n`);
+    },
+  };
+}

@@ -1,15 +1,17 @@
 #!/usr/bin/env node
-// `node lib/serve.js [path]`: serve a function project. The entry point: the only place that
-// reads the command line and sets up signals; start() reads the environment.
+// `node lib/serve.js [path]` (and `funcrun serve [path]`): serve a function project. An entry
+// point: it reads the command line, func.yaml and the logging variables, and sets up signals;
+// start() reads the rest of the environment.
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
-import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseDuration, parsePort, readFuncYaml } from './config';
+import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
 import { LoadError, loadFunction, resolveEntry } from './loader';
-import { createLogger, type RootLogger } from './log';
+import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop, type Options } from './index';
 import { loggerOf } from './server';
 
-const USAGE = `Usage: funcrun [path] [options]
+export const USAGE = `Usage: funcrun serve [path] [options]
+       node lib/serve.js [path] [options]
 
 Serves the function in path (a project folder or a module file; default: the current folder).
 
@@ -20,6 +22,8 @@ Options:
       --bodyLimit <size>  largest request body, such as 1048576 or 2mb (default: FUNC_BODY_LIMIT, else 1mb)
       --include-raw       put the body's bytes on context.rawBody (default: FUNC_INCLUDE_RAW)
       --grace-period <t>  how long requests in flight may take at shutdown, such as 10s (default: FUNC_GRACE_PERIOD, else 10s)
+      --pretty            human-readable log lines instead of JSON (default: FUNC_LOG_PRETTY)
+      --watch             restart when a file of the function changes (funcrun serve only)
   -h, --help              show this help`;
 
 // Errors before the server runs are one JSON line on stderr, in the same format as every other line.
@@ -35,7 +39,7 @@ function fail(err: unknown): never {
   process.exit(1);
 }
 
-function parseCommandLine(argv: string[]): { target: string; options: Options; gracePeriod?: string } {
+function parseCommandLine(argv: string[]): { target: string; options: Options; gracePeriod?: string; pretty: boolean } {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -50,6 +54,7 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
       'include-raw': { type: 'boolean' },
       includeRaw: { type: 'boolean' },
       'grace-period': { type: 'string' },
+      pretty: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -67,10 +72,11 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
   if (limit !== undefined) options.bodyLimit = parseBytes(limit, '--bodyLimit');
   if (values['include-raw'] || values.includeRaw) options.includeRaw = true;
   if (values['grace-period'] !== undefined) parseDuration(values['grace-period'], '--grace-period');
-  return { target: positionals[0] ?? '.', options, gracePeriod: values['grace-period'] };
+  return { target: positionals[0] ?? '.', options, gracePeriod: values['grace-period'], pretty: values.pretty === true };
 }
 
-async function main(): Promise<void> {
+/** Serves the function named by `argv` (the command line after `serve`) until a signal stops it. */
+export async function serve(argv: string[]): Promise<void> {
   let server: Server | undefined;
   let log: RootLogger = startupLog;
   let stopping = false;
@@ -96,7 +102,7 @@ async function main(): Promise<void> {
 
   let parsed;
   try {
-    parsed = parseCommandLine(process.argv.slice(2));
+    parsed = parseCommandLine(argv);
   } catch (err) {
     fail(err);
   }
@@ -109,7 +115,8 @@ async function main(): Promise<void> {
     const grace = parsed.gracePeriod ?? process.env.FUNC_GRACE_PERIOD;
     if (grace !== undefined) gracePeriod = parseDuration(grace, parsed.gracePeriod ? '--grace-period' : 'FUNC_GRACE_PERIOD');
     const { module } = await loadFunction(target);
-    server = await start(module, { ...options, funcYaml });
+    const pretty = parsed.pretty || parseSwitch(process.env.FUNC_LOG_PRETTY ?? 'false', 'FUNC_LOG_PRETTY');
+    server = await start(module, { ...options, funcYaml, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
   } catch (err) {
     fail(err);
   }
@@ -128,4 +135,4 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+if (require.main === module) void serve(process.argv.slice(2));

@@ -1,0 +1,291 @@
+#!/usr/bin/env node
+// The `funcrun` command: create, invoke, config and serve. An entry point: it reads the command
+// line (node:util parseArgs), and the files and variables its commands name.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, watch } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseDuration, readFuncYaml } from './config';
+import { listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
+import { createProject, type Language, type Template } from './create';
+import { invoke } from './invoke';
+import { serve, USAGE as SERVE_USAGE } from './serve';
+
+const VERSION = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+
+const USAGE = `Usage: funcrun <command> [options]
+
+Commands:
+  create <folder>     write a new function project (--language node|typescript, --template http|cloudevents)
+  invoke              send a request or a CloudEvent to a running function
+  config envs ...     add, remove or list run.envs in func.yaml
+  config health       set the health endpoints in func.yaml
+  serve [path]        serve a function (the same as node lib/serve.js)
+
+Run funcrun <command> --help for its options. funcrun --version prints the version.`;
+
+const CREATE_USAGE = `Usage: funcrun create <folder> [--language node|typescript] [--template http|cloudevents]
+
+Writes a function project into folder (created if missing; it must be empty):
+func.yaml, package.json, README.md, the function, and unit and integration tests.
+
+Options:
+  -l, --language <l>   node (JavaScript, default) or typescript
+  -t, --template <t>   http (default) or cloudevents
+  -h, --help           show this help`;
+
+const INVOKE_USAGE = `Usage: funcrun invoke [options]
+
+Sends a request to a running function and prints the answer. Exits 1 when the answer's status
+is above 299 or the function cannot be reached.
+
+Options:
+      --target <url>        where the function runs, query parameters allowed (default http://localhost:8080)
+  -d, --data <text>         the body (default {"message":"Hello World"} for POST)
+      --file <path>         the body, from a file
+      --content-type <t>    of the body (default application/json)
+  -f, --format <f>          http or cloudevent (default: func.yaml's invoke, else http)
+      --request-type <m>    GET or POST (default POST)
+      --id <id>             CloudEvent id (default a new UUID)
+      --source <s>          CloudEvent source (default /funcrun/invoke)
+      --type <t>            CloudEvent type (default funcrun.invoke)
+  -e, --extension <k=v>     a CloudEvent extension attribute; repeat for more
+      --path <folder>       the function project, for func.yaml (default the current folder)
+      --timeout <t>         how long to wait for the answer (default 30s)
+  -h, --help                show this help`;
+
+const CONFIG_USAGE = `Usage: funcrun config envs add --name <NAME> --value <value> [--path <folder>]
+       funcrun config envs remove --name <NAME> [--path <folder>]
+       funcrun config envs list [--path <folder>]
+       funcrun config health [--liveness </path>] [--readiness </path>] [--env] [--path <folder>]
+
+Edits func.yaml in place, keeping its comments and order. Values funcrun reads are checked:
+FUNC_LOG_LEVEL must be a log level, LIVENESS_URL and READINESS_URL paths, and so on.
+
+Options:
+      --name <NAME>        the variable
+      --value <value>      its value
+      --liveness <path>    deploy.healthEndpoints.liveness
+      --readiness <path>   deploy.healthEndpoints.readiness
+      --env                with health: also set LIVENESS_URL / READINESS_URL in run.envs
+      --path <folder>      the function project (default the current folder)
+  -h, --help               show this help`;
+
+/** A mistake in how the command was called: a one-line message and exit code 2. */
+class UsageError extends Error {}
+
+function options<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], spec: T, allowPositionals: boolean) {
+  try {
+    return parseArgs({ args, options: { ...spec, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.split('\n')[0]);
+  }
+}
+
+function help(text: string): never {
+  process.stdout.write(text + '\n');
+  process.exit(0);
+}
+
+function create(args: string[]): void {
+  const { values, positionals } = options(args, { language: { type: 'string', short: 'l' }, template: { type: 'string', short: 't' } }, true);
+  if (values.help) help(CREATE_USAGE);
+  if (positionals.length !== 1) throw new UsageError('create takes one folder: funcrun create <folder>');
+  const language = (values.language ?? 'node') as string;
+  const template = (values.template ?? 'http') as string;
+  if (language !== 'node' && language !== 'typescript') throw new UsageError(`unknown --language '${language}': expected node or typescript`);
+  if (template !== 'http' && template !== 'cloudevents') throw new UsageError(`unknown --template '${template}': expected http or cloudevents`);
+  const folder = resolve(positionals[0]);
+  const files = createProject(folder, { language: language as Language, template: template as Template, funcrunVersion: `^${VERSION}` });
+  process.stdout.write(`Created a ${template} function in ${language === 'node' ? 'JavaScript' : 'TypeScript'} in ${folder}:\n${files.map((f) => `  ${f}`).join('\n')}\nNext: cd ${positionals[0]} && npm install && npm test\n`);
+}
+
+async function invokeCommand(args: string[]): Promise<void> {
+  const { values, positionals } = options(
+    args,
+    {
+      target: { type: 'string' },
+      data: { type: 'string', short: 'd' },
+      file: { type: 'string' },
+      'content-type': { type: 'string' },
+      format: { type: 'string', short: 'f' },
+      'request-type': { type: 'string' },
+      id: { type: 'string' },
+      source: { type: 'string' },
+      type: { type: 'string' },
+      extension: { type: 'string', short: 'e', multiple: true },
+      path: { type: 'string' },
+      timeout: { type: 'string' },
+    },
+    false,
+  );
+  if (values.help) help(INVOKE_USAGE);
+  if (positionals.length > 0) throw new UsageError(`invoke takes no arguments, got ${positionals.join(' ')}`);
+  if (values.data !== undefined && values.file !== undefined) throw new UsageError('give --data or --file, not both');
+  const method = ((values['request-type'] as string | undefined) ?? 'POST').toUpperCase();
+  if (method !== 'GET' && method !== 'POST') throw new UsageError(`unknown --request-type '${method}': expected GET or POST`);
+  const funcYaml = existsSync(join(resolve((values.path as string | undefined) ?? '.'), 'func.yaml')) ? readFuncYaml(resolve((values.path as string | undefined) ?? '.')) : undefined;
+  const format = (values.format as string | undefined) ?? (funcYaml?.invoke === 'cloudevent' ? 'cloudevent' : 'http');
+  if (format !== 'http' && format !== 'cloudevent') throw new UsageError(`unknown --format '${format}': expected http or cloudevent`);
+  const extensions: Record<string, string> = {};
+  for (const pair of (values.extension as string[] | undefined) ?? []) {
+    const m = /^([a-z0-9]+)=(.*)$/s.exec(pair);
+    if (m === null) throw new UsageError(`invalid --extension '${pair}': expected name=value, the name in a-z and 0-9`);
+    extensions[m[1]] = m[2];
+  }
+  let data: string | Buffer | undefined = values.data as string | undefined;
+  if (values.file !== undefined) {
+    try {
+      data = readFileSync(values.file as string);
+    } catch (err) {
+      throw new UsageError(`cannot read --file ${values.file as string}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  if (data === undefined && method === 'POST') data = '{"message":"Hello World"}';
+  let timeout: number;
+  try {
+    timeout = parseDuration((values.timeout as string | undefined) ?? '30s', '--timeout');
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const result = await invoke({
+    target: (values.target as string | undefined) ?? 'http://localhost:8080',
+    format,
+    method,
+    data,
+    contentType: (values['content-type'] as string | undefined) ?? 'application/json',
+    id: values.id as string | undefined,
+    source: (values.source as string | undefined) ?? '/funcrun/invoke',
+    type: (values.type as string | undefined) ?? 'funcrun.invoke',
+    extensions,
+    timeout,
+  });
+  process.stdout.write(result.text + '\n');
+  if (!result.ok) {
+    process.stderr.write(`funcrun: the function answered ${result.status}\n`);
+    process.exit(1);
+  }
+}
+
+function config(args: string[]): void {
+  const [area, action] = args;
+  const rest = args.slice(area === 'envs' ? 2 : 1);
+  const { values, positionals } = options(
+    rest,
+    {
+      name: { type: 'string' },
+      value: { type: 'string' },
+      liveness: { type: 'string' },
+      readiness: { type: 'string' },
+      env: { type: 'boolean' },
+      path: { type: 'string' },
+    },
+    false,
+  );
+  if (values.help || area === '--help' || area === '-h') help(CONFIG_USAGE);
+  if (positionals.length > 0) throw new UsageError(`unexpected ${positionals.join(' ')}`);
+  const folder = resolve((values.path as string | undefined) ?? '.');
+  if (area === 'envs') {
+    const name = values.name as string | undefined;
+    if (action === 'list') {
+      const file = openFuncYaml(folder);
+      for (const { name: n, value } of listEnvs(file.doc)) process.stdout.write(`${n}=${value}\n`);
+      return;
+    }
+    if (action !== 'add' && action !== 'remove') throw new UsageError(`unknown config envs action '${action ?? ''}': expected add, remove or list`);
+    if (name === undefined) throw new UsageError(`config envs ${action} needs --name`);
+    const file = openFuncYaml(folder);
+    if (action === 'add') {
+      if (values.value === undefined) throw new UsageError('config envs add needs --value');
+      const done = setEnv(file.doc, name, values.value as string);
+      saveFuncYaml(file);
+      process.stdout.write(`${done} ${name} in ${file.file}\n`);
+    } else {
+      removeEnv(file.doc, name);
+      saveFuncYaml(file);
+      process.stdout.write(`removed ${name} from ${file.file}\n`);
+    }
+    return;
+  }
+  if (area === 'health') {
+    if (values.liveness === undefined && values.readiness === undefined) throw new UsageError('config health needs --liveness, --readiness or both');
+    const file = openFuncYaml(folder);
+    setHealth(file.doc, { liveness: values.liveness as string | undefined, readiness: values.readiness as string | undefined }, values.env === true);
+    saveFuncYaml(file);
+    process.stdout.write(`set the health endpoints in ${file.file}\n`);
+    return;
+  }
+  throw new UsageError(`unknown config '${area ?? ''}': expected envs or health`);
+}
+
+async function serveCommand(args: string[]): Promise<void> {
+  if (args.includes('--help') || args.includes('-h')) help(SERVE_USAGE);
+  if (!args.includes('--watch')) return serve(args);
+  watchAndServe(args.filter((a) => a !== '--watch'));
+}
+
+// --watch: the function runs in a child process, restarted when a file of its folder changes.
+function watchAndServe(args: string[]): void {
+  const target = resolve(args.find((a) => !a.startsWith('-') && existsSync(a)) ?? '.');
+  const folder = existsSync(join(target, 'package.json')) || !target.endsWith('.js') ? target : resolve(target, '..');
+  let child: ChildProcess | undefined;
+  let restarting: NodeJS.Timeout | undefined;
+  const run = () => {
+    child = spawn(process.execPath, [join(__dirname, 'serve.js'), ...args], { stdio: 'inherit' });
+  };
+  const restart = (changed: string) => {
+    clearTimeout(restarting);
+    restarting = setTimeout(() => {
+      process.stderr.write(`funcrun: ${changed} changed, restarting\n`);
+      const old = child;
+      if (old === undefined || old.exitCode !== null) return run();
+      old.once('exit', run);
+      old.kill('SIGTERM');
+    }, 150);
+  };
+  watch(folder, { recursive: true }, (_event, file) => {
+    const name = String(file ?? '');
+    if (!/(^|[\\/])(node_modules|\.git)([\\/]|$)/.test(name)) restart(name);
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (child === undefined || child.exitCode !== null) process.exit(0);
+      child.once('exit', (code) => process.exit(code ?? 0));
+      child.kill(signal);
+    });
+  }
+  run();
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'create':
+      return create(rest);
+    case 'invoke':
+      return invokeCommand(rest);
+    case 'config':
+      return config(rest);
+    case 'serve':
+      return serveCommand(rest);
+    case '--version':
+    case '-v':
+      process.stdout.write(`${VERSION}\n`);
+      return;
+    case '--help':
+    case '-h':
+    case 'help':
+      return help(USAGE);
+    case undefined:
+      process.stderr.write(USAGE + '\n');
+      process.exit(2);
+  }
+  // `funcrun <folder>`, as the binary was first used: serve it.
+  if (existsSync(command)) return serveCommand(argv);
+  throw new UsageError(`unknown command '${command}': expected create, invoke, config or serve (funcrun --help)`);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`funcrun: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(err instanceof UsageError ? 2 : 1);
+});

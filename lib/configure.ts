@@ -1,0 +1,106 @@
+// `funcrun config`: edits func.yaml in place with the yaml package's document API, so comments
+// and order stay. Values funcrun reads are checked before they are written.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Document, YAMLMap, YAMLSeq } from 'yaml';
+import { checkLogLevel, ConfigError, parseBytes, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
+
+type YamlModule = typeof import('yaml');
+const yaml = (): YamlModule => require('yaml') as YamlModule;
+
+export interface FuncYamlFile {
+  file: string;
+  doc: Document;
+}
+
+/** Opens `<folder>/func.yaml` for editing; a malformed one is refused with its line. */
+export function openFuncYaml(folder: string): FuncYamlFile {
+  const file = join(folder, 'func.yaml');
+  if (!existsSync(file)) throw new ConfigError(`${file} does not exist: run funcrun create first, or pass --path`);
+  readFuncYaml(folder); // refuses a malformed file, naming the line
+  return { file, doc: yaml().parseDocument(readFileSync(file, 'utf8')) };
+}
+
+export function saveFuncYaml({ file, doc }: FuncYamlFile): void {
+  writeFileSync(file, doc.toString());
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Refuses a value funcrun would refuse at start (an unknown log level, a probe path without `/`). */
+export function checkEnv(name: string, value: string): void {
+  if (!NAME.test(name)) throw new ConfigError(`invalid variable name '${name}': letters, digits and _, not starting with a digit`);
+  switch (name) {
+    case 'FUNC_LOG_LEVEL':
+      checkLogLevel(value, name);
+      break;
+    case 'LIVENESS_URL':
+    case 'READINESS_URL':
+    case 'FUNC_HEALTH_ROOT_PATH':
+      if (!value.startsWith('/')) throw new ConfigError(`invalid ${name} '${value}': expected a path starting with '/'`);
+      break;
+    case 'PORT':
+    case 'FUNC_PORT':
+      parsePort(value, name);
+      break;
+    case 'FUNC_BODY_LIMIT':
+      parseBytes(value, name);
+      break;
+    case 'FUNC_INCLUDE_RAW':
+    case 'FUNC_LOG_PRETTY':
+      parseSwitch(value, name);
+      break;
+    case 'FUNC_GRACE_PERIOD':
+      parseDuration(value, name);
+      break;
+  }
+}
+
+function envs(doc: Document, create: boolean): YAMLSeq<YAMLMap> | undefined {
+  const { isSeq } = yaml();
+  let node = doc.getIn(['run', 'envs'], true);
+  if (!isSeq(node)) {
+    if (!create) return undefined;
+    doc.setIn(['run', 'envs'], doc.createNode([]));
+    node = doc.getIn(['run', 'envs'], true);
+  }
+  const seq = node as YAMLSeq<YAMLMap>;
+  seq.flow = false;
+  return seq;
+}
+
+export function listEnvs(doc: Document): { name: string; value: string }[] {
+  const { isMap } = yaml();
+  return (envs(doc, false)?.items ?? []).filter((item) => isMap(item)).map((item) => ({ name: String(item.get('name')), value: String(item.get('value') ?? '') }));
+}
+
+/** Sets a variable in run.envs: its value in place when it is there, else a new entry at the end. */
+export function setEnv(doc: Document, name: string, value: string): 'added' | 'updated' {
+  checkEnv(name, value);
+  const seq = envs(doc, true)!;
+  const existing = seq.items.find((item) => yaml().isMap(item) && item.get('name') === name);
+  if (existing !== undefined) {
+    existing.set('value', value);
+    return 'updated';
+  }
+  seq.items.push(doc.createNode({ name, value }) as YAMLMap);
+  return 'added';
+}
+
+export function removeEnv(doc: Document, name: string): void {
+  const seq = envs(doc, false);
+  const index = seq?.items.findIndex((item) => yaml().isMap(item) && item.get('name') === name) ?? -1;
+  if (index === -1) throw new ConfigError(`no variable ${name} in run.envs`);
+  seq!.items.splice(index, 1);
+}
+
+/** Writes deploy.healthEndpoints; with `env`, also LIVENESS_URL / READINESS_URL in run.envs. */
+export function setHealth(doc: Document, paths: { liveness?: string; readiness?: string }, env: boolean): void {
+  for (const probe of ['liveness', 'readiness'] as const) {
+    const path = paths[probe];
+    if (path === undefined) continue;
+    if (!/^\/\S*$/.test(path)) throw new ConfigError(`invalid --${probe} '${path}': expected a path starting with '/'`);
+    doc.setIn(['deploy', 'healthEndpoints', probe], path);
+    if (env) setEnv(doc, probe === 'liveness' ? 'LIVENESS_URL' : 'READINESS_URL', path);
+  }
+}
