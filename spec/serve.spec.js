@@ -108,7 +108,7 @@ describe('loading a function', () => {
   it('--help prints the usage and exits 0', async () => {
     const proc = run(['--help']);
     assert.equal((await proc.exited).code, 0);
-    assert.match(proc.out.stdout, /Usage: funcrun \[path\]/);
+    assert.match(proc.out.stdout, /Usage: funcrun serve \[path\]/);
   });
 });
 
@@ -131,7 +131,7 @@ describe('options from flags and environment', () => {
     for (const [args, env, expected] of cases) {
       const proc = run([echo, '--host', '127.0.0.1', ...args], { env });
       await waitUntilListening(expected, proc);
-      const listening = proc.lines().find((l) => l.msg.startsWith('listening'));
+      const listening = await proc.waitFor((l) => l.msg.startsWith('listening'), 'the listening line');
       assert.equal(listening.port, expected);
       proc.child.kill('SIGTERM');
       await proc.exited;

@@ -1,0 +1,303 @@
+'use strict';
+// The funcrun command, run as a user runs it.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { serve, project, freePort, waitUntilListening, request } = require('./helpers');
+
+const ROOT = path.join(__dirname, '..');
+const CLI = path.join(ROOT, 'lib', 'cli.js');
+
+/** Runs `funcrun ...args` to completion: { code, stdout, stderr }. */
+function funcrun(args, options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const scratch = () => fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-cli-'));
+
+describe('funcrun', () => {
+  it('--help lists the commands; each command has --help', async () => {
+    const top = await funcrun(['--help']);
+    assert.equal(top.code, 0);
+    for (const command of ['create', 'invoke', 'config', 'serve']) assert.match(top.stdout, new RegExp(`\\n  ${command}`));
+    for (const args of [['create', '--help'], ['invoke', '--help'], ['config', '--help'], ['serve', '--help']]) {
+      const res = await funcrun(args);
+      assert.equal(res.code, 0, args.join(' '));
+      assert.match(res.stdout, new RegExp(`^Usage: funcrun ${args[0]}`));
+    }
+  });
+
+  it('--version prints the package version', async () => {
+    const res = await funcrun(['--version']);
+    assert.equal(res.stdout.trim(), require('../package.json').version);
+  });
+
+  it('bad use exits non-zero with one line', async () => {
+    for (const args of [['frobnicate'], ['create'], ['create', 'a', 'b'], ['create', 'x', '--language', 'cobol'], ['invoke', '--request-type', 'PUT'], ['config', 'envs', 'add'], ['config', 'nothing'], ['invoke', '--bogus']]) {
+      const res = await funcrun(args, { cwd: scratch() });
+      assert.equal(res.code, 2, args.join(' '));
+      assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
+      assert.match(res.stderr, /^funcrun: /);
+    }
+    const none = await funcrun([]);
+    assert.notEqual(none.code, 0);
+  });
+});
+
+describe('funcrun create', () => {
+  // What `npm install` does for the project, without a registry: funcrun from this working tree,
+  // and the project's dev tools (typescript, @types/node) linked from this package's own.
+  function install(folder) {
+    const modules = path.join(folder, 'node_modules');
+    fs.mkdirSync(path.join(modules, '.bin'), { recursive: true });
+    fs.mkdirSync(path.join(modules, '@types'), { recursive: true });
+    fs.symlinkSync(ROOT, path.join(modules, 'funcrun'), 'dir');
+    fs.symlinkSync(path.join(ROOT, 'node_modules', 'typescript'), path.join(modules, 'typescript'), 'dir');
+    fs.symlinkSync(path.join(ROOT, 'node_modules', '@types', 'node'), path.join(modules, '@types', 'node'), 'dir');
+    fs.symlinkSync(path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), path.join(modules, '.bin', 'tsc'));
+    fs.symlinkSync(CLI, path.join(modules, '.bin', 'funcrun'));
+  }
+
+  const expected = {
+    node: ['func.yaml', 'index.js', 'package.json', 'README.md', 'test/unit.js', 'test/integration.js'],
+    typescript: ['func.yaml', 'package.json', 'src/index.ts', 'test/unit.ts', 'test/integration.ts', 'tsconfig.json', 'README.md'],
+  };
+
+  for (const language of ['node', 'typescript']) {
+    for (const template of ['http', 'cloudevents']) {
+      it(`${language} ${template}: writes the seed's layout, and the project's npm test passes`, async () => {
+        const folder = path.join(scratch(), `my-${language}-${template}`);
+        const res = await funcrun(['create', folder, '--language', language, '--template', template]);
+        assert.equal(res.code, 0, res.stderr);
+        for (const file of expected[language]) assert.ok(fs.existsSync(path.join(folder, file)), file);
+        const yaml = require('yaml').parse(fs.readFileSync(path.join(folder, 'func.yaml'), 'utf8'));
+        assert.equal(yaml.name, `my-${language}-${template}`);
+        assert.equal(yaml.runtime, language);
+        assert.equal(yaml.invoke, template === 'http' ? 'http' : 'cloudevent');
+        assert.deepEqual(yaml.run.envs, [{ name: 'FUNC_LOG_LEVEL', value: 'info' }]);
+        assert.deepEqual(yaml.deploy.healthEndpoints, { liveness: '/health/liveness', readiness: '/health/readiness' });
+        const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'package.json'), 'utf8'));
+        assert.match(manifest.dependencies.funcrun, /^\^\d+\.\d+\.\d+$/);
+        assert.ok(manifest.scripts.test && manifest.scripts.start);
+        install(folder);
+        // The project's own test runner, not a child of this one.
+        const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+        const test = spawnSync('npm', ['test'], { cwd: folder, encoding: 'utf8', env });
+        assert.equal(test.status, 0, test.stdout + test.stderr);
+        assert.match(test.stdout, /# pass 4/);
+        assert.match(test.stdout, /# fail 0/);
+      });
+    }
+  }
+
+  it('refuses a folder that is not empty', async () => {
+    const folder = project({ 'keep.txt': 'mine' });
+    const res = await funcrun(['create', folder]);
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /is not empty/);
+    assert.deepEqual(fs.readdirSync(folder), ['keep.txt']);
+  });
+});
+
+describe('funcrun invoke', () => {
+  let server;
+  const received = [];
+  before(async () => {
+    server = await serve((ctx, data) => {
+      received.push({ method: ctx.method, path: ctx.path, query: { ...ctx.query }, headers: ctx.headers, data, event: ctx.cloudevent });
+      if (ctx.query.fail) throw Object.assign(new Error('no such thing'), { statusCode: 404 });
+      if (ctx.cloudevent) return ctx.cloudEventResponse({ echoed: data }).type('dev.example.answer').source('/answer');
+      return { echoed: Buffer.isBuffer(data) ? data.toString('hex') : data };
+    });
+  });
+  after(() => server.close());
+  const last = () => received.at(-1);
+
+  it('POSTs --data as JSON and prints status, content type and body', async () => {
+    const res = await funcrun(['invoke', '--target', server.url, '--data', '{"name":"Ann"}']);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /^HTTP 200 OK\ncontent-type: application\/json; charset=utf-8\n/);
+    assert.match(res.stdout, /"echoed": \{\n\s+"name": "Ann"/);
+    assert.deepEqual(last().data, { name: 'Ann' });
+  });
+
+  it('-d, --content-type, --request-type GET with a query in the target, and the default data', async () => {
+    await funcrun(['invoke', '--target', server.url, '-d', 'plain words', '--content-type', 'text/plain']);
+    assert.equal(last().data, 'plain words');
+    await funcrun(['invoke', '--target', `${server.url}/things?a=1&b=2`, '--request-type', 'GET']);
+    assert.equal(last().method, 'GET');
+    assert.equal(last().path, '/things');
+    assert.deepEqual(last().query, { a: '1', b: '2' });
+    await funcrun(['invoke', '--target', server.url]);
+    assert.deepEqual(last().data, { message: 'Hello World' });
+  });
+
+  it('--file sends the file as it is', async () => {
+    const folder = project({ 'data.bin': Buffer.from([0, 1, 254]) });
+    await funcrun(['invoke', '--target', server.url, '--file', path.join(folder, 'data.bin'), '--content-type', 'application/octet-stream']);
+    assert.deepEqual([...last().data], [0, 1, 254]);
+  });
+
+  it('--format cloudevent sends a binary event and prints the answer event', async () => {
+    const res = await funcrun(['invoke', '--target', server.url, '--format', 'cloudevent', '--id', 'evt-1', '--source', '/cli', '--type', 'dev.example.ask', '-e', 'tenant=acme', '-e', 'region=eu', '--data', '{"q":1}']);
+    assert.equal(res.code, 0, res.stderr);
+    const event = last().event;
+    assert.equal(event.id, 'evt-1');
+    assert.equal(event.source, '/cli');
+    assert.equal(event.type, 'dev.example.ask');
+    assert.equal(event.tenant, 'acme');
+    assert.equal(event.region, 'eu');
+    assert.deepEqual(last().data, { q: 1 });
+    assert.match(res.stdout, /CloudEvent:\n(.*\n)*  type: dev\.example\.answer\n/);
+    assert.match(res.stdout, /Data:\n\{\n  "echoed": \{\n    "q": 1/);
+  });
+
+  it("the format defaults to func.yaml's invoke; a new id each time", async () => {
+    const folder = project({ 'func.yaml': 'name: f\ninvoke: cloudevent\n' });
+    await funcrun(['invoke', '--target', server.url], { cwd: folder });
+    const first = last().event;
+    assert.equal(first.type, 'funcrun.invoke');
+    await funcrun(['invoke', '--target', server.url, '--path', folder]);
+    assert.notEqual(last().event.id, first.id);
+  });
+
+  it('a status above 299 exits 1, after printing the answer', async () => {
+    const res = await funcrun(['invoke', '--target', `${server.url}/?fail=1`]);
+    assert.equal(res.code, 1);
+    assert.match(res.stdout, /^HTTP 404 Not Found/);
+    assert.match(res.stderr, /answered 404/);
+  });
+
+  it('a function that cannot be reached exits 1 with a clear message', async () => {
+    const port = await freePort();
+    const res = await funcrun(['invoke', '--target', `http://127.0.0.1:${port}`]);
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, new RegExp(`^funcrun: cannot reach http://127\\.0\\.0\\.1:${port}: ECONNREFUSED`));
+  });
+});
+
+describe('funcrun config', () => {
+  const original = ['# my function', 'name: cfg # the name', 'runtime: node', 'run:', '  envs:', '    # keep this comment', '    - name: EXISTING', '      value: one', 'deploy: {}', ''].join('\n');
+  const folder = () => project({ 'func.yaml': original });
+
+  it('envs add appends, keeping comments and order; add again updates in place', async () => {
+    const dir = folder();
+    assert.equal((await funcrun(['config', 'envs', 'add', '--name', 'FUNC_LOG_LEVEL', '--value', 'debug', '--path', dir])).code, 0);
+    assert.equal((await funcrun(['config', 'envs', 'add', '--name', 'EXISTING', '--value', 'two'], { cwd: dir })).code, 0);
+    const text = fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8');
+    assert.match(text, /^# my function\nname: cfg # the name\nruntime: node\n/);
+    assert.match(text, /# keep this comment/);
+    assert.deepEqual(require('yaml').parse(text).run.envs, [{ name: 'EXISTING', value: 'two' }, { name: 'FUNC_LOG_LEVEL', value: 'debug' }]);
+    const list = await funcrun(['config', 'envs', 'list', '--path', dir]);
+    assert.equal(list.stdout, 'EXISTING=two\nFUNC_LOG_LEVEL=debug\n');
+  });
+
+  it('envs remove takes a variable out; removing one that is not there is an error', async () => {
+    const dir = folder();
+    assert.equal((await funcrun(['config', 'envs', 'remove', '--name', 'EXISTING', '--path', dir])).code, 0);
+    assert.equal(require('yaml').parse(fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8')).run.envs.length, 0);
+    const again = await funcrun(['config', 'envs', 'remove', '--name', 'EXISTING', '--path', dir]);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /no variable EXISTING in run\.envs/);
+  });
+
+  it('refuses values funcrun would refuse, and leaves the file alone', async () => {
+    const dir = folder();
+    for (const [name, value, message] of [['FUNC_LOG_LEVEL', 'loud', /unknown log level 'loud'/], ['LIVENESS_URL', 'alive', /expected a path starting with '\/'/], ['bad-name', 'x', /invalid variable name/], ['FUNC_BODY_LIMIT', 'huge', /invalid FUNC_BODY_LIMIT/]]) {
+      const res = await funcrun(['config', 'envs', 'add', '--name', name, '--value', value, '--path', dir]);
+      assert.equal(res.code, 1, name);
+      assert.match(res.stderr, message);
+    }
+    assert.equal(fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8'), original);
+  });
+
+  it('health writes deploy.healthEndpoints, and with --env the matching run.envs', async () => {
+    const dir = folder();
+    assert.equal((await funcrun(['config', 'health', '--liveness', '/alive', '--readiness', '/ready', '--env', '--path', dir])).code, 0);
+    const parsed = require('yaml').parse(fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8'));
+    assert.deepEqual(parsed.deploy.healthEndpoints, { liveness: '/alive', readiness: '/ready' });
+    assert.deepEqual(parsed.run.envs.slice(1), [{ name: 'LIVENESS_URL', value: '/alive' }, { name: 'READINESS_URL', value: '/ready' }]);
+    const bad = await funcrun(['config', 'health', '--liveness', 'alive', '--path', dir]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /expected a path starting with '\/'/);
+  });
+
+  it('the file funcrun reads after config is what the server uses', async () => {
+    const dir = project({ 'func.yaml': original, 'index.js': 'module.exports = () => "ok";' });
+    await funcrun(['config', 'health', '--liveness', '/alive', '--path', dir]);
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, 'serve', dir, '--port', String(port), '--host', '127.0.0.1'], { stdio: 'ignore' });
+    try {
+      await waitUntilListening(port, { child, out: { stdout: '', stderr: '' } });
+      assert.equal((await request(`http://127.0.0.1:${port}/alive`)).text, 'OK');
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+
+  it('without func.yaml: an error naming where it looked', async () => {
+    const dir = scratch();
+    const res = await funcrun(['config', 'envs', 'list', '--path', dir]);
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /func\.yaml does not exist/);
+  });
+});
+
+describe('funcrun serve', () => {
+  async function serving(args, cwd) {
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, ...args, '--port', String(port), '--host', '127.0.0.1'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = { stdout: '', stderr: '' };
+    child.stdout.on('data', (c) => (out.stdout += c));
+    child.stderr.on('data', (c) => (out.stderr += c));
+    const exited = new Promise((resolve) => child.on('close', resolve));
+    await waitUntilListening(port, { child, out });
+    return { url: `http://127.0.0.1:${port}`, out, stop: () => (child.kill('SIGTERM'), exited) };
+  }
+
+  it('serves like node lib/serve.js, and `funcrun <folder>` still does', async () => {
+    const dir = project({ 'index.js': 'module.exports = () => "served";' });
+    for (const args of [['serve', dir], [dir]]) {
+      const proc = await serving(args);
+      assert.equal((await request(proc.url)).text, 'served');
+      assert.equal(await proc.stop(), 0);
+    }
+  });
+
+  it('--pretty writes human-readable lines', async () => {
+    const dir = project({ 'index.js': 'module.exports = (ctx) => { ctx.log.info({ order: 7 }, "handled"); return "ok"; };' });
+    const proc = await serving(['serve', dir, '--pretty']);
+    await request(proc.url);
+    await proc.stop();
+    assert.match(proc.out.stdout, /^\d\d:\d\d:\d\d\.\d{3} INFO  listening on http:\/\/127\.0\.0\.1:\d+ port=\d+/m);
+    assert.match(proc.out.stdout, /^\d\d:\d\d:\d\d\.\d{3} INFO  \[req 1\] handled order=7$/m);
+  });
+
+  it('--watch restarts the function when one of its files changes', async () => {
+    const dir = project({ 'index.js': 'module.exports = () => "first";' });
+    const proc = await serving(['serve', dir, '--watch']);
+    try {
+      assert.equal((await request(proc.url)).text, 'first');
+      fs.writeFileSync(path.join(dir, 'index.js'), 'module.exports = () => "second";');
+      let text = 'first';
+      for (let i = 0; i < 100 && text !== 'second'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        text = await request(proc.url).then((r) => r.text, () => text);
+      }
+      assert.equal(text, 'second');
+      assert.match(proc.out.stderr, /index\.js changed, restarting/);
+    } finally {
+      await proc.stop();
+    }
+  });
+});
