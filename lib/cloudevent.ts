@@ -113,7 +113,15 @@ function structuredData(data: unknown, contentType: unknown): unknown {
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 const ATTRIBUTE_NAME = /^[a-z0-9]+$/;
+// RFC 3986 characters, percent escapes whole: a URI reference (source), and an absolute URI.
+const URI_REFERENCE = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
+const ABSOLUTE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
+/**
+ * Checks an incoming event's attributes (the SDK would invent or accept what this refuses) and
+ * makes the SDK's CloudEvent from them, without the SDK's constructor: that would add a `time`
+ * the sender never set, and validate again what is checked here.
+ */
 function build(attributes: Record<string, unknown>, data: unknown, where: string): CloudEvent<unknown> {
   const { specversion } = attributes;
   if (specversion === undefined) throw invalid(`${where}missing required attribute 'specversion'`, 'specversion');
@@ -125,22 +133,60 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
     if (value === undefined) throw invalid(`${where}missing required attribute '${name}'`, name);
     if (typeof value !== 'string' || value === '') throw invalid(`${where}attribute '${name}' must be a non-empty string`, name);
   }
-  const { time } = attributes;
-  if (time !== undefined && (typeof time !== 'string' || !RFC3339.test(time) || Number.isNaN(Date.parse(time)))) {
-    throw invalid(`${where}attribute 'time' must be an RFC 3339 timestamp`, 'time');
-  }
+  if (!URI_REFERENCE.test(attributes.source as string)) throw invalid(`${where}attribute 'source' must be a URI reference`, 'source');
   for (const name in attributes) {
+    const value = attributes[name];
     if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
+    switch (name) {
+      case 'id':
+      case 'source':
+      case 'type':
+      case 'specversion':
+        break;
+      case 'time':
+        if (typeof value !== 'string' || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+          throw invalid(`${where}attribute 'time' must be an RFC 3339 timestamp`, 'time');
+        }
+        break;
+      case 'dataschema':
+      case 'schemaurl':
+        if (typeof value !== 'string' || !ABSOLUTE_URI.test(value) || !URI_REFERENCE.test(value)) throw invalid(`${where}attribute '${name}' must be a URI`, name);
+        break;
+      case 'datacontenttype':
+      case 'subject':
+        if (typeof value !== 'string' || value === '') throw invalid(`${where}attribute '${name}' must be a non-empty string`, name);
+        break;
+      default:
+        // Extension attributes take the CloudEvents type system's scalar values.
+        if (typeof value !== 'string' && typeof value !== 'boolean' && !Number.isInteger(value)) {
+          throw invalid(`${where}extension attribute '${name}' must be a string, an integer or a boolean`, name);
+        }
+    }
   }
-  try {
-    // The SDK checks the rest (URI references, types of extension values) against its schema.
-    return new (cloudevents().CloudEvent)({ ...attributes, data }, specversion === '1.0');
-  } catch (err) {
-    const first = (err as { errors?: { instancePath?: string; message?: string }[] }).errors?.[0];
-    const name = first?.instancePath?.replace(/^\//, '').split('/')[0];
-    if (name) throw invalid(`${where}attribute '${name}' ${first?.message ?? 'is invalid'}`, name);
-    throw invalid(`${where}${(err as Error).message.split('\n')[0]}`);
+  const event = Object.create(receivedEventClass().prototype) as Record<string, unknown>;
+  Object.assign(event, attributes);
+  if (data !== undefined) {
+    event.data = data;
+    if (Buffer.isBuffer(data)) event.data_base64 = data.toString('base64');
   }
+  return Object.freeze(event) as unknown as CloudEvent<unknown>;
+}
+
+let ReceivedEvent: (new () => CloudEvent<unknown>) | undefined;
+// The SDK's class, serialising an event as it arrived: its toJSON() reformats `time`, which an
+// event that came without one does not have.
+function receivedEventClass(): new () => CloudEvent<unknown> {
+  if (ReceivedEvent === undefined) {
+    const { CloudEvent: Base } = cloudevents();
+    ReceivedEvent = class ReceivedCloudEvent extends Base<unknown> {
+      override toJSON(): Record<string, unknown> {
+        const json: Record<string, unknown> = { ...this };
+        if (json.data_base64 !== undefined) delete json.data;
+        return json;
+      }
+    } as unknown as new () => CloudEvent<unknown>;
+  }
+  return ReceivedEvent;
 }
 
 function invalid(message: string, attribute?: string): HttpError {
@@ -188,14 +234,24 @@ export class CloudEventResponse {
   /** The event: a new id unless one was set, specversion 1.0 unless set, the time now. */
   response(): CloudEvent<unknown> {
     const attributes = this.#attributes;
-    const { data } = attributes;
-    const datacontenttype = data === undefined ? undefined : Buffer.isBuffer(data) ? 'application/octet-stream' : 'application/json';
-    return new (cloudevents().CloudEvent)({
-      id: randomUUID(),
-      time: new Date().toISOString(),
-      datacontenttype,
-      ...attributes,
-    });
+    const { data, source, type, specversion } = attributes;
+    // Checked here rather than by the SDK's constructor, which would validate its schema per event.
+    if (typeof type !== 'string' || type === '') throw new TypeError('cloudEventResponse(): type must be a non-empty string');
+    if (typeof source !== 'string' || !URI_REFERENCE.test(source)) throw new TypeError('cloudEventResponse(): source must be a URI reference');
+    if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) throw new TypeError('cloudEventResponse(): version must be 1.0 or 0.3');
+    const event = Object.create(cloudevents().CloudEvent.prototype) as Record<string, unknown>;
+    event.id = attributes.id ?? randomUUID();
+    event.time = new Date().toISOString();
+    event.type = type;
+    event.source = source;
+    event.specversion = specversion;
+    if (data !== undefined) {
+      const binary = Buffer.isBuffer(data);
+      event.datacontenttype = binary ? 'application/octet-stream' : 'application/json';
+      event.data = data;
+      if (binary) event.data_base64 = (data as Buffer).toString('base64');
+    }
+    return Object.freeze(event) as unknown as CloudEvent<unknown>;
   }
 }
 
@@ -221,29 +277,47 @@ export interface EncodedEvent {
 
 /** An event as an HTTP message in the given mode. */
 export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], mode: Mode): EncodedEvent {
-  const { HTTP } = cloudevents();
   if (Array.isArray(event)) {
     return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event) };
   }
   if (mode !== 'binary') {
-    const { body } = HTTP.structured(event);
+    const { body } = cloudevents().HTTP.structured(event);
     return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: body as string };
   }
-  const headers = HTTP.binary(event).headers as Record<string, string>;
+  const headers = binaryHeaders(event);
   const { data } = event;
   if (data === undefined || data === null) {
     delete headers['content-type'];
     return { headers, body: undefined };
   }
   if (ArrayBuffer.isView(data)) {
-    if (event.datacontenttype === undefined) headers['content-type'] = 'application/octet-stream';
+    headers['content-type'] ??= 'application/octet-stream';
     const view = data as ArrayBufferView;
     return { headers, body: Buffer.from(view.buffer, view.byteOffset, view.byteLength) };
   }
+  headers['content-type'] ??= 'application/json';
   const kind = bodyKind(parseMediaType(headers['content-type']));
   if (typeof data === 'string' && kind !== 'json') return { headers, body: data };
   if (kind === 'xml' && typeof (data as { nodeType?: unknown }).nodeType === 'number') {
     return { headers, body: String(data) };
   }
   return { headers, body: JSON.stringify(data) };
+}
+
+/**
+ * Binary mode's headers (HTTP binding 3.1.3): each attribute as `ce-<name>`, datacontenttype as
+ * Content-Type. Values are percent-encoded outside printable ASCII, and `"` and `%`, as the
+ * binding says (the SDK's encoder sends them raw, which node refuses for non-ASCII).
+ */
+function binaryHeaders(event: CloudEvent<unknown>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const attributes = event as unknown as Record<string, unknown>;
+  for (const name of Object.keys(attributes)) {
+    const value = attributes[name];
+    if (value === undefined || value === null || name === 'data' || name === 'data_base64') continue;
+    const text = value instanceof Date ? value.toISOString() : String(value);
+    if (name === 'datacontenttype') headers['content-type'] = text;
+    else headers[`ce-${name}`] = /[^\x21-\x7e]|["%]/.test(text) ? text.replace(/[^\x21-\x7e]|["%]/gu, (c) => encodeURIComponent(c).replace(/'/g, '%27')) : text;
+  }
+  return headers;
 }

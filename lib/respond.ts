@@ -25,19 +25,17 @@ export function send(
   headers: OutgoingHttpHeaders | undefined,
   body: string | Buffer | undefined,
 ): void {
+  const out: OutgoingHttpHeaders = {};
   if (headers !== undefined) {
     for (const name in headers) {
       const value = headers[name];
-      if (value !== undefined) res.setHeader(name, value);
+      if (value !== undefined) out[name] = value;
     }
   }
   if (status === 204 || status === 304) body = undefined;
-  if (body !== undefined) {
-    res.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.length);
-  } else if (status !== 204 && status !== 304) {
-    res.setHeader('content-length', 0);
-  }
-  res.statusCode = status;
+  else out['content-length'] = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  // One writeHead with every header: node's fast path, as a hand-written server would do it.
+  res.writeHead(status, out);
   if (req.method === 'HEAD' || body === undefined) res.end();
   else res.end(body);
 }

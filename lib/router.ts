@@ -49,6 +49,8 @@ export function decodeComponent(value: string): string {
   }
 }
 
+const NONE = Object.freeze({ kind: 'none' as const });
+
 export class Router<H> {
   readonly #static = new Map<string, Route<H>[]>();
   readonly #dynamic: Route<H>[] = [];
@@ -90,7 +92,7 @@ export class Router<H> {
       }
       (allow ??= []).push(...methodsOf([route]));
     }
-    return allow === undefined ? { kind: 'none' } : { kind: 'method', allow: [...new Set(allow)] };
+    return allow === undefined ? NONE : { kind: 'method', allow: [...new Set(allow)] };
   }
 }
 

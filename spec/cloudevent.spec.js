@@ -131,6 +131,8 @@ describe('CloudEvents in', () => {
     ['both data and data_base64', { ...structured, data_base64: 'AAEC' }, 'data_base64'],
     ['data_base64 that is not base64', { id: '1', source: '/s', type: 't', specversion: '1.0', data_base64: '***' }, 'data_base64'],
     ['a source that is not a URI reference', { ...structured, source: 'has spaces in it' }, 'source'],
+    ['an extension that is an object', { ...structured, myext: { a: 1 } }, 'myext'],
+    ['a dataschema that is not a URI', { ...structured, dataschema: 'not a uri' }, 'dataschema'],
   ];
   for (const [what, body, attribute] of invalidStructured) {
     it(`structured mode: ${what} is a 400 naming '${attribute}'`, async () => {
@@ -278,6 +280,51 @@ describe('CloudEvents out', () => {
     const res = await send(server.url, HTTP.binary(event()), '/');
     assert.deepEqual(JSON.parse(res.text), { plain: true });
     assert.equal(res.headers['ce-id'], undefined);
+  });
+});
+
+describe('CloudEvents passed through', () => {
+  it('a received event is not given values it did not have, and goes back out as it came', async () => {
+    const { url, close } = await serve((ctx) => ctx.cloudevent);
+    try {
+      const headers = { 'ce-id': 'x-1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0', 'ce-subject': 'caf\u00e9 "quoted" 100%', 'content-type': 'application/json' };
+      const encoded = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, k === 'ce-subject' ? 'caf%C3%A9%20%22quoted%22%20100%25' : v]));
+      const binary = await send(url, { headers: encoded, body: '{"a":1}' });
+      assert.equal(binary.status, 200);
+      assert.equal(binary.headers['ce-time'], undefined, 'no invented time');
+      assert.equal(binary.headers['ce-subject'], 'caf%C3%A9%20%22quoted%22%20100%25');
+      const back = HTTP.toEvent({ headers: binary.headers, body: binary.text });
+      assert.equal(back.id, 'x-1');
+      const structured = await send(url, { headers: { 'content-type': 'application/cloudevents+json' }, body: JSON.stringify({ id: 'x-2', source: '/s', type: 't', specversion: '1.0', data: { b: 2 } }) });
+      const json = JSON.parse(structured.text);
+      assert.deepEqual(json, { id: 'x-2', source: '/s', type: 't', specversion: '1.0', data: { b: 2 } });
+    } finally {
+      await close();
+    }
+  });
+
+  it('a percent-encoded binary attribute arrives decoded', async () => {
+    let subject;
+    const { url, close } = await serve((ctx) => {
+      subject = ctx.cloudevent.subject;
+    });
+    try {
+      await send(url, { headers: { 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0', 'ce-subject': 'caf%C3%A9%20100%25' }, body: '' });
+      assert.equal(subject, 'caf\u00e9 100%');
+    } finally {
+      await close();
+    }
+  });
+
+  it('an invalid response() (empty type, bad source) is a 500 logged, not an invalid event sent', async () => {
+    const { url, log, close } = await serve((ctx) => ctx.cloudEventResponse({}).source('has spaces').type('t'));
+    try {
+      const res = await send(url, HTTP.binary(event()));
+      assert.equal(res.status, 500);
+      assert.ok(log.entries().some((e) => /source must be a URI reference/.test(e.err?.message ?? '')));
+    } finally {
+      await close();
+    }
   });
 });
 

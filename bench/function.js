@@ -1,0 +1,22 @@
+'use strict';
+// The function the benchmark serves with funcrun: one handler, one branch per workload.
+module.exports = {
+  handle(context, data) {
+    switch (context.path) {
+      case '/json':
+        return { ok: true, customerId: data.customerId };
+      case '/text':
+        return `received ${data.length} characters`;
+      case '/event':
+        return { ok: true, type: context.cloudevent.type, customerId: data.customerId };
+      case '/event-reply':
+        return context.cloudEventResponse({ ok: true, customerId: data.customerId }).type('dev.bench.reply').source('/bench').response();
+      case '/xml':
+        return { root: data.documentElement.nodeName };
+      case '/query':
+        return { name: context.query.name, page: context.query.page };
+      default:
+        return undefined;
+    }
+  },
+};

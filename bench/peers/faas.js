@@ -1,0 +1,21 @@
+'use strict';
+// bench/function.js for faas-js-runtime 4: the event arrives whole as the second argument.
+module.exports = function handle(context, data) {
+  const path = (context.req?.url ?? context.url ?? '/').split('?')[0];
+  switch (path) {
+    case '/json':
+      return { ok: true, customerId: data.customerId };
+    case '/text':
+      return `received ${String(data).length} characters`;
+    case '/event':
+      return { ok: true, type: context.cloudevent.type, customerId: context.cloudevent.data.customerId };
+    case '/event-reply':
+      return context.cloudEventResponse({ ok: true, customerId: context.cloudevent.data.customerId }).type('dev.bench.reply').source('/bench').response();
+    case '/xml':
+      return { root: String(data).slice(1, 6) };
+    case '/query':
+      return { name: context.query.name, page: context.query.page };
+    default:
+      return undefined;
+  }
+};

@@ -1,0 +1,249 @@
+#!/usr/bin/env node
+'use strict';
+// npm run bench: funcrun against a raw node:http server doing the same work, measured in the
+// same run, alternating, on one core for the servers and the other for the load generator.
+//   node bench/run.js [--duration 5] [--rounds 3] [--connections 64] [--peers] [--only json,query]
+// Load: wrk when it is installed, else autocannon (a dev dependency).
+const { spawn, spawnSync, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+
+const ROOT = path.join(__dirname, '..');
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '64' },
+    peers: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'cold-runs': { type: 'string', default: '9' },
+  },
+});
+const DURATION = Number(args.duration);
+const ROUNDS = Number(args.rounds);
+const CONNECTIONS = Number(args.connections);
+
+const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
+const PIN = has('taskset') && os.cpus().length >= 2;
+const pinned = (cpu, command, argv) => (PIN ? ['taskset', ['-c', String(cpu), command, ...argv]] : [command, argv]);
+const LOADER = has('wrk') ? 'wrk' : 'autocannon';
+
+const order = JSON.stringify({ customerId: 1, productId: 2, name: 'a bench order' });
+const ce = { 'ce-id': 'b-1', 'ce-source': '/bench', 'ce-type': 'dev.bench.order', 'ce-specversion': '1.0' };
+const WORKLOADS = [
+  { name: 'json', label: 'JSON POST', path: '/json', method: 'POST', headers: { 'content-type': 'application/json' }, body: order, target: 0.85 },
+  { name: 'text', label: 'text POST', path: '/text', method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'a line of plain text to count' },
+  { name: 'binary-event', label: 'binary CloudEvent', path: '/event', method: 'POST', headers: { ...ce, 'content-type': 'application/json' }, body: order, target: 0.75, event: true },
+  {
+    name: 'structured-event',
+    label: 'structured CloudEvent',
+    path: '/event',
+    method: 'POST',
+    headers: { 'content-type': 'application/cloudevents+json' },
+    body: JSON.stringify({ id: 'b-1', source: '/bench', type: 'dev.bench.order', specversion: '1.0', datacontenttype: 'application/json', data: JSON.parse(order) }),
+    target: 0.75,
+    event: true,
+  },
+  { name: 'event-reply', label: 'CloudEvent, cloudEventResponse', path: '/event-reply', method: 'POST', headers: { ...ce, 'content-type': 'application/json' }, body: order, target: 0.75, event: true },
+  { name: 'xml', label: 'XML POST', path: '/xml', method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<order><customer>1</customer><product>2</product></order>' },
+  { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {}, target: 0.85 },
+].filter((w) => !args.only || args.only.split(',').includes(w.name));
+
+function freePort() {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function untilUp(port, child) {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`a server exited (${child.exitCode})`);
+    const up = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
+      s.on('error', () => resolve(false));
+    });
+    if (up) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+// The servers: command lines by name. Peers are installed into a scratch folder with --peers.
+function servers(peersDir) {
+  const list = {
+    raw: (port) => ['node', [path.join(__dirname, 'raw.js')], { PORT: String(port) }],
+    funcrun: (port) => ['node', [path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function.js'), '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn'], {}],
+  };
+  if (peersDir) {
+    list['faas-js-runtime'] = (port) => ['node', [path.join(peersDir, 'node_modules', 'faas-js-runtime', 'bin', 'cli.js'), path.join(__dirname, 'peers', 'faas.js'), '--port', String(port), '--logLevel', 'warn'], {}];
+    list['functions-framework'] = (port) => [
+      'node',
+      [path.join(peersDir, 'node_modules', '@google-cloud', 'functions-framework', 'build', 'src', 'main.js'), '--target=handle', `--source=${path.join(__dirname, 'peers', 'gcf.js')}`, `--port=${port}`],
+      {},
+    ];
+  }
+  return list;
+}
+
+async function startServer(make) {
+  const port = await freePort();
+  const [command, argv, env] = make(port);
+  const [cmd, full] = pinned(0, command, argv);
+  const child = spawn(cmd, full, { env: { ...process.env, ...env }, stdio: 'ignore' });
+  await untilUp(port, child);
+  return { port, child, stop: () => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGKILL'))) };
+}
+
+function luaScript(workload) {
+  const file = path.join(os.tmpdir(), `funcrun-bench-${workload.name}.lua`);
+  const lines = [`wrk.method = ${JSON.stringify(workload.method)}`];
+  if (workload.body) lines.push(`wrk.body = ${JSON.stringify(workload.body)}`);
+  for (const [k, v] of Object.entries(workload.headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
+  fs.writeFileSync(file, lines.join('\n') + '\n');
+  return file;
+}
+
+// One load run: { rps, p50, p99 } (latency in ms).
+function load(port, workload, seconds) {
+  const url = `http://127.0.0.1:${port}${workload.path}`;
+  if (LOADER === 'wrk') {
+    const [cmd, argv] = pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', luaScript(workload), url]);
+    const out = execFileSync(cmd, argv, { encoding: 'utf8' });
+    const ms = (label) => {
+      const m = new RegExp(`^\\s+${label}%\\s+([\\d.]+)(us|ms|s)$`, 'm').exec(out);
+      return m ? Number(m[1]) * { us: 0.001, ms: 1, s: 1000 }[m[2]] : NaN;
+    };
+    const errors = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+    if (errors) throw new Error(`${workload.name}: ${errors[1]} responses were not 2xx`);
+    return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]), p50: ms('50'), p99: ms('99') };
+  }
+  const headerArgs = Object.entries(workload.headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
+  const [cmd, argv] = pinned(1, process.execPath, [
+    require.resolve('autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(seconds), '-m', workload.method, ...headerArgs,
+    ...(workload.body ? ['-b', workload.body] : []), '--json', url,
+  ]);
+  const result = JSON.parse(execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+  if (result.non2xx > 0) throw new Error(`${workload.name}: ${result.non2xx} responses were not 2xx`);
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+function rssKb(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)[1]);
+}
+
+// Process start to the first 2xx, over a fresh connection each try.
+async function coldStart(make) {
+  const port = await freePort();
+  const [command, argv, env] = make(port);
+  const [cmd, full] = pinned(0, command, argv);
+  const started = process.hrtime.bigint();
+  const child = spawn(cmd, full, { env: { ...process.env, ...env }, stdio: 'ignore' });
+  for (;;) {
+    const ok = await fetch(`http://127.0.0.1:${port}/health/readiness`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (child.exitCode !== null) throw new Error('exited during cold start');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  await new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGKILL')));
+  return ms;
+}
+
+function installPeers() {
+  const dir = path.join(os.tmpdir(), 'funcrun-bench-peers');
+  fs.mkdirSync(dir, { recursive: true });
+  if (!fs.existsSync(path.join(dir, 'node_modules', 'faas-js-runtime')) || !fs.existsSync(path.join(dir, 'node_modules', '@google-cloud', 'functions-framework'))) {
+    fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}');
+    process.stderr.write(`installing faas-js-runtime and @google-cloud/functions-framework into ${dir}\n`);
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', 'faas-js-runtime@4.0.1', '@google-cloud/functions-framework@^3'], { cwd: dir, stdio: 'ignore' });
+  }
+  return dir;
+}
+
+const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
+
+async function main() {
+  const peersDir = args.peers ? installPeers() : undefined;
+  const makers = servers(peersDir);
+  const names = Object.keys(makers);
+  const running = {};
+  for (const name of names) running[name] = await startServer(makers[name]);
+  const results = {};
+  try {
+    for (const workload of WORKLOADS) {
+      results[workload.name] = {};
+      for (const name of names) {
+        if (name === 'functions-framework' && workload.event) continue; // its HTTP functions do not take CloudEvents
+        load(running[name].port, workload, 1); // warm up
+        results[workload.name][name] = [];
+      }
+      for (let round = 0; round < ROUNDS; round++) {
+        // Alternate who goes first, so drift in the machine falls on both.
+        const turn = round % 2 === 0 ? names : [...names].reverse();
+        for (const name of turn) {
+          if (!results[workload.name][name]) continue;
+          results[workload.name][name].push(load(running[name].port, workload, DURATION));
+        }
+      }
+      process.stderr.write(`${workload.label}: done\n`);
+    }
+    var rss = Object.fromEntries(names.map((name) => [name, rssKb(running[name].child.pid)]));
+  } finally {
+    for (const name of names) await running[name].stop();
+  }
+
+  const cold = {};
+  for (const name of names) {
+    const runs = [];
+    for (let i = 0; i < Number(args['cold-runs']); i++) runs.push(await coldStart(makers[name]));
+    cold[name] = median(runs);
+  }
+
+  const cpu = os.cpus()[0].model.replace(/\s+/g, ' ').trim();
+  const lines = [];
+  lines.push(`Measured ${new Date().toISOString().slice(0, 10)} on ${cpu}, ${os.cpus().length} cores, Node.js ${process.version}, ${os.platform()} ${os.release()}.`);
+  lines.push(`Load: ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${DURATION}s per server and workload (median shown)${PIN ? '; servers on core 0, load on core 1 (taskset)' : ''}.`);
+  lines.push('');
+  const peerNames = names.filter((n) => n !== 'raw' && n !== 'funcrun');
+  lines.push(`| workload | raw node:http req/s | funcrun req/s | funcrun / raw | target | p50 raw / funcrun (ms) | p99 raw / funcrun (ms) |${peerNames.map((p) => ` ${p} req/s |`).join('')}`);
+  lines.push(`|---|---|---|---|---|---|---|${peerNames.map(() => '---|').join('')}`);
+  const verdicts = [];
+  for (const workload of WORKLOADS) {
+    const r = results[workload.name];
+    const m = (name, key) => (r[name] ? median(r[name].map((x) => x[key])) : NaN);
+    const ratio = m('funcrun', 'rps') / m('raw', 'rps');
+    const target = workload.target ? `≥ ${workload.target}` : '';
+    if (workload.target) verdicts.push({ what: workload.label, ok: ratio >= workload.target });
+    lines.push(
+      `| ${workload.label} | ${fmt(m('raw', 'rps'))} | ${fmt(m('funcrun', 'rps'))} | ${fmt(ratio, 2)} | ${target} | ${fmt(m('raw', 'p50'), 2)} / ${fmt(m('funcrun', 'p50'), 2)} | ${fmt(m('raw', 'p99'), 2)} / ${fmt(m('funcrun', 'p99'), 2)} |${peerNames.map((p) => ` ${fmt(m(p, 'rps'))} |`).join('')}`,
+    );
+  }
+  lines.push('');
+  lines.push(`| | raw node:http | funcrun | funcrun vs raw | target |${peerNames.map((p) => ` ${p} |`).join('')}`);
+  lines.push(`|---|---|---|---|---|${peerNames.map(() => '---|').join('')}`);
+  const coldRatio = cold.funcrun / cold.raw;
+  verdicts.push({ what: 'cold start', ok: coldRatio <= 1.3 });
+  lines.push(`| cold start, process start to first 2xx (median of ${args['cold-runs']}) | ${fmt(cold.raw)} ms | ${fmt(cold.funcrun)} ms | ×${fmt(coldRatio, 2)} | ≤ ×1.3 |${peerNames.map((p) => ` ${fmt(cold[p])} ms |`).join('')}`);
+  const rssDelta = (rss.funcrun - rss.raw) / 1024;
+  verdicts.push({ what: 'RSS after load', ok: rssDelta <= 15 });
+  lines.push(`| RSS after the load above | ${fmt(rss.raw / 1024, 1)} MB | ${fmt(rss.funcrun / 1024, 1)} MB | +${fmt(rssDelta, 1)} MB | ≤ +15 MB |${peerNames.map((p) => ` ${fmt(rss[p] / 1024, 1)} MB |`).join('')}`);
+  lines.push('');
+  lines.push(`Targets: ${verdicts.map((v) => `${v.what} ${v.ok ? 'met' : 'MISSED'}`).join('; ')}.`);
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench: ${err.stack}\n`);
+  process.exit(1);
+});
