@@ -1,6 +1,6 @@
 // The handler's first argument. A class, so every request's context shares one shape and
 // its method lives on the prototype.
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
 import type { Logger } from './log';
 import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
@@ -29,6 +29,8 @@ export class Context {
   /** The incoming CloudEvent, when the request is one. */
   cloudevent: CloudEvent<unknown> | undefined;
   readonly #defaults: ResponseDefaults;
+  readonly #res: ServerResponse | undefined;
+  #controller: AbortController | undefined;
 
   // Query keys are also set on the context itself, as the seed says.
   [key: string]: unknown;
@@ -41,6 +43,7 @@ export class Context {
     params: Record<string, string>,
     contentType: string | undefined,
     defaults: ResponseDefaults,
+    res?: ServerResponse,
   ) {
     this.log = log;
     this.req = req;
@@ -57,11 +60,34 @@ export class Context {
     this.rawBody = undefined;
     this.cloudevent = undefined;
     this.#defaults = defaults;
+    this.#res = res;
     // A query key never replaces a field or method of the context (`?method=DELETE` leaves
     // `context.method` alone) nor anything inherited (`?constructor=x`).
     for (const key in query) {
       if (!(key in this)) this[key] = query[key];
     }
+  }
+
+  /**
+   * Aborted when the request should stop: the function's timeout passed, or the client went
+   * away before its answer. Made on first use, so requests that never look cost nothing.
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = (this.#controller = new AbortController());
+      const res = this.#res;
+      if (res !== undefined && !res.writableFinished) {
+        res.once('close', () => {
+          if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
+        });
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  /** Aborts `signal` (the runtime calls this when the timeout passes). */
+  abort(reason: Error): void {
+    (this.#controller ??= new AbortController()).abort(reason);
   }
 
   /** Starts a CloudEvent response: chain `.id()`, `.source()`, `.type()`, `.version()`, end with `.response()`. */

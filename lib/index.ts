@@ -2,7 +2,7 @@
 // defaults, and the types function authors use.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parsePort, parseSwitch, readFuncYaml, type FuncYaml } from './config';
+import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseDuration, parsePort, parseSwitch, readFuncYaml, type FuncYaml } from './config';
 import { checkFunction, LoadError, toFunction } from './loader';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { createServer, stop } from './server';
@@ -26,7 +26,23 @@ export interface Options {
   name?: string;
   /** Where log lines go. Default process.stdout. */
   logDestination?: LogDestination;
+  /** A handler still running after this long is answered 504 and `context.signal` aborted. Default off. */
+  timeout?: number | string;
+  /** Readiness answers 503 while the event loop runs later than this. Default 1s; 0 turns it off. */
+  maxEventLoopDelay?: number | string;
+  /** Serve Prometheus metrics. Default true. */
+  metrics?: boolean;
+  /** Where metrics are served. Default /metrics. */
+  metricsPath?: string;
+  /** Time a client has to send its headers (slowloris). Default 20s. */
+  headersTimeout?: number | string;
+  /** Time a client has to send its whole request. Default 60s. */
+  requestTimeout?: number | string;
+  /** How long an idle keep-alive connection stays open: longer than a Knative queue-proxy keeps one. Default 95s. */
+  keepAliveTimeout?: number | string;
 }
+
+type Environment = Options & { livenessUrl?: string; readinessUrl?: string; service?: string; revision?: string; instance?: string };
 
 export const defaults = Object.freeze({
   port: 8080,
@@ -36,17 +52,40 @@ export const defaults = Object.freeze({
   livenessPath: '/health/liveness',
   readinessPath: '/health/readiness',
   gracePeriod: 10_000,
+  timeout: 0,
+  maxEventLoopDelay: 1000,
+  metrics: true,
+  metricsPath: '/metrics',
+  headersTimeout: 20_000,
+  requestTimeout: 60_000,
+  keepAliveTimeout: 95_000,
 });
 
 /** The options the environment gives, by faas-js-runtime's and Knative's variable names. */
-export function fromEnvironment(env: NodeJS.ProcessEnv): Options & { livenessUrl?: string; readinessUrl?: string } {
-  const out: Options & { livenessUrl?: string; readinessUrl?: string } = {};
+export function fromEnvironment(env: NodeJS.ProcessEnv): Environment {
+  const out: Environment = {};
   const port = env.PORT || env.FUNC_PORT;
   if (port) out.port = parsePort(port, env.PORT ? 'PORT' : 'FUNC_PORT');
   if (env.FUNC_HOST) out.host = env.FUNC_HOST;
   if (env.FUNC_LOG_LEVEL) out.logLevel = checkLogLevel(env.FUNC_LOG_LEVEL, 'FUNC_LOG_LEVEL');
   if (env.FUNC_BODY_LIMIT) out.bodyLimit = parseBytes(env.FUNC_BODY_LIMIT, 'FUNC_BODY_LIMIT');
   if (env.FUNC_INCLUDE_RAW) out.includeRaw = parseSwitch(env.FUNC_INCLUDE_RAW, 'FUNC_INCLUDE_RAW');
+  for (const [name, key] of [
+    ['FUNC_TIMEOUT', 'timeout'],
+    ['FUNC_MAX_EVENT_LOOP_DELAY', 'maxEventLoopDelay'],
+    ['FUNC_HEADERS_TIMEOUT', 'headersTimeout'],
+    ['FUNC_REQUEST_TIMEOUT', 'requestTimeout'],
+    ['FUNC_KEEP_ALIVE_TIMEOUT', 'keepAliveTimeout'],
+  ] as const) {
+    const value = env[name];
+    if (value) out[key] = parseDuration(value, name);
+  }
+  if (env.FUNC_METRICS) out.metrics = parseSwitch(env.FUNC_METRICS, 'FUNC_METRICS');
+  if (env.FUNC_METRICS_PATH) out.metricsPath = probePath(env.FUNC_METRICS_PATH, 'FUNC_METRICS_PATH');
+  // Knative's container contract names the service and revision; the pod names the instance.
+  if (env.K_SERVICE) out.service = env.K_SERVICE;
+  if (env.K_REVISION) out.revision = env.K_REVISION;
+  if (env.POD_NAME) out.instance = env.POD_NAME;
   // Full paths win; else the Java variant's root and relative paths (`fw.health.*`) apply.
   const root = env.FUNC_HEALTH_ROOT_PATH;
   const liveness = env.LIVENESS_URL ? probePath(env.LIVENESS_URL, 'LIVENESS_URL') : healthPath(root, env.FUNC_HEALTH_LIVENESS_PATH, 'liveness');
@@ -93,6 +132,10 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const logLevel = options.logLevel ?? env.logLevel ?? module.logLevel ?? defaults.logLevel;
   const log = createLogger(checkLogLevel(logLevel, 'log level'), options.logDestination);
   const port = options.port ?? env.port ?? defaults.port;
+  const ms = (key: 'timeout' | 'maxEventLoopDelay' | 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout') =>
+    parseDuration(options[key] ?? env[key] ?? defaults[key], key);
+  const name = options.name ?? funcYaml?.name ?? 'function';
+  const metricsOn = options.metrics ?? env.metrics ?? defaults.metrics;
   const server = createServer(
     module,
     {
@@ -100,7 +143,15 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       includeRaw: options.includeRaw ?? env.includeRaw ?? defaults.includeRaw,
       livenessPath: env.livenessUrl ?? module.liveness?.path ?? funcYaml?.liveness ?? defaults.livenessPath,
       readinessPath: env.readinessUrl ?? module.readiness?.path ?? funcYaml?.readiness ?? defaults.readinessPath,
-      name: options.name ?? funcYaml?.name ?? 'function',
+      name,
+      timeout: ms('timeout'),
+      maxEventLoopDelay: ms('maxEventLoopDelay'),
+      metrics: metricsOn
+        ? { path: options.metricsPath ?? env.metricsPath ?? defaults.metricsPath, labels: { name: env.service ?? name, revision: env.revision, instance: env.instance } }
+        : undefined,
+      headersTimeout: ms('headersTimeout'),
+      requestTimeout: ms('requestTimeout'),
+      keepAliveTimeout: ms('keepAliveTimeout'),
     },
     log,
   );

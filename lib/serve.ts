@@ -22,6 +22,7 @@ Options:
       --bodyLimit <size>  largest request body, such as 1048576 or 2mb (default: FUNC_BODY_LIMIT, else 1mb)
       --include-raw       put the body's bytes on context.rawBody (default: FUNC_INCLUDE_RAW)
       --grace-period <t>  how long requests in flight may take at shutdown, such as 10s (default: FUNC_GRACE_PERIOD, else 10s)
+      --timeout <t>       answer 504 when the function takes longer, such as 30s (default: FUNC_TIMEOUT, else off)
       --pretty            human-readable log lines instead of JSON (default: FUNC_LOG_PRETTY)
       --watch             restart when a file of the function changes (funcrun serve only)
   -h, --help              show this help`;
@@ -54,6 +55,7 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
       'include-raw': { type: 'boolean' },
       includeRaw: { type: 'boolean' },
       'grace-period': { type: 'string' },
+      timeout: { type: 'string' },
       pretty: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -71,6 +73,7 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
   const limit = values.bodyLimit ?? values['body-limit'];
   if (limit !== undefined) options.bodyLimit = parseBytes(limit, '--bodyLimit');
   if (values['include-raw'] || values.includeRaw) options.includeRaw = true;
+  if (values.timeout !== undefined) options.timeout = parseDuration(values.timeout, '--timeout');
   if (values['grace-period'] !== undefined) parseDuration(values['grace-period'], '--grace-period');
   return { target: positionals[0] ?? '.', options, gracePeriod: values['grace-period'], pretty: values.pretty === true };
 }

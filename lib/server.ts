@@ -15,6 +15,8 @@ import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
 import { JSON_TYPE, respond, send, TEXT } from './respond';
 import { Router } from './router';
+import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
+import { monitorLoop } from './overload';
 import type { Function as FunctionModule, HealthCheck, Invokable } from './types';
 
 /** Settings resolved once at start (see `start` in index.ts for where each comes from). */
@@ -25,15 +27,29 @@ export interface Settings {
   readinessPath: string;
   /** The function's name: the default `source` of events it answers with. */
   name: string;
+  /** A handler still running after this many ms is answered 504 and its signal aborted; 0 is off. */
+  timeout: number;
+  /** Readiness answers 503 while the event loop runs later than this many ms; 0 is off. */
+  maxEventLoopDelay: number;
+  /** Where Prometheus metrics are served, or undefined when they are off. */
+  metrics?: { path: string; labels: MetricLabels };
+  /** node:http's limits against slow and idle clients, in ms. */
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
 }
 
-type Target = { kind: 'function'; fn: Invokable } | { kind: 'probe'; check?: HealthCheck; readiness: boolean };
+type Target =
+  | { kind: 'function'; fn: Invokable }
+  | { kind: 'probe'; check?: HealthCheck; readiness: boolean }
+  | { kind: 'metrics' };
 
 interface Runtime {
   readonly module: FunctionModule;
   readonly log: RootLogger;
   draining: boolean;
   shutdown?: Promise<void>;
+  metrics?: Metrics;
 }
 
 const runtimes = new WeakMap<Server, Runtime>();
@@ -46,6 +62,10 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   ] as const) {
     router.add('GET', path, { kind: 'probe', check, readiness });
   }
+  const metrics = settings.metrics === undefined ? undefined : new Metrics(settings.metrics.labels);
+  if (settings.metrics !== undefined) router.add('GET', settings.metrics.path, { kind: 'metrics' });
+  const loop = settings.maxEventLoopDelay > 0 || metrics !== undefined ? monitorLoop() : undefined;
+  if (loop !== undefined) metrics?.lagFrom(loop.delay);
   const claimed = new Set<string>();
   for (const [key, fn] of Object.entries(module.routes ?? {})) {
     const { method, path } = parseRouteKey(key, (message) => {
@@ -62,7 +82,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;
   const defaults = { source: `/${settings.name}`, type: 'dev.funcrun.response' };
   const debug = log.isEnabled('debug');
-  const runtime: Runtime = { module, log, draining: false };
+  const runtime: Runtime = { module, log, draining: false, metrics };
   let requests = 0;
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -70,6 +90,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const reqLog = log.child(reqId);
     if (runtime.draining) res.setHeader('connection', 'close');
     if (debug) access(req, res, reqLog);
+    // Set when the request reaches the function: it then counts as an invocation in the metrics.
+    let began = -1;
     try {
       const url = req.url ?? '/';
       const q = url.indexOf('?');
@@ -96,13 +118,15 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         throw new HttpError(404, `no route for ${method} ${path}`);
       }
       if (target.kind === 'probe') return await probe(req, res, target, reqLog);
+      if (target.kind === 'metrics') return send(req, res, 200, { 'content-type': METRICS_TYPE }, metrics!.render());
+      if (metrics !== undefined) began = performance.now();
 
       const media = parseMediaType(req.headers['content-type']);
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : undefined;
       const mode = detectMode(req.headers, media);
       const query = q === -1 ? Object.create(null) : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
       const context = (event?: CloudEvent<unknown>) => {
-        const ctx = new Context(req, reqLog, path, query, params, media?.type, defaults);
+        const ctx = new Context(req, reqLog, path, query, params, media?.type, defaults, res);
         if (settings.includeRaw) ctx.rawBody = bytes;
         if (event !== undefined) {
           ctx.cloudevent = event;
@@ -116,20 +140,50 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         const data = bytes === undefined ? undefined : parseBody(bytes, media);
         const ctx = context();
         ctx.body = data;
-        value = await target.fn(ctx, data);
+        value = await invoke(target.fn, ctx, data);
       } else {
         const event = readEvent(mode, req.headers, bytes, media);
-        value = Array.isArray(event) ? await batch(event, target.fn, context) : await target.fn(context(event), event.data);
+        value = Array.isArray(event) ? await batch(event, target.fn, context, invoke) : await invoke(target.fn, context(event), event.data);
       }
       if (runtime.draining) res.setHeader('connection', 'close');
       respond(req, res, value, mode);
+      if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);
     } catch (err) {
       if (runtime.draining && !res.headersSent) res.setHeader('connection', 'close');
       sendError(req, res, err, reqLog, module.errorBody);
+      if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
     }
   }
 
-  const server = createHttpServer((req, res) => void onRequest(req, res));
+  // Calls the function; with a timeout, a handler still running when it passes is answered 504
+  // and its context's signal aborted (the handler decides whether to stop; its late result is dropped).
+  const timeout = settings.timeout;
+  function invoke(fn: Invokable, ctx: Context, data: unknown): unknown {
+    const result = fn(ctx, data);
+    if (timeout <= 0 || !isThenable(result)) return result;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new HttpError(504, `the function did not answer within ${timeout} ms`);
+        ctx.abort(error);
+        reject(error);
+      }, timeout);
+    });
+    return Promise.race([result, expired]).finally(() => clearTimeout(timer));
+  }
+
+  const server = createHttpServer(
+    {
+      headersTimeout: settings.headersTimeout,
+      requestTimeout: settings.requestTimeout,
+      // How often node checks those limits: often enough that they hold to within a quarter.
+      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.min(settings.headersTimeout, settings.requestTimeout || Infinity) / 4)),
+    },
+    (req, res) => void onRequest(req, res),
+  );
+  server.keepAliveTimeout = settings.keepAliveTimeout;
+  server.once('listening', () => metrics?.ready(process.uptime()));
+  server.once('close', () => loop?.stop());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
   server.once('close', () => runShutdown(runtime).catch((err) => log.error(err, 'shutdown() failed')));
   runtimes.set(server, runtime);
@@ -150,6 +204,14 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       healthy = false;
       res.setHeader('connection', 'close');
     }
+    // An event loop running late is a saturated instance: the platform should route elsewhere.
+    if (target.readiness && healthy && settings.maxEventLoopDelay > 0) {
+      const delay = loop!.delay();
+      if (delay > settings.maxEventLoopDelay) {
+        healthy = false;
+        reqLog.warn({ eventLoopDelay: Math.round(delay) }, 'not ready: the event loop is running late');
+      }
+    }
     if (healthy) send(req, res, 200, { 'content-type': TEXT }, 'OK');
     else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(503, undefined, reqLog, module.errorBody));
   }
@@ -163,10 +225,11 @@ async function batch(
   events: CloudEvent<unknown>[],
   fn: Invokable,
   context: (event: CloudEvent<unknown>) => Context,
+  invoke: (fn: Invokable, ctx: Context, data: unknown) => unknown,
 ): Promise<CloudEvent<unknown>[] | undefined> {
   const replies: CloudEvent<unknown>[] = [];
   for (const event of events) {
-    const value = await fn(context(event), event.data);
+    const value = await invoke(fn, context(event), event.data);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(reply);
   }
@@ -221,6 +284,10 @@ function errorHeaders(thrown: unknown, status: number): Record<string, string> |
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) if (typeof value === 'string') out[name.toLowerCase()] = value;
   return out;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
 }
 
 function describe(value: unknown): string {

@@ -1,0 +1,241 @@
+'use strict';
+// Limits against slow, stuck and overloading clients and handlers; metrics.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { serve, request, runServing, project } = require('./helpers');
+const { defaults } = require('../lib/index.js');
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Opens a raw connection; resolves with what the server wrote and when it closed. */
+function rawConnection(port) {
+  const socket = net.connect(port, '127.0.0.1');
+  const result = { data: '', closedAfter: undefined };
+  const opened = Date.now();
+  const closed = new Promise((resolve) => {
+    socket.on('data', (c) => (result.data += c));
+    socket.on('close', () => {
+      result.closedAfter = Date.now() - opened;
+      resolve(result);
+    });
+    socket.on('error', () => undefined);
+  });
+  return { socket, closed };
+}
+
+describe('handler timeout', () => {
+  it('a handler past the timeout gets 504 and its signal aborted; a quick one is untouched', async () => {
+    const seen = {};
+    const { url, close } = await serve(
+      async (ctx) => {
+        if (ctx.path === '/quick') return 'quick';
+        ctx.signal.addEventListener('abort', () => (seen.reason = ctx.signal.reason?.message));
+        await sleep(1000);
+        seen.finished = true;
+        return 'too late';
+      },
+      { timeout: 150 },
+    );
+    try {
+      const slow = await request(url + '/slow');
+      assert.equal(slow.status, 504);
+      assert.deepEqual(slow.json, { statusCode: 504, error: 'Gateway Timeout', message: 'Gateway Timeout' });
+      assert.match(seen.reason, /did not answer within 150 ms/);
+      assert.equal((await request(url + '/quick')).text, 'quick');
+    } finally {
+      await close();
+    }
+  });
+
+  it('is off by default', async () => {
+    assert.equal(defaults.timeout, 0);
+    const { url, close } = await serve(async () => {
+      await sleep(300);
+      return 'patient';
+    });
+    try {
+      assert.equal((await request(url)).text, 'patient');
+    } finally {
+      await close();
+    }
+  });
+
+  it('FUNC_TIMEOUT and --timeout set it for node lib/serve.js', async () => {
+    const folder = project({ 'index.js': 'module.exports = () => new Promise((r) => setTimeout(() => r("late"), 2000));' });
+    for (const [args, env] of [[[], { FUNC_TIMEOUT: '200ms' }], [['--timeout', '200ms'], {}]]) {
+      const proc = await runServing([folder, ...args], { env });
+      try {
+        assert.equal((await request(proc.url)).status, 504);
+      } finally {
+        proc.child.kill('SIGKILL');
+        await proc.exited;
+      }
+    }
+  });
+
+  it('the signal aborts when the client goes away', async () => {
+    let resolveAborted;
+    const aborted = new Promise((r) => (resolveAborted = r));
+    const { url, close } = await serve(async (ctx) => {
+      ctx.signal.addEventListener('abort', () => resolveAborted(ctx.signal.reason.message));
+      await sleep(5000);
+    });
+    try {
+      const controller = new AbortController();
+      const pending = fetch(url, { signal: controller.signal }).catch(() => undefined);
+      await sleep(100);
+      controller.abort();
+      await pending;
+      assert.equal(await aborted, 'the client closed the connection');
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('slow clients', () => {
+  it('defaults: headers within 20s, the whole request within 60s, keep-alive longer than a queue-proxy idles (90s)', async () => {
+    const { server, close } = await serve(() => 'ok');
+    try {
+      assert.equal(server.headersTimeout, 20_000);
+      assert.equal(server.requestTimeout, 60_000);
+      assert.ok(server.keepAliveTimeout > 90_000);
+    } finally {
+      await close();
+    }
+  });
+
+  it('a client sending its headers slowly (slowloris) is answered 408 and cut off', async () => {
+    const { url, close } = await serve(() => 'ok', { headersTimeout: 300, requestTimeout: 5000 });
+    try {
+      const { socket, closed } = rawConnection(Number(new URL(url).port));
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\n');
+      const drip = setInterval(() => socket.writable && socket.write('X-Slow: y\r\n'), 100);
+      const result = await closed;
+      clearInterval(drip);
+      assert.match(result.data, /^HTTP\/1\.1 408 /);
+      assert.ok(result.closedAfter < 3000, `closed after ${result.closedAfter} ms`);
+      assert.equal((await request(url)).text, 'ok', 'the server keeps serving');
+    } finally {
+      await close();
+    }
+  });
+
+  it('a client sending its body slowly is cut off at the request timeout', async () => {
+    const { url, close } = await serve((ctx, body) => body, { headersTimeout: 500, requestTimeout: 600 });
+    try {
+      const { socket, closed } = rawConnection(Number(new URL(url).port));
+      socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n');
+      const drip = setInterval(() => socket.writable && socket.write('a'), 100);
+      const result = await closed;
+      clearInterval(drip);
+      assert.ok(result.closedAfter < 4000, `closed after ${result.closedAfter} ms`);
+      assert.doesNotMatch(result.data, /^HTTP\/1\.1 200/);
+    } finally {
+      await close();
+    }
+  });
+
+  it('an idle keep-alive connection is kept past the header timeout and serves the next request', async () => {
+    const { url, close } = await serve(() => 'ok', { headersTimeout: 300, requestTimeout: 1000, keepAliveTimeout: 5000 });
+    try {
+      const { socket, closed } = rawConnection(Number(new URL(url).port));
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      await sleep(800);
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      const result = await closed;
+      assert.equal(result.data.match(/HTTP\/1\.1 200 OK/g).length, 2);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('overload', () => {
+  it('readiness answers 503 while the event loop runs late, and 200 again after', async () => {
+    const { url, log, close } = await serve(
+      (ctx) => {
+        const until = Date.now() + Number(ctx.query.ms);
+        while (Date.now() < until); // a handler that hogs the CPU
+        return 'done';
+      },
+      { maxEventLoopDelay: 200 },
+    );
+    try {
+      assert.equal((await request(url + '/health/readiness')).status, 200);
+      const blocking = request(url + '/?ms=900');
+      await sleep(50);
+      const during = await request(url + '/health/readiness');
+      await blocking;
+      assert.equal(during.status, 503);
+      assert.ok(log.entries().some((e) => e.msg === 'not ready: the event loop is running late' && e.eventLoopDelay > 200));
+      let after = 503;
+      for (let i = 0; i < 20 && after !== 200; i++) {
+        await sleep(100);
+        after = (await request(url + '/health/readiness')).status;
+      }
+      assert.equal(after, 200);
+      assert.equal((await request(url + '/health/liveness')).status, 200, 'liveness is not affected');
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('metrics', () => {
+  const value = (text, series) => {
+    const line = text.split('\n').find((l) => l.startsWith(series));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+
+  it('/metrics counts invocations and errors, times them, and labels them with the service and revision', async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, { K_SERVICE: 'orders', K_REVISION: 'orders-00042' });
+    let server;
+    try {
+      server = await serve((ctx) => {
+        if (ctx.query.fail) throw new Error('boom');
+        return 'ok';
+      });
+    } finally {
+      for (const k of ['K_SERVICE', 'K_REVISION']) if (saved[k] === undefined) delete process.env[k];
+    }
+    try {
+      for (const q of ['', '', '?fail=1']) await request(server.url + '/' + q);
+      await request(server.url + '/health/readiness');
+      const res = await request(server.url + '/metrics');
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
+      const labels = 'faas_name="orders",faas_version="orders-00042"';
+      assert.match(res.text, new RegExp(`^faas_invocations\\{${labels},faas_instance="[^"]+",faas_runtime="Node.js"\\} 3$`, 'm'));
+      assert.equal(value(res.text, 'faas_errors{'), 1);
+      assert.match(res.text, /^# TYPE faas_execution_latency histogram$/m);
+      assert.equal(value(res.text, 'faas_execution_latency_count{'), 3);
+      assert.equal(value(res.text, 'faas_execution_latency_bucket{le="+Inf"'), 3);
+      assert.equal(value(res.text, 'faas_cold_start_latency_count{'), 1);
+      assert.ok(value(res.text, 'process_resident_memory_bytes{') > 0);
+      assert.ok(value(res.text, 'nodejs_eventloop_lag_seconds{') >= 0);
+      // Every non-comment line is `name{labels} number`.
+      for (const line of res.text.trim().split('\n').filter((l) => !l.startsWith('#'))) assert.match(line, /^[a-z_]+\{[^}]*\} [-\d.e+]+$/, line);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('the path is configurable, and metrics can be switched off', async () => {
+    const moved = await serve(() => 'handler', { metricsPath: '/internal/metrics' });
+    try {
+      assert.match((await request(moved.url + '/internal/metrics')).text, /faas_invocations/);
+      assert.equal((await request(moved.url + '/metrics')).text, 'handler');
+    } finally {
+      await moved.close();
+    }
+    const off = await serve(() => 'handler', { metrics: false });
+    try {
+      assert.equal((await request(off.url + '/metrics')).text, 'handler');
+    } finally {
+      await off.close();
+    }
+  });
+});
