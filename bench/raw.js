@@ -1,5 +1,5 @@
 'use strict';
-// The floor: a plain node:http server doing the same work as bench/function.js, by hand.
+// The floor: a plain node:http server doing the same work as bench/function/index.js, by hand.
 const http = require('node:http');
 const { randomUUID } = require('node:crypto');
 

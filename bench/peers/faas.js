@@ -1,5 +1,5 @@
 'use strict';
-// bench/function.js for faas-js-runtime 4: the event arrives whole as the second argument.
+// bench/function/index.js for faas-js-runtime 4: the event arrives whole as the second argument.
 module.exports = function handle(context, data) {
   const path = (context.req?.url ?? context.url ?? '/').split('?')[0];
   switch (path) {

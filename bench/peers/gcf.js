@@ -1,5 +1,5 @@
 'use strict';
-// bench/function.js for Google's Functions Framework: an express (req, res) HTTP function.
+// bench/function/index.js for Google's Functions Framework: an express (req, res) HTTP function.
 exports.handle = (req, res) => {
   switch (req.path) {
     case '/json':
