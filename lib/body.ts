@@ -23,39 +23,35 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
+    // Settled once; later events are ignored rather than unsubscribed, which costs more per request.
+    let settled = false;
+    const fail = (err: HttpError) => {
+      if (settled) return;
+      settled = true;
+      reject(err);
     };
-    const onData = (chunk: Buffer) => {
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
       size += chunk.length;
       if (size > limit) {
-        cleanup();
         // Stop reading: the response to this 413 closes the connection.
         req.pause();
-        reject(tooLarge(limit));
+        fail(tooLarge(limit));
         return;
       }
       chunks.push(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
+    });
+    req.on('end', () => {
+      if (settled) return;
+      settled = true;
       resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    };
-    const onError = (err: Error) => {
-      cleanup();
-      reject(new HttpError(400, 'the request body could not be read', { cause: err }));
-    };
-    const onClose = () => {
-      cleanup();
-      reject(new HttpError(400, 'the client closed the connection before the body was complete'));
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
+    });
+    req.on('error', (err: Error) => {
+      if (!settled) fail(new HttpError(400, 'the request body could not be read', { cause: err }));
+    });
+    req.on('close', () => {
+      if (!settled) fail(new HttpError(400, 'the client closed the connection before the body was complete'));
+    });
   });
 }
 
