@@ -80,7 +80,11 @@ function servers(peersDir) {
     funcrun: (port) => ['node', [path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function'), '--port', String(port), '--host', '127.0.0.1'], {}],
   };
   if (peersDir) {
-    list['faas-js-runtime'] = (port) => ['node', [path.join(peersDir, 'node_modules', 'faas-js-runtime', 'bin', 'cli.js'), path.join(__dirname, 'peers', 'faas.js'), '--port', String(port), '--logLevel', 'warn'], {}];
+    // It serves `/` only: a process per workload, its requests sent to `/`.
+    list['faas-js-runtime'] = Object.assign(
+      (port, workload) => ['node', [path.join(peersDir, 'node_modules', 'faas-js-runtime', 'bin', 'cli.js'), path.join(__dirname, 'peers', 'faas.js'), '--port', String(port), '--log-level', 'warn'], { BENCH_WORKLOAD: workload?.name ?? 'json' }],
+      { perWorkload: true },
+    );
     list['functions-framework'] = (port) => [
       'node',
       [path.join(peersDir, 'node_modules', '@google-cloud', 'functions-framework', 'build', 'src', 'main.js'), '--target=handle', `--source=${path.join(__dirname, 'peers', 'gcf.js')}`, `--port=${port}`],
@@ -90,13 +94,13 @@ function servers(peersDir) {
   return list;
 }
 
-async function startServer(make) {
+async function startServer(make, workload) {
   const port = await freePort();
-  const [command, argv, env] = make(port);
+  const [command, argv, env] = make(port, workload);
   const [cmd, full] = pinned(0, command, argv);
   const child = spawn(cmd, full, { env: { ...process.env, ...env }, stdio: 'ignore' });
   await untilUp(port, child);
-  return { port, child, stop: () => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGKILL'))) };
+  return { port, child, rootOnly: make.perWorkload === true, stop: () => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGKILL'))) };
 }
 
 function luaScript(workload) {
@@ -109,8 +113,9 @@ function luaScript(workload) {
 }
 
 // One load run: { rps, p50, p99 } (latency in ms).
-function load(port, workload, seconds) {
-  const url = `http://127.0.0.1:${port}${workload.path}`;
+function load(server, workload, seconds) {
+  const target = server.rootOnly ? `/${workload.path.includes('?') ? workload.path.slice(workload.path.indexOf('?')) : ''}` : workload.path;
+  const url = `http://127.0.0.1:${server.port}${target}`;
   if (LOADER === 'wrk') {
     const [cmd, argv] = pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', luaScript(workload), url]);
     const out = execFileSync(cmd, argv, { encoding: 'utf8' });
@@ -178,14 +183,16 @@ async function main() {
   const makers = servers(peersDir);
   const names = Object.keys(makers);
   const running = {};
-  for (const name of names) running[name] = await startServer(makers[name]);
+  for (const name of names) if (!makers[name].perWorkload) running[name] = await startServer(makers[name]);
   const results = {};
+  const rss = {};
   try {
     for (const workload of WORKLOADS) {
       results[workload.name] = {};
       for (const name of names) {
         if (name === 'functions-framework' && workload.event) continue; // its HTTP functions do not take CloudEvents
-        load(running[name].port, workload, 1); // warm up
+        if (makers[name].perWorkload) running[name] = await startServer(makers[name], workload);
+        load(running[name], workload, 1); // warm up
         results[workload.name][name] = [];
       }
       for (let round = 0; round < ROUNDS; round++) {
@@ -193,14 +200,20 @@ async function main() {
         const turn = round % 2 === 0 ? names : [...names].reverse();
         for (const name of turn) {
           if (!results[workload.name][name]) continue;
-          results[workload.name][name].push(load(running[name].port, workload, DURATION));
+          results[workload.name][name].push(load(running[name], workload, DURATION));
         }
+      }
+      for (const name of names) {
+        if (!makers[name].perWorkload || !running[name]) continue;
+        rss[name] = Math.max(rss[name] ?? 0, rssKb(running[name].child.pid));
+        await running[name].stop();
+        delete running[name];
       }
       process.stderr.write(`${workload.label}: done\n`);
     }
-    var rss = Object.fromEntries(names.map((name) => [name, rssKb(running[name].child.pid)]));
+    for (const name of names) if (running[name]) rss[name] = rssKb(running[name].child.pid);
   } finally {
-    for (const name of names) await running[name].stop();
+    for (const name of Object.keys(running)) await running[name].stop();
   }
 
   const cold = {};

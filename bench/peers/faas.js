@@ -7,7 +7,8 @@ module.exports = function handle(context, data) {
       return { ok: true, customerId: data.customerId };
     case '/text':
       return `received ${String(data).length} characters`;
-    case '/event':
+    case '/binary-event':
+    case '/structured-event':
       return { ok: true, type: context.cloudevent.type, customerId: context.cloudevent.data.customerId };
     case '/event-reply':
       return context.cloudEventResponse({ ok: true, customerId: context.cloudevent.data.customerId }).type('dev.bench.reply').source('/bench').response();
