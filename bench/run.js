@@ -91,6 +91,8 @@ function servers(peersDir) {
       {},
     ];
   }
+  // The same raw server again, measured like funcrun: how far apart two identical servers come out.
+  list.control = Object.assign((port) => ['node', [path.join(__dirname, 'raw.js')], { PORT: String(port) }], { only: 'json' });
   return list;
 }
 
@@ -191,6 +193,7 @@ async function main() {
       results[workload.name] = {};
       for (const name of names) {
         if (name === 'functions-framework' && workload.event) continue; // its HTTP functions do not take CloudEvents
+        if (makers[name].only !== undefined && makers[name].only !== workload.name) continue;
         if (makers[name].perWorkload) running[name] = await startServer(makers[name], workload);
         load(running[name], workload, 1); // warm up
         results[workload.name][name] = [];
@@ -218,6 +221,7 @@ async function main() {
 
   const cold = {};
   for (const name of names) {
+    if (name === 'control') continue;
     const runs = [];
     for (let i = 0; i < Number(args['cold-runs']); i++) runs.push(await coldStart(makers[name]));
     cold[name] = median(runs);
@@ -228,7 +232,7 @@ async function main() {
   lines.push(`Measured ${new Date().toISOString().slice(0, 10)} on ${cpu}, ${os.cpus().length} cores, Node.js ${process.version}, ${os.platform()} ${os.release()}.`);
   lines.push(`Load: ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION}s per server and workload, raw and funcrun back to back in alternating order (medians; the ratio is the median of each round's ratio)${PIN ? '; servers on core 0, load on core 1 (taskset)' : ''}.`);
   lines.push('');
-  const peerNames = names.filter((n) => n !== 'raw' && n !== 'funcrun');
+  const peerNames = names.filter((n) => n !== 'raw' && n !== 'funcrun' && n !== 'control');
   lines.push(`| workload | raw node:http req/s | funcrun req/s | funcrun / raw (rounds' range) | target | p50 raw / funcrun (ms) | p99 raw / funcrun (ms) |${peerNames.map((p) => ` ${p} req/s |`).join('')}`);
   lines.push(`|---|---|---|---|---|---|---|${peerNames.map(() => '---|').join('')}`);
   const verdicts = [];
@@ -245,6 +249,12 @@ async function main() {
     lines.push(
       `| ${workload.label} | ${fmt(m('raw', 'rps'))} | ${fmt(m('funcrun', 'rps'))} | **${fmt(ratio, 2)}** (${spread}) | ${target} | ${fmt(m('raw', 'p50'), 2)} / ${fmt(m('funcrun', 'p50'), 2)} | ${fmt(m('raw', 'p99'), 2)} / ${fmt(m('funcrun', 'p99'), 2)} |${peerNames.map((p) => ` ${fmt(m(p, 'rps'))} |`).join('')}`,
     );
+  }
+  const control = results.json?.control;
+  if (control) {
+    const pairs = control.map((x, i) => x.rps / results.json.raw[i].rps);
+    lines.push('');
+    lines.push(`Measurement noise: a second, identical raw server measured the same way comes out at **${fmt(median(pairs), 2)}** of the first on JSON POST (rounds' range ${fmt(Math.min(...pairs), 2)}–${fmt(Math.max(...pairs), 2)}); read the ratios above with that margin.`);
   }
   lines.push('');
   lines.push(`| | raw node:http | funcrun | funcrun vs raw | target |${peerNames.map((p) => ` ${p} |`).join('')}`);
