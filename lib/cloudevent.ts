@@ -208,6 +208,11 @@ export interface ResponseDefaults {
   type: string;
 }
 
+/** The defaults for a function named `name`: source `/<name>`, type `dev.funcrun.response`. */
+export function responseDefaults(name: string): ResponseDefaults {
+  return { source: `/${name}`, type: 'dev.funcrun.response' };
+}
+
 /** The seed's response chain: `context.cloudEventResponse(data).type(t).source(s).response()`. */
 export class CloudEventResponse {
   #attributes: Record<string, unknown>;

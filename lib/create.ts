@@ -117,6 +117,38 @@ To deploy: build an image with funcrun's \`examples/deploy/Dockerfile\` and appl
 `;
 }
 
+// The integration tests are the same in JavaScript and TypeScript; only their imports differ.
+const HTTP_INTEGRATION_TESTS = `test('POST with JSON answers 200 with the body', async () => {
+  const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message":"hello"}' });
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { received: { message: 'hello' } });
+});
+
+test('the readiness probe answers at the path in func.yaml', async () => {
+  const res = await fetch(running.url + '/health/readiness');
+  assert.equal(res.status, 200);
+});
+`;
+
+function eventIntegrationTests(name: string): string {
+  return `test('a binary CloudEvent is answered with one', async () => {
+  const res = await fetch(running.url, {
+    method: 'POST',
+    headers: { 'ce-id': '1', 'ce-source': '/test', 'ce-type': 'dev.example.${name}', 'ce-specversion': '1.0', 'content-type': 'application/json' },
+    body: '{"message":"hello"}',
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('ce-type'), 'dev.example.${name}.response');
+  assert.deepEqual(await res.json(), { received: { message: 'hello' } });
+});
+
+test('a plain request is a 400', async () => {
+  const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  assert.equal(res.status, 400);
+});
+`;
+}
+
 const JS_HTTP_HANDLER = `'use strict';
 
 /**
@@ -166,17 +198,7 @@ before(async () => {
 });
 after(() => running.close());
 
-test('POST with JSON answers 200 with the body', async () => {
-  const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message":"hello"}' });
-  assert.equal(res.status, 200);
-  assert.deepEqual(await res.json(), { received: { message: 'hello' } });
-});
-
-test('the readiness probe answers at the path in func.yaml', async () => {
-  const res = await fetch(running.url + '/health/readiness');
-  assert.equal(res.status, 200);
-});
-`;
+${HTTP_INTEGRATION_TESTS}`;
 
 function jsEventHandler(name: string): string {
   return `'use strict';
@@ -234,22 +256,7 @@ before(async () => {
 });
 after(() => running.close());
 
-test('a binary CloudEvent is answered with one', async () => {
-  const res = await fetch(running.url, {
-    method: 'POST',
-    headers: { 'ce-id': '1', 'ce-source': '/test', 'ce-type': 'dev.example.${name}', 'ce-specversion': '1.0', 'content-type': 'application/json' },
-    body: '{"message":"hello"}',
-  });
-  assert.equal(res.status, 200);
-  assert.equal(res.headers.get('ce-type'), 'dev.example.${name}.response');
-  assert.deepEqual(await res.json(), { received: { message: 'hello' } });
-});
-
-test('a plain request is a 400', async () => {
-  const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-  assert.equal(res.status, 400);
-});
-`;
+${eventIntegrationTests(name)}`;
 }
 
 const TSCONFIG = `{
@@ -308,17 +315,7 @@ before(async () => {
 });
 after(() => running.close());
 
-test('POST with JSON answers 200 with the body', async () => {
-  const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message":"hello"}' });
-  assert.equal(res.status, 200);
-  assert.deepEqual(await res.json(), { received: { message: 'hello' } });
-});
-
-test('the readiness probe answers at the path in func.yaml', async () => {
-  const res = await fetch(running.url + '/health/readiness');
-  assert.equal(res.status, 200);
-});
-`;
+${HTTP_INTEGRATION_TESTS}`;
 
 function tsEventHandler(name: string): string {
   return `import type { CloudEventFunction, Context } from 'funcrun';
@@ -367,20 +364,5 @@ before(async () => {
 });
 after(() => running.close());
 
-test('a binary CloudEvent is answered with one', async () => {
-  const res = await fetch(running.url, {
-    method: 'POST',
-    headers: { 'ce-id': '1', 'ce-source': '/test', 'ce-type': 'dev.example.${name}', 'ce-specversion': '1.0', 'content-type': 'application/json' },
-    body: '{"message":"hello"}',
-  });
-  assert.equal(res.status, 200);
-  assert.equal(res.headers.get('ce-type'), 'dev.example.${name}.response');
-  assert.deepEqual(await res.json(), { received: { message: 'hello' } });
-});
-
-test('a plain request is a 400', async () => {
-  const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-  assert.equal(res.status, 400);
-});
-`;
+${eventIntegrationTests(name)}`;
 }

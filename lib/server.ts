@@ -5,7 +5,7 @@ import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, t
 import type { Socket } from 'node:net';
 import type { CloudEvent } from 'cloudevents';
 import { hasBody, parseBody, readBody, searchParamsToObject } from './body';
-import { asCloudEvent, detectMode, readEvent } from './cloudevent';
+import { asCloudEvent, detectMode, readEvent, responseDefaults } from './cloudevent';
 import { Context } from './context';
 import { namedRoutes } from './functions';
 import { allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
@@ -80,7 +80,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   }
   const fallback: Target | undefined = module.handle ? { kind: 'function', fn: module.handle } : undefined;
   const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;
-  const defaults = { source: `/${settings.name}`, type: 'dev.funcrun.response' };
+  const defaults = responseDefaults(settings.name);
   const debug = log.isEnabled('debug');
   const runtime: Runtime = { module, log, draining: false, metrics };
   let requests = 0;

@@ -5,6 +5,7 @@ import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import type { CloudEvent as Event } from 'cloudevents';
 import { Context } from './context';
+import { responseDefaults } from './cloudevent';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { loadFunction } from './loader';
 import { searchParamsToObject } from './body';
@@ -64,10 +65,8 @@ export function createContext(options: ContextOptions = {}): Context {
   const query = searchParamsToObject(new URLSearchParams(q === -1 ? '' : req.url.slice(q + 1)));
   const silent = options.logDestination === undefined;
   const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
-  const context = new Context(req, log.child(1), path, query, options.params ?? {}, headers['content-type']?.split(';')[0].trim().toLowerCase(), {
-    source: '/function',
-    type: 'dev.funcrun.response',
-  });
+  const contentType = headers['content-type']?.split(';')[0].trim().toLowerCase();
+  const context = new Context(req, log.child(1), path, query, options.params ?? {}, contentType, responseDefaults('function'));
   context.body = options.cloudevent?.data ?? options.body;
   context.cloudevent = options.cloudevent;
   return context;
