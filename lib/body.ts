@@ -1,6 +1,7 @@
 // Reading a request body (one reader with a byte limit) and turning bytes into the handler's
 // data by media type (one short parser per kind).
 import type { IncomingMessage } from 'node:http';
+import { isUtf8 } from 'node:buffer';
 import { TextDecoder } from 'node:util';
 import { HttpError } from './errors';
 import { bodyKind, type MediaType } from './media-type';
@@ -62,19 +63,28 @@ function tooLarge(limit: number): HttpError {
   return new HttpError(413, `request body is larger than the limit of ${limit} bytes`, { details: { limit } });
 }
 
-/** Decodes text by the declared charset (UTF-8 when none); 415 for a charset nobody knows. */
+/**
+ * Decodes text by the declared charset (UTF-8 when none). Bytes that are not valid in that
+ * charset are a 400, never silently replaced; a charset nobody knows is a 415.
+ */
 export function decodeText(bytes: Buffer, charset: string | undefined): string {
   if (charset === undefined || charset === 'utf-8' || charset === 'utf8') {
+    // isUtf8 is a single validating pass in C++; toString then decodes without replacements.
+    if (!isUtf8(bytes)) throw new HttpError(400, 'the body is not valid UTF-8');
     const text = bytes.toString('utf8');
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
   let decoder: TextDecoder;
   try {
-    decoder = new TextDecoder(charset);
+    decoder = new TextDecoder(charset, { fatal: true });
   } catch {
     throw new HttpError(415, `unsupported charset '${charset}'`);
   }
-  return decoder.decode(bytes);
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new HttpError(400, `the body is not valid ${charset}`);
+  }
 }
 
 /** The handler's data for a body of this media type. Throws 400 for malformed JSON or XML. */
@@ -93,14 +103,50 @@ export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown 
   }
 }
 
+/**
+ * How deep JSON data may nest. V8's JSON.stringify (and so any function that echoes its input,
+ * logs it or clones it) overflows the stack a few thousand levels down; real data stays far
+ * below this.
+ */
+export const MAX_JSON_DEPTH = 512;
+
 /** Parses JSON text; an empty or blank text is `undefined`; malformed text is a 400 saying where. */
 export function parseJson(text: string): unknown {
   if (text.trim() === '') return undefined;
+  // Nesting deeper than the bound needs more characters than the bound: short texts skip the scan.
+  if (text.length > MAX_JSON_DEPTH) {
+    const at = tooDeep(text, MAX_JSON_DEPTH);
+    if (at !== -1) {
+      const { line, column } = lineAndColumn(text, at);
+      throw new HttpError(400, `invalid JSON at line ${line}, column ${column}: nested deeper than ${MAX_JSON_DEPTH} levels`, {
+        details: { position: at, line, column },
+      });
+    }
+  }
   try {
     return JSON.parse(text);
   } catch (err) {
     throw jsonError(text, err as Error);
   }
+}
+
+/** The offset of the bracket that opens level `max + 1`, or -1; brackets inside strings do not count. */
+function tooDeep(text: string, max: number): number {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string: to the next quote that is not escaped.
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return i;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return -1;
 }
 
 function jsonError(text: string, err: Error): HttpError {
@@ -129,89 +175,116 @@ function lineAndColumn(text: string, position: number): { line: number; column: 
 /**
  * The offset of the first character that makes `text` invalid JSON (its length when the text
  * ends too early). Only runs after JSON.parse failed, to say where; it never decides validity.
+ * A loop with an explicit stack of open containers, so nesting of any depth cannot overflow the
+ * call stack, and each character is looked at once.
  */
 export function findJsonError(text: string): number {
+  const n = text.length;
+  const open: number[] = []; // 0x7b '{' or 0x5b '['
   let i = 0;
   const ws = () => {
-    while (i < text.length && ' \t\n\r'.includes(text[i])) i++;
+    for (let c = text.charCodeAt(i); c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d; c = text.charCodeAt(++i));
   };
-  const fail = (): never => {
-    throw i;
-  };
-  const literal = (word: string) => {
-    for (const ch of word) if (text[i++] !== ch) (i--, fail());
-  };
-  const string = () => {
+  // Each returns false at the first character that cannot belong to the token.
+  const string = (): boolean => {
     i++; // opening quote
-    while (i < text.length) {
-      const ch = text.charCodeAt(i);
-      if (ch === 0x22) return void i++;
-      if (ch < 0x20) fail();
-      if (ch === 0x5c) {
+    while (i < n) {
+      const c = text.charCodeAt(i);
+      if (c === 0x22) return (i++, true);
+      if (c < 0x20) return false;
+      if (c !== 0x5c) {
         i++;
-        if (text[i] === 'u') {
-          for (let k = 1; k <= 4; k++) if (!/[0-9a-fA-F]/.test(text[i + k] ?? '')) ((i += k), fail());
-          i += 5;
-        } else if ('"\\/bfnrt'.includes(text[i] ?? '!')) i++;
-        else fail();
-      } else i++;
+        continue;
+      }
+      const e = text.charCodeAt(++i);
+      if (e === 0x75) {
+        for (let k = 1; k <= 4; k++) if (!isHex(text.charCodeAt(i + k))) return ((i += k), false);
+        i += 5;
+      } else if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) i++;
+      else return false;
     }
-    fail();
+    return false;
   };
-  const number = () => {
-    const m = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
-    if (!m || m[0] === '-') fail();
-    i += m![0].length;
+  const digits = (): number => {
+    const from = i;
+    while (isDigit(text.charCodeAt(i))) i++;
+    return i - from;
   };
-  const value = (): void => {
-    ws();
-    const ch = text[i];
-    if (ch === '{') {
+  const number = (): boolean => {
+    if (text.charCodeAt(i) === 0x2d) i++;
+    if (text.charCodeAt(i) === 0x30) i++;
+    else if (digits() === 0) return false;
+    if (text.charCodeAt(i) === 0x2e && (i++, digits() === 0)) return false;
+    const e = text.charCodeAt(i);
+    if (e === 0x65 || e === 0x45) {
       i++;
-      ws();
-      if (text[i] === '}') return void i++;
-      for (;;) {
-        ws();
-        if (text[i] !== '"') fail();
-        string();
-        ws();
-        if (text[i] !== ':') fail();
+      const sign = text.charCodeAt(i);
+      if (sign === 0x2b || sign === 0x2d) i++;
+      if (digits() === 0) return false;
+    }
+    return true;
+  };
+  const literal = (word: string): boolean => {
+    for (let k = 0; k < word.length; k++, i++) if (text.charCodeAt(i) !== word.charCodeAt(k)) return false;
+    return true;
+  };
+  const scalar = (c: number): boolean => {
+    if (c === 0x22) return string();
+    if (c === 0x74) return literal('true');
+    if (c === 0x66) return literal('false');
+    if (c === 0x6e) return literal('null');
+    if (c === 0x2d || isDigit(c)) return number();
+    return false;
+  };
+  // What comes next: a value, an object member's name, or what follows a complete value.
+  const VALUE = 0;
+  const KEY = 1;
+  const AFTER = 2;
+  let state = VALUE;
+  for (;;) {
+    ws();
+    const c = text.charCodeAt(i);
+    if (state === VALUE) {
+      if (c === 0x7b || c === 0x5b) {
         i++;
-        value();
         ws();
-        if (text[i] === ',') i++;
-        else if (text[i] === '}') return void i++;
-        else fail();
-      }
-    }
-    if (ch === '[') {
-      i++;
+        if (text.charCodeAt(i) === c + 2) {
+          // `{}` or `[]`: '}' and ']' are two code points after their openers.
+          i++;
+          state = AFTER;
+        } else {
+          open.push(c);
+          state = c === 0x7b ? KEY : VALUE;
+        }
+      } else if (scalar(c)) state = AFTER;
+      else break;
+    } else if (state === KEY) {
+      if (c !== 0x22 || !string()) break;
       ws();
-      if (text[i] === ']') return void i++;
-      for (;;) {
-        value();
-        ws();
-        if (text[i] === ',') i++;
-        else if (text[i] === ']') return void i++;
-        else fail();
-      }
+      if (text.charCodeAt(i) !== 0x3a) break;
+      i++;
+      state = VALUE;
+    } else {
+      const top = open[open.length - 1];
+      if (top === undefined) return i < n ? i : n;
+      if (c === 0x2c) {
+        i++;
+        state = top === 0x7b ? KEY : VALUE;
+      } else if (c === top + 2) {
+        open.pop();
+        i++;
+      } else break;
     }
-    if (ch === '"') return string();
-    if (ch === 't') return literal('true');
-    if (ch === 'f') return literal('false');
-    if (ch === 'n') return literal('null');
-    if (ch === '-' || (ch >= '0' && ch <= '9')) return number();
-    fail();
-  };
-  try {
-    value();
-    ws();
-    if (i < text.length) fail();
-  } catch (at) {
-    if (typeof at === 'number') return Math.min(at, text.length);
-    throw at;
   }
-  return text.length;
+  return Math.min(i, n);
+}
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+function isHex(c: number): boolean {
+  return isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
 }
 
 /** `application/x-www-form-urlencoded`: an object, a repeated key becomes an array. */

@@ -81,18 +81,45 @@ function eventFromJson(json: Record<string, unknown>, where: string): CloudEvent
   if (data !== undefined && base64 !== undefined) throw invalid(`${where}an event has either 'data' or 'data_base64', not both`, 'data_base64');
   let value: unknown;
   if (base64 !== undefined) {
-    if (typeof base64 !== 'string' || !/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(base64)) {
-      throw invalid(`${where}attribute 'data_base64' must be base64 text`, 'data_base64');
-    }
-    value = Buffer.from(base64, 'base64');
+    value = decodeBase64(base64, `${where}attribute 'data_base64'`, 'data_base64');
   } else if (data !== undefined) {
     try {
-      value = structuredData(data, attributes.datacontenttype);
+      // CloudEvents 0.3 carried binary data as a base64 string with `datacontentencoding: base64`.
+      value =
+        attributes.specversion === '0.3' && attributes.datacontentencoding === 'base64'
+          ? decodeBase64(data, `${where}'data' with datacontentencoding base64`, 'data')
+          : structuredData(data, attributes.datacontenttype);
     } catch (err) {
       throw dataError(err, where);
     }
   }
   return build(attributes, value, where);
+}
+
+/**
+ * Strict base64 (RFC 4648, the standard alphabet): whitespace between characters is allowed,
+ * padding optional but only at the end, and a length that cannot encode whole bytes is refused.
+ * One pass over the text: no regex that could backtrack on a long run of whitespace.
+ */
+export function decodeBase64(text: unknown, what: string, attribute: string): Buffer {
+  if (typeof text !== 'string') throw invalid(`${what} must be base64 text`, attribute);
+  let count = 0;
+  let padding = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
+    if (c === 0x3d) {
+      padding++;
+      continue;
+    }
+    const alphabet = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2f;
+    if (!alphabet || padding > 0) throw invalid(`${what} must be base64 text`, attribute);
+    count++;
+  }
+  if (padding > 2 || count % 4 === 1 || (padding > 0 && (count + padding) % 4 !== 0)) {
+    throw invalid(`${what} has an invalid length for base64`, attribute);
+  }
+  return Buffer.from(text, 'base64');
 }
 
 // In structured mode JSON data is already a value; other types arrive as JSON strings.
@@ -111,7 +138,22 @@ function structuredData(data: unknown, contentType: unknown): unknown {
   }
 }
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+// Anchored, every quantifier over a distinct character class: linear on any input.
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+/** An RFC 3339 date-time that names a real instant: `2020-02-30T00:00:00Z` does not. */
+export function isTimestamp(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  const m = RFC3339.exec(value);
+  if (m === null) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const offsetOk = m[7] === undefined || (Number(m[7]) <= 23 && Number(m[8]) <= 59);
+  // Second 60 is a leap second, which RFC 3339 allows.
+  return month >= 1 && month <= 12 && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 60 && offsetOk;
+}
 const ATTRIBUTE_NAME = /^[a-z0-9]+$/;
 // RFC 3986 characters, percent escapes whole: a URI reference (source), and an absolute URI.
 const URI_REFERENCE = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
@@ -138,13 +180,17 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
     const value = attributes[name];
     if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
     switch (name) {
+      case 'data':
+      case 'data_base64':
+        // Data travels in the body (binary) or the data members (structured), never as an attribute.
+        throw invalid(`${where}'${name}' is not a context attribute`, name);
       case 'id':
       case 'source':
       case 'type':
       case 'specversion':
         break;
       case 'time':
-        if (typeof value !== 'string' || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+        if (!isTimestamp(value)) {
           throw invalid(`${where}attribute 'time' must be an RFC 3339 timestamp`, 'time');
         }
         break;
@@ -158,8 +204,8 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
         break;
       default:
         // Extension attributes take the CloudEvents type system's scalar values.
-        if (typeof value !== 'string' && typeof value !== 'boolean' && !Number.isInteger(value)) {
-          throw invalid(`${where}extension attribute '${name}' must be a string, an integer or a boolean`, name);
+        if (typeof value !== 'string' && typeof value !== 'boolean' && !isInt32(value)) {
+          throw invalid(`${where}extension attribute '${name}' must be a string, a 32-bit integer or a boolean`, name);
         }
     }
   }
@@ -187,6 +233,10 @@ function receivedEventClass(): new () => CloudEvent<unknown> {
     } as unknown as new () => CloudEvent<unknown>;
   }
   return ReceivedEvent;
+}
+
+function isInt32(value: unknown): boolean {
+  return Number.isInteger(value) && (value as number) >= INT32_MIN && (value as number) <= INT32_MAX;
 }
 
 function invalid(message: string, attribute?: string): HttpError {
@@ -268,11 +318,20 @@ export class CloudEventResponse {
 export function asCloudEvent(value: object): CloudEvent<unknown> | undefined {
   if (value instanceof CloudEventResponse) return value.response();
   if (sdk !== undefined && value instanceof sdk.CloudEvent) return value;
-  const candidate = value as { constructor?: { name?: string }; specversion?: unknown };
-  if (candidate.constructor?.name === 'CloudEvent' && typeof candidate.specversion === 'string') {
+  // Another copy of the SDK: recognised by its class, found on the prototype chain. Parsed data
+  // (plain objects, whatever own `constructor` key it carries) never matches.
+  if (madeBy(value, 'CloudEvent') && typeof (value as { specversion?: unknown }).specversion === 'string') {
     return new (cloudevents().CloudEvent)({ ...value });
   }
   return undefined;
+}
+
+function madeBy(value: object, name: string): boolean {
+  for (let proto = Object.getPrototypeOf(value); proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    const ctor = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value as { name?: unknown } | undefined;
+    if (typeof ctor === 'function' && ctor.name === name) return true;
+  }
+  return false;
 }
 
 export interface EncodedEvent {

@@ -116,6 +116,13 @@ export function parseBytes(value: string | number, what = 'body limit'): number 
   throw new ConfigError(`invalid ${what} '${value}': expected a number of bytes, or with a unit such as 512kb or 2mb`);
 }
 
+/** A whole number of at least 1, from text or a number. */
+export function parseCount(value: string | number, what: string): number {
+  const count = typeof value === 'number' ? value : /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(count) || count < 1) throw new ConfigError(`invalid ${what} '${value}': expected a whole number of at least 1`);
+  return count;
+}
+
 /** A port number from text or a number. */
 export function parsePort(value: string | number, what: string): number {
   const port = typeof value === 'number' ? value : /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;

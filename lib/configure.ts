@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Document, YAMLMap, YAMLSeq } from 'yaml';
-import { checkLogLevel, ConfigError, parseBytes, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
+import { checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
 
 type YamlModule = typeof import('yaml');
 const yaml = (): YamlModule => require('yaml') as YamlModule;
@@ -51,7 +51,18 @@ export function checkEnv(name: string, value: string): void {
       parseSwitch(value, name);
       break;
     case 'FUNC_GRACE_PERIOD':
+    case 'FUNC_TIMEOUT':
+    case 'FUNC_MAX_EVENT_LOOP_DELAY':
+    case 'FUNC_HEADERS_TIMEOUT':
+    case 'FUNC_REQUEST_TIMEOUT':
+    case 'FUNC_KEEP_ALIVE_TIMEOUT':
       parseDuration(value, name);
+      break;
+    case 'FUNC_METRICS':
+      parseSwitch(value, name);
+      break;
+    case 'FUNC_MAX_CONNECTIONS':
+      parseCount(value, name);
       break;
   }
 }

@@ -1,5 +1,11 @@
-// The one place where a thrown value becomes a status and a JSON body.
-import { STATUS_CODES } from 'node:http';
+// The one place where a thrown value becomes a response: its status, JSON body and headers.
+// A thrown value may be anything a function made: a Proxy, an object whose getters throw, a
+// cyclic null-prototype object. It is read once, defensively, into plain facts; nothing after
+// that touches it again, and a last-resort path answers when even that goes wrong.
+import { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { safeHeaders, type Dropped } from './headers';
+import type { Logger } from './log';
+import { JSON_TYPE, send } from './send';
 
 /** An error with an HTTP status. Its message is shown to the client when the status is below 500. */
 export class HttpError extends Error {
@@ -18,6 +24,32 @@ export class HttpError extends Error {
   }
 }
 
+export interface ErrorBody {
+  statusCode: number;
+  error: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** What a thrown value says about itself, read once inside `try`. */
+export interface Thrown {
+  status: number;
+  /** The thrown message, for statuses below 500 only. */
+  message?: string;
+  details?: Record<string, unknown>;
+  headers?: OutgoingHttpHeaders;
+  /** What the log gets: the Error itself, or a description of a value that is not one. */
+  logged: unknown;
+}
+
+function read<T>(get: () => T): T | undefined {
+  try {
+    return get();
+  } catch {
+    return undefined;
+  }
+}
+
 function errorStatus(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value >= 400 && value <= 599 ? value : undefined;
 }
@@ -28,15 +60,56 @@ function errorStatus(value: unknown): number | undefined {
  */
 export function statusOf(thrown: unknown): number {
   if (thrown === null || (typeof thrown !== 'object' && typeof thrown !== 'function')) return 500;
-  const { statusCode, code } = thrown as { statusCode?: unknown; code?: unknown };
-  return errorStatus(statusCode) ?? errorStatus(code) ?? 500;
+  const value = thrown as { statusCode?: unknown; code?: unknown };
+  return errorStatus(read(() => value.statusCode)) ?? errorStatus(read(() => value.code)) ?? 500;
 }
 
-export interface ErrorBody {
-  statusCode: number;
-  error: string;
-  message: string;
-  [detail: string]: unknown;
+// Messages are the client's to read below 500; a runaway one is cut rather than echoed whole.
+const MAX_MESSAGE = 1024;
+
+/** Reads a thrown value into plain facts. Never throws. */
+export function inspect(thrown: unknown, dropped?: Dropped[]): Thrown {
+  const status = statusOf(thrown);
+  const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
+  const ours = isObject && read(() => thrown instanceof HttpError) === true;
+  const isError = ours || (isObject && read(() => thrown instanceof Error) === true);
+  const facts: Thrown = { status, logged: isError ? thrown : { thrown: describe(thrown) } };
+  if (!isObject) return facts;
+  const value = thrown as { message?: unknown; details?: unknown; headers?: unknown };
+  // Read at any status; bodyOf() shows them below 500 only.
+  const message = read(() => value.message);
+  if (typeof message === 'string' && message !== '') facts.message = message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE) + '…' : message;
+  if (ours) facts.details = read(() => copy(value.details));
+  // Headers a thrown error asks for (`Allow` on a 405, `WWW-Authenticate` on a 401): from funcrun's
+  // HttpError, or from an error that chose its own 4xx status (a library error that happens to
+  // carry `headers` and no status adds none).
+  if (ours || status < 500) {
+    const headers = read(() => value.headers);
+    if (headers !== null && typeof headers === 'object') facts.headers = safeHeaders(headers, dropped);
+  }
+  return facts;
+}
+
+function copy(details: unknown): Record<string, unknown> | undefined {
+  if (details === null || typeof details !== 'object') return undefined;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(details)) out[key] = (details as Record<string, unknown>)[key];
+  return out;
+}
+
+/** A thrown value that is not an Error, as text for the log. */
+export function describe(value: unknown): string {
+  try {
+    if (typeof value === 'string') return value;
+    const json = JSON.stringify(value);
+    return json ?? String(value);
+  } catch {
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return '[unreadable value]';
+    }
+  }
 }
 
 /**
@@ -45,10 +118,85 @@ export interface ErrorBody {
  * internal leaks (the detail goes to the log).
  */
 export function errorBody(status: number, thrown: unknown): ErrorBody {
-  const error = STATUS_CODES[status] ?? 'Error';
-  if (status >= 500) return { statusCode: status, error, message: error };
-  const message = (thrown as { message?: unknown } | undefined)?.message;
-  const text = typeof message === 'string' && message ? message : error;
-  const details = thrown instanceof HttpError ? thrown.details : undefined;
-  return { statusCode: status, error, message: text, ...details };
+  return bodyOf({ ...inspect(thrown), status });
+}
+
+function bodyOf(facts: Thrown): ErrorBody {
+  const error = STATUS_CODES[facts.status] ?? 'Error';
+  if (facts.status >= 500) return { statusCode: facts.status, error, message: error };
+  return { statusCode: facts.status, error, message: facts.message ?? error, ...facts.details };
+}
+
+/** Shapes an error body: the module's `errorBody(body, thrown)`, when it has one. */
+export type ErrorFormat = (body: ErrorBody, thrown: unknown) => unknown;
+
+/** The JSON text of an error body. Never throws: a failing format or details fall back to the plain body. */
+export function errorJson(facts: Thrown, thrown: unknown, log: Logger, format?: ErrorFormat): string {
+  const body = bodyOf(facts);
+  if (format !== undefined) {
+    try {
+      const shaped = JSON.stringify(format(body, thrown));
+      if (shaped !== undefined) return shaped;
+    } catch (err) {
+      quietly(() => log.error(err, 'errorBody() failed'));
+    }
+  }
+  try {
+    return JSON.stringify(body);
+  } catch {
+    // Details that cannot be serialised (cyclic, BigInt): the body without them.
+    return JSON.stringify({ statusCode: body.statusCode, error: body.error, message: body.message });
+  }
+}
+
+/**
+ * The one place a thrown value becomes a response. 5xx details go to the log, never to the
+ * client. `format` is the module's `errorBody`, when it shapes its own error bodies. Never throws.
+ */
+export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, format?: ErrorFormat): void {
+  try {
+    const dropped: Dropped[] = [];
+    const facts = inspect(thrown, dropped);
+    if (facts.status >= 500) quietly(() => log.error(facts.logged, 'request failed'));
+    else quietly(() => log.debug({ statusCode: facts.status, message: facts.message }, 'request rejected'));
+    if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));
+    if (res.headersSent || res.destroyed) {
+      // Part of another answer is on the wire: the only honest signal left is a cut connection.
+      res.destroy();
+      return;
+    }
+    for (const name of res.getHeaderNames()) {
+      if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
+    }
+    const headers: OutgoingHttpHeaders = { ...facts.headers, 'content-type': JSON_TYPE };
+    // A body we stopped reading leaves the connection unusable.
+    if (facts.status === 413) headers.connection = 'close';
+    send(req, res, facts.status, headers, errorJson(facts, thrown, log, format));
+  } catch (err) {
+    lastResort(res, log, err);
+  }
+}
+
+const INTERNAL = JSON.stringify({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+
+/** When answering failed: a bare 500 if nothing was written yet, else a cut connection. Never throws. */
+export function lastResort(res: ServerResponse, log: Logger, err: unknown): void {
+  quietly(() => log.error(err instanceof Error ? err : { thrown: describe(err) }, 'answering the request failed'));
+  try {
+    if (res.headersSent || res.destroyed) return void res.destroy();
+    for (const name of res.getHeaderNames()) res.removeHeader(name);
+    res.writeHead(500, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(INTERNAL), connection: 'close' });
+    res.end(INTERNAL);
+  } catch {
+    quietly(() => res.destroy());
+  }
+}
+
+/** Runs `fn` and ignores what it throws: for logging on paths that must not fail. */
+export function quietly(fn: () => unknown): void {
+  try {
+    fn();
+  } catch {
+    // Nothing left to tell it to.
+  }
 }

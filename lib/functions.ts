@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { asCloudEvent, cloudevents } from './cloudevent';
 import type { Context } from './context';
 import { HttpError } from './errors';
-import { JSON_TYPE } from './respond';
+import { JSON_TYPE } from './send';
 import type { Function as FunctionModule, Invokable, NamedFunction } from './types';
 
 type Ajv = import('ajv').default;
@@ -75,14 +75,21 @@ export function namedRoutes(module: FunctionModule): NamedRoute[] {
 function createAjv(): Ajv {
   // Loaded only when some function declares an input schema.
   const Ajv = (require('ajv') as { default: new (options: object) => Ajv }).default;
-  const ajv = new Ajv({ allErrors: true, strict: false });
+  const ajv = new Ajv({ strict: false });
   (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(ajv);
   return ajv;
 }
 
 function invoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokable {
   const schema = fn.inputSchema as Schema | undefined;
-  const checkBody = schema && ajv ? compile(ajv, schema, false) : undefined;
+  const checkJson = schema && ajv ? compile(ajv, schema, false) : undefined;
+  // A JSON Schema describes JSON values: bytes (a Buffer is an object with a key per byte) are refused.
+  const checkBody =
+    checkJson &&
+    ((input: unknown) => {
+      if (ArrayBuffer.isView(input)) throw new HttpError(415, `function '${name}' takes JSON input described by its schema, not bytes`);
+      checkJson(input);
+    });
   // Query values are text: with a schema they are coerced to its types (and a single value to a list).
   const checkQuery = schema && ajv ? compile(ajv, schema, true) : undefined;
   return async (context: Context, data: unknown) => {
@@ -105,13 +112,22 @@ function invoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokab
   };
 }
 
+// ajv's allErrors mode makes an error object per violation: for input with a violation per item
+// or per byte that is hundreds of bytes of garbage per input byte. Every input is first checked
+// fail-fast; only small input (at most this many values) is checked again to list every violation.
+const LIST_ALL_UP_TO = 1000;
+const MAX_VIOLATIONS = 50;
+
 function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
   // Coercion needs its own instance: ajv's option applies to everything it compiles.
   const instance = coerce ? withCoercion(ajv) : ajv;
-  const validate = instance.compile(schema);
+  const first = instance.compile(schema);
+  const every = allErrors(instance).compile(schema);
   return (input) => {
-    if (validate(input)) return;
-    const violations = (validate.errors ?? []).map((e) => ({
+    if (first(input)) return;
+    // Coercion changes the input in place; the second pass sees what the first left.
+    const errors = (countUpTo(input, LIST_ALL_UP_TO + 1) <= LIST_ALL_UP_TO && !every(input) ? every.errors : first.errors) ?? [];
+    const violations = errors.slice(0, MAX_VIOLATIONS).map((e) => ({
       field: e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.'),
       description: e.keyword === 'required' ? `'${(e.params as { missingProperty: string }).missingProperty}' is required` : (e.message ?? 'is invalid'),
     }));
@@ -119,12 +135,40 @@ function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
   };
 }
 
+/** How many values `input` holds, counting no further than `limit`. */
+function countUpTo(input: unknown, limit: number): number {
+  let count = 0;
+  const pending = [input];
+  while (pending.length > 0 && count < limit) {
+    const node = pending.pop();
+    count++;
+    if (node === null || typeof node !== 'object') continue;
+    if (ArrayBuffer.isView(node)) count += node.byteLength;
+    else if (Array.isArray(node)) pending.push(...node.slice(0, limit));
+    else for (const key of Object.keys(node).slice(0, limit)) pending.push((node as Record<string, unknown>)[key]);
+  }
+  return count;
+}
+
+const listing = new WeakMap<Ajv, Ajv>();
+/** An instance like `ajv` (same coercion) that reports every violation. */
+function allErrors(ajv: Ajv): Ajv {
+  let instance = listing.get(ajv);
+  if (instance === undefined) {
+    const Ajv = ajv.constructor as new (options: object) => Ajv;
+    instance = new Ajv({ ...ajv.opts, allErrors: true });
+    (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(instance);
+    listing.set(ajv, instance);
+  }
+  return instance;
+}
+
 const coercing = new WeakMap<Ajv, Ajv>();
 function withCoercion(ajv: Ajv): Ajv {
   let instance = coercing.get(ajv);
   if (instance === undefined) {
     const Ajv = ajv.constructor as new (options: object) => Ajv;
-    instance = new Ajv({ allErrors: true, strict: false, coerceTypes: 'array' });
+    instance = new Ajv({ strict: false, coerceTypes: 'array' });
     (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(instance);
     coercing.set(ajv, instance);
   }
@@ -167,14 +211,15 @@ export function queryInput(query: Record<string, string | string[]>, schema?: Sc
       throw new HttpError(400, `invalid query parameter name '${key}'`);
     }
     let node = root;
+    // Own properties only: `toString` or `valueOf` are ordinary names, not Object.prototype's.
     for (const part of path.slice(0, -1)) {
-      const next = node[part];
+      const next = Object.hasOwn(node, part) ? node[part] : undefined;
       if (next === undefined) node = node[part] = {} as Record<string, unknown>;
       else if (typeof next === 'object' && next !== null && !Array.isArray(next)) node = next as Record<string, unknown>;
       else throw new HttpError(400, `query parameter '${key}' conflicts with '${path.slice(0, path.indexOf(part) + 1).join('.')}'`);
     }
     const last = path[path.length - 1];
-    if (node[last] !== undefined) throw new HttpError(400, `query parameter '${key}' conflicts with another one`);
+    if (Object.hasOwn(node, last)) throw new HttpError(400, `query parameter '${key}' conflicts with another one`);
     node[last] = value;
   }
   return toLists(root, schema) as Record<string, unknown>;
@@ -193,7 +238,7 @@ function toLists(value: unknown, schema: Schema | undefined): unknown {
   const properties = schema?.properties as Record<string, Schema> | undefined;
   const additional = schema?.additionalProperties;
   for (const key of keys) {
-    const child = properties?.[key] ?? (typeof additional === 'object' ? (additional as Schema) : undefined);
+    const child = (properties !== undefined && Object.hasOwn(properties, key) ? properties[key] : undefined) ?? (typeof additional === 'object' ? (additional as Schema) : undefined);
     object[key] = toLists(object[key], child);
   }
   return object;

@@ -2,7 +2,7 @@
 // defaults, and the types function authors use.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseDuration, parsePort, parseSwitch, readFuncYaml, type FuncYaml } from './config';
+import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml, type FuncYaml } from './config';
 import { checkFunction, LoadError, toFunction } from './loader';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { createServer, stop } from './server';
@@ -40,6 +40,8 @@ export interface Options {
   requestTimeout?: number | string;
   /** How long an idle keep-alive connection stays open: longer than a Knative queue-proxy keeps one. Default 95s. */
   keepAliveTimeout?: number | string;
+  /** Open connections at most (idle keep-alive ones included); past it new ones are refused. Default 1024. */
+  maxConnections?: number | string;
 }
 
 type Environment = Options & { livenessUrl?: string; readinessUrl?: string; service?: string; revision?: string; instance?: string };
@@ -59,6 +61,7 @@ export const defaults = Object.freeze({
   headersTimeout: 20_000,
   requestTimeout: 60_000,
   keepAliveTimeout: 95_000,
+  maxConnections: 1024,
 });
 
 /** The options the environment gives, by faas-js-runtime's and Knative's variable names. */
@@ -80,6 +83,7 @@ export function fromEnvironment(env: NodeJS.ProcessEnv): Environment {
     const value = env[name];
     if (value) out[key] = parseDuration(value, name);
   }
+  if (env.FUNC_MAX_CONNECTIONS) out.maxConnections = parseCount(env.FUNC_MAX_CONNECTIONS, 'FUNC_MAX_CONNECTIONS');
   if (env.FUNC_METRICS) out.metrics = parseSwitch(env.FUNC_METRICS, 'FUNC_METRICS');
   if (env.FUNC_METRICS_PATH) out.metricsPath = probePath(env.FUNC_METRICS_PATH, 'FUNC_METRICS_PATH');
   // Knative's container contract names the service and revision; the pod names the instance.
@@ -152,6 +156,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       headersTimeout: ms('headersTimeout'),
       requestTimeout: ms('requestTimeout'),
       keepAliveTimeout: ms('keepAliveTimeout'),
+      maxConnections: parseCount(options.maxConnections ?? env.maxConnections ?? defaults.maxConnections, 'maxConnections'),
     },
     log,
   );

@@ -1,60 +1,49 @@
-// Turning whatever a handler returned into a response (the seed's return rules), and the one
-// function that writes a response.
+// Turning whatever a handler returned into a response: the seed's return rules.
+//
+// Two rules keep a client from steering its own answer through a function that echoes input:
+// CloudEvents and XML documents are recognised by what they are (their class), never by the
+// shape of their own properties; and a `{ statusCode, headers, body }` object that came out of
+// parsing the request is data, sent as JSON, not a response spelled out.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { pipeline, Readable, Writable } from 'node:stream';
 import { asCloudEvent, encodeEvent, type Mode } from './cloudevent';
-
-export const TEXT = 'text/plain; charset=utf-8';
-export const JSON_TYPE = 'application/json; charset=utf-8';
-export const BINARY = 'application/octet-stream';
-export const XML = 'application/xml; charset=utf-8';
-
-// An XML DOM Document (such as the one an XML request arrives as) serialises with toString().
-function isXmlDocument(value: object): boolean {
-  return (value as { nodeType?: unknown }).nodeType === 9 && typeof value.toString === 'function';
-}
-
-/**
- * Writes a whole response. The body is final (string or bytes) before anything is written, so a
- * failure while preparing it can still become an error response. HEAD, 204 and 304 send no body.
- */
-export function send(
-  req: IncomingMessage,
-  res: ServerResponse,
-  status: number,
-  headers: OutgoingHttpHeaders | undefined,
-  body: string | Buffer | undefined,
-): void {
-  const out: OutgoingHttpHeaders = {};
-  if (headers !== undefined) {
-    for (const name in headers) {
-      const value = headers[name];
-      if (value !== undefined) out[name] = value;
-    }
-  }
-  if (status === 204 || status === 304) body = undefined;
-  else out['content-length'] = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  // One writeHead with every header: node's fast path, as a hand-written server would do it.
-  res.writeHead(status, out);
-  if (req.method === 'HEAD' || body === undefined) res.end();
-  else res.end(body);
-}
+import { safeHeaders, type Dropped } from './headers';
+import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
 
 /** A response decided but not yet written. */
-interface Reply {
+export interface Reply {
   status: number;
   headers?: OutgoingHttpHeaders;
   body?: string | Buffer | Readable;
+  /** Headers of the function's that were left out (framing, or refused by node). */
+  dropped?: Dropped[];
 }
 
-/** Sends a handler's return value by the seed's return rules. `mode` is the request's CloudEvents mode. */
-export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined): void {
-  const reply = toReply(value, mode);
-  if (reply.body instanceof Readable) return pipe(req, res, reply.status, reply.headers, reply.body);
+/** True for objects made by a class: not `{}` literals, parsed JSON, or null-prototype maps. */
+function isInstance(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto !== null && proto !== Object.prototype && proto !== Array.prototype;
+}
+
+// An XML DOM Document (such as the one an XML request arrives as) serialises with toString().
+function isXmlDocument(value: object): boolean {
+  return isInstance(value) && (value as { nodeType?: unknown }).nodeType === 9 && typeof value.toString === 'function';
+}
+
+/**
+ * Sends a handler's return value by the seed's return rules. `mode` is the request's CloudEvents
+ * mode; `input` holds what the request was parsed into (body, query, headers, params). Returns
+ * a promise when the body is a stream: it settles when the stream has been sent, rejects when
+ * the stream fails, and resolves early when the client goes away (the stream is then destroyed).
+ */
+export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: readonly unknown[]): Reply | Promise<Reply> {
+  const reply = toReply(value, mode, input);
+  if (reply.body instanceof Readable) return stream(req, res, reply, reply.body);
   send(req, res, reply.status, reply.headers, reply.body);
+  return reply;
 }
 
-export function toReply(value: unknown, mode: Mode | undefined): Reply {
+export function toReply(value: unknown, mode: Mode | undefined, input: readonly unknown[] = []): Reply {
   switch (typeof value) {
     case 'undefined':
       return { status: 204 };
@@ -87,32 +76,51 @@ export function toReply(value: unknown, mode: Mode | undefined): Reply {
   }
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': BINARY }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
-  if ('statusCode' in object || 'headers' in object || 'body' in object) return structured(object, mode);
+  if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) return structured(object, mode);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(object) };
+}
+
+/**
+ * Whether `value` is one of the objects the request was parsed into, or inside one. Parsed data
+ * is plain objects and arrays, so only those are walked: linear in the size of the request, and
+ * only for return values that look like a spelled-out response.
+ */
+function isPartOf(value: object, input: readonly unknown[]): boolean {
+  const seen = new Set<object>();
+  const pending: unknown[] = [...input];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node === value) return true;
+    if (node === null || typeof node !== 'object' || seen.has(node) || (isInstance(node) && !isEvent(node))) continue;
+    seen.add(node);
+    if (Array.isArray(node)) for (const item of node) pending.push(item);
+    else for (const key of Object.keys(node)) pending.push((node as Record<string, unknown>)[key]);
+  }
+  return false;
+}
+
+// A received CloudEvent is walked for its data (an event is recognised by class, its data is not).
+function isEvent(node: object): boolean {
+  return asCloudEvent(node) !== undefined;
 }
 
 /** `{ statusCode, headers, body }`: a response the function spelled out. Also an SDK `Message`. */
 function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined): Reply {
   const { statusCode, body } = value;
   if (statusCode !== undefined && !(Number.isInteger(statusCode) && (statusCode as number) >= 200 && (statusCode as number) <= 599)) {
-    throw new Error(`the function returned an invalid statusCode ${JSON.stringify(statusCode)}: expected an integer from 200 to 599`);
+    throw new Error(`the function returned an invalid statusCode ${String(statusCode).slice(0, 40)}: expected an integer from 200 to 599`);
   }
   if (value.headers !== undefined && (value.headers === null || typeof value.headers !== 'object')) {
     throw new Error('the function returned headers that are not an object');
   }
-  const headers: OutgoingHttpHeaders = {};
-  let userType = false;
-  for (const [name, header] of Object.entries((value.headers ?? {}) as Record<string, unknown>)) {
-    if (header === undefined || header === null) continue;
-    const lower = name.toLowerCase();
-    if (lower === 'content-type') userType = true;
-    headers[lower] = Array.isArray(header) ? header.map(String) : String(header);
-  }
+  const dropped: Dropped[] = [];
+  const headers = safeHeaders(value.headers, dropped);
+  const userType = headers['content-type'] !== undefined;
   const content = bodyOf(body, mode);
   if (content.type !== undefined && !userType) headers['content-type'] = content.type;
   if (content.headers) for (const name in content.headers) if (!(name in headers)) headers[name] = content.headers[name];
   const status = (statusCode as number | undefined) ?? (content.body === undefined ? 204 : 200);
-  return { status, headers, body: content.body };
+  return dropped.length === 0 ? { status, headers, body: content.body } : { status, headers, body: content.body, dropped };
 }
 
 function bodyOf(body: unknown, mode: Mode | undefined): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
@@ -150,17 +158,50 @@ function stringify(value: unknown): string {
   return json === undefined ? 'null' : json;
 }
 
-function pipe(req: IncomingMessage, res: ServerResponse, status: number, headers: OutgoingHttpHeaders | undefined, stream: Readable): void {
-  for (const name in headers) res.setHeader(name, headers[name]!);
-  res.statusCode = status;
+/**
+ * Streams a returned Readable. Headers are written with the first chunk, so a stream that fails
+ * before any byte still gets a proper error response; after that a failure can only cut the
+ * connection. `stream.pipeline` destroys the stream when the client goes away.
+ */
+function stream(req: IncomingMessage, res: ServerResponse, reply: Reply, source: Readable): Promise<Reply> {
+  if (source.destroyed) return Promise.reject(new Error('the function returned a stream that was already destroyed'));
+  const head = () => {
+    if (!res.headersSent) res.writeHead(reply.status, reply.headers);
+  };
   if (req.method === 'HEAD') {
-    stream.destroy();
+    source.destroy();
+    head();
     res.end();
-    return;
+    return Promise.resolve(reply);
   }
-  stream.on('error', (err) => {
-    // Headers are gone already: the only honest signal left is a cut connection.
-    res.destroy(err);
+  let gone = false;
+  const sink = new Writable({
+    // Object mode, so any chunk reaches write() and a wrong one is refused here, not thrown.
+    objectMode: true,
+    write(chunk: unknown, _encoding, callback) {
+      if (typeof chunk === 'string') chunk = Buffer.from(chunk);
+      if (!(chunk instanceof Uint8Array)) return callback(new TypeError(`the function's stream produced a chunk that is not bytes or a string (${typeof chunk})`));
+      head();
+      if (res.write(chunk)) callback();
+      else res.once('drain', () => callback());
+    },
+    final(callback) {
+      head();
+      res.end();
+      callback();
+    },
   });
-  stream.pipe(res);
+  const onClose = () => {
+    if (res.writableFinished) return;
+    gone = true;
+    sink.destroy();
+  };
+  res.once('close', onClose);
+  return new Promise((resolve, reject) => {
+    pipeline(source, sink, (err) => {
+      res.off('close', onClose);
+      if (err === undefined || err === null || gone) resolve(reply);
+      else reject(err);
+    });
+  });
 }

@@ -4,7 +4,7 @@
 // start() reads the rest of the environment.
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
-import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
+import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
 import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop, type Options } from './index';
@@ -23,6 +23,7 @@ Options:
       --include-raw       put the body's bytes on context.rawBody (default: FUNC_INCLUDE_RAW)
       --grace-period <t>  how long requests in flight may take at shutdown, such as 10s (default: FUNC_GRACE_PERIOD, else 10s)
       --timeout <t>       answer 504 when the function takes longer, such as 30s (default: FUNC_TIMEOUT, else off)
+      --max-connections <n> open connections at most (default: FUNC_MAX_CONNECTIONS, else 1024)
       --pretty            human-readable log lines instead of JSON (default: FUNC_LOG_PRETTY)
       --watch             restart when a file of the function changes (funcrun serve only)
   -h, --help              show this help`;
@@ -56,6 +57,7 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
       includeRaw: { type: 'boolean' },
       'grace-period': { type: 'string' },
       timeout: { type: 'string' },
+      'max-connections': { type: 'string' },
       pretty: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -74,6 +76,7 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
   if (limit !== undefined) options.bodyLimit = parseBytes(limit, '--bodyLimit');
   if (values['include-raw'] || values.includeRaw) options.includeRaw = true;
   if (values.timeout !== undefined) options.timeout = parseDuration(values.timeout, '--timeout');
+  if (values['max-connections'] !== undefined) options.maxConnections = parseCount(values['max-connections'], '--max-connections');
   if (values['grace-period'] !== undefined) parseDuration(values['grace-period'], '--grace-period');
   return { target: positionals[0] ?? '.', options, gracePeriod: values['grace-period'], pretty: values.pretty === true };
 }
@@ -89,19 +92,45 @@ export async function serve(argv: string[]): Promise<void> {
     stop(server, gracePeriod).then(
       () => {
         log.info('stopped');
-        process.exit(code);
+        process.exit(failed ? 1 : code);
       },
-      // The server has logged shutdown()'s error already.
+      // The server has logged shutdown()'s error (or that it did not finish in time) already.
       () => process.exit(1),
     );
   };
 
+  let gracePeriod: number = defaults.gracePeriod;
+  let failed = false;
+  // A function's own async code threw (a timer, an unhandled rejection): requests in flight still
+  // get the grace period, then the process exits 1 so the platform restarts it.
   process.on('uncaughtException', (err) => {
     log.fatal(err, 'uncaught exception');
-    if (stopping) process.exit(1);
+    failed = true;
+    if (stopping) return;
     stopping = true;
-    shutdownThen(1, 1000);
+    shutdownThen(1, gracePeriod);
   });
+  // An init() that never settles and holds nothing would otherwise end the process silently, with 0.
+  let started = false;
+  process.once('beforeExit', () => {
+    if (started) return;
+    startupLog.fatal('the function never finished starting: init() (or the module\'s top-level await) never settled, and nothing was left to run');
+    process.exit(1);
+  });
+
+  // Installed before anything starts, so no signal can find the process without them. Before
+  // the server exists a signal simply ends the start.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) {
+        log.warn(`${signal} again: exiting now`);
+        process.exit(1);
+      }
+      stopping = true;
+      log.info(`${signal}: draining requests in flight, then running shutdown()`);
+      shutdownThen(0, gracePeriod);
+    });
+  }
 
   let parsed;
   try {
@@ -110,7 +139,6 @@ export async function serve(argv: string[]): Promise<void> {
     fail(err);
   }
   const { target, options } = parsed;
-  let gracePeriod: number = defaults.gracePeriod;
   try {
     // func.yaml's envs are set before the module loads: its top level may read them.
     const funcYaml = readFuncYaml(resolveEntry(target).folder);
@@ -123,19 +151,8 @@ export async function serve(argv: string[]): Promise<void> {
   } catch (err) {
     fail(err);
   }
+  started = true;
   log = loggerOf(server);
-
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.on(signal, () => {
-      if (stopping) {
-        log.warn(`${signal} again: exiting now`);
-        process.exit(1);
-      }
-      stopping = true;
-      log.info(`${signal}: draining requests in flight, then running shutdown()`);
-      shutdownThen(0, gracePeriod);
-    });
-  }
 }
 
 if (require.main === module) void serve(process.argv.slice(2));

@@ -9,11 +9,12 @@ import { asCloudEvent, detectMode, readEvent, responseDefaults } from './cloudev
 import { Context } from './context';
 import { namedRoutes } from './functions';
 import { allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
-import { errorBody, HttpError, statusOf, type ErrorBody } from './errors';
+import { errorBody, errorJson, HttpError, inspect, lastResort, sendError } from './errors';
 import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
-import { JSON_TYPE, respond, send, TEXT } from './respond';
+import { respond, type Reply } from './respond';
+import { JSON_TYPE, send, TEXT } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
 import { monitorLoop } from './overload';
@@ -37,6 +38,8 @@ export interface Settings {
   headersTimeout: number;
   requestTimeout: number;
   keepAliveTimeout: number;
+  /** Open connections at most; past it node refuses new ones. */
+  maxConnections: number;
 }
 
 type Target =
@@ -53,6 +56,18 @@ interface Runtime {
 }
 
 const runtimes = new WeakMap<Server, Runtime>();
+
+// Requests on a connection whose answers are not finished yet (more than one when pipelined).
+const PENDING = Symbol('funcrun pending requests');
+type CountedSocket = Socket & { [PENDING]?: number };
+
+/**
+ * While draining, the last pending response on a connection closes it. An earlier one must not:
+ * the requests pipelined behind it were run, and their answers are still to be sent.
+ */
+function closeAfter(req: IncomingMessage, res: ServerResponse): void {
+  if (!res.headersSent && (req.socket as CountedSocket)[PENDING] === 1) res.setHeader('connection', 'close');
+}
 
 export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
   const router = new Router<Target>();
@@ -84,16 +99,25 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const debug = log.isEnabled('debug');
   const runtime: Runtime = { module, log, draining: false, metrics };
   let requests = 0;
+  // Each request's logger carries its own reqId.
+  const newRequestLog = () => {
+    const reqId = ++requests;
+    return log.forRequest(reqId);
+  };
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const reqId = ++requests;
-    const reqLog = log.child(reqId);
-    if (runtime.draining) res.setHeader('connection', 'close');
+    const reqLog = newRequestLog();
+    const socket = req.socket as CountedSocket;
+    socket[PENDING] = (socket[PENDING] ?? 0) + 1;
     if (debug) access(req, res, reqLog);
     // Set when the request reaches the function: it then counts as an invocation in the metrics.
     let began = -1;
     try {
-      const url = req.url ?? '/';
+      // HTTP/1.1 requires Host (RFC 9112 section 3.2); node's own check would answer without a JSON body.
+      if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+        throw new HttpError(400, 'the request has no Host header');
+      }
+      const url = originForm(req.url ?? '/');
       const q = url.indexOf('?');
       const path = q === -1 ? url : url.slice(0, q);
       const method = req.method ?? 'GET';
@@ -136,22 +160,33 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       };
 
       let value: unknown;
+      let ctxData: unknown;
+      let events: unknown;
       if (mode === undefined) {
-        const data = bytes === undefined ? undefined : parseBody(bytes, media);
+        const data = (ctxData = bytes === undefined ? undefined : parseBody(bytes, media));
         const ctx = context();
         ctx.body = data;
         value = await invoke(target.fn, ctx, data);
       } else {
-        const event = readEvent(mode, req.headers, bytes, media);
+        const event = (events = readEvent(mode, req.headers, bytes, media));
         value = Array.isArray(event) ? await batch(event, target.fn, context, invoke) : await invoke(target.fn, context(event), event.data);
       }
-      if (runtime.draining) res.setHeader('connection', 'close');
-      respond(req, res, value, mode);
+      if (runtime.draining) closeAfter(req, res);
+      // What the request was parsed into: never read as response instructions (see respond.ts).
+      const input = [mode === undefined ? ctxData : events, query, req.headers, params];
+      const sent = respond(req, res, value, mode, input);
+      const reply: Reply = sent instanceof Promise ? await sent : sent;
+      if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);
     } catch (err) {
-      if (runtime.draining && !res.headersSent) res.setHeader('connection', 'close');
+      if (runtime.draining) closeAfter(req, res);
       sendError(req, res, err, reqLog, module.errorBody);
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
+    } finally {
+      // A pipelined response waits in node's queue until those before it are sent: it is
+      // pending until then. Otherwise the answer is with the socket now.
+      if (res.socket === null) res.once('close', () => socket[PENDING]!--);
+      else socket[PENDING]!--;
     }
   }
 
@@ -172,16 +207,36 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     return Promise.race([result, expired]).finally(() => clearTimeout(timer));
   }
 
+  // The last line of defence: whatever escapes onRequest still gets an answer, never a crash.
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    onRequest(req, res).catch((err: unknown) => lastResort(res, log, err));
+  }
+
   const server = createHttpServer(
     {
+      // Checked in onRequest, so that the answer is JSON like every other error.
+      requireHostHeader: false,
       headersTimeout: settings.headersTimeout,
       requestTimeout: settings.requestTimeout,
       // How often node checks those limits: often enough that they hold to within a quarter.
       connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.min(settings.headersTimeout, settings.requestTimeout || Infinity) / 4)),
     },
-    (req, res) => void onRequest(req, res),
+    handle,
   );
   server.keepAliveTimeout = settings.keepAliveTimeout;
+  server.maxConnections = settings.maxConnections;
+  // With `Expect: 100-continue`, a body over the limit is refused before the client sends it.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (Number(req.headers['content-length']) > settings.bodyLimit) {
+      const error = new HttpError(413, `request body is larger than the limit of ${settings.bodyLimit} bytes`, { details: { limit: settings.bodyLimit } });
+      return sendError(req, res, error, newRequestLog(), module.errorBody);
+    }
+    res.writeContinue();
+    handle(req, res);
+  });
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    sendError(req, res, new HttpError(417, 'only the expectation 100-continue is supported'), newRequestLog(), module.errorBody);
+  });
   server.once('listening', () => metrics?.ready(process.uptime()));
   server.once('close', () => loop?.stop());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
@@ -213,7 +268,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       }
     }
     if (healthy) send(req, res, 200, { 'content-type': TEXT }, 'OK');
-    else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(503, undefined, reqLog, module.errorBody));
+    else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(inspect(new HttpError(503, 'not ready')), undefined, reqLog, module.errorBody));
   }
 }
 
@@ -236,66 +291,8 @@ async function batch(
   return replies.length === 0 ? undefined : replies;
 }
 
-/**
- * The one place a thrown value becomes a response. 5xx details go to the log, never to the
- * client. `format` is the module's `errorBody`, when it shapes its own error bodies.
- */
-export function sendError(
-  req: IncomingMessage,
-  res: ServerResponse,
-  thrown: unknown,
-  log: Logger,
-  format?: (body: ErrorBody, thrown: unknown) => unknown,
-): void {
-  const status = statusOf(thrown);
-  if (status >= 500) log.error(thrown instanceof Error ? thrown : { thrown: describe(thrown) }, 'request failed');
-  else log.debug({ statusCode: status, message: (thrown as { message?: unknown } | undefined)?.message }, 'request rejected');
-  if (res.headersSent || res.destroyed) {
-    res.destroy();
-    return;
-  }
-  for (const name of res.getHeaderNames()) {
-    if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
-  }
-  const headers: Record<string, string> = { 'content-type': JSON_TYPE, ...errorHeaders(thrown, status) };
-  // A body we stopped reading leaves the connection unusable.
-  if (status === 413) headers.connection = 'close';
-  send(req, res, status, headers, errorJson(status, thrown, log, format));
-}
-
-function errorJson(status: number, thrown: unknown, log: Logger, format?: (body: ErrorBody, thrown: unknown) => unknown): string {
-  const body = errorBody(status, thrown);
-  if (format === undefined) return JSON.stringify(body);
-  try {
-    return JSON.stringify(format(body, thrown)) ?? JSON.stringify(body);
-  } catch (err) {
-    log.error(err, 'errorBody() failed');
-    return JSON.stringify(body);
-  }
-}
-
-// Headers a thrown error asks for (`Allow` on a 405, `WWW-Authenticate` on a 401): only from an
-// error that chose its own 4xx status, so a library error that happens to carry `headers` adds none.
-function errorHeaders(thrown: unknown, status: number): Record<string, string> | undefined {
-  if (thrown instanceof HttpError) return thrown.headers;
-  if (status >= 500 || thrown === null || typeof thrown !== 'object') return undefined;
-  const { headers } = thrown as { headers?: unknown };
-  if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) return undefined;
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) if (typeof value === 'string') out[name.toLowerCase()] = value;
-  return out;
-}
-
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
-}
-
-function describe(value: unknown): string {
-  try {
-    return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  } catch {
-    return String(value);
-  }
 }
 
 function access(req: IncomingMessage, res: ServerResponse, log: Logger): void {
@@ -306,9 +303,29 @@ function access(req: IncomingMessage, res: ServerResponse, log: Logger): void {
   });
 }
 
-/** Malformed HTTP never reaches a handler: answer it with a JSON error and close. */
+/**
+ * `GET http://host/path HTTP/1.1` (absolute form, RFC 9112 section 3.2.2) is routed by its path;
+ * everything else is already a path (or `*`, which no route matches).
+ */
+export function originForm(url: string): string {
+  if (url.charCodeAt(0) === 0x2f) return url;
+  const scheme = url.indexOf('://');
+  if (scheme === -1) return url;
+  let end = scheme + 3;
+  while (end < url.length && url[end] !== '/' && url[end] !== '?') end++;
+  const rest = url.slice(end);
+  return rest.startsWith('/') ? rest : '/' + rest;
+}
+
+/**
+ * Malformed HTTP never reaches a handler: answer it with a JSON error and close. Only when no
+ * response is pending on the connection, as node's own handler does: bytes written into a
+ * response in flight would corrupt it.
+ */
 function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
+  // node's own handler reads the same field: the response it is writing on this socket, if any.
+  const pending = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || (pending !== null && pending !== undefined)) {
     socket.destroy();
     return;
   }
@@ -336,22 +353,42 @@ function runShutdown(runtime: Runtime): Promise<void> {
 
 /**
  * Stops gracefully: readiness turns 503, no new connections are accepted, requests in flight
- * finish (keep-alive connections close after their current response), and after the last one
- * the module's `shutdown()` runs. Past `gracePeriod` ms the remaining connections are cut.
- * Resolves when `shutdown()` has finished; rejects with its error.
+ * finish (keep-alive connections close after their current response, and as soon as they go
+ * idle), and after the last one the module's `shutdown()` runs. Past `gracePeriod` ms the
+ * remaining connections are cut; `shutdown()` then has `gracePeriod` ms of its own. Resolves
+ * when `shutdown()` has finished; rejects with its error, or when it does not finish in time.
  */
 export function stop(server: Server, gracePeriod = 10_000): Promise<void> {
   const runtime = runtimes.get(server);
   if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
   runtime.draining = true;
-  if (!server.listening) return runShutdown(runtime);
-  const timer = setTimeout(() => server.closeAllConnections(), gracePeriod);
-  timer.unref();
+  if (!server.listening) return bounded(runShutdown(runtime), gracePeriod, runtime.log);
+  const cut = setTimeout(() => server.closeAllConnections(), gracePeriod);
+  // A response that was already streaming when the drain began could not say `connection: close`:
+  // its connection is closed when it goes idle, rather than kept for the keep-alive timeout.
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  cut.unref();
+  sweep.unref();
   return new Promise<void>((resolve) => {
     server.close(() => resolve());
     server.closeIdleConnections();
   }).then(() => {
-    clearTimeout(timer);
-    return runShutdown(runtime);
+    clearTimeout(cut);
+    clearInterval(sweep);
+    return bounded(runShutdown(runtime), gracePeriod, runtime.log);
   });
+}
+
+// shutdown() may never settle; the process must still be able to exit.
+function bounded(shutdown: Promise<void>, limit: number, log: RootLogger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`shutdown() did not finish within ${limit} ms`);
+      log.error(error.message);
+      reject(error);
+    }, limit);
+    // Not unref'd: a shutdown() that holds nothing must still end in this error and exit code 1.
+  });
+  return Promise.race([shutdown, late]).finally(() => clearTimeout(timer));
 }

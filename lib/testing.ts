@@ -66,7 +66,7 @@ export function createContext(options: ContextOptions = {}): Context {
   const silent = options.logDestination === undefined;
   const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
   const contentType = headers['content-type']?.split(';')[0].trim().toLowerCase();
-  const context = new Context(req, log.child(1), path, query, options.params ?? {}, contentType, responseDefaults('function'));
+  const context = new Context(req, log.forRequest(1), path, query, options.params ?? {}, contentType, responseDefaults('function'));
   context.body = options.cloudevent?.data ?? options.body;
   context.cloudevent = options.cloudevent;
   return context;

@@ -174,7 +174,11 @@ describe('findJsonError', () => {
     ['{"a":"\\x"}', 7],
     ['[1] x', 4],
     ['', 0],
-    ['-', 0],
+    ['-', 1],
+    ['01', 1],
+    ['{"a":[}', 6],
+    ['[{]', 2],
+    ['{"a":1}}', 7],
   ];
   for (const [text, position] of cases) {
     it(`finds the error in ${JSON.stringify(text)} at ${position}`, () => {
@@ -182,4 +186,17 @@ describe('findJsonError', () => {
       assert.equal(findJsonError(text), position);
     });
   }
+  it('agrees with V8 on where the error is, for every case above', () => {
+    for (const [text, position] of cases) {
+      if (text === '') continue;
+      const at = /position (\d+)/.exec((() => { try { JSON.parse(text); } catch (e) { return e.message; } })());
+      if (at) assert.equal(position, Number(at[1]), text);
+    }
+  });
+  it('does not overflow the stack on malformed JSON nested 200,000 deep', () => {
+    const text = '['.repeat(200_000) + '}';
+    assert.equal(findJsonError(text), 200_000);
+    const object = '{"a":'.repeat(100_000) + 'x';
+    assert.equal(findJsonError(object), object.length - 1);
+  });
 });

@@ -2,8 +2,46 @@
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const os = require('node:os');
-const { createLogger, parseLogLevel } = require('../lib/log.js');
+const { createLogger, parseLogLevel, serializeError, prettyDestination } = require('../lib/log.js');
 const { serve, request, sink } = require('./helpers');
+
+/** The top-level keys of a JSON object text, in order and with repeats (JSON.parse would hide a duplicate). */
+function topLevelKeys(text) {
+  const keys = [];
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (depth === 1 && expectKey) keys.push(JSON.parse(text.slice(i, j + 1)));
+      expectKey = false;
+      i = j;
+    } else if (c === '{' || c === '[') {
+      depth++;
+      expectKey = c === '{' && depth === 1;
+    } else if (c === '}' || c === ']') {
+      depth--;
+    } else if (c === ',' && depth === 1) {
+      expectKey = true;
+    }
+  }
+  return keys;
+}
+
+/** Logs with `fn(log)` on a request logger (reqId 7) at trace and returns the raw lines, each checked to be one JSON object without duplicate keys. */
+function lines(fn, level = 'trace') {
+  const out = sink();
+  const log = createLogger(level, out).forRequest(7);
+  assert.doesNotThrow(() => fn(log));
+  for (const line of out.lines) {
+    assert.ok(line.endsWith('}\n') && line.indexOf('\n') === line.length - 1, `one line: ${line}`);
+    const keys = topLevelKeys(line);
+    assert.equal(new Set(keys).size, keys.length, `duplicate key in ${line}`);
+  }
+  return out.entries();
+}
 
 describe('logger (pure)', () => {
   it('writes one JSON line per call with level, time, pid, hostname, msg', () => {
@@ -18,6 +56,12 @@ describe('logger (pure)', () => {
     assert.equal(line.pid, process.pid);
     assert.equal(line.hostname, os.hostname());
     assert.equal(line.msg, 'hello');
+  });
+
+  it('writes the fields in order: level, time, pid, hostname, reqId, bindings, fields, msg', () => {
+    const out = sink();
+    createLogger('info', out).forRequest(3).child({ user: 'u' }).info({ order: 1 }, 'paid');
+    assert.deepEqual(topLevelKeys(out.lines[0]), ['level', 'time', 'pid', 'hostname', 'reqId', 'user', 'order', 'msg']);
   });
 
   it("uses pino's level numbers", () => {
@@ -38,52 +82,418 @@ describe('logger (pure)', () => {
     assert.deepEqual(out.entries().map((e) => e.msg), ['yes']);
   });
 
-  it('disabled methods are one shared no-op', () => {
+  it('disabled methods are one shared no-op, in request loggers and children too', () => {
     const log = createLogger('error', sink());
     assert.equal(log.debug, log.info);
-    assert.equal(log.child(1).trace, log.warn);
+    assert.equal(log.forRequest(1).trace, log.warn);
+    assert.equal(log.child({ a: 1 }).debug, log.info);
+    assert.equal(createLogger('silent', sink()).fatal, log.debug);
   });
 
-  it('merges an object message into the line', () => {
+  it('forRequest(reqId) gives a logger whose lines carry reqId, sharing the root methods', () => {
     const out = sink();
-    createLogger('info', out).info({ order: 7, user: { id: 'u' } });
-    const [line] = out.entries();
+    const root = createLogger('info', out);
+    const reqLog = root.forRequest(12);
+    assert.equal(reqLog.info, root.info);
+    reqLog.info('in a request');
+    root.info('outside');
+    const [inside, outside] = out.entries();
+    assert.equal(inside.reqId, 12);
+    assert.equal('reqId' in outside, false);
+  });
+
+  it('every logger has a readable level and isLevelEnabled; the root keeps isEnabled', () => {
+    const root = createLogger('info', sink());
+    const reqLog = root.forRequest(1);
+    const child = reqLog.child({ a: 1 });
+    for (const log of [root, reqLog, child]) {
+      assert.equal(log.level, 'info');
+      assert.equal(log.isLevelEnabled('info'), true);
+      assert.equal(log.isLevelEnabled('warn'), true);
+      assert.equal(log.isLevelEnabled('debug'), false);
+      assert.equal(log.isLevelEnabled('nonsense'), false);
+      assert.equal(log.isLevelEnabled('silent'), false);
+      assert.equal(typeof log.child, 'function');
+    }
+    assert.equal(root.isEnabled('info'), true);
+    assert.equal(root.isEnabled('debug'), false);
+    assert.equal(createLogger('silent', sink()).level, 'silent');
+  });
+
+  it('accepts only the known level names', () => {
+    for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent', 'INFO']) assert.ok(parseLogLevel(level));
+    assert.throws(() => parseLogLevel('verbose'), /unknown log level 'verbose'/);
+  });
+});
+
+describe('logger call forms (as pino)', () => {
+  it("formats pino's placeholders %s %d %i %f %j %o %O and %%", () => {
+    const [line] = lines((log) =>
+      log.info('%s|%d|%i|%f|%j|%o|%O|100%%', 'x', '42.5', 3.9, '1.5', { a: [1] }, 'str', function named() {}),
+    );
+    assert.equal(line.msg, `x|42.5|3|1.5|{"a":[1]}|'str'|named|100%`);
+  });
+
+  it('%d of a non-number is NaN; %s of an object is String(obj); a placeholder without argument stays', () => {
+    const [a, b, c, d] = lines((log) => {
+      log.info('%d and %i', 'abc', {});
+      log.info('%s', { a: 1 });
+      log.info('%s and %s', 'only one');
+      log.info('%d|%j|%s', null, undefined, 'third');
+    });
+    assert.equal(a.msg, 'NaN and NaN');
+    assert.equal(b.msg, '[object Object]');
+    assert.equal(c.msg, 'only one and %s');
+    // as quick-format-unescaped: %d leaves null as written, %j leaves undefined, and each still uses up its argument
+    assert.equal(d.msg, '%d|%j|third');
+  });
+
+  it('a message without arguments is written as it is, placeholders included', () => {
+    const [line] = lines((log) => log.info('100%% done, %s'));
+    assert.equal(line.msg, '100%% done, %s');
+  });
+
+  it('arguments without placeholders are ignored, so info(msg, obj) writes msg only', () => {
+    const [line] = lines((log) => log.info('query', { a: '1' }, 'more'));
+    assert.equal(line.msg, 'query');
+    assert.equal('a' in line, false);
+  });
+
+  it('a message that is not a string is written as pino does: number, boolean, null keep their type', () => {
+    const [n, t, z, none, after] = lines((log) => {
+      log.info(42);
+      log.info(true);
+      log.info(null);
+      log.info();
+      log.info(undefined, 'second');
+    });
+    assert.equal(n.msg, 42);
+    assert.equal(t.msg, true);
+    assert.equal(z.msg, null);
+    assert.equal('msg' in none, false);
+    assert.equal(after.msg, 'second');
+  });
+
+  it('info(obj, msg, ...args) merges obj into the line and formats msg', () => {
+    const [line] = lines((log) => log.info({ order: 7, user: { id: 'u' } }, 'paid %d cents', 300));
     assert.equal(line.order, 7);
     assert.deepEqual(line.user, { id: 'u' });
+    assert.equal(line.msg, 'paid 300 cents');
     assert.equal(line.level, 30);
   });
 
-  it('serialises an Error as err with type, message and stack', () => {
-    const out = sink();
-    createLogger('info', out).error(new TypeError('broken'));
-    const [line] = out.entries();
+  it("an object's own msg is the message when no message argument is given, and is never written twice", () => {
+    const [own, given] = lines((log) => {
+      log.info({ msg: 'from the object', a: 1 });
+      log.info({ msg: 'from the object' }, 'given');
+    });
+    assert.equal(own.msg, 'from the object');
+    assert.equal(given.msg, 'given');
+  });
+
+  it('info(err) writes err with type, message and stack, and takes its message', () => {
+    const [line] = lines((log) => log.error(new TypeError('broken')));
     assert.equal(line.msg, 'broken');
     assert.equal(line.err.type, 'TypeError');
     assert.equal(line.err.message, 'broken');
     assert.match(line.err.stack, /log\.spec\.js/);
   });
 
-  it('a child carries reqId', () => {
-    const out = sink();
-    createLogger('info', out).child(12).info('in a request');
-    assert.equal(out.entries()[0].reqId, 12);
+  it('info(err, msg, ...args) keeps the given message', () => {
+    const [line] = lines((log) => log.error(new Error('inner'), 'charge %s failed', 'ch_1'));
+    assert.equal(line.msg, 'charge ch_1 failed');
+    assert.equal(line.err.message, 'inner');
   });
 
-  it('never throws on values JSON cannot hold', () => {
-    const out = sink();
-    const circular = {};
-    circular.self = circular;
-    const log = createLogger('info', out);
-    log.info(circular);
-    log.info({ big: 10n });
-    const [first, second] = out.entries();
-    assert.equal(first.msg, '[unserializable object]');
-    assert.equal(second.big, '10');
+  it("info({ err }, msg) serialises the err; without msg the message is err's", () => {
+    const [withMsg, without] = lines((log) => {
+      log.warn({ err: new RangeError('out'), attempt: 2 }, 'retrying');
+      log.warn({ err: new RangeError('out') });
+    });
+    assert.equal(withMsg.msg, 'retrying');
+    assert.equal(withMsg.attempt, 2);
+    assert.equal(withMsg.err.type, 'RangeError');
+    assert.equal(withMsg.err.message, 'out');
+    assert.equal(without.msg, 'out');
   });
 
-  it('accepts only the known level names', () => {
-    for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent', 'INFO']) assert.ok(parseLogLevel(level));
-    assert.throws(() => parseLogLevel('verbose'), /unknown log level 'verbose'/);
+  it('serializeError gives type, message, stack, and code, cause and other own properties when present', () => {
+    const err = new Error('outer', { cause: new TypeError('inner') });
+    err.code = 'E_OUTER';
+    err.statusCode = 503;
+    const out = serializeError(err);
+    assert.equal(out.type, 'Error');
+    assert.equal(out.message, 'outer');
+    assert.match(out.stack, /log\.spec\.js/);
+    assert.equal(out.code, 'E_OUTER');
+    assert.equal(out.statusCode, 503);
+    assert.equal(out.cause.type, 'TypeError');
+    assert.equal(out.cause.message, 'inner');
+    const plain = serializeError(new Error('plain'));
+    assert.equal('code' in plain || 'cause' in plain, false);
+  });
+
+  it('Errors nested in a logged object are serialised too', () => {
+    const [line] = lines((log) => log.info({ result: { failures: [new SyntaxError('bad')] } }, 'done'));
+    assert.equal(line.result.failures[0].type, 'SyntaxError');
+    assert.equal(line.result.failures[0].message, 'bad');
+  });
+
+  it('an array as the merging object is spread by index, as pino does with any enumerable keys', () => {
+    const [line] = lines((log) => log.info(['a', 'b'], 'array'));
+    assert.equal(line['0'], 'a');
+    assert.equal(line['1'], 'b');
+    assert.equal(line.msg, 'array');
+  });
+});
+
+describe('child loggers', () => {
+  it('child(bindings) adds the bindings to every line, reading them once when the child is made', () => {
+    const out = sink();
+    let reads = 0;
+    const bindings = {
+      get user() {
+        reads++;
+        return 'u1';
+      },
+    };
+    const child = createLogger('info', out).child(bindings);
+    child.info('one');
+    child.info('two');
+    assert.equal(reads, 1);
+    assert.deepEqual(out.entries().map((e) => [e.user, e.msg]), [['u1', 'one'], ['u1', 'two']]);
+  });
+
+  it("nested children keep their parents' bindings and the request's reqId; a child's binding replaces its parent's", () => {
+    const out = sink();
+    createLogger('info', out).forRequest(5).child({ user: 'a', step: 1 }).child({ step: 2, part: 'x' }).info('deep');
+    const [line] = out.entries();
+    assert.equal(line.reqId, 5);
+    assert.equal(line.user, 'a');
+    assert.equal(line.step, 2);
+    assert.equal(line.part, 'x');
+    assert.deepEqual(topLevelKeys(out.lines[0]).filter((k) => k === 'step'), ['step']);
+  });
+
+  it('bindings cannot set level, time, pid, hostname, reqId or msg', () => {
+    const out = sink();
+    const child = createLogger('info', out).forRequest(5).child({ level: 60, time: 0, pid: 1, hostname: 'evil', reqId: 999, msg: 'forged', ok: true });
+    child.info('real');
+    const [line] = out.entries();
+    assert.equal(line.level, 30);
+    assert.notEqual(line.time, 0);
+    assert.equal(line.pid, process.pid);
+    assert.equal(line.hostname, os.hostname());
+    assert.equal(line.reqId, 5);
+    assert.equal(line.msg, 'real');
+    assert.equal(line.ok, true);
+  });
+
+  it('child(bindings, { level }) has its own level; an unknown level keeps the parent one', () => {
+    const out = sink();
+    const root = createLogger('info', out);
+    const verbose = root.child({ part: 'db' }, { level: 'debug' });
+    const quiet = root.child({ part: 'http' }, { level: 'error' });
+    const odd = root.child({}, { level: 'loud' });
+    assert.equal(verbose.level, 'debug');
+    assert.equal(quiet.level, 'error');
+    assert.equal(odd.level, 'info');
+    verbose.debug('shown');
+    quiet.warn('hidden');
+    assert.deepEqual(out.entries().map((e) => e.msg), ['shown']);
+  });
+
+  it('a logged object cannot replace a binding', () => {
+    const [line] = lines((log) => log.child({ tenant: 'acme' }).info({ tenant: 'evil', other: 1 }, 'x'));
+    assert.equal(line.tenant, 'acme');
+    assert.equal(line.other, 1);
+  });
+});
+
+describe('logging never throws', () => {
+  it("info('query', context.query): a null-prototype object as argument, object or %s", () => {
+    const query = Object.create(null);
+    query.a = '1';
+    const [plain, merged, formatted] = lines((log) => {
+      log.info('query', query);
+      log.info(query, 'merged');
+      log.info('query %s %j', query, query);
+    });
+    assert.equal(plain.msg, 'query');
+    assert.equal(merged.a, '1');
+    assert.equal(formatted.msg, 'query [object Object] {"a":"1"}');
+  });
+
+  it('info({}, 10n) and other BigInts become strings', () => {
+    const [msg, field, placeholder] = lines((log) => {
+      log.info({}, 10n);
+      log.info({ big: 2n ** 70n, nested: [1n] });
+      log.info('%d %s', 5n, 6n);
+    });
+    assert.equal(msg.msg, '10');
+    assert.equal(field.big, '1180591620717411303424');
+    assert.deepEqual(field.nested, ['1']);
+    assert.equal(placeholder.msg, '5 6');
+  });
+
+  it('cyclic values become "[Circular]"', () => {
+    const cyclic = { name: 'loop' };
+    cyclic.self = cyclic;
+    const err = new Error('self-caused');
+    err.cause = err;
+    const [asObject, asField, asError] = lines((log) => {
+      log.info(cyclic);
+      log.info({ cyclic }, 'field');
+      log.error(err);
+    });
+    assert.equal(asObject.name, 'loop');
+    assert.equal(asObject.self, '[Circular]');
+    assert.equal(asField.cyclic.self, '[Circular]');
+    assert.equal(asError.err.cause, '[Circular]');
+  });
+
+  it('a Symbol as message is stringified; as a value or key it is dropped; functions are dropped', () => {
+    const [msg, field] = lines((log) => {
+      log.info(Symbol('why'));
+      log.info({ s: Symbol('v'), [Symbol('k')]: 1, fn() {}, kept: 1 });
+    });
+    assert.equal(msg.msg, 'Symbol(why)');
+    assert.deepEqual(Object.keys(field).filter((k) => !['level', 'time', 'pid', 'hostname', 'reqId'].includes(k)), ['kept']);
+  });
+
+  it('an Error with a throwing getter is still logged', () => {
+    const err = new Error('getter');
+    Object.defineProperty(err, 'code', { enumerable: true, get: () => { throw new Error('no code for you'); } });
+    const hostile = new Error('hidden');
+    Object.defineProperty(hostile, 'message', { get: () => { throw new Error('no message'); } });
+    const [first, second] = lines((log) => {
+      log.error(err);
+      log.error({ err: hostile }, 'nested');
+    });
+    assert.equal(first.err.message, 'getter');
+    assert.equal(first.err.code, '[unreadable]');
+    assert.equal(second.msg, 'nested');
+    assert.equal(second.err.message, '[unreadable]');
+  });
+
+  it('a Proxy whose traps all throw: as object, message, field, placeholder, Error, bindings or this', () => {
+    const trap = () => {
+      throw new Error('trap');
+    };
+    const proxy = new Proxy({}, { get: trap, ownKeys: trap, getPrototypeOf: trap, getOwnPropertyDescriptor: trap, has: trap });
+    const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const entries = lines((log) => {
+      log.info(proxy);
+      log.info(proxy, 'as object');
+      log.info({ proxy, revoked }, 'as field');
+      log.info('%s %d %j %o', proxy, proxy, proxy, revoked);
+      log.info({}, proxy);
+      log.child(proxy, proxy).info('as bindings');
+      log.info.call(proxy, 'as this');
+    });
+    assert.equal(entries.length, 7);
+    assert.equal(entries[1].msg, 'as object');
+    assert.equal(entries[2].proxy, '[unserializable]');
+    assert.equal(entries[5].msg, 'as bindings');
+    assert.equal(entries[6].msg, 'as this');
+  });
+
+  it('a toJSON that throws is survived', () => {
+    const [line] = lines((log) => log.info({ bad: { toJSON: () => { throw new Error('toJSON'); } }, good: 1 }, 'still here'));
+    assert.equal(line.msg, 'still here');
+    assert.equal(line.good, 1);
+    assert.equal(line.bad, '[unserializable]');
+  });
+
+  it('a detached method logs as the root instead of throwing', () => {
+    const out = sink();
+    const { info } = createLogger('info', out).forRequest(2);
+    assert.doesNotThrow(() => info('detached'));
+    assert.equal(out.entries()[0].msg, 'detached');
+  });
+
+  it('when a line cannot be built, it is still written with a placeholder message', () => {
+    const out = sink();
+    const log = createLogger('info', out).forRequest(4);
+    const stringify = JSON.stringify;
+    JSON.stringify = () => {
+      throw new Error('JSON is broken');
+    };
+    try {
+      assert.doesNotThrow(() => log.info({ a: 1 }, 'lost'));
+    } finally {
+      JSON.stringify = stringify;
+    }
+    const [line] = out.entries();
+    assert.equal(line.reqId, 4);
+    assert.equal(line.msg, '[unloggable log arguments]');
+  });
+
+  it('a destination that throws does not throw into the caller', () => {
+    const log = createLogger('info', {
+      write() {
+        throw new Error('disk full');
+      },
+    });
+    assert.doesNotThrow(() => log.info('lost'));
+  });
+});
+
+describe('a logged object cannot forge the line', () => {
+  it('level, time, pid, hostname, reqId and msg in a logged object are dropped, each key written once', () => {
+    const forged = { level: 60, time: 0, pid: 1, hostname: 'evil', reqId: 999, msg: 'forged', body: 'kept' };
+    const [withMsg, withoutMsg] = lines((log) => {
+      log.info(forged, 'real');
+      log.info(JSON.parse(JSON.stringify({ ...forged, msg: undefined })));
+    });
+    assert.equal(withMsg.level, 30);
+    assert.notEqual(withMsg.time, 0);
+    assert.equal(withMsg.pid, process.pid);
+    assert.equal(withMsg.hostname, os.hostname());
+    assert.equal(withMsg.reqId, 7);
+    assert.equal(withMsg.msg, 'real');
+    assert.equal(withMsg.body, 'kept');
+    assert.equal(withoutMsg.level, 30);
+    assert.equal(withoutMsg.reqId, 7);
+  });
+
+  it('a forged level or reqId inside a string, a key or a message stays inside its string', () => {
+    const attack = 'x","level":60,"reqId":1,"y":"';
+    const [line] = lines((log) => log.info({ [attack]: attack, nested: { level: 60, reqId: 1 } }, attack));
+    assert.equal(line.level, 30);
+    assert.equal(line.reqId, 7);
+    assert.equal(line[attack], attack);
+    assert.equal(line.msg, attack);
+    assert.deepEqual(line.nested, { level: 60, reqId: 1 });
+  });
+
+  it('a value with \\n, U+2028 or U+2029 stays escaped, so the line stays one line', () => {
+    const out = sink();
+    createLogger('info', out).child({ 'b\u2028': 'v\u2029' }).info({ 'k\u2028': 'a\nb\u2028c' }, 'm\n\u2028\u2029');
+    const [raw] = out.lines;
+    assert.equal(raw.split('\n').length, 2);
+    assert.ok(!/[\u2028\u2029]/.test(raw), raw);
+    assert.ok(raw.includes('\\u2028') && raw.includes('\\u2029') && raw.includes('\\n'));
+    const [line] = out.entries();
+    assert.equal(line['k\u2028'], 'a\nb\u2028c');
+    assert.equal(line['b\u2028'], 'v\u2029');
+    assert.equal(line.msg, 'm\n\u2028\u2029');
+  });
+});
+
+describe('prettyDestination', () => {
+  it('writes a readable line, and passes odd lines through without throwing', () => {
+    const written = [];
+    const pretty = prettyDestination({ write: (line) => written.push(line) });
+    const out = sink();
+    createLogger('info', out).forRequest(3).info({ order: 1 }, 'paid');
+    pretty.write(out.lines[0]);
+    assert.match(written[0], /^\d\d:\d\d:\d\d\.\d{3} INFO  \[req 3\] paid order=1\n$/);
+    const odd = ['null\n', '5\n', '[1]\n', 'not json\n', '{"time":"never"}\n', '{"level":{"a":1},"msg":{"b":2},"reqId":null,"err":null}\n'];
+    for (const line of odd) assert.doesNotThrow(() => pretty.write(line));
+    assert.deepEqual(written.slice(1, 5), ['null\n', '5\n', '[1]\n', 'not json\n']);
+    assert.equal(written.length, 1 + odd.length);
   });
 });
 
@@ -100,6 +510,22 @@ describe('logging in requests', () => {
       assert.equal(lines.length, 2);
       assert.equal(typeof lines[0].reqId, 'number');
       assert.notEqual(lines[0].reqId, lines[1].reqId);
+    } finally {
+      await close();
+    }
+  });
+
+  it("context.log.info('query', context.query) answers 200 and logs the line", async () => {
+    const { url, log, close } = await serve((context) => {
+      context.log.info('query', context.query);
+      return 'ok';
+    });
+    try {
+      const res = await request(url + '/?a=1');
+      assert.equal(res.status, 200);
+      const line = log.entries().find((e) => e.msg === 'query');
+      assert.ok(line, log.text());
+      assert.equal(typeof line.reqId, 'number');
     } finally {
       await close();
     }

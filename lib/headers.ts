@@ -1,0 +1,57 @@
+// Headers a function hands over (on a returned response or a thrown error) made safe to send:
+// funcrun owns the framing, and a name or value node would refuse is dropped rather than
+// allowed to throw in the middle of writing a response.
+import { validateHeaderName, validateHeaderValue, type OutgoingHttpHeaders } from 'node:http';
+
+// Framing and connection management belong to the runtime: a function's own Content-Length or
+// Transfer-Encoding beside funcrun's would make the response ambiguous (RFC 9112 section 6.3).
+const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection']);
+
+/** What was left out, for the caller to log. */
+export interface Dropped {
+  name: string;
+  reason: 'framing' | 'invalid';
+}
+
+/**
+ * Reads `input` as headers: a plain object (a value may be an array, sent as repeated headers),
+ * a `Headers` or `Map`, or an array of `[name, value]` pairs. Names are lowercased; null and
+ * undefined values are skipped. Every property is read inside `try`: the value may be hostile.
+ */
+export function safeHeaders(input: unknown, dropped?: Dropped[]): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const add = (rawName: unknown, rawValue: unknown) => {
+    if (rawValue === undefined || rawValue === null || typeof rawName !== 'string') return;
+    const name = rawName.toLowerCase();
+    if (FRAMING.has(name)) return void dropped?.push({ name, reason: 'framing' });
+    const values = Array.isArray(rawValue) ? rawValue.map(String) : [String(rawValue)];
+    try {
+      validateHeaderName(name);
+      for (const value of values) validateHeaderValue(name, value);
+    } catch {
+      return void dropped?.push({ name: printable(name), reason: 'invalid' });
+    }
+    const previous = out[name];
+    if (previous === undefined) out[name] = values.length === 1 ? values[0] : values;
+    else out[name] = [...(Array.isArray(previous) ? previous : [String(previous)]), ...values];
+  };
+  try {
+    if (input === null || typeof input !== 'object') return out;
+    if (Array.isArray(input) || typeof (input as Map<unknown, unknown>).entries === 'function') {
+      const pairs = Array.isArray(input) ? input : (input as Map<unknown, unknown>).entries();
+      for (const pair of pairs as Iterable<unknown>) if (Array.isArray(pair) && pair.length === 2) add(pair[0], pair[1]);
+      return out;
+    }
+    for (const name of Object.keys(input)) add(name, (input as Record<string, unknown>)[name]);
+  } catch {
+    // A throwing getter or Proxy trap: keep what was read before it.
+    dropped?.push({ name: '(unreadable)', reason: 'invalid' });
+  }
+  return out;
+}
+
+// Header names quoted in a log line: short, and only characters that need no escaping.
+function printable(name: string): string {
+  const cut = name.length > 40 ? name.slice(0, 40) + '…' : name;
+  return cut.replace(/[^\x21-\x7e…]/g, '?');
+}

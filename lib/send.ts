@@ -1,0 +1,34 @@
+// The one function that writes a whole response, and the content types funcrun answers with.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+
+export const TEXT = 'text/plain; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
+export const BINARY = 'application/octet-stream';
+export const XML = 'application/xml; charset=utf-8';
+
+/**
+ * Writes a whole response. The body is final (string or bytes) before anything is written, so a
+ * failure while preparing it can still become an error response. HEAD, 204 and 304 send no body.
+ */
+export function send(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  headers: OutgoingHttpHeaders | undefined,
+  body: string | Buffer | undefined,
+): void {
+  const out: OutgoingHttpHeaders = {};
+  if (headers !== undefined) {
+    for (const name in headers) {
+      const value = headers[name];
+      if (value !== undefined) out[name] = value;
+    }
+  }
+  if (status === 204 || status === 304) body = undefined;
+  else out['content-length'] = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  // One writeHead with every header: node's fast path, as a hand-written server would do it.
+  res.writeHead(status, out);
+  if (req.method === 'HEAD' || body === undefined) res.end();
+  else res.end(body);
+}
+

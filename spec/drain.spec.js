@@ -1,0 +1,160 @@
+'use strict';
+// Stopping and crashing without losing answers: pipelined requests during a drain, connections
+// that go idle while draining, a shutdown() or init() that never settles, an uncaught exception
+// with requests in flight, and the cap on open connections.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { serve, project, run, runServing, request, freePort } = require('./helpers');
+const { exchange, statuses } = require('./raw');
+const { stop } = require('../lib/index.js');
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+describe('draining', () => {
+  it('a request pipelined behind one in flight when the drain begins is run and its answer sent', async () => {
+    let ran = 0;
+    const server = await serve(async (ctx) => {
+      if (ctx.path === '/slow') await sleep(300);
+      else ran++;
+      return ctx.path;
+    });
+    const port = server.server.address().port;
+    const answer = exchange(port, 'GET /slow HTTP/1.1\r\nHost: x\r\n\r\n', { writes: [[100, 'GET /second HTTP/1.1\r\nHost: x\r\n\r\n']] });
+    await sleep(50);
+    const stopped = stop(server.server, 5000);
+    const { text, timedOut } = await answer;
+    await stopped;
+    assert.equal(timedOut, false, 'the connection was closed after the last answer');
+    assert.deepEqual(statuses(text), [200, 200], text);
+    assert.equal(ran, 1);
+    assert.match(text, /\/second$/);
+    // The first answer must not close the connection: the second is still to come.
+    assert.doesNotMatch(text.slice(0, text.indexOf('/slow')), /connection: close/i);
+  });
+
+  it('requests pipelined before the drain began are all answered, then the connection closes', async () => {
+    let ran = 0;
+    const server = await serve(async (ctx) => {
+      await sleep(ctx.path === '/slow' ? 300 : 10);
+      ran++;
+      return ctx.path;
+    });
+    const port = server.server.address().port;
+    const request = (path) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+    const answer = exchange(port, request('/slow') + request('/b') + request('/c'));
+    await sleep(50);
+    await stop(server.server, 5000);
+    const { text, timedOut } = await answer;
+    assert.equal(timedOut, false);
+    assert.deepEqual(statuses(text), [200, 200, 200]);
+    assert.equal(ran, 3);
+  });
+
+  it('a response streaming when the drain began does not hold the process once it ends', async () => {
+    const { Readable } = require('node:stream');
+    const server = await serve(() =>
+      Readable.from(
+        (async function* () {
+          for (let i = 0; i < 4; i++) {
+            yield `${i}`;
+            await sleep(50);
+          }
+        })(),
+      ),
+    );
+    const agent = new (require('node:http').Agent)({ keepAlive: true });
+    const got = new Promise((resolve, reject) => {
+      require('node:http')
+        .get(`${server.url}/`, { agent }, (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve(body));
+        })
+        .on('error', reject);
+    });
+    await sleep(30);
+    const started = performance.now();
+    await stop(server.server, 20_000);
+    const took = performance.now() - started;
+    assert.equal(await got, '0123');
+    assert.ok(took < 2000, `stop() took ${Math.round(took)} ms; the grace period is 20 s`);
+    agent.destroy();
+  });
+});
+
+describe('lifecycle bounds', () => {
+  it('a shutdown() that never settles: logged, exit code 1, within the grace period', async () => {
+    const folder = project({ 'index.js': 'module.exports = { handle: () => "ok", shutdown: () => new Promise(() => {}) };' });
+    const proc = await runServing([folder, '--grace-period', '500ms']);
+    const started = performance.now();
+    proc.child.kill('SIGTERM');
+    const { code } = await proc.exited;
+    assert.equal(code, 1);
+    assert.ok(performance.now() - started < 5000);
+    assert.ok(proc.lines().some((l) => l.level >= 50 && /shutdown\(\) did not finish within 500 ms/.test(l.msg)), proc.out.stdout);
+  });
+
+  it('an init() that never settles and holds nothing: logged, exit code 1', async () => {
+    const folder = project({ 'index.js': 'module.exports = { init: () => new Promise(() => {}), handle: () => "ok" };' });
+    const proc = run([folder, '--port', String(await freePort())]);
+    const { code } = await proc.exited;
+    assert.equal(code, 1);
+    const line = JSON.parse(proc.out.stderr.trim().split('\n').pop());
+    assert.equal(line.level, 60);
+    assert.match(line.msg, /never finished starting/);
+  });
+
+  it('an uncaught exception in a function\'s timer: requests in flight get the grace period, then exit 1', async () => {
+    const folder = project({
+      'index.js': `module.exports = async (ctx) => {
+        if (ctx.path === '/boom') { setTimeout(() => { throw new Error('stray timer'); }, 10); return 'boom'; }
+        await new Promise((r) => setTimeout(r, 2500));
+        return 'slow done';
+      };`,
+    });
+    const proc = await runServing([folder, '--grace-period', '10s']);
+    const slow = request(proc.url + '/slow');
+    await sleep(100);
+    assert.equal((await request(proc.url + '/boom')).text, 'boom');
+    const answer = await slow;
+    assert.equal(answer.status, 200);
+    assert.equal(answer.text, 'slow done');
+    assert.equal((await proc.exited).code, 1);
+    assert.ok(proc.lines().some((l) => l.level === 60 && l.err?.message === 'stray timer'));
+  });
+});
+
+describe('the connection cap', () => {
+  it('beyond maxConnections, new connections are refused; those within it are served', async () => {
+    const server = await serve(() => 'ok', { maxConnections: 5 });
+    const port = server.server.address().port;
+    const sockets = [];
+    try {
+      for (let i = 0; i < 20; i++) {
+        const socket = net.connect(port, '127.0.0.1');
+        socket.on('error', () => {});
+        socket.closedByServer = false;
+        socket.on('close', () => (socket.closedByServer = true));
+        sockets.push(socket);
+        await new Promise((resolve) => socket.once('connect', resolve).once('close', resolve));
+      }
+      await sleep(200);
+      const open = sockets.filter((s) => !s.closedByServer);
+      assert.equal(open.length, 5);
+      for (const s of sockets) s.destroy();
+      await sleep(100);
+      assert.equal((await request(server.url)).text, 'ok', 'served again once connections close');
+    } finally {
+      for (const s of sockets) s.destroy();
+      await server.close();
+    }
+  });
+
+  it('FUNC_MAX_CONNECTIONS must be a whole number', async () => {
+    const folder = project({ 'index.js': 'module.exports = () => "ok";' });
+    const proc = run([folder], { env: { FUNC_MAX_CONNECTIONS: 'lots' } });
+    assert.equal((await proc.exited).code, 1);
+    assert.match(proc.out.stderr, /FUNC_MAX_CONNECTIONS/);
+  });
+});

@@ -1,0 +1,130 @@
+'use strict';
+// The error path cannot throw: whatever a function throws, the request gets a well-formed JSON
+// answer and the server keeps serving.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { serve, request } = require('./helpers');
+
+const throwing = {
+  'a statusCode getter that throws': () => Object.defineProperty(new Error('x'), 'statusCode', { get: () => { throw new Error('getter'); } }),
+  'a code getter that throws': () => Object.defineProperty(new Error('x'), 'code', { get: () => { throw new Error('getter'); } }),
+  'a message getter that throws, with a 4xx status': () => Object.defineProperty({ statusCode: 400 }, 'message', { get: () => { throw new Error('getter'); } }),
+  'a Proxy whose every trap throws': () =>
+    new Proxy({}, { get: () => { throw new Error('trap'); }, has: () => { throw new Error('trap'); }, getPrototypeOf: () => { throw new Error('trap'); }, ownKeys: () => { throw new Error('trap'); } }),
+  'a cyclic null-prototype object': () => {
+    const value = Object.create(null);
+    value.self = value;
+    value.statusCode = 500;
+    return value;
+  },
+  'a cyclic null-prototype object with a 4xx status and headers': () => {
+    const value = Object.create(null);
+    value.self = value;
+    value.statusCode = 422;
+    value.headers = value;
+    return value;
+  },
+  'a string': () => 'plain string',
+  'undefined': () => undefined,
+  'a Symbol': () => Symbol('s'),
+  'a BigInt': () => 10n,
+  'an HttpError whose details are cyclic': () => {
+    const { HttpError } = require('../lib/index.js');
+    const details = {};
+    details.self = details;
+    return new HttpError(409, 'conflict', { details });
+  },
+  'an error with a huge message': () => Object.assign(new Error('m'.repeat(1_000_000)), { statusCode: 400 }),
+};
+
+describe('the error path cannot throw', () => {
+  let server;
+  let current;
+  before(async () => {
+    server = await serve(() => {
+      throw current();
+    }, { logLevel: 'trace' });
+  });
+  after(() => server.close());
+
+  for (const [name, make] of Object.entries(throwing)) {
+    it(`a thrown value with ${name} gets a JSON answer`, async () => {
+      current = make;
+      const answer = await request(server.url);
+      assert.ok(answer.status >= 400 && answer.status <= 599, `status ${answer.status}`);
+      assert.equal(answer.headers.get('content-type'), 'application/json; charset=utf-8');
+      assert.equal(answer.json.statusCode, answer.status);
+      assert.ok(answer.text.length < 2000, 'the message is cut short');
+      current = () => Object.assign(new Error('fine'), { statusCode: 418 });
+      assert.equal((await request(server.url)).status, 418, 'and the server keeps serving');
+    });
+  }
+
+  it('every log line written meanwhile is JSON', () => {
+    for (const line of server.log.lines) JSON.parse(line);
+  });
+});
+
+describe('headers on a thrown error that node would refuse', () => {
+  let server;
+  before(async () => {
+    server = await serve((ctx) => {
+      const error = Object.assign(new Error('not found'), { statusCode: 404, headers: { 'x-id': ctx.query.id, 'x-ok': 'yes' } });
+      if (ctx.query.name) error.headers[ctx.query.name] = 'v';
+      throw error;
+    });
+  });
+  after(() => server.close());
+
+  it('a value out of the client\'s query that node refuses (€) is left out; the answer still comes', async () => {
+    const answer = await request(server.url + '/?id=%E2%82%AC');
+    assert.equal(answer.status, 404);
+    assert.equal(answer.headers.get('x-id'), null);
+    assert.equal(answer.headers.get('x-ok'), 'yes');
+    assert.equal(answer.json.message, 'not found');
+  });
+
+  it('a value with CR LF cannot add a header', async () => {
+    const answer = await request(server.url + '/?id=a%0D%0Aset-cookie:%20x=1');
+    assert.equal(answer.status, 404);
+    assert.equal(answer.headers.get('set-cookie'), null);
+  });
+
+  it('a header name that is not a token is left out', async () => {
+    const answer = await request(server.url + '/?id=1&name=bad%20name');
+    assert.equal(answer.status, 404);
+    assert.equal(answer.headers.get('x-id'), '1');
+  });
+
+  it('left-out headers are logged as a warning', () => {
+    const warnings = server.log.entries().filter((e) => e.level === 40 && /headers left out/.test(e.msg));
+    assert.ok(warnings.length >= 2);
+  });
+});
+
+describe('an errorBody() that misbehaves', () => {
+  it('one that throws, or returns what JSON cannot hold, falls back to the plain body', async () => {
+    let mode = 'throw';
+    const server = await serve({
+      handle: () => {
+        throw Object.assign(new Error('nope'), { statusCode: 400 });
+      },
+      errorBody: (body) => {
+        if (mode === 'throw') throw new Error('formatter');
+        if (mode === 'bigint') return { n: 1n };
+        const cyclic = {};
+        cyclic.self = cyclic;
+        return cyclic;
+      },
+    });
+    try {
+      for (mode of ['throw', 'bigint', 'cyclic']) {
+        const answer = await request(server.url);
+        assert.equal(answer.status, 400, mode);
+        assert.equal(answer.json.message, 'nope', mode);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});

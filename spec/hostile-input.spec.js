@@ -1,0 +1,242 @@
+'use strict';
+// Hostile input is normal input: every request is processed in time linear in its size, never
+// blocks the event loop for long, and gets a well-formed JSON answer (a 4xx, never a 5xx).
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { serve, request } = require('./helpers');
+const { exchange, firstResponse, statuses } = require('./raw');
+
+const LIMIT = 4_000_000;
+
+/**
+ * Sends a hostile request and, while it is being processed, a liveness probe. Resolves with the
+ * hostile answer, how long it took, and how long the probe waited. The defects these specs
+ * reproduce block the event loop for tens of seconds; the bounds below are 1 s and 3 s.
+ */
+async function whileHostile(url, path, init) {
+  const started = performance.now();
+  const hostile = request(url + path, init).then((answer) => ({ ...answer, ms: performance.now() - started }));
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  const probeStart = performance.now();
+  const probe = await request(url + '/health/liveness');
+  const probeMs = performance.now() - probeStart;
+  assert.equal(probe.status, 200);
+  return { ...(await hostile), probeMs };
+}
+
+function assertQuick(answer) {
+  assert.ok(answer.probeMs < 1000, `liveness waited ${Math.round(answer.probeMs)} ms`);
+  assert.ok(answer.ms < 3000, `the hostile request took ${Math.round(answer.ms)} ms`);
+}
+
+const structured = (event) => ({ method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: JSON.stringify(event) });
+const event = (extra) => ({ specversion: '1.0', id: '1', source: '/spec', type: 'spec.test', ...extra });
+
+describe('hostile input: time linear in size', () => {
+  let server;
+  before(async () => {
+    server = await serve((ctx, data) => (Buffer.isBuffer(data) ? data.toString('utf8') : { kind: typeof data }), { bodyLimit: LIMIT });
+  });
+  after(() => server.close());
+
+  it('data_base64 of 1 MB of whitespace and a "!" is a 400 at once, and liveness is answered meanwhile', async () => {
+    const answer = await whileHostile(server.url, '/', structured(event({ data_base64: ' '.repeat(1_000_000) + '!' })));
+    assert.equal(answer.status, 400);
+    assert.equal(answer.json.attribute, 'data_base64');
+    assertQuick(answer);
+  });
+
+  it('malformed JSON nested 1,000,000 deep is a 400 with its position, not a 500', async () => {
+    const answer = await whileHostile(server.url, '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '['.repeat(1_000_000) });
+    assert.equal(answer.status, 400);
+    assert.equal(typeof answer.json.position, 'number');
+    assert.equal(typeof answer.json.line, 'number');
+    assertQuick(answer);
+  });
+
+  it('well-formed JSON nested deeper than 512 levels is a 400; 512 levels are fine', async () => {
+    const deep = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '['.repeat(513) + ']'.repeat(513) });
+    assert.equal(deep.status, 400);
+    assert.match(deep.json.message, /nested deeper than 512/);
+    const ok = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '['.repeat(512) + ']'.repeat(512) });
+    assert.equal(ok.status, 200);
+    const inString = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify('['.repeat(5000)) });
+    assert.equal(inString.status, 200, 'brackets inside strings do not count');
+  });
+
+  it('a structured CloudEvent whose data nests 1,000,000 deep is a 400 at once', async () => {
+    const body = '{"specversion":"1.0","id":"1","source":"/s","type":"t","data":' + '['.repeat(1_000_000);
+    const answer = await whileHostile(server.url, '/', { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body });
+    assert.equal(answer.status, 400);
+    assertQuick(answer);
+  });
+});
+
+describe('hostile input: text must be what it claims', () => {
+  let server;
+  before(async () => {
+    server = await serve((ctx, data) => ({ data }));
+  });
+  after(() => server.close());
+
+  const invalid = Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]); // {"a":"\xff\xfe"}
+  for (const type of ['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-8']) {
+    it(`invalid UTF-8 in a ${type} body is a 400, not silently replaced`, async () => {
+      const answer = await request(server.url, { method: 'POST', headers: { 'content-type': type }, body: invalid });
+      assert.equal(answer.status, 400);
+      assert.match(answer.json.message, /UTF-8/);
+    });
+  }
+
+  it('a body in a declared single-byte charset is decoded by it', async () => {
+    const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=latin1' }, body: Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
+    assert.equal(answer.json.data, 'café');
+  });
+
+  it('bytes invalid in a declared multi-byte charset are a 400', async () => {
+    const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=shift_jis' }, body: Buffer.from([0x82]) });
+    assert.equal(answer.status, 400);
+  });
+});
+
+describe('hostile CloudEvents', () => {
+  let server;
+  before(async () => {
+    server = await serve((ctx, data) => ({ data: Buffer.isBuffer(data) ? { bytes: data.toString('utf8') } : data, attributes: { ...ctx.cloudevent, data: undefined } }));
+  });
+  after(() => server.close());
+
+  it('a ce-data header is not data: 400 naming it', async () => {
+    const answer = await request(server.url, {
+      method: 'POST',
+      headers: { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-data': 'forged', 'content-type': 'application/json' },
+      body: '{"real":true}',
+    });
+    assert.equal(answer.status, 400);
+    assert.equal(answer.json.attribute, 'data');
+  });
+
+  for (const [text, why] of [
+    ['abcde', 'a length no bytes have'],
+    ['a===', 'three padding characters'],
+    ['ab=c', 'padding in the middle'],
+    ['ab-_', 'the URL alphabet'],
+    ['YWJj!', 'a character outside the alphabet'],
+  ]) {
+    it(`data_base64 with ${why} (${JSON.stringify(text)}) is a 400`, async () => {
+      const answer = await request(server.url, structured(event({ data_base64: text })));
+      assert.equal(answer.status, 400);
+      assert.equal(answer.json.attribute, 'data_base64');
+    });
+  }
+
+  for (const text of ['aGVsbG8=', 'aGVsbG8', 'aGVs\nbG8=']) {
+    it(`data_base64 ${JSON.stringify(text)} decodes to the bytes it encodes`, async () => {
+      const answer = await request(server.url, structured(event({ data_base64: text })));
+      assert.equal(answer.status, 200);
+      assert.deepEqual(answer.json.data, { bytes: 'hello' });
+    });
+  }
+
+  for (const time of ['2020-02-30T00:00:00Z', '2021-02-29T00:00:00Z', '2020-01-01T24:00:00Z', '2020-13-01T00:00:00Z', '2020-01-01T00:00:00+24:00', '2020-00-10T00:00:00Z']) {
+    it(`time ${time} is not a time: 400`, async () => {
+      const answer = await request(server.url, structured(event({ time })));
+      assert.equal(answer.status, 400);
+      assert.equal(answer.json.attribute, 'time');
+    });
+  }
+
+  it('a leap day and a leap second are times', async () => {
+    for (const time of ['2020-02-29T12:00:00Z', '2016-12-31T23:59:60Z', '2020-01-01T00:00:00.123+05:30']) {
+      assert.equal((await request(server.url, structured(event({ time })))).status, 200, time);
+    }
+  });
+
+  it('integer extensions are 32-bit: 2^31 is a 400, 2^31 - 1 and -2^31 pass', async () => {
+    assert.equal((await request(server.url, structured(event({ big: 2 ** 31 })))).status, 400);
+    assert.equal((await request(server.url, structured(event({ big: 2 ** 31 - 1, small: -(2 ** 31) })))).status, 200);
+  });
+
+  it('specversion 0.3 data with datacontentencoding base64 is decoded', async () => {
+    const answer = await request(
+      server.url,
+      structured({ specversion: '0.3', id: '1', source: '/s', type: 't', datacontenttype: 'application/octet-stream', datacontentencoding: 'base64', data: 'aGVsbG8=' }),
+    );
+    assert.equal(answer.status, 200);
+    assert.deepEqual(answer.json.data, { bytes: 'hello' });
+  });
+
+  it('specversion 0.3 base64 data that is not base64 is a 400', async () => {
+    const answer = await request(server.url, structured({ specversion: '0.3', id: '1', source: '/s', type: 't', datacontentencoding: 'base64', data: '!!!' }));
+    assert.equal(answer.status, 400);
+  });
+});
+
+describe('HTTP framing an attacker chooses', () => {
+  let server;
+  let port;
+  before(async () => {
+    server = await serve((ctx, data) => ({ path: ctx.path, data }), { bodyLimit: 1000 });
+    port = server.server.address().port;
+  });
+  after(() => server.close());
+
+  it('an absolute-form target is routed by its path', async () => {
+    const { text } = await exchange(port, 'GET http://example.test/health/liveness HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body, 'OK');
+    const fn = firstResponse((await exchange(port, 'GET HTTP://example.test/a/b?x=1 HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(JSON.parse(fn.body).path, '/a/b');
+    const bare = firstResponse((await exchange(port, 'GET http://example.test HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(JSON.parse(bare.body).path, '/');
+  });
+
+  it('an HTTP/1.1 request without Host gets a JSON 400', async () => {
+    const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(answer.status, 400);
+    assert.match(answer.headers['content-type'], /^application\/json/);
+    assert.match(JSON.parse(answer.body).message, /Host/);
+  });
+
+  it('an HTTP/1.0 request without Host is served', async () => {
+    const answer = firstResponse((await exchange(port, 'GET / HTTP/1.0\r\n\r\n')).text);
+    assert.equal(answer.status, 200);
+  });
+
+  it('an unknown Expect gets a JSON 417', async () => {
+    const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(answer.status, 417);
+    assert.equal(JSON.parse(answer.body).statusCode, 417);
+  });
+
+  it('Expect: 100-continue with a Content-Length over the limit gets 413 and no 100 Continue', async () => {
+    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\n', { wait: 1500 });
+    assert.deepEqual(statuses(text), [413]);
+    assert.doesNotMatch(text, /100 Continue/);
+    assert.equal(JSON.parse(firstResponse(text).body).limit, 1000);
+  });
+
+  it('Expect: 100-continue within the limit gets 100 Continue, then the answer', async () => {
+    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n', {
+      writes: [[100, 'hi']],
+    });
+    assert.match(text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    assert.deepEqual(JSON.parse(text.slice(text.indexOf('{'))).data, 'hi');
+  });
+});
+
+describe('named functions: query names that are Object.prototype members', () => {
+  let server;
+  before(async () => {
+    const echo = (input) => input;
+    server = await serve({ functions: { echo } });
+  });
+  after(() => server.close());
+
+  it('?toString=1&valueOf=2&hasOwnProperty=3 are ordinary parameters', async () => {
+    const answer = await request(server.url + '/echo?toString=1&valueOf=2&hasOwnProperty=3&a.toString=4');
+    assert.equal(answer.status, 200);
+    assert.deepEqual(answer.json, { toString: '1', valueOf: '2', hasOwnProperty: '3', a: { toString: '4' } });
+  });
+});
