@@ -150,30 +150,25 @@ function countUpTo(input: unknown, limit: number): number {
   return count;
 }
 
-const listing = new WeakMap<Ajv, Ajv>();
-/** An instance like `ajv` (same coercion) that reports every violation. */
-function allErrors(ajv: Ajv): Ajv {
-  let instance = listing.get(ajv);
+const variants = new WeakMap<Ajv, Map<string, Ajv>>();
+/** An instance like `ajv` with some options changed: ajv's options apply to everything it compiles. */
+function variant(ajv: Ajv, name: string, options: object): Ajv {
+  let byName = variants.get(ajv);
+  if (byName === undefined) variants.set(ajv, (byName = new Map()));
+  let instance = byName.get(name);
   if (instance === undefined) {
     const Ajv = ajv.constructor as new (options: object) => Ajv;
-    instance = new Ajv({ ...ajv.opts, allErrors: true });
+    instance = new Ajv({ ...ajv.opts, ...options });
     (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(instance);
-    listing.set(ajv, instance);
+    byName.set(name, instance);
   }
   return instance;
 }
 
-const coercing = new WeakMap<Ajv, Ajv>();
-function withCoercion(ajv: Ajv): Ajv {
-  let instance = coercing.get(ajv);
-  if (instance === undefined) {
-    const Ajv = ajv.constructor as new (options: object) => Ajv;
-    instance = new Ajv({ strict: false, coerceTypes: 'array' });
-    (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(instance);
-    coercing.set(ajv, instance);
-  }
-  return instance;
-}
+/** Reports every violation, not only the first. */
+const allErrors = (ajv: Ajv) => variant(ajv, 'all errors', { allErrors: true });
+/** Query values are text: coerced to the schema's types, and a single value to a list. */
+const withCoercion = (ajv: Ajv) => variant(ajv, 'coercion', { coerceTypes: 'array' });
 
 function httpOutput(output: unknown): unknown {
   if (output === undefined) return undefined;

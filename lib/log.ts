@@ -186,21 +186,7 @@ const MAX_DEPTH = 64;
 
 /** JSON.stringify by hand, with every read in `try`, cycles as "[Circular]", bounded depth and size. */
 function careful(value: unknown, stack: unknown[], budget: { left: number }): string | undefined {
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'number':
-      return Number.isFinite(value) ? String(value) : 'null';
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'bigint':
-      return '"' + String(value) + '"';
-    case 'undefined':
-    case 'function':
-    case 'symbol':
-      return undefined;
-  }
-  if (value === null) return 'null';
+  if (value === null || typeof value !== 'object') return scalarJson(value);
   if (stack.includes(value)) return '"[Circular]"';
   if (stack.length >= MAX_DEPTH || --budget.left < 0) return '"[Truncated]"';
   stack.push(value);
@@ -244,6 +230,12 @@ function careful(value: unknown, stack: unknown[], budget: { left: number }): st
  * JSON.stringify does). BigInt becomes a string; NaN and Infinity null.
  */
 function valueJson(value: unknown, parent?: object): string | undefined {
+  // Errors, here or nested, via the replacer.
+  return value !== null && typeof value === 'object' ? objectJson(value, parent) : scalarJson(value);
+}
+
+/** JSON for anything but an object: undefined for what JSON.stringify leaves out. */
+function scalarJson(value: unknown): string | undefined {
   switch (typeof value) {
     case 'string':
       return JSON.stringify(value);
@@ -253,10 +245,8 @@ function valueJson(value: unknown, parent?: object): string | undefined {
       return value ? 'true' : 'false';
     case 'bigint':
       return '"' + String(value) + '"';
-    case 'object':
-      return value === null ? 'null' : objectJson(value, parent); // Errors, here or nested, via the replacer
     default:
-      return undefined;
+      return value === null ? 'null' : undefined;
   }
 }
 
