@@ -160,21 +160,19 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       };
 
       let value: unknown;
-      let ctxData: unknown;
-      let events: unknown;
+      // What the request was parsed into: never read as response instructions (see respond.ts).
+      let parsed: unknown;
       if (mode === undefined) {
-        const data = (ctxData = bytes === undefined ? undefined : parseBody(bytes, media));
+        const data = (parsed = bytes === undefined ? undefined : parseBody(bytes, media));
         const ctx = context();
         ctx.body = data;
         value = await invoke(target.fn, ctx, data);
       } else {
-        const event = (events = readEvent(mode, req.headers, bytes, media));
+        const event = (parsed = readEvent(mode, req.headers, bytes, media));
         value = Array.isArray(event) ? await batch(event, target.fn, context, invoke) : await invoke(target.fn, context(event), event.data);
       }
       if (runtime.draining) closeAfter(req, res);
-      // What the request was parsed into: never read as response instructions (see respond.ts).
-      const input = [mode === undefined ? ctxData : events, query, req.headers, params];
-      const sent = respond(req, res, value, mode, input);
+      const sent = respond(req, res, value, mode, [parsed, query, req.headers, params]);
       const reply: Reply = sent instanceof Promise ? await sent : sent;
       if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);

@@ -17,8 +17,16 @@ export function parseEndpoint(value: string, { insecure, allowHttp = insecure }:
   if (url.username !== '' || url.password !== '') return 'must not contain credentials; use the username and password fields';
   if (url.search !== '' || url.hash !== '') return 'must not have a query string or fragment';
   if (url.hostname === 'docker.io' || url.hostname === 'index.docker.io') url.hostname = 'registry-1.docker.io';
-  url.pathname = url.pathname.replace(/\/+$/, '');
+  url.pathname = withoutTrailingSlashes(url.pathname);
   return url;
+}
+
+// A loop, not /\/+$/: that regex tries again from every '/' of a long run that does not end the
+// text, so `host//...//a` took time in the square of its length.
+function withoutTrailingSlashes(path: string): string {
+  let end = path.length;
+  while (end > 0 && path.charCodeAt(end - 1) === 0x2f) end--;
+  return path.slice(0, end);
 }
 
 /** `host:port` for a gRPC endpoint (scanner V4), with or without a scheme. */
@@ -59,11 +67,15 @@ export function refusedAddress(address: string): string | undefined {
 
 // The 16 bytes of an IPv6 address (already known to be valid), `::` and a dotted tail included.
 function ipv6Bytes(address: string): number[] {
-  let text = address.toLowerCase().replace(/%.*$/, '');
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted[1].split('.').map(Number);
-    text = text.slice(0, -dotted[1].length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  // Index scans rather than /%.*$/ and /(\d+\.\d+\.\d+\.\d+)$/, which retry from every '%' or digit.
+  let text = address.toLowerCase();
+  const zone = text.indexOf('%');
+  if (zone !== -1) text = text.slice(0, zone);
+  const lastColon = text.lastIndexOf(':');
+  const lastGroup = text.slice(lastColon + 1);
+  if (lastGroup.includes('.')) {
+    const [a, b, c, d] = lastGroup.split('.').map(Number);
+    text = text.slice(0, lastColon + 1) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
   const [head, tail] = text.split('::');
   const left = head ? head.split(':') : [];

@@ -44,7 +44,9 @@ export function parseChallenge(header: string | undefined): Challenge | undefine
   const m = /^\s*(\w+)\s*(.*)$/s.exec(header);
   if (m === null) return undefined;
   const params: Record<string, string> = {};
-  for (const p of m[2].matchAll(/(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/g)) params[p[1].toLowerCase()] = (p[2] ?? p[3]).replace(/\\(.)/g, '$1');
+  // `\b`: a name is tried from its first character only. Without it a long word with no '=' after
+  // it is tried again from each of its characters, in time the square of its length.
+  for (const p of m[2].matchAll(/\b(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/g)) params[p[1].toLowerCase()] = (p[2] ?? p[3]).replace(/\\(.)/g, '$1');
   return { scheme: m[1].toLowerCase(), params };
 }
 

@@ -88,7 +88,9 @@ function authorizer(token: string | undefined): (header: string | undefined) => 
   const expected = createHash('sha256').update(token).digest();
   const challenge = { 'www-authenticate': 'Bearer' };
   return (header) => {
-    const presented = /^Bearer\s+(.+)$/i.exec(header ?? '')?.[1];
+    // The token starts at the first non-space character: with `\s+(.+)` both quantifiers could take
+    // the same spaces, and a failing match would try every split of them.
+    const presented = /^Bearer\s+(\S.*)$/i.exec(header ?? '')?.[1];
     if (presented === undefined) throw new ServiceError(401, 'missing credentials: send Authorization: Bearer <token>', [], challenge);
     // Hashes have one length, so the comparison takes the same time whatever was sent.
     if (!timingSafeEqual(createHash('sha256').update(presented).digest(), expected)) {
