@@ -20,6 +20,11 @@ export function hasBody(req: IncomingMessage): boolean {
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (declared > limit) return Promise.reject(tooLarge(limit));
+  // node de-chunks; any other transfer coding (`gzip, chunked`) would reach the function still coded.
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    return Promise.reject(new HttpError(501, `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`));
+  }
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
     return Promise.reject(new HttpError(415, `Content-Encoding '${encoding}' is not supported; send the body uncompressed`));

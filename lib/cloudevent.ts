@@ -179,6 +179,9 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
   for (const name in attributes) {
     const value = attributes[name];
     if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
+    // An attribute named like a method of the event (`validate`, `emit`, `constructor`) would
+    // hide that method on `context.cloudevent`.
+    if (name in receivedEventClass().prototype) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
     switch (name) {
       case 'data':
       case 'data_base64':
@@ -342,12 +345,9 @@ export interface EncodedEvent {
 /** An event as an HTTP message in the given mode. */
 export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], mode: Mode): EncodedEvent {
   if (Array.isArray(event)) {
-    return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event) };
+    return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event.map(structuredJson)) };
   }
-  if (mode !== 'binary') {
-    const { body } = cloudevents().HTTP.structured(event);
-    return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: body as string };
-  }
+  if (mode !== 'binary') return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: JSON.stringify(structuredJson(event)) };
   const headers = binaryHeaders(event);
   const { data } = event;
   if (data === undefined || data === null) {
@@ -366,6 +366,26 @@ export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], 
     return { headers, body: String(data) };
   }
   return { headers, body: JSON.stringify(data) };
+}
+
+/**
+ * An event in the JSON format, as it is: the SDK's own encoder would re-validate it (refusing a
+ * leap second or a 0.3 attribute it let in) and reformat or invent `time`. Binary data goes out
+ * as `data_base64`.
+ */
+function structuredJson(event: CloudEvent<unknown>): Record<string, unknown> {
+  const json: Record<string, unknown> = {};
+  const attributes = event as unknown as Record<string, unknown>;
+  for (const name of Object.keys(attributes)) {
+    const value = attributes[name];
+    if (value !== undefined) json[name] = value instanceof Date ? value.toISOString() : value;
+  }
+  if (json.data_base64 === undefined && ArrayBuffer.isView(json.data)) {
+    const view = json.data as ArrayBufferView;
+    json.data_base64 = Buffer.from(view.buffer, view.byteOffset, view.byteLength).toString('base64');
+  }
+  if (json.data_base64 !== undefined) delete json.data;
+  return json;
 }
 
 /**

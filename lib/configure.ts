@@ -56,6 +56,7 @@ export function checkEnv(name: string, value: string): void {
     case 'FUNC_HEADERS_TIMEOUT':
     case 'FUNC_REQUEST_TIMEOUT':
     case 'FUNC_KEEP_ALIVE_TIMEOUT':
+    case 'FUNC_PROBE_TIMEOUT':
       parseDuration(value, name);
       break;
     case 'FUNC_METRICS':

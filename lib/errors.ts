@@ -5,6 +5,7 @@
 import { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { safeHeaders, type Dropped } from './headers';
 import type { Logger } from './log';
+import { isInstance, isPartOf } from './provenance';
 import { JSON_TYPE, send } from './send';
 
 /** An error with an HTTP status. Its message is shown to the client when the status is below 500. */
@@ -67,10 +68,18 @@ export function statusOf(thrown: unknown): number {
 // Messages are the client's to read below 500; a runaway one is cut rather than echoed whole.
 const MAX_MESSAGE = 1024;
 
-/** Reads a thrown value into plain facts. Never throws. */
-export function inspect(thrown: unknown, dropped?: Dropped[]): Thrown {
-  const status = statusOf(thrown);
+/**
+ * Reads a thrown value into plain facts. Never throws. `input` is what the request was parsed
+ * into: a function that throws that (or a part of it) has failed; the client does not get to
+ * pick the status, message or headers.
+ */
+export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly unknown[]): Thrown {
   const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
+  // Parsed data is plain objects and arrays: an Error (any class instance) is never part of it.
+  if (isObject && input !== undefined && read(() => !isInstance(thrown) && isPartOf(thrown, input)) !== false) {
+    return { status: 500, logged: { thrown: describe(thrown) } };
+  }
+  const status = statusOf(thrown);
   const ours = isObject && read(() => thrown instanceof HttpError) === true;
   const isError = ours || (isObject && read(() => thrown instanceof Error) === true);
   const facts: Thrown = { status, logged: isError ? thrown : { thrown: describe(thrown) } };
@@ -97,12 +106,14 @@ function copy(details: unknown): Record<string, unknown> | undefined {
   return out;
 }
 
+// A thrown value described in the log: enough to recognise it, not a whole request body.
+const MAX_DESCRIPTION = 2048;
+
 /** A thrown value that is not an Error, as text for the log. */
 export function describe(value: unknown): string {
   try {
-    if (typeof value === 'string') return value;
-    const json = JSON.stringify(value);
-    return json ?? String(value);
+    const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+    return text.length > MAX_DESCRIPTION ? text.slice(0, MAX_DESCRIPTION) + '…' : text;
   } catch {
     try {
       return Object.prototype.toString.call(value);
@@ -153,10 +164,10 @@ export function errorJson(facts: Thrown, thrown: unknown, log: Logger, format?: 
  * The one place a thrown value becomes a response. 5xx details go to the log, never to the
  * client. `format` is the module's `errorBody`, when it shapes its own error bodies. Never throws.
  */
-export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, format?: ErrorFormat): void {
+export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, format?: ErrorFormat, input?: readonly unknown[]): void {
   try {
     const dropped: Dropped[] = [];
-    const facts = inspect(thrown, dropped);
+    const facts = inspect(thrown, dropped, input);
     if (facts.status >= 500) quietly(() => log.error(facts.logged, 'request failed'));
     else quietly(() => log.debug({ statusCode: facts.status, message: facts.message }, 'request rejected'));
     if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));

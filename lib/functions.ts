@@ -6,6 +6,7 @@ import type { CloudEvent } from 'cloudevents';
 import { randomUUID } from 'node:crypto';
 import { asCloudEvent, cloudevents } from './cloudevent';
 import type { Context } from './context';
+import { MAX_JSON_DEPTH } from './body';
 import { HttpError } from './errors';
 import { JSON_TYPE } from './send';
 import type { Function as FunctionModule, Invokable, NamedFunction } from './types';
@@ -202,6 +203,8 @@ export function queryInput(query: Record<string, string | string[]>, schema?: Sc
   const root: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(query)) {
     const path = key.split('.');
+    // The same bound as JSON bodies: deeper input could not even be serialised back.
+    if (path.length > MAX_JSON_DEPTH) throw new HttpError(400, `query parameter names nest deeper than ${MAX_JSON_DEPTH} levels`);
     if (path.some((part) => part === '' || part === '__proto__' || part === 'constructor' || part === 'prototype')) {
       throw new HttpError(400, `invalid query parameter name '${key}'`);
     }

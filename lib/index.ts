@@ -42,6 +42,8 @@ export interface Options {
   keepAliveTimeout?: number | string;
   /** Open connections at most (idle keep-alive ones included); past it new ones are refused. Default 1024. */
   maxConnections?: number | string;
+  /** A liveness or readiness check that has not answered after this long counts as failed (503). Default 5s. */
+  probeTimeout?: number | string;
 }
 
 type Environment = Options & { livenessUrl?: string; readinessUrl?: string; service?: string; revision?: string; instance?: string };
@@ -62,6 +64,7 @@ export const defaults = Object.freeze({
   requestTimeout: 60_000,
   keepAliveTimeout: 95_000,
   maxConnections: 1024,
+  probeTimeout: 5_000,
 });
 
 /** The options the environment gives, by faas-js-runtime's and Knative's variable names. */
@@ -79,6 +82,7 @@ export function fromEnvironment(env: NodeJS.ProcessEnv): Environment {
     ['FUNC_HEADERS_TIMEOUT', 'headersTimeout'],
     ['FUNC_REQUEST_TIMEOUT', 'requestTimeout'],
     ['FUNC_KEEP_ALIVE_TIMEOUT', 'keepAliveTimeout'],
+    ['FUNC_PROBE_TIMEOUT', 'probeTimeout'],
   ] as const) {
     const value = env[name];
     if (value) out[key] = parseDuration(value, name);
@@ -136,7 +140,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const logLevel = options.logLevel ?? env.logLevel ?? module.logLevel ?? defaults.logLevel;
   const log = createLogger(checkLogLevel(logLevel, 'log level'), options.logDestination);
   const port = options.port ?? env.port ?? defaults.port;
-  const ms = (key: 'timeout' | 'maxEventLoopDelay' | 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout') =>
+  const ms = (key: 'timeout' | 'maxEventLoopDelay' | 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'probeTimeout') =>
     parseDuration(options[key] ?? env[key] ?? defaults[key], key);
   const name = options.name ?? funcYaml?.name ?? 'function';
   const metricsOn = options.metrics ?? env.metrics ?? defaults.metrics;
@@ -156,6 +160,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       headersTimeout: ms('headersTimeout'),
       requestTimeout: ms('requestTimeout'),
       keepAliveTimeout: ms('keepAliveTimeout'),
+      probeTimeout: ms('probeTimeout'),
       maxConnections: parseCount(options.maxConnections ?? env.maxConnections ?? defaults.maxConnections, 'maxConnections'),
     },
     log,

@@ -163,9 +163,20 @@ function errorFields(err: object, seen: object[]): Record<string, unknown> {
 
 // --- JSON that never throws ---
 
-function replacer(_key: string, value: unknown): unknown {
+function replacer(this: unknown, key: string, value: unknown): unknown {
   if (typeof value === 'bigint') return String(value);
+  // The holder's own value, before toJSON: a Buffer's toJSON would list every byte.
+  const original = (this as Record<string, unknown>)[key];
+  if (ArrayBuffer.isView(original)) return bytesSummary(original);
   return value !== null && typeof value === 'object' && isError(value) ? serializeError(value) : value;
+}
+
+/**
+ * Bytes in a log line are summarised, not listed: a logged 1 MiB request body would otherwise be
+ * a line of millions of numbers that takes seconds to write.
+ */
+function bytesSummary(view: ArrayBufferView): { type: string; length: number } {
+  return { type: Buffer.isBuffer(view) ? 'Buffer' : (view.constructor?.name ?? 'ArrayBufferView'), length: view.byteLength };
 }
 
 /** JSON text of an object, or undefined where JSON.stringify gives none. `parent` holds it (for cycles). */
@@ -187,6 +198,7 @@ const MAX_DEPTH = 64;
 /** JSON.stringify by hand, with every read in `try`, cycles as "[Circular]", bounded depth and size. */
 function careful(value: unknown, stack: unknown[], budget: { left: number }): string | undefined {
   if (value === null || typeof value !== 'object') return scalarJson(value);
+  if (ArrayBuffer.isView(value)) return JSON.stringify(bytesSummary(value));
   if (stack.includes(value)) return '"[Circular]"';
   if (stack.length >= MAX_DEPTH || --budget.left < 0) return '"[Truncated]"';
   stack.push(value);
@@ -271,6 +283,7 @@ const ROOT_SKIP = skipOf([]);
  * An array is spread by index (`"0":…`), as pino does with any object's enumerable keys.
  */
 function fieldsOf(obj: object, skip: Skip): string {
+  if (ArrayBuffer.isView(obj)) obj = bytesSummary(obj);
   let keys: string[];
   try {
     keys = Object.keys(obj);

@@ -14,12 +14,15 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+\/[!#$%&'*+.^_`|~0-9a-z-]+$/;
 // Content types repeat across requests, so parsed results are kept (bounded) and reused.
 const cache = new Map<string, MediaType | undefined>();
 const CACHE_SIZE = 256;
+const MAX_CACHED_LENGTH = 256;
 
 /** Parses a Content-Type value; undefined when absent or not a media type. */
 export function parseMediaType(header: string | undefined): MediaType | undefined {
   if (header === undefined || header === '') return undefined;
   if (cache.has(header)) return cache.get(header);
   const parsed = parse(header);
+  // Only header-sized values are kept: an event's datacontenttype can be as long as its body.
+  if (header.length > MAX_CACHED_LENGTH) return parsed;
   if (cache.size >= CACHE_SIZE) cache.clear();
   cache.set(header, parsed);
   return parsed;

@@ -8,6 +8,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { pipeline, Readable, Writable } from 'node:stream';
 import { asCloudEvent, encodeEvent, type Mode } from './cloudevent';
 import { safeHeaders, type Dropped } from './headers';
+import { isInstance, isPartOf } from './provenance';
 import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
 
 /** A response decided but not yet written. */
@@ -17,12 +18,6 @@ export interface Reply {
   body?: string | Buffer | Readable;
   /** Headers of the function's that were left out (framing, or refused by node). */
   dropped?: Dropped[];
-}
-
-/** True for objects made by a class: not `{}` literals, parsed JSON, or null-prototype maps. */
-function isInstance(value: object): boolean {
-  const proto = Object.getPrototypeOf(value);
-  return proto !== null && proto !== Object.prototype && proto !== Array.prototype;
 }
 
 // An XML DOM Document (such as the one an XML request arrives as) serialises with toString().
@@ -37,11 +32,38 @@ function isXmlDocument(value: object): boolean {
  * the stream fails, and resolves early when the client goes away (the stream is then destroyed).
  */
 export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: readonly unknown[]): Reply | Promise<Reply> {
-  const reply = toReply(value, mode, input);
+  let reply: Reply;
+  try {
+    reply = toReply(value, mode, input);
+  } catch (err) {
+    discard(value);
+    throw err;
+  }
   if (reply.body instanceof Readable) return stream(req, res, reply, reply.body);
   send(req, res, reply.status, reply.headers, reply.body);
   return reply;
 }
+
+/**
+ * A returned value that will not be sent (a late result after a timeout, a batch handler's value
+ * that is not an event, a response that could not be made): a stream in it is destroyed, with
+ * its error ignored, so it neither leaks its file descriptor nor crashes the process with an
+ * unhandled 'error' event.
+ */
+export function discard(value: unknown): void {
+  try {
+    if (value === null || typeof value !== 'object') return;
+    const body = value instanceof Readable ? value : (value as { body?: unknown }).body;
+    if (body instanceof Readable && !body.destroyed) {
+      body.on('error', ignore);
+      body.destroy();
+    }
+  } catch {
+    // A value whose properties cannot be read holds nothing we could close.
+  }
+}
+
+function ignore(): void {}
 
 export function toReply(value: unknown, mode: Mode | undefined, input: readonly unknown[] = []): Reply {
   switch (typeof value) {
@@ -78,30 +100,6 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
   if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) return structured(object, mode);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(object) };
-}
-
-/**
- * Whether `value` is one of the objects the request was parsed into, or inside one. Parsed data
- * is plain objects and arrays, so only those are walked: linear in the size of the request, and
- * only for return values that look like a spelled-out response.
- */
-function isPartOf(value: object, input: readonly unknown[]): boolean {
-  const seen = new Set<object>();
-  const pending: unknown[] = [...input];
-  while (pending.length > 0) {
-    const node = pending.pop();
-    if (node === value) return true;
-    if (node === null || typeof node !== 'object' || seen.has(node) || (isInstance(node) && !isEvent(node))) continue;
-    seen.add(node);
-    if (Array.isArray(node)) for (const item of node) pending.push(item);
-    else for (const key of Object.keys(node)) pending.push((node as Record<string, unknown>)[key]);
-  }
-  return false;
-}
-
-// A received CloudEvent is walked for its data (an event is recognised by class, its data is not).
-function isEvent(node: object): boolean {
-  return asCloudEvent(node) !== undefined;
 }
 
 /** `{ statusCode, headers, body }`: a response the function spelled out. Also an SDK `Message`. */
@@ -168,8 +166,13 @@ function stream(req: IncomingMessage, res: ServerResponse, reply: Reply, source:
   const head = () => {
     if (!res.headersSent) res.writeHead(reply.status, reply.headers);
   };
+  // The client went away before the function answered: nothing to send to.
+  if (res.destroyed) {
+    discard(source);
+    return Promise.resolve(reply);
+  }
   if (req.method === 'HEAD') {
-    source.destroy();
+    discard(source);
     head();
     res.end();
     return Promise.resolve(reply);

@@ -20,22 +20,26 @@ function normalize(path: string): string {
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
 }
 
+// Each segment brings its own leading slash, so an optional one is `(?:/([^/]*))?`: the slash and
+// the value are absent together. (`/?([^/]*)` would let k optional segments split a long path
+// segment k ways, and matching would take time n^k.)
 function compile(path: string): { keys: string[]; pattern?: RegExp } {
   const keys: string[] = [];
   if (!path.includes(':') && !path.includes('*')) return { keys };
   const source = normalize(path)
     .split('/')
+    .slice(1)
     .map((segment) => {
       if (segment === '*') {
         keys.push('*');
-        return '(.*)';
+        return '/(.*)';
       }
-      if (!segment.startsWith(':')) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      if (!segment.startsWith(':')) return '/' + segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       const optional = segment.endsWith('?');
       keys.push(segment.slice(1, optional ? -1 : undefined));
-      return optional ? '?([^/]*)' : '([^/]+)';
+      return optional ? '(?:/([^/]*))?' : '/([^/]+)';
     })
-    .join('/');
+    .join('');
   return { keys, pattern: new RegExp(`^${source}/?$`) };
 }
 

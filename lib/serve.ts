@@ -5,6 +5,7 @@
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
+import { describe } from './errors';
 import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop, type Options } from './index';
@@ -32,12 +33,17 @@ Options:
 const startupLog: RootLogger = createLogger('fatal', process.stderr);
 
 function fail(err: unknown): never {
-  // Our own configuration and loading errors say all in their message (with the stack of a
-  // failing user module as their cause); anything else, such as a throwing init(), is logged whole.
-  const ours = err instanceof ConfigError || err instanceof LoadError;
-  const cause = ours ? (err as Error).cause : err;
-  const message = err instanceof Error ? err.message : String(err);
-  startupLog.fatal(cause instanceof Error ? { err: cause } : {}, message);
+  try {
+    // Our own configuration and loading errors say all in their message (with the stack of a
+    // failing user module as their cause); anything else, such as a throwing init(), is logged whole.
+    const ours = err instanceof ConfigError || err instanceof LoadError;
+    const cause = ours ? (err as Error).cause : err;
+    const message = err instanceof Error ? err.message : describe(err);
+    startupLog.fatal(cause instanceof Error ? { err: cause } : {}, message);
+  } catch {
+    // What was thrown cannot even be read (a Proxy whose traps throw).
+    startupLog.fatal('the function failed to start: it threw a value that cannot be read');
+  }
   process.exit(1);
 }
 

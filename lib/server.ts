@@ -13,7 +13,7 @@ import { errorBody, errorJson, HttpError, inspect, lastResort, sendError } from 
 import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
-import { respond, type Reply } from './respond';
+import { discard, respond, type Reply } from './respond';
 import { JSON_TYPE, send, TEXT } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
@@ -40,6 +40,8 @@ export interface Settings {
   keepAliveTimeout: number;
   /** Open connections at most; past it node refuses new ones. */
   maxConnections: number;
+  /** A liveness or readiness check that has not answered after this many ms counts as failed. */
+  probeTimeout: number;
 }
 
 type Target =
@@ -57,9 +59,16 @@ interface Runtime {
 
 const runtimes = new WeakMap<Server, Runtime>();
 
-// Requests on a connection whose answers are not finished yet (more than one when pipelined).
+// Requests on a connection whose answers are not finished yet (more than one when pipelined),
+// and whether the connection is to be closed once they are (malformed bytes followed them).
 const PENDING = Symbol('funcrun pending requests');
-type CountedSocket = Socket & { [PENDING]?: number };
+const CLOSING = Symbol('funcrun closing');
+const LATEST = Symbol('funcrun latest request');
+type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
+
+function answered(socket: CountedSocket): void {
+  if (--socket[PENDING]! === 0 && socket[CLOSING]) socket.destroySoon();
+}
 
 /**
  * While draining, the last pending response on a connection closes it. An earlier one must not:
@@ -109,9 +118,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const reqLog = newRequestLog();
     const socket = req.socket as CountedSocket;
     socket[PENDING] = (socket[PENDING] ?? 0) + 1;
+    socket[LATEST] = req;
     if (debug) access(req, res, reqLog);
     // Set when the request reaches the function: it then counts as an invocation in the metrics.
     let began = -1;
+    // What the request was parsed into: never read as response instructions (see provenance.ts).
+    let input: unknown[] | undefined;
     try {
       // HTTP/1.1 requires Host (RFC 9112 section 3.2); node's own check would answer without a JSON body.
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
@@ -160,31 +172,34 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       };
 
       let value: unknown;
-      // What the request was parsed into: never read as response instructions (see respond.ts).
-      let parsed: unknown;
       if (mode === undefined) {
-        const data = (parsed = bytes === undefined ? undefined : parseBody(bytes, media));
+        const data = bytes === undefined ? undefined : parseBody(bytes, media);
+        input = [data, query, req.headers, params];
         const ctx = context();
         ctx.body = data;
         value = await invoke(target.fn, ctx, data);
       } else {
-        const event = (parsed = readEvent(mode, req.headers, bytes, media));
+        const event = readEvent(mode, req.headers, bytes, media);
+        // An event is recognised by its class; its data is parsed request data like any body.
+        input = [Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req.headers, params];
         value = Array.isArray(event) ? await batch(event, target.fn, context, invoke) : await invoke(target.fn, context(event), event.data);
       }
-      if (runtime.draining) closeAfter(req, res);
-      const sent = respond(req, res, value, mode, [parsed, query, req.headers, params]);
+      if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
+      const sent = respond(req, res, value, mode, input);
       const reply: Reply = sent instanceof Promise ? await sent : sent;
       if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);
     } catch (err) {
-      if (runtime.draining) closeAfter(req, res);
-      sendError(req, res, err, reqLog, module.errorBody);
+      if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
+      // A body left unread (refused before or while reading it) leaves the connection unusable.
+      if (!res.headersSent && hasBody(req) && !req.complete) res.setHeader('connection', 'close');
+      sendError(req, res, err, reqLog, module.errorBody, input);
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
     } finally {
       // A pipelined response waits in node's queue until those before it are sent: it is
       // pending until then. Otherwise the answer is with the socket now.
-      if (res.socket === null) res.once('close', () => socket[PENDING]!--);
-      else socket[PENDING]!--;
+      if (res.socket === null) res.once('close', () => answered(socket));
+      else answered(socket);
     }
   }
 
@@ -195,13 +210,17 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const result = fn(ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
     let timer: NodeJS.Timeout | undefined;
+    let late = false;
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
+        late = true;
         const error = new HttpError(504, `the function did not answer within ${timeout} ms`);
         ctx.abort(error);
         reject(error);
       }, timeout);
     });
+    // A result that comes after the 504 is dropped; a stream in it is closed.
+    Promise.resolve(result).then((value) => late && discard(value), ignore);
     return Promise.race([result, expired]).finally(() => clearTimeout(timer));
   }
 
@@ -238,6 +257,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   server.once('listening', () => metrics?.ready(process.uptime()));
   server.once('close', () => loop?.stop());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
+  // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => rawError(socket, 405, 'CONNECT is not supported'));
   server.once('close', () => runShutdown(runtime).catch((err) => log.error(err, 'shutdown() failed')));
   runtimes.set(server, runtime);
   return server;
@@ -246,7 +267,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     let healthy = true;
     if (target.check !== undefined) {
       try {
-        healthy = (await target.check()) !== false;
+        healthy = (await within(target.check(), settings.probeTimeout, 'the check did not answer in time')) !== false;
       } catch (err) {
         reqLog.warn(err, `${target.readiness ? 'readiness' : 'liveness'} check failed`);
         healthy = false;
@@ -285,8 +306,19 @@ async function batch(
     const value = await invoke(fn, context(event), event.data);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(reply);
+    else discard(value);
   }
   return replies.length === 0 ? undefined : replies;
+}
+
+function ignore(): void {}
+
+/** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */
+function within(value: unknown, ms: number, message: string): Promise<unknown> {
+  if (!isThenable(value)) return Promise.resolve(value);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
+  return Promise.race([value, late]).finally(() => clearTimeout(timer));
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -320,15 +352,21 @@ export function originForm(url: string): string {
  * response is pending on the connection, as node's own handler does: bytes written into a
  * response in flight would corrupt it.
  */
-function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+function clientError(err: NodeJS.ErrnoException, socket: CountedSocket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  // Complete requests that came before the malformed bytes are still answered; then it closes.
+  // (Malformed bytes inside a request's body belong to that request: it is cut, below.)
+  if ((socket[PENDING] ?? 0) > 0 && socket[LATEST]?.complete === true) return void (socket[CLOSING] = true);
   // node's own handler reads the same field: the response it is writing on this socket, if any.
   const pending = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
-  if (err.code === 'ECONNRESET' || !socket.writable || (pending !== null && pending !== undefined)) {
-    socket.destroy();
-    return;
-  }
+  if (pending !== null && pending !== undefined) return void socket.destroy();
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const body = JSON.stringify(errorBody(status, new HttpError(status, status === 400 ? 'malformed HTTP request' : '')));
+  rawError(socket, status, status === 400 ? 'malformed HTTP request' : '');
+}
+
+/** An error answer written straight to a socket that no ServerResponse owns, then closed. */
+function rawError(socket: Socket, status: number, message: string): void {
+  const body = JSON.stringify(errorBody(status, new HttpError(status, message)));
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: ${JSON_TYPE}\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,

@@ -158,3 +158,30 @@ describe('the connection cap', () => {
     assert.match(proc.out.stderr, /FUNC_MAX_CONNECTIONS/);
   });
 });
+
+describe('probes and start-up that misbehave', () => {
+  it('a readiness check that never settles is a 503 after probeTimeout', async () => {
+    const server = await serve({ handle: () => 'ok', readiness: () => new Promise(() => {}) }, { probeTimeout: 200 });
+    try {
+      const started = performance.now();
+      const answer = await request(server.url + '/health/readiness');
+      assert.equal(answer.status, 503);
+      assert.ok(performance.now() - started < 2000);
+      assert.ok(server.log.entries().some((e) => e.level === 40 && /did not answer in time/.test(e.err?.message ?? '')));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an init() that throws a value nothing can read: one fatal line, exit code 1', async () => {
+    const folder = project({
+      'index.js': "module.exports = { init() { throw new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } }); }, handle: () => 'never' };",
+    });
+    const proc = run([folder, '--port', String(await freePort())]);
+    assert.equal((await proc.exited).code, 1);
+    const lines = proc.out.stderr.trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0].level, 60);
+    assert.doesNotMatch(lines[0].msg, /uncaught/);
+  });
+});

@@ -240,3 +240,111 @@ describe('named functions: query names that are Object.prototype members', () =>
     assert.deepEqual(answer.json, { toString: '1', valueOf: '2', hasOwnProperty: '3', a: { toString: '4' } });
   });
 });
+
+describe('more hostile shapes', () => {
+  it('named functions: query names nesting deeper than 512 levels are a 400', async () => {
+    const server = await serve({ functions: { echo: (input) => input, ignore: () => 'ok' } });
+    try {
+      const key = Array(6000).fill('a').join('.');
+      for (const name of ['echo', 'ignore']) assert.equal((await request(`${server.url}/${name}?${key}=1`)).status, 400);
+      assert.equal((await request(`${server.url}/echo?${Array(512).fill('a').join('.')}=1`)).status, 200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an echoed structured event with data_base64 and a leap second, or 0.3 attributes, is sent back as it came', async () => {
+    const server = await serve((ctx) => ctx.cloudevent);
+    try {
+      for (const event of [
+        { specversion: '1.0', id: '1', source: '/s', type: 't', time: '2016-12-31T23:59:60Z', data_base64: 'aGk=' },
+        { specversion: '0.3', id: '1', source: '/s', type: 't', schemaurl: 'https://example.test/s', data_base64: 'aGk=' },
+        { specversion: '1.0', id: '1', source: '/s', type: 't', data: { a: 1 } },
+      ]) {
+        const answer = await request(server.url, structured(event));
+        assert.equal(answer.status, 200, JSON.stringify(event));
+        assert.deepEqual(answer.json, event, 'nothing invented, nothing reformatted');
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an extension attribute named like a method of the event is a 400', async () => {
+    const server = await serve(() => 'ok');
+    try {
+      for (const name of ['validate', 'emit', 'constructor']) {
+        const answer = await request(server.url, structured(event({ [name]: 'x' })));
+        assert.equal(answer.status, 400, name);
+        assert.equal(answer.json.attribute, name);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a unique 512 KiB datacontenttype per event is not kept: memory stays flat', async () => {
+    const v8 = require('node:v8');
+    v8.setFlagsFromString('--expose-gc');
+    const gc = require('node:vm').runInNewContext('gc');
+    const server = await serve(() => 'ok', { bodyLimit: 2_000_000 });
+    try {
+      const send = (i) => request(server.url, structured(event({ datacontenttype: `text/plain; x=${String(i).padEnd(512 * 1024, 'y')}`, data: 'd' })));
+      await send(-1);
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < 40; i++) assert.equal((await send(i)).status, 200);
+      gc();
+      const grown = process.memoryUsage().heapUsed - before;
+      assert.ok(grown < 10 * 1024 * 1024, `heap grew by ${(grown / 1048576).toFixed(1)} MB`);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('routes with optional parameters match a long path at once', async () => {
+    const server = await serve({ routes: { 'GET /a/:x?/:y?/:z?': (ctx) => ctx.params } });
+    try {
+      const started = performance.now();
+      const answer = await request(`${server.url}/a/${'x'.repeat(8000)}/`);
+      assert.ok(performance.now() - started < 1000);
+      assert.equal(answer.json.x.length, 8000);
+      const miss = await request(`${server.url}/a/${'x'.repeat(8000)}/1/2/3/4`);
+      assert.equal(miss.status, 404);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('framing: pipelining before garbage, CONNECT, transfer codings', () => {
+  let server;
+  let port;
+  before(async () => {
+    server = await serve((ctx, data) => ({ path: ctx.path, data }));
+    port = server.server.address().port;
+  });
+  after(() => server.close());
+
+  it('complete pipelined requests followed by malformed bytes are answered, then the connection closes', async () => {
+    const one = (path) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+    const { text, timedOut } = await exchange(port, one('/a') + one('/b') + 'GARBAGE \u0000\r\n\r\n');
+    assert.equal(timedOut, false);
+    assert.deepEqual(statuses(text), [200, 200]);
+    assert.match(text, /"path":"\/b"/);
+  });
+
+  it('CONNECT gets a JSON 405', async () => {
+    const { text } = await exchange(port, 'CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 405);
+    assert.equal(JSON.parse(answer.body).statusCode, 405);
+  });
+
+  it('Transfer-Encoding: gzip, chunked is a 501, not still-coded bytes for the function', async () => {
+    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 501);
+    assert.equal(answer.headers.connection, 'close');
+  });
+});

@@ -272,3 +272,92 @@ describe('malformed bytes on a connection whose response is in flight', () => {
     }
   });
 });
+
+describe('streams funcrun does not send are closed, never left to crash the process', () => {
+  const fsStream = (file) => fs.createReadStream(file);
+  const missing = path.join(os.tmpdir(), 'funcrun-no-such-file');
+  const crashes = [];
+  const onCrash = (err) => crashes.push(err);
+
+  async function settle(check) {
+    for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  it('HEAD of a function returning a stream of a missing file: 200 headers, no crash, the server lives on', async () => {
+    process.on('uncaughtException', onCrash);
+    const server = await serve(() => fsStream(missing));
+    try {
+      const head = await request(server.url, { method: 'HEAD' });
+      assert.equal(head.status, 200);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(crashes, []);
+      assert.equal((await request(server.url)).status, 500);
+    } finally {
+      await server.close();
+      process.off('uncaughtException', onCrash);
+    }
+  });
+
+  for (const [name, options, fn, init] of [
+    ['the late result after a 504 timeout', { timeout: 100 }, (track) => async () => (await new Promise((r) => setTimeout(r, 250)), track()), {}],
+    ['a batch handler\'s value that is not an event', {}, (track) => () => track(), { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify([{ specversion: '1.0', id: '1', source: '/s', type: 't' }]) }],
+    ['the body of a structured return with an invalid statusCode', {}, (track) => () => ({ statusCode: 'teapot', body: track() }), {}],
+  ]) {
+    it(`${name}: the stream is destroyed`, async () => {
+      let opened = 0;
+      let closed = 0;
+      const track = () => {
+        opened++;
+        const stream = new Readable({ read() {} });
+        stream.once('close', () => closed++);
+        return stream;
+      };
+      process.on('uncaughtException', onCrash);
+      const server = await serve(fn(track), options);
+      try {
+        for (let i = 0; i < 10; i++) await request(server.url, init);
+        await settle(() => closed === opened && opened === 10);
+        assert.equal(opened, 10);
+        assert.equal(closed, opened);
+        assert.deepEqual(crashes, []);
+      } finally {
+        await server.close();
+        process.off('uncaughtException', onCrash);
+      }
+    });
+  }
+
+  it('a stream returned after the client went away is destroyed', async () => {
+    let closed = 0;
+    const server = await serve(async () => {
+      await new Promise((r) => setTimeout(r, 150));
+      const stream = new Readable({ read() {} });
+      stream.once('close', () => closed++);
+      return stream;
+    });
+    try {
+      for (let i = 0; i < 5; i++) await fetch(server.url, { signal: AbortSignal.timeout(50) }).catch(() => {});
+      await settle(() => closed === 5);
+      assert.equal(closed, 5);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('thrown request data', () => {
+  it('throw body: a generic 500, not the status, headers and message the client sent', async () => {
+    const server = await serve((ctx, body) => {
+      throw body;
+    });
+    try {
+      const forged = { statusCode: 401, headers: { 'set-cookie': 'sid=evil', location: 'http://evil.example/' }, message: 'log in at evil.example' };
+      const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(forged) });
+      assert.equal(answer.status, 500);
+      assert.equal(answer.headers.get('set-cookie'), null);
+      assert.equal(answer.json.message, 'Internal Server Error');
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,168 @@
+'use strict';
+// Time linear in the request: each function that scans client-sized text, on about 1 MB built to
+// make a backtracking regular expression (or one scan per secret) slow; the rewrites agree with the
+// regular expressions they replace; and the service, in its own process, answers ~600 KB of such
+// input while its liveness probe stays prompt.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { maskUserinfo, Redactor } = require('../lib/secrets.js');
+const { parseEndpoint, refusedAddress } = require('../lib/endpoint.js');
+const { parseChallenge } = require('../lib/registry.js');
+const { startService } = require('./service');
+const { runServing, request } = require('../../../spec/helpers');
+
+const MB = 1 << 20;
+const FOLDER = path.join(__dirname, '..');
+
+/** Calls `fn`, asserts it returned within `limit` ms, and returns its result. */
+function quick(fn, limit = 1000) {
+  const started = performance.now();
+  const result = fn();
+  const took = performance.now() - started;
+  assert.ok(took < limit, `took ${Math.round(took)} ms`);
+  return result;
+}
+
+// Seeded (mulberry32), so a failing case comes back the same on the next run.
+function generator(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `count` texts of up to `max` pieces drawn from `pieces`. */
+function texts(seed, pieces, count, max) {
+  const next = generator(seed);
+  return Array.from({ length: count }, () => {
+    let text = '';
+    for (let n = Math.floor(next() * (max + 1)); n > 0; n--) text += pieces[Math.floor(next() * pieces.length)];
+    return text;
+  });
+}
+
+// The regular expressions these functions replaced, as the reference for what they answer.
+const OLD_USERINFO = /([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi;
+const OLD_PARAMS = /(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/g;
+function oldChallenge(header) {
+  const m = /^\s*(\w+)\s*(.*)$/s.exec(header);
+  if (m === null) return undefined;
+  const params = {};
+  for (const p of m[2].matchAll(OLD_PARAMS)) params[p[1].toLowerCase()] = (p[2] ?? p[3]).replace(/\\(.)/g, '$1');
+  return { scheme: m[1].toLowerCase(), params };
+}
+
+describe('linear time on 1 MB of hostile text (each was tens of seconds or more)', () => {
+  it('maskUserinfo: a long word, a long scheme before a userinfo without @, and many URLs', () => {
+    const word = 'a'.repeat(MB);
+    assert.equal(quick(() => maskUserinfo(word)), word);
+    const noAt = `${'a'.repeat(MB / 2)}://${'b'.repeat(MB / 2)}`;
+    assert.equal(quick(() => maskUserinfo(noAt)), noAt);
+    const many = 'x://u@'.repeat(MB / 6);
+    assert.equal(quick(() => maskUserinfo(many)), 'x://******@'.repeat(MB / 6));
+  });
+
+  it('Redactor: 5,000 secrets over 1 MB of text (one scan, not one per secret)', () => {
+    const secrets = Array.from({ length: 5000 }, (_, i) => `secret-${i}-value`);
+    const text = Array.from({ length: 60_000 }, (_, i) => (i % 10 === 0 ? `${secrets[i % 5000]}; ` : `field-${i}; `)).join('').slice(0, MB);
+    const redactor = new Redactor(secrets);
+    const out = quick(() => redactor.redact(text));
+    assert.ok(!/secret-\d+-value/.test(out));
+    assert.ok(out.startsWith('******; field-1; '));
+  });
+
+  it('parseEndpoint: a path of a million slashes that does not end in one', () => {
+    const url = quick(() => parseEndpoint(`registry.example.com${'/'.repeat(MB)}v2`, { insecure: false }));
+    assert.equal(url.pathname, `${'/'.repeat(MB)}v2`);
+    assert.equal(quick(() => parseEndpoint(`registry.example.com/v2${'/'.repeat(MB)}`, { insecure: false })).pathname, '/v2');
+  });
+
+  it('refusedAddress: an IPv6 address with a 1 MB zone', () => {
+    assert.equal(quick(() => refusedAddress(`fe80::1%${'1.'.repeat(MB / 2)}`)), `fe80::1%${'1.'.repeat(MB / 2)} is a link-local address`);
+    assert.equal(refusedAddress('::ffff:127.0.0.1'), '127.0.0.1 is a loopback address');
+  });
+
+  it('parseChallenge: a WWW-Authenticate header of one long word with no =', () => {
+    assert.deepEqual(quick(() => parseChallenge(`Bearer ${'a'.repeat(MB)}`)), { scheme: 'bearer', params: {} });
+    assert.deepEqual(quick(() => parseChallenge(`Bearer ${'a'.repeat(MB)} realm="https://auth"`)), { scheme: 'bearer', params: { realm: 'https://auth' } });
+  });
+});
+
+describe('the rewrites answer as the regular expressions did', () => {
+  it('maskUserinfo masks what /([a-z][a-z0-9+.-]*:\\/\\/)[^\\s/@]*@/gi masked, on 20,000 texts', () => {
+    const pieces = ['a', 'Z', '1', '+', '.', '-', ':', '/', '@', ' ', '\n', '\u00a0', '\u2028', '\ufeff', 'é', '_', '://', 'https://'];
+    for (const text of texts(1, pieces, 20_000, 14)) assert.equal(maskUserinfo(text), text.replace(OLD_USERINFO, '$1******@'), JSON.stringify(text));
+    assert.equal(maskUserinfo('see https://user:pw@host/a and 1+git+ssh://me@h, ://x@y'), 'see https://******@host/a and 1+git+ssh://******@h, ://x@y');
+  });
+
+  it('parseChallenge reads what the old parameter regex read, on 20,000 headers', () => {
+    const pieces = ['a', 'B', '_', '1', '=', '"', '\\', ',', ' ', '\t', '\n', 'é', 'realm', '="', 'x='];
+    for (const header of texts(2, pieces, 20_000, 12)) assert.deepEqual(parseChallenge(header), oldChallenge(header), JSON.stringify(header));
+  });
+
+  it('the Redactor masks separate secrets as splitting on each did; overlapping ones become one mask', () => {
+    const redactor = new Redactor(['hunter2', 'token-abc']);
+    assert.equal(redactor.redact('a hunter2 b hunter2token-abc c'), 'a ****** b ************ c');
+    // Splitting on the longer secret first left the end of the shorter one showing ("...******y").
+    assert.equal(new Redactor(['abcd', 'cdxy']).redact('[abcdxy]'), '[******]');
+  });
+
+  it('an empty private_key is no secret (it used to put ****** between every two characters)', () => {
+    const redactor = new Redactor([JSON.stringify({ client_email: 'x@y', private_key: '' })]);
+    assert.equal(redactor.redact('plain text'), 'plain text');
+  });
+
+  it('a secret with a lone surrogate is still redacted (it used to throw: a 500)', () => {
+    assert.equal(new Redactor(['pw\ud800']).redact('x pw\ud800 y'), 'x ****** y');
+  });
+
+  it("'Bearer' and only spaces is answered 401 as missing credentials", async () => {
+    const service = await startService({ apiToken: 'api-token-1' });
+    try {
+      const res = await service.test({}, { authorization: `Bearer${' '.repeat(8000)}` });
+      assert.equal(res.status, 401);
+      assert.equal(res.json.code, 16);
+      assert.match(res.json.message, /^missing credentials/);
+      assert.equal((await service.test({}, { authorization: 'Bearer  api-token-1' })).status, 400);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe('the service stays live while it answers ~600 KB of hostile input', () => {
+  const SIZE = 600_000;
+  const hostile = {
+    'a 600 KB username (logged, so scanned for URL userinfo)': { name: 'x', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'registry.example.com', username: 'a'.repeat(SIZE) } },
+    'a 600 KB scheme and userinfo without @': { name: `${'a'.repeat(SIZE / 2)}://${'b'.repeat(SIZE / 2)}`, type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'registry.example.com', username: 'u' } },
+    'an endpoint of 600 KB of slashes': { type: 'docker', categories: ['REGISTRY'], docker: { endpoint: `registry.example.com${'/'.repeat(SIZE)}v2` } },
+  };
+
+  for (const [what, body] of Object.entries(hostile)) {
+    it(`${what}: answered 400, and every liveness probe meanwhile within 1 s`, { timeout: 30_000 }, async () => {
+      // Its own process: in this one, a blocked event loop would hold back the probes it measures too.
+      const proc = await runServing([FOLDER]);
+      try {
+        let answered = false;
+        const answer = request(`${proc.url}/v1/imageintegrations/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        answer.finally(() => (answered = true)).catch(() => undefined);
+        const probes = [];
+        do {
+          const started = performance.now();
+          const res = await request(`${proc.url}/health/liveness`);
+          probes.push(Math.round(performance.now() - started));
+          assert.equal(res.status, 200);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        } while (!answered);
+        assert.equal((await answer).status, 400);
+        assert.ok(Math.max(...probes) < 1000, `liveness took ${probes.join(', ')} ms`);
+      } finally {
+        proc.child.kill();
+        await proc.exited;
+      }
+    });
+  }
+});

@@ -1,0 +1,27 @@
+// What came out of parsing the request. Such values are data: a function that returns or throws
+// them (or a part of them) must not let the client choose the status, headers or kind of answer.
+
+/** True for objects made by a class: not `{}` literals, arrays, parsed JSON or null-prototype maps. */
+export function isInstance(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto !== null && proto !== Object.prototype && proto !== Array.prototype;
+}
+
+/**
+ * Whether `value` is one of the objects in `input` (what the request was parsed into), or inside
+ * one. Parsed data is plain objects and arrays, so only those are walked: linear in the size of
+ * the request, and only asked for values that look like response instructions.
+ */
+export function isPartOf(value: object, input: readonly unknown[]): boolean {
+  const seen = new Set<object>();
+  const pending: unknown[] = [...input];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node === value) return true;
+    if (node === null || typeof node !== 'object' || seen.has(node) || isInstance(node)) continue;
+    seen.add(node);
+    if (Array.isArray(node)) for (const item of node) pending.push(item);
+    else for (const key of Object.keys(node)) pending.push((node as Record<string, unknown>)[key]);
+  }
+  return false;
+}
