@@ -181,7 +181,7 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
     if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
     // An attribute named like a method of the event (`validate`, `emit`, `constructor`) would
     // hide that method on `context.cloudevent`.
-    if (name in receivedEventClass().prototype) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
+    if (methodNames().has(name)) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
     switch (name) {
       case 'data':
       case 'data_base64':
@@ -219,6 +219,18 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
     if (Buffer.isBuffer(data)) event.data_base64 = data.toString('base64');
   }
   return Object.freeze(event) as unknown as CloudEvent<unknown>;
+}
+
+let methods: Set<string> | undefined;
+/** Names an attribute could take that the event's prototype chain already uses (made once). */
+function methodNames(): Set<string> {
+  if (methods === undefined) {
+    methods = new Set();
+    for (let proto = receivedEventClass().prototype; proto !== null; proto = Object.getPrototypeOf(proto)) {
+      for (const name of Object.getOwnPropertyNames(proto)) if (ATTRIBUTE_NAME.test(name)) methods.add(name);
+    }
+  }
+  return methods;
 }
 
 let ReceivedEvent: (new () => CloudEvent<unknown>) | undefined;
