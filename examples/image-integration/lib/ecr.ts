@@ -1,6 +1,7 @@
 // Amazon ECR: registry credentials from authorizationData, or from GetAuthorizationToken signed
 // with SigV4 (after STS AssumeRole when asked). The AWS endpoints can be overridden (tests, VPC endpoints).
 import { fetchBounded, type Reply } from './http';
+import type { Redactor } from './secrets';
 import { excerpt, TestFailure, type CheckContext } from './registry';
 import { signV4, type AwsCredentials } from './sigv4';
 import { DOMParser } from '@xmldom/xmldom';
@@ -71,7 +72,7 @@ export function awsEndpoint(service: 'ecr' | 'sts', region: string, aws: AwsSett
   return new URL(override ?? (service === 'ecr' ? `https://api.ecr.${region}.amazonaws.com/` : `https://sts.${region}.amazonaws.com/`));
 }
 
-function awsError(service: string, reply: Reply): TestFailure {
+function awsError(service: string, reply: Reply, redactor: Redactor): TestFailure {
   const text = reply.body.toString('utf8');
   let reason = '';
   try {
@@ -80,7 +81,7 @@ function awsError(service: string, reply: Reply): TestFailure {
   } catch {
     const code = xmlField(text, 'Code');
     const message = xmlField(text, 'Message');
-    reason = code ? `${code}: ${message ?? ''}` : excerpt(reply).replace(/^: /, '');
+    reason = code ? `${code}: ${message ?? ''}` : excerpt(reply, redactor).replace(/^: /, '');
   }
   const step = reply.status === 400 || reply.status === 403 ? 'authentication' : 'unexpected status';
   return new TestFailure(`${step}: ${service} answered HTTP ${reply.status} (${reason.trim()})`);
@@ -99,7 +100,7 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
     headers: { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken' },
   });
   const reply = await fetchBounded(url, { method: 'POST', headers, body, signal: ctx.signal }, ctx.limits);
-  if (reply.status !== 200) throw awsError('ECR GetAuthorizationToken', reply);
+  if (reply.status !== 200) throw awsError('ECR GetAuthorizationToken', reply, ctx.redactor);
   let token: string | undefined;
   let proxyEndpoint: string | undefined;
   try {
@@ -126,7 +127,7 @@ async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: A
   if (config.assumeRoleExternalId) url.searchParams.set('ExternalId', config.assumeRoleExternalId);
   const headers = signV4({ method: 'GET', url, region: config.region, service: 'sts', credentials });
   const reply = await fetchBounded(url, { headers, signal: ctx.signal }, ctx.limits);
-  if (reply.status !== 200) throw awsError('STS AssumeRole', reply);
+  if (reply.status !== 200) throw awsError('STS AssumeRole', reply, ctx.redactor);
   const text = reply.body.toString('utf8');
   const field = (name: string) => xmlField(text, name);
   const assumed = { accessKeyId: field('AccessKeyId'), secretAccessKey: field('SecretAccessKey'), sessionToken: field('SessionToken') };

@@ -37,7 +37,26 @@ export function parseHostPort(value: string, defaultPort: number): { host: strin
   return { host: parsed.hostname.replace(/^\[|\]$/g, ''), port };
 }
 
-const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+/**
+ * Cloud instance metadata services: they hand out the instance's own credentials, so a caller
+ * must never make this service fetch from them. The one list, by provider. Addresses in
+ * 169.254.0.0/16 (AWS, Azure, Google, OpenStack, DigitalOcean, Oracle OCI, Tencent 169.254.0.23)
+ * are refused as link-local below; these are the ones outside it.
+ */
+const METADATA_ADDRESSES: Record<string, string> = {
+  '100.100.100.200': 'Alibaba Cloud',
+  '192.0.0.192': 'Oracle Cloud (Classic)',
+  'fd00:ec2::254': 'AWS (IPv6)',
+  'fd20:ce::254': 'Google Cloud (IPv6)',
+};
+const METADATA_HOSTS = new Set([
+  'metadata.google.internal', // Google Cloud
+  'metadata', // Google Cloud, short name
+  'instance-data', // AWS
+  'instance-data.ec2.internal', // AWS
+  'metadata.tencentyun.com', // Tencent Cloud
+  'metadata.platformequinix.com', // Equinix Metal
+]);
 
 /** Why a host name may not be contacted before it is even resolved, or undefined. */
 export function refusedName(hostname: string): string | undefined {
@@ -46,8 +65,18 @@ export function refusedName(hostname: string): string | undefined {
   return undefined;
 }
 
-/** Why an address may not be contacted (loopback, link-local, unspecified), or undefined. */
-export function refusedAddress(address: string): string | undefined {
+/**
+ * Why an address may not be contacted, or undefined. Link-local and cloud metadata addresses are
+ * never contacted: they hand out the instance's credentials. Loopback and the unspecified address
+ * are allowed only with `allowPrivate` (the operator's switch, for registries on the same host).
+ */
+export function refusedAddress(address: string, allowPrivate = false): string | undefined {
+  const why = refusedAny(address);
+  if (why === undefined || !allowPrivate) return why;
+  return / is (a loopback|the unspecified) address$/.test(why) ? undefined : why;
+}
+
+function refusedAny(address: string): string | undefined {
   const family = isIP(address);
   if (family === 4) return refusedV4(address);
   if (family !== 6) return undefined;
@@ -61,7 +90,9 @@ export function refusedAddress(address: string): string | undefined {
   if (zeros(0, 16)) return `${address} is the unspecified address`;
   if (zeros(0, 12)) return refusedV4(v4);
   if (bytes[0] === 0xfe && (bytes[1] & 0xc0) === 0x80) return `${address} is a link-local address`;
-  if (address.toLowerCase() === 'fd00:ec2::254') return `${address} is a cloud metadata service`;
+  const canonical = canonicalV6(bytes);
+  const provider = METADATA_ADDRESSES[canonical];
+  if (provider !== undefined) return `${address} is a cloud metadata service (${provider})`;
   return undefined;
 }
 
@@ -87,7 +118,24 @@ function ipv6Bytes(address: string): number[] {
   });
 }
 
+// The compressed lowercase form (RFC 5952) of 16 bytes, so `fd00:0ec2:0:0::0254` is found too.
+function canonicalV6(bytes: number[]): string {
+  const groups = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16));
+  let best = -1;
+  let bestLength = 1;
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && groups[j] === '0') j++;
+    if (j - i > bestLength) [best, bestLength] = [i, j - i];
+    i = j === i ? i + 1 : j;
+  }
+  if (best === -1) return groups.join(':');
+  return `${groups.slice(0, best).join(':')}::${groups.slice(best + bestLength).join(':')}`;
+}
+
 function refusedV4(address: string): string | undefined {
+  const provider = METADATA_ADDRESSES[address];
+  if (provider !== undefined) return `${address} is a cloud metadata service (${provider})`;
   const [a, b] = address.split('.').map(Number);
   if (a === 127) return `${address} is a loopback address`;
   if (a === 169 && b === 254) return `${address} is a link-local address (cloud metadata)`;

@@ -27,6 +27,8 @@ export interface Reply {
   headers: IncomingHttpHeaders;
   body: Buffer;
   url: URL;
+  /** The body was cut at the cap (`maxBodyBytes`): its end may be the start of something longer. */
+  truncated?: boolean;
 }
 
 /** Why a request failed: the step and a message a person can act on (never containing a secret as sent). */
@@ -47,10 +49,9 @@ function seconds(ms: number): string {
 /** Resolves `hostname` once and returns the address to connect to, refused by policy when it must be. */
 export async function resolveAllowed(hostname: string, limits: Limits): Promise<{ address: string; family: number }> {
   const host = hostname.replace(/^\[|\]$/g, '');
-  if (!limits.allowPrivate) {
-    const byName = refusedName(host);
-    if (byName) throw new NetworkFailure('policy', `endpoint refused: ${byName}`);
-  }
+  // Metadata services by name are refused whatever the operator allows.
+  const byName = refusedName(host);
+  if (byName) throw new NetworkFailure('policy', `endpoint refused: ${byName}`);
   let addresses: { address: string; family: number }[];
   if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
   else {
@@ -61,11 +62,9 @@ export async function resolveAllowed(hostname: string, limits: Limits): Promise<
       throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}'${code ? ` (${code})` : ''}`);
     }
   }
-  if (!limits.allowPrivate) {
-    for (const { address } of addresses) {
-      const why = refusedAddress(address);
-      if (why) throw new NetworkFailure('policy', `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; loopback, link-local and metadata addresses are not contacted`);
-    }
+  for (const { address } of addresses) {
+    const why = refusedAddress(address, limits.allowPrivate);
+    if (why) throw new NetworkFailure('policy', `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; loopback, link-local and metadata addresses are not contacted`);
   }
   return addresses[0];
 }
@@ -161,7 +160,7 @@ async function once(url: URL, init: RequestInit, limits: Limits): Promise<Reply>
         settled = true;
         clearTimeout(timer);
         req.destroy();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url, truncated: size >= limits.maxBodyBytes });
       };
       res.once('end', done);
       res.once('error', () => done());

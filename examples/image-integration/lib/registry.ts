@@ -1,7 +1,7 @@
 // The Docker Registry HTTP API v2 check: GET <endpoint>/v2/ with Basic credentials, and the
 // Bearer token flow when the registry asks for it (WWW-Authenticate: Bearer realm=...).
 import { fetchBounded, type Limits, type Reply } from './http';
-import type { Redactor } from './secrets';
+import { MASK, type Redactor } from './secrets';
 
 export interface RegistryTarget {
   endpoint: URL;
@@ -26,11 +26,58 @@ export class TestFailure extends Error {
   }
 }
 
-/** A short, single-line excerpt of a peer's answer (masked later with the rest of the message). */
-export function excerpt(reply: Reply): string {
-  const text = reply.body.toString('utf8').replace(/\s+/g, ' ').trim();
+const EXCERPT_LENGTH = 160;
+
+/**
+ * The error codes and messages of a JSON answer: Docker Distribution's
+ * `{"errors": [{"code", "message"}]}`, or an OAuth or token server's `error`, `message`, `details`.
+ * Parsing decodes the JSON escapes (Go writes `&` as `\u0026`), so the redactor sees the text as it is.
+ */
+function structuredErrors(text: string): string[] | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) return undefined;
+  const str = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value : undefined);
+  const pair = (o: Record<string, unknown>) => {
+    const code = str(o.code) ?? str(o.error);
+    const message = str(o.message) ?? str(o.error_description) ?? str(o.details) ?? str(o.detail);
+    return code !== undefined && message !== undefined ? `${code}: ${message}` : (code ?? message);
+  };
+  const body = json as Record<string, unknown>;
+  const errors = Array.isArray(body.errors)
+    ? body.errors.slice(0, 5).flatMap((e) => (e !== null && typeof e === 'object' ? [pair(e as Record<string, unknown>)] : [str(e)]))
+    : [pair(body)];
+  const found = errors.filter((e): e is string => e !== undefined);
+  return found.length > 0 ? found : undefined;
+}
+
+/**
+ * A short, single-line excerpt of a peer's answer: the registry's error codes and messages when it
+ * gives them structured, else its text. Masked first, then put on one line and cut, so neither a
+ * cut through a secret nor a run of spaces in one keeps part of it from being masked. Without a
+ * redactor (masked later with the rest of the message) it is not collapsed: white space becomes
+ * spaces one for one, which the redactor matches as they were.
+ */
+export function excerpt(reply: Reply, redactor?: Redactor): string {
+  const raw = reply.body.toString('utf8');
+  const structured = reply.truncated ? undefined : structuredErrors(raw);
+  let text: string;
+  if (redactor === undefined) {
+    text = (structured?.join('; ') ?? raw).replace(/\s/g, ' ').trim();
+  } else {
+    const masked = structured === undefined ? redactor.redact(raw, { cut: reply.truncated === true }) : structured.map((e) => redactor.redact(e)).join('; ');
+    text = masked.replace(/\s+/g, ' ').trim();
+  }
   if (text === '') return '';
-  return `: ${text.length > 160 ? `${text.slice(0, 160)}...` : text}`;
+  if (text.length <= EXCERPT_LENGTH) return `: ${text}`;
+  // A cut through a mask keeps the whole mask, so that `******` never reads as a shorter run of stars.
+  let end = EXCERPT_LENGTH;
+  if (redactor !== undefined) while (end < text.length && end < EXCERPT_LENGTH + MASK.length && text[end - 1] === '*' && text[end] === '*') end++;
+  return `: ${text.slice(0, end)}...`;
 }
 
 interface Challenge {
@@ -51,9 +98,9 @@ export function parseChallenge(header: string | undefined): Challenge | undefine
 }
 
 function basic(username: string, password: string, redactor: Redactor): string {
-  const encoded = Buffer.from(`${username}:${password}`).toString('base64');
-  redactor.add(encoded);
-  return `Basic ${encoded}`;
+  // The redactor knows `user:password` as it is and in base64 (std and url, alone or in a longer text).
+  redactor.add(password).add(`${username}:${password}`);
+  return `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
 }
 
 /** Resolves when the registry accepts the credentials; throws TestFailure or NetworkFailure. */
@@ -79,11 +126,11 @@ export async function checkRegistry(target: RegistryTarget, ctx: CheckContext): 
   if (reply.status === 401 || reply.status === 403) {
     throw new TestFailure(
       hasCredentials
-        ? `authentication: ${host} rejected the credentials (HTTP ${reply.status})${excerpt(reply)}`
-        : `authentication: ${host} requires credentials (HTTP ${reply.status})${excerpt(reply)}`,
+        ? `authentication: ${host} rejected the credentials (HTTP ${reply.status})${excerpt(reply, ctx.redactor)}`
+        : `authentication: ${host} requires credentials (HTTP ${reply.status})${excerpt(reply, ctx.redactor)}`,
     );
   }
-  throw new TestFailure(`unexpected status: ${host} answered HTTP ${reply.status} to GET ${url.pathname}${excerpt(reply)}`);
+  throw new TestFailure(`unexpected status: ${host} answered HTTP ${reply.status} to GET ${url.pathname}${excerpt(reply, ctx.redactor)}`);
 }
 
 async function fetchToken(params: Record<string, string>, target: RegistryTarget, ctx: CheckContext): Promise<string> {
@@ -102,10 +149,10 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
   if (target.username !== undefined && target.password !== undefined) headers.authorization = basic(target.username, target.password, ctx.redactor);
   const reply = await fetchBounded(realm, { headers, insecure: target.insecure, signal: ctx.signal }, ctx.limits);
   if (reply.status === 401 || reply.status === 403) {
-    throw new TestFailure(`authentication: the token service at ${realm.host} rejected the credentials (HTTP ${reply.status})${excerpt(reply)}`);
+    throw new TestFailure(`authentication: the token service at ${realm.host} rejected the credentials (HTTP ${reply.status})${excerpt(reply, ctx.redactor)}`);
   }
   if (reply.status < 200 || reply.status > 299) {
-    throw new TestFailure(`authentication: the token service at ${realm.host} answered HTTP ${reply.status}${excerpt(reply)}`);
+    throw new TestFailure(`authentication: the token service at ${realm.host} answered HTTP ${reply.status}${excerpt(reply, ctx.redactor)}`);
   }
   let token: unknown;
   try {

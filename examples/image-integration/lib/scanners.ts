@@ -15,7 +15,7 @@ export async function checkHttpScanner(kind: keyof typeof SCANNER_PATHS, endpoin
   url.pathname = endpoint.pathname.replace(/\/$/, '') + SCANNER_PATHS[kind];
   const reply = await fetchBounded(url, { insecure, signal: ctx.signal }, ctx.limits);
   if (reply.status === 200) return;
-  throw new TestFailure(`unexpected status: ${endpoint.host} answered HTTP ${reply.status} to GET ${url.pathname}${excerpt(reply)}`);
+  throw new TestFailure(`unexpected status: ${endpoint.host} answered HTTP ${reply.status} to GET ${url.pathname}${excerpt(reply, ctx.redactor)}`);
 }
 
 /**

@@ -1,15 +1,16 @@
-// POST /v1/imageintegrations/test: authorize, validate, run each category's check in order, and
+// POST /v1/imageintegrations/test and /test/updated: authorize, decode and validate, run each category's check in order, and
 // answer {} or the gRPC-gateway error. Every text that leaves (answers, log lines) is redacted.
+import { isUtf8 } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Function as FunctionModule, Logger } from '../../../lib/index';
 import { ecrLogin, type AwsSettings, type EcrConfig } from './ecr';
-import { badRequest, grpcErrorBody, ServiceError } from './grpc';
+import { badRequest, grpcErrorBody, ServiceError, type FieldViolation } from './grpc';
 import { NetworkFailure, type Limits } from './http';
 import { checkRegistry, TestFailure, type CheckContext, type RegistryTarget } from './registry';
 import { checkHttpScanner, checkScannerV4 } from './scanners';
-import { maskSecrets, Redactor, secretValues } from './secrets';
-import { createValidator, type Integration } from './validate';
-import type { Category } from './schema';
+import { MASK, maskSecrets, Redactor, secretValues } from './secrets';
+import { createValidator, isSecretField, type Integration, type Validation } from './validate';
+import { CONFIG_NAMES, secretPaths, type Category } from './schema';
 
 export interface ServiceOptions {
   limits: Limits;
@@ -21,29 +22,47 @@ export interface ServiceOptions {
 }
 
 export const PATH = '/v1/imageintegrations/test';
+/** TestUpdatedImageIntegration: an UpdateImageIntegrationRequest, `{ config, updatePassword }`. */
+export const UPDATED_PATH = '/v1/imageintegrations/test/updated';
+
+/** The longest `message` of a 400 for an invalid request (violations are capped too). */
+const MAX_MESSAGE = 4096;
 
 /** The function module: routes, errorBody and init, with everything compiled once here. */
 export function createService(options: ServiceOptions): FunctionModule {
   const validate = createValidator();
   const authorize = authorizer(options.apiToken);
 
-  async function test(context: Context, body: unknown): Promise<object> {
+  async function test(context: Context, body: unknown, update: boolean): Promise<object> {
     authorize(context.headers.authorization);
-    const request = asObject(body);
-    const redactor = new Redactor(secretValues(request));
-    context.log.info({ integration: redactor.redactValue(maskSecrets(request)) }, 'testing image integration');
+    const text = bodyText(context, body);
+    const result = validate(body, { text, update });
+    const { request } = result;
+    // Secrets are the secret fields, and anything in an ignored field (a mistyped `pasword`).
+    const redactor = new Redactor([...secretValues(request.integration), ...request.ignoredStrings]);
+    // Logged as decoded: ignored fields by name only (cut to 40 characters), never their values.
+    context.log.info(
+      { integration: redactor.redactValue(maskSecrets(request.integration)), ...(update ? { updatePassword: request.updatePassword } : {}), ignored: request.ignored },
+      'testing image integration',
+    );
 
-    const result = validate(request);
-    if (!result.ok) {
-      const violations = redactor.redactValue(result.violations);
-      const message = `invalid image integration: ${violations.map((v) => `${v.field}: ${v.description}`).join('; ')}`;
-      throw badRequest(message, violations);
+    const others = result.ok ? [] : redactor.redactValue(result.violations);
+    const listed = (violations: FieldViolation[]) => violations.map((v) => `${v.field}: ${v.description}`).join('; ');
+    const cut = (message: string) => (message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 1)}…` : message);
+    // updatePassword false (or absent) asks for stored credentials, which this service does not keep.
+    const missing = update && !request.updatePassword && !others.some((v) => v.field === 'updatePassword') ? missingCredentials(result, request.integration) : [];
+    if (missing.length > 0) {
+      const rest = others.filter((v) => !missing.includes(v.field));
+      const message = `this service keeps no stored credentials: with updatePassword false (or absent) it has none to use for ${missing.join(', ')}; send the credentials in config with updatePassword true`;
+      const violations = [...missing.map((field) => ({ field, description: 'no stored credentials: send it with updatePassword true' })), ...rest];
+      throw badRequest(cut(rest.length > 0 ? `${message}; also: ${listed(rest)}` : message), violations);
     }
+    if (!result.ok) throw badRequest(cut(`invalid image integration: ${listed(others)}`), others);
     const signal = AbortSignal.timeout(options.testTimeout);
     const ctx: CheckContext = { limits: options.limits, signal, redactor };
     try {
       const notes = await runChecks(result.integration, ctx, options.aws);
-      context.log.info({ name: result.integration.name, type: result.integration.type, checked: notes.map((n) => redactor.redact(n)) }, 'image integration test passed');
+      context.log.info({ name: redactor.redact(result.integration.name), type: redactor.redact(result.integration.type), checked: notes.map((n) => redactor.redact(n)) }, 'image integration test passed');
       return {};
     } catch (err) {
       throw failure(err, redactor, context.log, signal, options.testTimeout);
@@ -51,7 +70,10 @@ export function createService(options: ServiceOptions): FunctionModule {
   }
 
   return {
-    routes: { [`POST ${PATH}`]: test },
+    routes: {
+      [`POST ${PATH}`]: (context: Context, body: unknown) => test(context, body, false),
+      [`POST ${UPDATED_PATH}`]: (context: Context, body: unknown) => test(context, body, true),
+    },
     errorBody: grpcErrorBody,
     init({ log }: { log: Logger }) {
       if (options.apiToken === undefined) {
@@ -61,6 +83,49 @@ export function createService(options: ServiceOptions): FunctionModule {
   };
 }
 
+/**
+ * The credential fields /test/updated with updatePassword false cannot test, as `config.` paths:
+ * StackRox would take them from the stored integration; this service stores none. They are
+ * missing when a secret field is reported missing, is the mask `******` the UI shows for a
+ * stored one, or when the config has secret fields and none is filled (and no wifEnabled or
+ * useIam replaces them).
+ */
+function missingCredentials(result: Validation, integration: Record<string, unknown>): string[] {
+  const configName = CONFIG_NAMES.find((name) => integration[name] !== undefined);
+  if (configName === undefined) return [];
+  const config = integration[configName] as Record<string, unknown>;
+  const paths = secretPaths().filter((p) => p[0] === configName);
+  if (paths.length === 0) return [];
+  const valueAt = (p: string[]) => p.slice(1).reduce<unknown>((v, key) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined), config);
+  const reported = result.ok ? [] : result.violations.filter((v) => isSecretField(v.field)).map((v) => v.field);
+  const masked = paths.filter((p) => valueAt(p) === MASK).map((p) => `config.${p.join('.')}`);
+  const missing = [...new Set([...reported, ...masked])];
+  if (missing.length > 0) return missing;
+  const alternative = config.wifEnabled === true || config.useIam === true;
+  const anyFilled = paths.some((p) => typeof valueAt(p) === 'string' && valueAt(p) !== '');
+  return anyFilled || alternative ? [] : paths.map((p) => `config.${p.join('.')}`);
+}
+
+/**
+ * The body's text when funcrun passes it (a text or binary body, or `context.rawBody` with the
+ * includeRaw option): then duplicate keys are found as protojson finds them. `undefined` when the
+ * body came parsed (JSON.parse keeps the last of duplicate keys); a missing body is an empty text.
+ */
+function bodyText(context: Context, body: unknown): string | undefined {
+  const raw = context.rawBody;
+  if (raw !== undefined && isUtf8(raw)) {
+    const text = raw.toString('utf8');
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  }
+  if (Buffer.isBuffer(body)) {
+    if (!isUtf8(body)) throw badRequest('the request body is not valid UTF-8', [{ field: '(body)', description: 'must be UTF-8 JSON' }]);
+    return body.toString('utf8');
+  }
+  if (typeof body === 'string') return body;
+  if (body === undefined) return '';
+  return undefined;
+}
+
 // Known failures become a 400 with a redacted message; anything else is logged redacted and
 // answered as a generic 500, so no exception text that might hold a secret leaves unmasked.
 export function failure(err: unknown, redactor: Redactor, log: Logger, signal: AbortSignal, timeout: number): ServiceError {
@@ -68,19 +133,6 @@ export function failure(err: unknown, redactor: Redactor, log: Logger, signal: A
   if (err instanceof TestFailure || err instanceof NetworkFailure) return new ServiceError(400, redactor.redact(err.message));
   log.error({ err: { type: (err as Error)?.name, message: redactor.redact(String((err as Error)?.message ?? err)), stack: redactor.redact(String((err as Error)?.stack ?? '')) } }, 'image integration test failed unexpectedly');
   return new ServiceError(500, 'internal error');
-}
-
-function asObject(body: unknown): unknown {
-  // Clients that send JSON without a JSON content type still mean JSON.
-  if (Buffer.isBuffer(body) || typeof body === 'string') {
-    try {
-      return JSON.parse(body.toString());
-    } catch {
-      throw badRequest('the request body is not JSON', [{ field: '(body)', description: 'must be a JSON object' }]);
-    }
-  }
-  if (body === undefined) throw badRequest('the request body is empty', [{ field: '(body)', description: 'must be a JSON object' }]);
-  return body;
 }
 
 function authorizer(token: string | undefined): (header: string | undefined) => void {

@@ -1,7 +1,10 @@
-// Validation before any network call: every problem at once, each with its field.
-import { compileSchema, CONFIG_NAMES, type Category, type ConfigName } from './schema';
+// Validation before any network call: the body decoded as StackRox decodes it (request-decode.ts:
+// protojson with unknown fields ignored), then every problem at once, each with its field.
+import { CONFIG_NAMES, schema, secretPaths, updateSchema, type Category, type ConfigName, type SchemaNode } from './schema';
 import { parseEndpoint, parseHostPort } from './endpoint';
 import type { FieldViolation } from './grpc';
+import { decodeMessage, nearMisses, quoteName, type Decoded } from './request-decode';
+import { fromParsed, parseRequestJson, RequestSyntaxError, type JsonNode } from './request-json';
 
 /** The integration types, the configs each may carry, and the categories each may test. */
 export const TYPES: Record<string, { configs: ConfigName[]; categories: Category[] }> = {
@@ -22,7 +25,8 @@ export const TYPES: Record<string, { configs: ConfigName[]; categories: Category
   clairV4: { configs: ['clairV4'], categories: ['SCANNER'] },
 };
 
-const CATEGORY_NUMBERS: Category[] = ['REGISTRY', 'SCANNER', 'NODE_SCANNER'];
+/** At most this many violations are reported (one more entry says how many were left out). */
+export const MAX_VIOLATIONS = 20;
 
 type Config = Record<string, unknown>;
 
@@ -37,62 +41,133 @@ export interface Integration {
   endpoints: Record<string, URL>;
 }
 
-export type Validation = { ok: true; integration: Integration } | { ok: false; violations: FieldViolation[] };
+/** What was read from the body, valid or not: for logging and redaction. */
+export interface Request {
+  /** The ImageIntegration as decoded (for /test/updated, its `config`). */
+  integration: Record<string, unknown>;
+  /** `updatePassword` of an UpdateImageIntegrationRequest. */
+  updatePassword: boolean;
+  /** The ignored field names (paths, each name cut to 40 characters), at most 20. */
+  ignored: string[];
+  /** The strings inside ignored fields: never shown, redacted from every output. */
+  ignoredStrings: string[];
+}
 
-/** Compiles the schema once; the function it returns validates one request body. */
-export function createValidator(): (body: unknown) => Validation {
-  const checkSchema = compileSchema();
-  return (body) => {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      return { ok: false, violations: [{ field: '(body)', description: 'must be a JSON object' }] };
+export type Validation = ({ ok: true; integration: Integration } | { ok: false; violations: FieldViolation[] }) & { request: Request };
+
+export interface ValidateOptions {
+  /** The body's text, when known: then duplicate keys are seen (JSON.parse hides them). */
+  text?: string;
+  /** The body is an UpdateImageIntegrationRequest (POST /test/updated). */
+  update?: boolean;
+}
+
+const SECRET_FIELDS = new Set(secretPaths().map((p) => p.join('.')));
+
+/** True for the path of a secret field (`docker.password`), with or without the `config.` of /test/updated. */
+export function isSecretField(field: string): boolean {
+  return SECRET_FIELDS.has(field.replace(/^config\./, ''));
+}
+
+/** The validator; the function it returns validates one request body (parsed, or as text in `options`). */
+export function createValidator(): (body: unknown, options?: ValidateOptions) => Validation {
+  return (body, options = {}) => {
+    const update = options.update === true;
+    const empty: Request = { integration: {}, updatePassword: false, ignored: [], ignoredStrings: [] };
+    let tree: JsonNode;
+    try {
+      tree = options.text !== undefined ? parseRequestJson(options.text) : fromParsed(body);
+    } catch (err) {
+      if (!(err instanceof RequestSyntaxError)) throw err;
+      return { ok: false, violations: [{ field: '(body)', description: err.message }], request: empty };
     }
+    if (tree.kind !== 'object') {
+      return { ok: false, violations: [{ field: '(body)', description: 'must be a JSON object' }], request: empty };
+    }
+    const decoded = decodeMessage(tree, update ? updateSchema : schema);
+    const prefix = update ? 'config.' : '';
+    const value = update ? ((decoded.value.config as Record<string, unknown> | undefined) ?? {}) : decoded.value;
+    const request: Request = {
+      integration: value,
+      updatePassword: decoded.value.updatePassword === true,
+      ignored: [...decoded.ignored].flatMap(([path, names]) => names.map((name) => (path ? `${path}.${quoteName(name)}` : quoteName(name)))).slice(0, 20),
+      ignoredStrings: decoded.ignoredStrings,
+    };
+
     // One violation per field: the first problem found with it.
     const violations: FieldViolation[] = [];
     const bad = new Set<string>();
     const add = (field: string, description: string) => {
-      if (!bad.has(field)) violations.push({ field, description });
+      if (bad.has(field)) return;
       bad.add(field);
+      violations.push({ field, description: description + nearMissNote(decoded, field, description) });
     };
-    for (const v of checkSchema(body)) add(v.field, v.description);
-    const value = body as Record<string, unknown>;
+    for (const v of decoded.violations) add(v.field, v.description);
+    const at = (field: string) => prefix + field;
+    if (update && decoded.value.config === undefined && !bad.has('config')) add('config', 'is required: the ImageIntegration to test');
 
     const name = value.name;
-    if (typeof name !== 'string' || name.trim() === '') add('name', 'is required');
+    if (typeof name !== 'string' || name.trim() === '') add(at('name'), 'is required');
 
-    const categories = Array.isArray(value.categories)
-      ? value.categories.map((c) => (typeof c === 'number' ? CATEGORY_NUMBERS[c] : c)).filter((c): c is Category => typeof c === 'string')
-      : [];
-    if (!Array.isArray(value.categories) || value.categories.length === 0) add('categories', 'at least one category is required');
+    const categories = Array.isArray(value.categories) ? (value.categories as Category[]) : [];
+    if (categories.length === 0 && !violations.some((v) => v.field.startsWith(at('categories')))) add(at('categories'), 'at least one category is required');
 
-    const present = CONFIG_NAMES.filter((config) => value[config] !== undefined && value[config] !== null);
-    if (present.length === 0) add('(config)', `exactly one of ${CONFIG_NAMES.join(', ')} is required`);
-    if (present.length > 1) add('(config)', `exactly one configuration is allowed, got ${present.join(', ')}`);
+    const present = CONFIG_NAMES.filter((config) => value[config] !== undefined);
+    if (present.length === 0 && !CONFIG_NAMES.some((c) => bad.has(at(c)))) add(at('(config)'), `exactly one of ${CONFIG_NAMES.join(', ')} is required`);
 
     const type = value.type;
-    const kind = typeof type === 'string' ? TYPES[type] : undefined;
-    if (typeof type !== 'string' || type === '') add('type', 'is required');
-    else if (kind === undefined) add('type', `unknown type '${type}': expected one of ${Object.keys(TYPES).join(', ')}`);
+    const kind = typeof type === 'string' && Object.hasOwn(TYPES, type) ? TYPES[type] : undefined;
+    if (typeof type !== 'string' || type === '') add(at('type'), 'is required');
+    else if (kind === undefined) add(at('type'), `unknown type '${quoteName(type)}': expected one of ${Object.keys(TYPES).join(', ')}`);
 
     const configName = present[0];
     if (kind !== undefined && present.length === 1 && !kind.configs.includes(configName)) {
-      add(configName, `a '${String(type)}' integration takes ${kind.configs.join(' or ')}, not ${configName}`);
+      add(at(configName), `a '${String(type)}' integration takes ${kind.configs.join(' or ')}, not ${configName}`);
     }
-    if (kind !== undefined) {
+    if (kind !== undefined && Array.isArray(value.categories)) {
       categories.forEach((category, i) => {
-        if (!kind.categories.includes(category)) add(`categories[${i}]`, `a '${String(type)}' integration cannot be ${category}; it can be ${kind.categories.join(' or ')}`);
+        if (!kind.categories.includes(category)) add(at(`categories[${i}]`), `a '${String(type)}' integration cannot be ${category}; it can be ${kind.categories.join(' or ')}`);
       });
     }
 
     const endpoints: Record<string, URL> = {};
-    if (present.length === 1 && !bad.has(configName) && isObject(value[configName])) {
-      requireFields(configName, value[configName] as Config, add, endpoints);
+    if (present.length === 1 && !bad.has(at(configName)) && isObject(value[configName])) {
+      requireFields(configName, value[configName] as Config, (field, description) => add(at(field), description), endpoints);
     }
-    if (violations.length > 0) return { ok: false, violations };
+    if (violations.length > 0) return { ok: false, violations: capped(violations), request };
     return {
       ok: true,
       integration: { name: (name as string).trim(), type: type as string, categories: [...new Set(categories)], configName, config: value[configName] as Config, endpoints },
+      request,
     };
   };
+}
+
+function capped(violations: FieldViolation[]): FieldViolation[] {
+  if (violations.length <= MAX_VIOLATIONS) return violations;
+  return [...violations.slice(0, MAX_VIOLATIONS), { field: '(more)', description: `${violations.length - MAX_VIOLATIONS} more violations not shown` }];
+}
+
+// `; the unknown field 'pasword' was ignored` when a required field is missing and the object
+// that should hold it had an ignored field whose name is a near-miss of it.
+function nearMissNote(decoded: Decoded, field: string, description: string): string {
+  if (!description.startsWith('is required') && !description.startsWith('exactly one of')) return '';
+  const dot = field.lastIndexOf('.');
+  const parent = dot === -1 ? '' : field.slice(0, dot);
+  const last = field.slice(dot + 1);
+  let wanted: string[];
+  if (last === '(config)') wanted = CONFIG_NAMES.flatMap((name) => [name, name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)]);
+  else wanted = [last, last.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)];
+  const misses = nearMisses(decoded.ignored.get(parent), wanted);
+  if (misses.length === 0) {
+    // A whole UpdateImageIntegrationRequest posted to /test: say where it belongs.
+    if (parent === '' && last === '(config)' && decoded.ignored.get('')?.includes('config')) {
+      return "; the unknown field 'config' was ignored: an UpdateImageIntegrationRequest ({config, updatePassword}) goes to POST /v1/imageintegrations/test/updated";
+    }
+    return '';
+  }
+  const quoted = misses.map((m) => `'${quoteName(m)}'`).join(', ');
+  return misses.length === 1 ? `; the unknown field ${quoted} was ignored` : `; the unknown fields ${quoted} were ignored`;
 }
 
 function isObject(value: unknown): value is Config {
@@ -101,8 +176,13 @@ function isObject(value: unknown): value is Config {
 
 const filled = (value: unknown): boolean => typeof value === 'string' && value.trim() !== '';
 
-// Each config's own rules. Fields with a schema violation are already reported and skipped here.
-function requireFields(configName: ConfigName, config: Config, add: (field: string, description: string) => void, endpoints: Record<string, URL>): void {
+// Each config's own rules. Fields with a decoding violation are already reported (and absent here).
+function requireFields(
+  configName: ConfigName,
+  config: Config,
+  add: (field: string, description: string) => void,
+  endpoints: Record<string, URL>,
+): void {
   const at = (field: string) => `${configName}.${field}`;
   const need = (field: string, why = 'is required') => {
     if (!filled(config[field])) add(at(field), why);

@@ -28,6 +28,24 @@ describe('bounds', () => {
   });
 });
 
+describe('routes', () => {
+  it('POST /v1/imageintegrations/test and /test/updated are served; other methods answer 405 in the gRPC shape', async () => {
+    const service = await startService();
+    try {
+      const body = { name: 'c', type: 'clair', categories: ['SCANNER'], clair: { endpoint: '' } };
+      const test = await service.test(body);
+      assert.deepEqual(test.json.details[0].fieldViolations, [{ field: 'clair.endpoint', description: 'is required' }]);
+      const updated = await request(service.url + '/v1/imageintegrations/test/updated', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ config: body, updatePassword: true }) });
+      assert.deepEqual(updated.json.details[0].fieldViolations, [{ field: 'config.clair.endpoint', description: 'is required' }]);
+      const get = await request(service.url + '/v1/imageintegrations/test/updated');
+      assert.equal(get.status, 405);
+      assert.equal(get.json.code, 12);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
 describe('unexpected errors', () => {
   it('are answered as a generic 500 and logged with every secret redacted', () => {
     const lines = [];
