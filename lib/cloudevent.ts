@@ -60,8 +60,12 @@ export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer
 function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined): CloudEvent<unknown> {
   const attributes: Record<string, unknown> = {};
   for (const name in headers) {
+    if (!name.startsWith('ce-')) continue;
+    // In binary mode datacontenttype is the Content-Type header (HTTP binding 3.1.1); a
+    // percent-decoded `ce-datacontenttype` could hold what no header may (CR LF), and be echoed as one.
+    if (name === 'ce-datacontenttype') throw invalid('in binary mode datacontenttype is the Content-Type header, not ce-datacontenttype', 'datacontenttype');
     // Values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
-    if (name.startsWith('ce-')) attributes[name.slice(3)] = decodeComponent(String(headers[name]));
+    attributes[name.slice(3)] = decodeComponent(String(headers[name]));
   }
   const contentType = headers['content-type'];
   if (contentType !== undefined) attributes.datacontenttype = contentType;

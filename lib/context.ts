@@ -62,9 +62,12 @@ export class Context {
     this.#defaults = defaults;
     this.#res = res;
     // A query key never replaces a field or method of the context (`?method=DELETE` leaves
-    // `context.method` alone) nor anything inherited (`?constructor=x`).
-    for (const key in query) {
-      if (!(key in this)) this[key] = query[key];
+    // `context.method` alone) nor anything inherited (`?constructor=x`). Contexts made by
+    // `sharingQuery` have the keys on their prototype already.
+    if (new.target === Context) {
+      for (const key in query) {
+        if (!(key in this)) this[key] = query[key];
+      }
     }
   }
 
@@ -75,12 +78,7 @@ export class Context {
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       const controller = (this.#controller = new AbortController());
-      const res = this.#res;
-      if (res !== undefined && !res.writableFinished) {
-        res.once('close', () => {
-          if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
-        });
-      }
+      if (this.#res !== undefined) abortWhenClientGoes(this.#res, controller);
     }
     return this.#controller.signal;
   }
@@ -94,4 +92,36 @@ export class Context {
   cloudEventResponse(data?: unknown): CloudEventResponse {
     return new CloudEventResponse(data, this.#defaults);
   }
+}
+
+// One 'close' listener per response, however many contexts (a batch's events) ask for a signal.
+const watching = new WeakMap<ServerResponse, Set<AbortController>>();
+
+function abortWhenClientGoes(res: ServerResponse, controller: AbortController): void {
+  if (res.writableFinished) return;
+  const gone = () => new Error('the client closed the connection');
+  // Asked for only after the client went away: abort at once rather than wait for a 'close' that has passed.
+  if (res.closed || res.destroyed) return void controller.abort(gone());
+  let controllers = watching.get(res);
+  if (controllers === undefined) {
+    const set = (controllers = new Set());
+    watching.set(res, set);
+    res.once('close', () => {
+      if (!res.writableFinished) for (const c of set) c.abort(gone());
+    });
+  }
+  controllers.add(controller);
+}
+
+type ContextClass = new (...args: ConstructorParameters<typeof Context>) => Context;
+
+/**
+ * A Context class whose instances find the query keys on a prototype made once: the contexts of
+ * a batch's events share one request's query, so copying it onto each would cost events × keys.
+ */
+export function sharingQuery(query: Record<string, string | string[]>): ContextClass {
+  class BatchContext extends Context {}
+  const proto = BatchContext.prototype as unknown as Record<string, unknown>;
+  for (const key in query) if (!(key in proto)) proto[key] = query[key];
+  return BatchContext;
 }

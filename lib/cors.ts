@@ -13,7 +13,9 @@ export function originCheck(origins: CorsOrigin[]): OriginCheck {
   let any = false;
   for (const origin of origins) {
     if (origin === '*') any = true;
-    else if (origin instanceof RegExp) patterns.push(origin);
+    // A copy without `g` and `y`: with them test() keeps `lastIndex` from one request to the next,
+    // and the same origin would be allowed on one request and refused on the next.
+    else if (origin instanceof RegExp) patterns.push(new RegExp(origin.source, origin.flags.replace(/[gy]/g, '')));
     else if (typeof origin === 'string') exact.add(origin.replace(/\/$/, ''));
     else throw new TypeError(`cors() returned ${JSON.stringify(origin)}: expected origin strings or regular expressions`);
   }

@@ -75,8 +75,11 @@ const MAX_MESSAGE = 1024;
  */
 export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly unknown[]): Thrown {
   const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
-  // Parsed data is plain objects and arrays: an Error (any class instance) is never part of it.
-  if (isObject && input !== undefined && read(() => !isInstance(thrown) && isPartOf(thrown, input)) !== false) {
+  // Parsed data is plain objects and arrays, walked; a class instance (every Error) is compared
+  // only with the request's own objects, such as the received event, so throwing costs no walk.
+  const fromRequest = (): boolean =>
+    isInstance(thrown as object) ? input!.some((root) => root === thrown || (Array.isArray(root) && root.includes(thrown))) : isPartOf(thrown as object, input!);
+  if (isObject && input !== undefined && read(fromRequest) !== false) {
     return { status: 500, logged: { thrown: describe(thrown) } };
   }
   const status = statusOf(thrown);
@@ -180,6 +183,8 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
       if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
     }
     const headers: OutgoingHttpHeaders = { ...facts.headers, 'content-type': JSON_TYPE };
+    // A writeHead that failed (a header node refused) leaves its reason phrase behind: not "500 OK".
+    res.statusMessage = '';
     // A body we stopped reading leaves the connection unusable.
     if (facts.status === 413) headers.connection = 'close';
     send(req, res, facts.status, headers, errorJson(facts, thrown, log, format));
@@ -196,6 +201,7 @@ export function lastResort(res: ServerResponse, log: Logger, err: unknown): void
   try {
     if (res.headersSent || res.destroyed) return void res.destroy();
     for (const name of res.getHeaderNames()) res.removeHeader(name);
+    res.statusMessage = '';
     res.writeHead(500, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(INTERNAL), connection: 'close' });
     res.end(INTERNAL);
   } catch {

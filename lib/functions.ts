@@ -8,6 +8,9 @@ import { asCloudEvent, cloudevents } from './cloudevent';
 import type { Context } from './context';
 import { MAX_JSON_DEPTH } from './body';
 import { HttpError } from './errors';
+import { isPartOf } from './provenance';
+import { discard } from './respond';
+import { Readable } from 'node:stream';
 import { JSON_TYPE } from './send';
 import type { Function as FunctionModule, Invokable, NamedFunction } from './types';
 
@@ -108,7 +111,15 @@ function invoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokab
       input = queryInput(context.query, schema);
       checkQuery?.(input);
     }
-    const output = await fn(input, context);
+    let output: unknown;
+    try {
+      output = await fn(input, context);
+    } catch (err) {
+      // The input (made here from the query, so the server cannot know it) thrown back is a
+      // failure, not a status and headers of the client's choosing.
+      if (err !== null && typeof err === 'object' && isPartOf(err, [input])) throw new Error(`function '${name}' threw its own input`);
+      throw err;
+    }
     return event === undefined ? httpOutput(output) : eventOutput(name, output, event);
   };
 }
@@ -128,12 +139,17 @@ function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
     if (first(input)) return;
     // Coercion changes the input in place; the second pass sees what the first left.
     const errors = (countUpTo(input, LIST_ALL_UP_TO + 1) <= LIST_ALL_UP_TO && !every(input) ? every.errors : first.errors) ?? [];
+    // Field names come from the client: quoted cut short, like every echo of input.
     const violations = errors.slice(0, MAX_VIOLATIONS).map((e) => ({
-      field: e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.'),
-      description: e.keyword === 'required' ? `'${(e.params as { missingProperty: string }).missingProperty}' is required` : (e.message ?? 'is invalid'),
+      field: cut(e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.')),
+      description: cut(e.keyword === 'required' ? `'${(e.params as { missingProperty: string }).missingProperty}' is required` : (e.message ?? 'is invalid')),
     }));
     throw new HttpError(400, `invalid input: ${violations.map((v) => `${v.field} ${v.description}`).join('; ')}`, { details: { violations } });
   };
+}
+
+function cut(text: string): string {
+  return text.length > 80 ? text.slice(0, 80) + '…' : text;
 }
 
 /** How many values `input` holds, counting no further than `limit`. */
@@ -173,7 +189,7 @@ const withCoercion = (ajv: Ajv) => variant(ajv, 'coercion', { coerceTypes: 'arra
 
 function httpOutput(output: unknown): unknown {
   if (output === undefined) return undefined;
-  if (Buffer.isBuffer(output) || output instanceof Uint8Array) return output;
+  if (Buffer.isBuffer(output) || output instanceof Uint8Array || output instanceof Readable) return output;
   if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
   // Everything else is JSON, strings included: "HELLO" answers "\"HELLO\"", as Funqy does.
   return { statusCode: 200, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(output) ?? 'null' };
@@ -181,6 +197,10 @@ function httpOutput(output: unknown): unknown {
 
 function eventOutput(name: string, output: unknown, request: CloudEvent<unknown>): unknown {
   if (output === undefined) return undefined;
+  if (output instanceof Readable) {
+    discard(output);
+    throw new Error(`function '${name}' answered an event with a stream: an event carries data, not a stream`);
+  }
   if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
   const binary = Buffer.isBuffer(output) || output instanceof Uint8Array;
   return new (cloudevents().CloudEvent)({

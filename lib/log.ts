@@ -163,7 +163,13 @@ function errorFields(err: object, seen: object[]): Record<string, unknown> {
 
 // --- JSON that never throws ---
 
+// Values JSON.stringify may still visit in the current line. A structure that shares references
+// (`o = {a: o1, b: o1}`, 26 levels deep) is small in memory but expands exponentially as text.
+let visits = 0;
+const MAX_VISITS = 200_000;
+
 function replacer(this: unknown, key: string, value: unknown): unknown {
+  if (--visits < 0) throw new RangeError('too large to log');
   if (typeof value === 'bigint') return String(value);
   // The holder's own value, before toJSON: a Buffer's toJSON would list every byte.
   const original = (this as Record<string, unknown>)[key];
@@ -182,6 +188,7 @@ function bytesSummary(view: ArrayBufferView): { type: string; length: number } {
 /** JSON text of an object, or undefined where JSON.stringify gives none. `parent` holds it (for cycles). */
 function objectJson(value: unknown, parent?: object): string | undefined {
   try {
+    visits = MAX_VISITS;
     return JSON.stringify(value, replacer);
   } catch {
     // A cycle, a throwing getter or toJSON, a Proxy: the slow, careful way below.

@@ -98,13 +98,19 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
   }
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': BINARY }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
-  if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) return structured(object, mode);
+  if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) return structured(object, mode, input);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(object) };
 }
 
 /** `{ statusCode, headers, body }`: a response the function spelled out. Also an SDK `Message`. */
-function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined): Reply {
+function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined, input: readonly unknown[]): Reply {
   const { statusCode, body } = value;
+  // `return context` spells out a response with the request's own headers: a function bug, and
+  // one that would let a client set the answer's headers. Its body may be request data; that is data.
+  const { headers: given } = value;
+  if (given !== null && typeof given === 'object' && isPartOf(given, input)) {
+    throw new Error("the function returned the request's own headers as response headers");
+  }
   if (statusCode !== undefined && !(Number.isInteger(statusCode) && (statusCode as number) >= 200 && (statusCode as number) <= 599)) {
     throw new Error(`the function returned an invalid statusCode ${String(statusCode).slice(0, 40)}: expected an integer from 200 to 599`);
   }

@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import type { CloudEvent } from 'cloudevents';
 import { hasBody, parseBody, readBody, searchParamsToObject } from './body';
 import { asCloudEvent, detectMode, readEvent, responseDefaults } from './cloudevent';
-import { Context } from './context';
+import { Context, sharingQuery } from './context';
 import { namedRoutes } from './functions';
 import { allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
 import { errorBody, errorJson, HttpError, inspect, lastResort, sendError } from './errors';
@@ -129,6 +129,9 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
         throw new HttpError(400, 'the request has no Host header');
       }
+      // funcrun upgrades nothing, and node has handed the rest of this connection's bytes to the
+      // upgrade: answer this request, then close, rather than leave requests behind it unanswered.
+      if (req.headers.upgrade !== undefined) res.setHeader('connection', 'close');
       const url = originForm(req.url ?? '/');
       const q = url.indexOf('?');
       const path = q === -1 ? url : url.slice(0, q);
@@ -161,8 +164,9 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : undefined;
       const mode = detectMode(req.headers, media);
       const query = q === -1 ? Object.create(null) : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
+      let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
       const context = (event?: CloudEvent<unknown>) => {
-        const ctx = new Context(req, reqLog, path, query, params, media?.type, defaults, res);
+        const ctx = new Made(req, reqLog, path, query, params, media?.type, defaults, res);
         if (settings.includeRaw) ctx.rawBody = bytes;
         if (event !== undefined) {
           ctx.cloudevent = event;
@@ -180,8 +184,10 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         value = await invoke(target.fn, ctx, data);
       } else {
         const event = readEvent(mode, req.headers, bytes, media);
+        // A batch's events share the request's query: one prototype holds its keys for all of them.
+        if (Array.isArray(event) && q !== -1) Made = sharingQuery(query);
         // An event is recognised by its class; its data is parsed request data like any body.
-        input = [Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req.headers, params];
+        input = [event, Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req.headers, params];
         value = Array.isArray(event) ? await batch(event, target.fn, context, invoke) : await invoke(target.fn, context(event), event.data);
       }
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);

@@ -1,0 +1,209 @@
+'use strict';
+// Less obvious ways a client or a function could block, leak or steer the runtime: batches with
+// long queries, named functions returning streams or throwing their input, `return context`,
+// CORS patterns with state, logs of shared structures, signals asked for late, upgrades.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { Readable } = require('node:stream');
+const { serve, request } = require('./helpers');
+const { exchange, firstResponse, statuses } = require('./raw');
+
+describe('misuse by clients and functions', () => {
+  it('a batch of 20,000 events with 1,500 query keys is answered in time linear in its size', async () => {
+    const server = await serve(() => undefined, { bodyLimit: 4_000_000 });
+    try {
+      const events = JSON.stringify(Array.from({ length: 20000 }, (_, i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't' })));
+      const query = Array.from({ length: 1500 }, (_, i) => `k${i}=1`).join('&');
+      const started = performance.now();
+      const answer = await request(`${server.url}/?${query}`, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: events });
+      const took = performance.now() - started;
+      assert.equal(answer.status, 204);
+      assert.ok(took < 3000, `took ${Math.round(took)} ms (quadratic: about 10 s; linear: about 0.5 s)`);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a batch's contexts still carry the query keys, never over the context's own fields", async () => {
+    const seen = [];
+    const server = await serve((ctx) => void seen.push([ctx.page, ctx.method, ctx.query.method]));
+    try {
+      const events = JSON.stringify([1, 2].map((i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't' })));
+      await request(`${server.url}/?page=2&method=DELETE`, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: events });
+      assert.deepEqual(seen, [['2', 'POST', 'DELETE'], ['2', 'POST', 'DELETE']]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a named function returning a stream streams it over HTTP; answering an event with one is a 500 and the stream is closed', async () => {
+    let closed = 0;
+    const stream = () => {
+      const s = Readable.from(['file contents']);
+      s.once('close', () => closed++);
+      return s;
+    };
+    const server = await serve({ functions: { file: () => stream() } });
+    try {
+      const answer = await request(server.url + '/file');
+      assert.equal(answer.status, 200);
+      assert.equal(answer.text, 'file contents');
+      const event = await request(server.url, {
+        method: 'POST',
+        headers: { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/s', 'ce-type': 'file', 'content-type': 'application/json' },
+        body: '{}',
+      });
+      assert.equal(event.status, 500);
+      assert.doesNotMatch(event.text, /_readableState|path/);
+      for (let i = 0; i < 50 && closed < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(closed, 2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a named function throwing its input (made from the query) is a 500, not the client\'s status and headers', async () => {
+    const typed = (input) => {
+      throw input;
+    };
+    typed.inputSchema = { type: 'object', properties: { statusCode: { type: 'integer' } } };
+    const server = await serve({ functions: { typed } });
+    try {
+      const answer = await request(`${server.url}/typed?statusCode=401&message=log%20in%20elsewhere&headers.set-cookie=sid%3Devil`);
+      assert.equal(answer.status, 500);
+      assert.equal(answer.headers.get('set-cookie'), null);
+      assert.equal(answer.json.message, 'Internal Server Error');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('throwing the received CloudEvent is a 500, whatever status-like attributes it carries', async () => {
+    const server = await serve((ctx) => {
+      throw ctx.cloudevent;
+    });
+    try {
+      const answer = await request(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id: '1', source: '/s', type: 't', code: 401, message: 'pay here' }),
+      });
+      assert.equal(answer.status, 500);
+      assert.equal(answer.json.message, 'Internal Server Error');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('return context: a 500, never the request\'s headers sent back as response headers', async () => {
+    const server = await serve((ctx) => ctx);
+    try {
+      const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'text/html', 'set-cookie': 'session=attacker', refresh: '0;url=https://evil.example/' }, body: '<script>x</script>' });
+      assert.equal(answer.status, 500);
+      assert.equal(answer.headers.get('set-cookie'), null);
+      assert.equal(answer.headers.get('refresh'), null);
+      assert.match(answer.headers.get('content-type'), /^application\/json/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a cors() pattern with the g flag allows the same origin on every request', async () => {
+    const server = await serve({ handle: () => 'ok', cors: () => [/\.b\.example$/g] });
+    try {
+      const preflight = () =>
+        request(server.url, { method: 'OPTIONS', headers: { origin: 'https://x.b.example', 'access-control-request-method': 'POST' } });
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push((await preflight()).status);
+      assert.deepEqual(answers, [204, 204, 204, 204]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('logging a structure that shares references 26 levels deep ends quickly and still writes a line', async () => {
+    const server = await serve((ctx) => {
+      let o = { x: 1 };
+      for (let i = 0; i < 26; i++) o = { a: o, b: o };
+      ctx.log.info(o, 'shared');
+      return 'logged';
+    });
+    try {
+      const started = performance.now();
+      assert.equal((await request(server.url)).text, 'logged');
+      assert.ok(performance.now() - started < 3000);
+      assert.ok(server.log.entries().some((e) => e.msg === 'shared'));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('context.signal first read after the client went away is already aborted', async () => {
+    let aborted;
+    const server = await serve(async (ctx) => {
+      await new Promise((r) => setTimeout(r, 300));
+      aborted = ctx.signal.aborted;
+      return 'late';
+    });
+    try {
+      await fetch(server.url, { signal: AbortSignal.timeout(50) }).catch(() => {});
+      for (let i = 0; i < 50 && aborted === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(aborted, true);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('ce-datacontenttype in binary mode is a 400 (it is the Content-Type header there)', async () => {
+    const server = await serve((ctx) => ctx.cloudevent);
+    try {
+      const answer = await request(server.url, {
+        method: 'POST',
+        headers: { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-datacontenttype': 'text/html%0D%0ASet-Cookie:%20x=1' },
+        body: 'x',
+      });
+      assert.equal(answer.status, 400);
+      assert.equal(answer.json.attribute, 'datacontenttype');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a 500 after a failed writeHead says "Internal Server Error", not "OK"', async () => {
+    const server = await serve((ctx) => ctx.cloudEventResponse('x').response());
+    const { CloudEvent } = require('cloudevents');
+    const bad = await serve(() => Object.freeze(Object.assign(Object.create(CloudEvent.prototype), { specversion: '1.0', id: '1', source: '/s', type: 't', datacontenttype: 'text/plain\u20ac', data: 'x' })));
+    try {
+      const { text } = await exchange(bad.server.address().port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      assert.match(text, /^HTTP\/1\.1 500 Internal Server Error\r\n/);
+    } finally {
+      await server.close();
+      await bad.close();
+    }
+  });
+
+  it('violations quote field names cut short', async () => {
+    const f = (input) => input;
+    f.inputSchema = { type: 'object', additionalProperties: { type: 'integer' } };
+    const server = await serve({ functions: { f } });
+    try {
+      const answer = await request(server.url + '/f', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ['k'.repeat(20_000)]: 'x' }) });
+      assert.equal(answer.status, 400);
+      assert.ok(answer.text.length < 2000, `${answer.text.length} bytes`);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an Upgrade request is answered and the connection closed; nothing behind it hangs', async () => {
+    const server = await serve(() => 'ok');
+    try {
+      const { text, timedOut } = await exchange(server.server.address().port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n', { wait: 3000 });
+      assert.equal(timedOut, false);
+      assert.equal(statuses(text)[0], 200);
+      assert.equal(firstResponse(text).headers.connection, 'close');
+    } finally {
+      await server.close();
+    }
+  });
+});
