@@ -159,6 +159,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       if (target.kind === 'probe') return await probe(req, res, target, reqLog);
       if (target.kind === 'metrics') return send(req, res, 200, { 'content-type': METRICS_TYPE }, metrics!.render());
       if (metrics !== undefined) began = performance.now();
+      const deadline = timeout > 0 ? performance.now() + timeout : Infinity;
 
       const media = parseMediaType(req.headers['content-type']);
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : undefined;
@@ -181,14 +182,16 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         input = [data, query, req.headers, params];
         const ctx = context();
         ctx.body = data;
-        value = await invoke(target.fn, ctx, data);
+        value = await invoke(target.fn, ctx, data, deadline);
       } else {
         const event = readEvent(mode, req.headers, bytes, media);
         // A batch's events share the request's query: one prototype holds its keys for all of them.
         if (Array.isArray(event) && q !== -1) Made = sharingQuery(query);
         // An event is recognised by its class; its data is parsed request data like any body.
         input = [event, Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req.headers, params];
-        value = Array.isArray(event) ? await batch(event, target.fn, context, invoke) : await invoke(target.fn, context(event), event.data);
+        value = Array.isArray(event)
+          ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed)
+          : await invoke(target.fn, context(event), event.data, deadline);
       }
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
       const sent = respond(req, res, value, mode, input);
@@ -211,8 +214,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
   // Calls the function; with a timeout, a handler still running when it passes is answered 504
   // and its context's signal aborted (the handler decides whether to stop; its late result is dropped).
+  // The timeout is the request's: a batch's events share it, rather than each getting its own.
   const timeout = settings.timeout;
-  function invoke(fn: Invokable, ctx: Context, data: unknown): unknown {
+  function invoke(fn: Invokable, ctx: Context, data: unknown, deadline: number): unknown {
+    const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
+    const left = deadline - performance.now();
+    if (timeout > 0 && left <= 0) throw tooLate();
     const result = fn(ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
     let timer: NodeJS.Timeout | undefined;
@@ -220,10 +227,10 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         late = true;
-        const error = new HttpError(504, `the function did not answer within ${timeout} ms`);
+        const error = tooLate();
         ctx.abort(error);
         reject(error);
-      }, timeout);
+      }, left);
     });
     // A result that comes after the 504 is dropped; a stream in it is closed.
     Promise.resolve(result).then((value) => late && discard(value), ignore);
@@ -306,9 +313,12 @@ async function batch(
   fn: Invokable,
   context: (event: CloudEvent<unknown>) => Context,
   invoke: (fn: Invokable, ctx: Context, data: unknown) => unknown,
+  gone: () => boolean,
 ): Promise<CloudEvent<unknown>[] | undefined> {
   const replies: CloudEvent<unknown>[] = [];
   for (const event of events) {
+    // The client went away: the answer cannot be sent, so the rest of the batch is not run.
+    if (gone()) return undefined;
     const value = await invoke(fn, context(event), event.data);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(reply);

@@ -207,3 +207,38 @@ describe('misuse by clients and functions', () => {
     }
   });
 });
+
+describe('batches and the request timeout', () => {
+  const batchOf = (n) => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/cloudevents-batch+json' },
+    body: JSON.stringify(Array.from({ length: n }, (_, i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't' }))),
+  });
+
+  it('the timeout covers the whole batch, not each event: 40 events of 100 ms with a 300 ms timeout are a 504 in well under 4 s', async () => {
+    const server = await serve(() => new Promise((r) => setTimeout(r, 100)), { timeout: 300 });
+    try {
+      const started = performance.now();
+      const answer = await request(server.url, batchOf(40));
+      assert.equal(answer.status, 504);
+      assert.ok(performance.now() - started < 1500, `took ${Math.round(performance.now() - started)} ms`);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a batch whose client went away stops running its events', async () => {
+    let ran = 0;
+    const server = await serve(async () => {
+      ran++;
+      await new Promise((r) => setTimeout(r, 50));
+    });
+    try {
+      await fetch(server.url, { ...batchOf(40), signal: AbortSignal.timeout(200) }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 600));
+      assert.ok(ran < 15, `${ran} of 40 events ran`);
+    } finally {
+      await server.close();
+    }
+  });
+});
