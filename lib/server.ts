@@ -341,11 +341,25 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
 }
 
+/** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept. */
+export function withoutQueryValues(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const names = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      return eq === -1 ? pair : `${pair.slice(0, eq)}=…`;
+    });
+  return `${url.slice(0, q)}?${names.join('&')}`;
+}
+
 function access(req: IncomingMessage, res: ServerResponse, log: Logger): void {
   const started = process.hrtime.bigint();
   res.once('finish', () => {
     const responseTime = Number(process.hrtime.bigint() - started) / 1e6;
-    log.debug({ method: req.method, url: req.url, statusCode: res.statusCode, responseTime }, 'request completed');
+    log.debug({ method: req.method, url: withoutQueryValues(req.url ?? ''), statusCode: res.statusCode, responseTime }, 'request completed');
   });
 }
 

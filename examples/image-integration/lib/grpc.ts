@@ -57,5 +57,22 @@ export function badRequest(message: string, violations: FieldViolation[]): Servi
 /** The module's `errorBody`: funcrun's error body in the gRPC-gateway shape. */
 export function grpcErrorBody(body: ErrorBody, thrown: unknown): GrpcError {
   const details = thrown instanceof ServiceError ? thrown.details : [];
-  return { code: grpcCode(body.statusCode), message: body.message, details, error: body.message };
+  const message = thrown instanceof ServiceError ? body.message : runtimeMessage(body);
+  return { code: grpcCode(body.statusCode), message, details, error: message };
+}
+
+/**
+ * The runtime's own 4xx answers (a body it could not parse, before this service ran) may quote a
+ * little of the body, such as an XML tag name, which may be a secret: they are answered with a
+ * fixed text. Those about the request's shape, not its content (404, 405, 413...), keep theirs.
+ */
+function runtimeMessage(body: ErrorBody): string {
+  switch (body.statusCode) {
+    case 400:
+      return 'the request body is not valid JSON';
+    case 415:
+      return 'the request body must be JSON (application/json)';
+    default:
+      return body.message;
+  }
 }

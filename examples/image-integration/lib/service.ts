@@ -35,6 +35,7 @@ export function createService(options: ServiceOptions): FunctionModule {
 
   async function test(context: Context, body: unknown, update: boolean): Promise<object> {
     authorize(context.headers.authorization);
+    accepted(context);
     const text = bodyText(context, body);
     const result = validate(body, { text, update });
     const { request } = result;
@@ -111,6 +112,17 @@ function missingCredentials(result: Validation, integration: Record<string, unkn
  * includeRaw option): then duplicate keys are found as protojson finds them. `undefined` when the
  * body came parsed (JSON.parse keeps the last of duplicate keys); a missing body is an empty text.
  */
+// What grpc-gateway reads as JSON: a JSON type, or a body sent as text or bytes without one.
+const JSON_BODIES = new Set(['application/json', 'text/plain', 'application/octet-stream']);
+
+/** The service speaks JSON only: anything else is a 415 that echoes nothing, and it is no CloudEvent receiver. */
+function accepted(context: Context): void {
+  // A batch stops at its first event's error: a batch of thousands never runs thousands of tests.
+  if (context.cloudevent !== undefined) throw new ServiceError(415, 'this API takes an ImageIntegration as JSON, not CloudEvents');
+  const type = context.contentType;
+  if (type !== undefined && !JSON_BODIES.has(type) && !type.endsWith('+json')) throw new ServiceError(415, 'the request body must be JSON (application/json)');
+}
+
 function bodyText(context: Context, body: unknown): string | undefined {
   const raw = context.rawBody;
   if (raw !== undefined && isUtf8(raw)) {

@@ -1,0 +1,65 @@
+'use strict';
+// The service speaks JSON only (as grpc-gateway reads it): any other body is a 415 that echoes
+// nothing, and it is no CloudEvent receiver, so a batch cannot run thousands of tests.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { request } = require('../../../spec/helpers');
+const { startService, assertNoSecret } = require('./service');
+const { PATH } = require('../lib/service.js');
+
+const SECRET = 'hunter2-xml-secret';
+
+describe('JSON only', () => {
+  let service;
+  before(async () => {
+    service = await startService();
+  });
+  after(() => service.close());
+
+  const post = (body, type, headers = {}) => request(service.url + PATH, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+
+  it('malformed XML holding a secret: an answer that echoes nothing', async () => {
+    const answer = await post(`<docker><${SECRET}>x</wrong></docker>`, 'application/xml');
+    assert.ok(answer.status === 400 || answer.status === 415, String(answer.status));
+    assert.equal(answer.json.code, 3);
+    assertNoSecret(assert, answer, service.log, [SECRET]);
+  });
+
+  it('well-formed XML is a 415, not a 500', async () => {
+    const answer = await post(`<integration><password>${SECRET}</password></integration>`, 'application/xml');
+    assert.equal(answer.status, 415);
+    assertNoSecret(assert, answer, service.log, [SECRET]);
+  });
+
+  it('a form body is a 415', async () => {
+    const answer = await post(`name=x&password=${SECRET}`, 'application/x-www-form-urlencoded');
+    assert.equal(answer.status, 415);
+    assertNoSecret(assert, answer, service.log, [SECRET]);
+  });
+
+  it('a CloudEvents batch of 2,000 events is one 415 at once, no test run', async () => {
+    const events = Array.from({ length: 2000 }, (_, i) => ({
+      specversion: '1.0', id: String(i), source: '/s', type: 't',
+      data: { name: 'x', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'registry.example', username: 'u', password: SECRET } },
+    }));
+    const started = performance.now();
+    const answer = await post(JSON.stringify(events), 'application/cloudevents-batch+json');
+    assert.equal(answer.status, 415);
+    assert.ok(performance.now() - started < 2000);
+    assert.ok(!service.log.entries().some((e) => e.msg === 'testing image integration' && e.integration?.name === 'x'), 'no test was run');
+    assertNoSecret(assert, answer, service.log, [SECRET]);
+  });
+
+  it('a binary CloudEvent is a 415', async () => {
+    const answer = await post('{}', 'application/json', { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't' });
+    assert.equal(answer.status, 415);
+  });
+
+  it('JSON sent as text/plain or without a type is still JSON', async () => {
+    for (const type of ['text/plain', 'application/octet-stream']) {
+      const answer = await post('{"name":"x"}', type);
+      assert.equal(answer.status, 400, type);
+      assert.match(answer.json.message, /invalid image integration|required/, type);
+    }
+  });
+});
