@@ -1,7 +1,7 @@
 // The image integration test service as a funcrun function: `node lib/serve.js examples/image-integration`.
 // The environment is read here, once; everything below takes options.
 import { readFileSync } from 'node:fs';
-import { parseBytes, parseDuration, parseSwitch } from '../../lib/config';
+import { parseBytes, parseCount, parseDuration, parseSwitch } from '../../lib/config';
 import { createService } from './lib/service';
 
 const env = process.env;
@@ -16,6 +16,7 @@ const service = createService({
     ca: env.IMAGE_INTEGRATION_CA_FILE ? [readFileSync(env.IMAGE_INTEGRATION_CA_FILE, 'utf8')] : undefined,
   },
   testTimeout: duration('IMAGE_INTEGRATION_TEST_TIMEOUT', '30s'),
+  maxConcurrentTests: parseCount(env.IMAGE_INTEGRATION_MAX_CONCURRENT_TESTS ?? '32', 'IMAGE_INTEGRATION_MAX_CONCURRENT_TESTS'),
   apiToken: env.IMAGE_INTEGRATION_API_TOKEN || undefined,
   aws: {
     ecrEndpoint: env.IMAGE_INTEGRATION_ECR_API_ENDPOINT || undefined,

@@ -16,6 +16,11 @@ export interface ServiceOptions {
   limits: Limits;
   /** Bound on one whole test, in ms. */
   testTimeout: number;
+  /**
+   * Tests running at once, at most; past it a request is answered 429 (RESOURCE_EXHAUSTED) with
+   * Retry-After. Each test holds sockets and memory, and a container has few file descriptors.
+   */
+  maxConcurrentTests?: number;
   /** When set, requests need `Authorization: Bearer <apiToken>`. */
   apiToken?: string;
   aws: AwsSettings;
@@ -32,6 +37,8 @@ const MAX_MESSAGE = 4096;
 export function createService(options: ServiceOptions): FunctionModule {
   const validate = createValidator();
   const authorize = authorizer(options.apiToken);
+  const maxConcurrent = options.maxConcurrentTests ?? 32;
+  let running = 0;
 
   async function test(context: Context, body: unknown, update: boolean): Promise<object> {
     authorize(context.headers.authorization);
@@ -59,14 +66,21 @@ export function createService(options: ServiceOptions): FunctionModule {
       throw badRequest(cut(rest.length > 0 ? `${message}; also: ${listed(rest)}` : message), violations);
     }
     if (!result.ok) throw badRequest(cut(`invalid image integration: ${listed(others)}`), others);
-    const signal = AbortSignal.timeout(options.testTimeout);
+    if (running >= maxConcurrent) {
+      throw new ServiceError(429, `too many image integration tests at once (${maxConcurrent}); retry shortly`, [], { 'retry-after': '1' });
+    }
+    // A test ends at its own timeout, or when its caller goes away: nobody would read the answer.
+    const signal = AbortSignal.any([AbortSignal.timeout(options.testTimeout), context.signal]);
     const ctx: CheckContext = { limits: options.limits, signal, redactor };
+    running++;
     try {
       const notes = await runChecks(result.integration, ctx, options.aws);
       context.log.info({ name: redactor.redact(result.integration.name), type: redactor.redact(result.integration.type), checked: notes.map((n) => redactor.redact(n)) }, 'image integration test passed');
       return {};
     } catch (err) {
       throw failure(err, redactor, context.log, signal, options.testTimeout);
+    } finally {
+      running--;
     }
   }
 
