@@ -194,6 +194,7 @@ export type {
   HealthCheck,
   HTTPFunction,
   HTTPFunctionReturn,
+  RequestInfo,
   IncomingBody,
   Invokable,
   Logger,

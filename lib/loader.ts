@@ -102,7 +102,7 @@ function relativeName(file: string): string {
   return rel.startsWith('..') ? file : rel || file;
 }
 
-const PROPERTIES = ['handle', 'routes', 'init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'errorBody', 'functions'] as const;
+const PROPERTIES = ['handle', 'routes', 'init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'errorBody', 'functions', 'authorize'] as const;
 
 function hasHandler(value: unknown): boolean {
   if (typeof value === 'function') return true;
@@ -149,7 +149,7 @@ export function checkFunction(module: FunctionModule, file: string): void {
   const fail = (message: string): never => {
     throw new LoadError(`${relativeName(file)}: ${message}`);
   };
-  for (const key of ['handle', 'init', 'shutdown', 'liveness', 'readiness', 'cors', 'errorBody'] as const) {
+  for (const key of ['handle', 'init', 'shutdown', 'liveness', 'readiness', 'cors', 'errorBody', 'authorize'] as const) {
     if (module[key] !== undefined && typeof module[key] !== 'function') fail(`'${key}' must be a function`);
   }
   if (module.logLevel !== undefined && !isLogLevel(module.logLevel)) {

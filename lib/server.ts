@@ -105,6 +105,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const fallback: Target | undefined = module.handle ? { kind: 'function', fn: module.handle } : undefined;
   const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;
   const defaults = responseDefaults(settings.name);
+  const authorize = module.authorize;
   const debug = log.isEnabled('debug');
   const runtime: Runtime = { module, log, draining: false, metrics };
   let requests = 0;
@@ -144,6 +145,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         }
       }
       const match = router.find(method, path);
+      // The module's own access check runs before anything else is done for the request: before
+      // its body is read or parsed, and before a 404 or 405 says which routes exist. Probes are
+      // exempt: the platform asks them without credentials.
+      if (authorize !== undefined && !(match.kind === 'found' && match.handler.kind === 'probe')) {
+        await authorize({ method, path, headers: req.headers, query: queryOf(url, q) });
+      }
       let target: Target;
       let params = {};
       if (match.kind === 'found') {
@@ -164,7 +171,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const media = parseMediaType(req.headers['content-type']);
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : undefined;
       const mode = detectMode(req.headers, media);
-      const query = q === -1 ? Object.create(null) : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
+      const query = queryOf(url, q);
       let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
       const context = (event?: CloudEvent<unknown>) => {
         const ctx = new Made(req, reqLog, path, query, params, media?.type, defaults, res);
@@ -328,6 +335,10 @@ async function batch(
 }
 
 function ignore(): void {}
+
+function queryOf(url: string, q: number): Record<string, string | string[]> {
+  return q === -1 ? Object.create(null) : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
+}
 
 /** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */
 function within(value: unknown, ms: number, message: string): Promise<unknown> {

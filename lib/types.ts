@@ -48,6 +48,15 @@ export interface NamedFunction {
   trigger?: string;
 }
 
+/** What `authorize` sees of a request: everything but its body, which has not been read. */
+export interface RequestInfo {
+  method: string;
+  /** The path, without the query string. */
+  path: string;
+  headers: IncomingMessage['headers'];
+  query: Record<string, string | string[]>;
+}
+
 /** A liveness or readiness check: false or a throw means not healthy (503). `path` moves the probe. */
 export interface HealthCheck {
   (): unknown;
@@ -74,6 +83,11 @@ export interface Function {
   logLevel?: LogLevel;
   /** The origins allowed to call the function from a browser. Called once at start. */
   cors?: () => CorsOrigin[];
+  /**
+   * Runs for every request but the probes, before its body is read (and before a 404 or 405):
+   * throw (an error with a `statusCode` such as 401) to refuse it. `/metrics` is covered too.
+   */
+  authorize?: (request: RequestInfo) => unknown;
   /**
    * Shapes the JSON body of every error response of this function (a thrown error, 404, 405,
    * 413, malformed data): gets funcrun's body, `{ statusCode, error, message, ... }` (generic at

@@ -242,3 +242,47 @@ describe('batches and the request timeout', () => {
     }
   });
 });
+
+describe('authorize(request): the module\'s access check, before the body', () => {
+  it('runs before the body is read, for /metrics and unknown routes too, not for probes', async () => {
+    let bodiesRead = 0;
+    const seen = [];
+    const server = await serve(
+      {
+        routes: { 'POST /orders': (ctx, body) => (bodiesRead++, body) },
+        authorize: ({ method, path, headers, query }) => {
+          seen.push(`${method} ${path} ${query.q ?? ''}`);
+          if (headers.authorization !== 'Bearer right') throw Object.assign(new Error('who are you?'), { statusCode: 401, headers: { 'www-authenticate': 'Bearer' } });
+        },
+      },
+      { bodyLimit: 100 },
+    );
+    try {
+      // Over the body limit: refused by authorize before funcrun would answer 413.
+      const refused = await request(server.url + '/orders?q=1', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 'x'.repeat(500) }) });
+      assert.equal(refused.status, 401);
+      assert.equal(refused.headers.get('www-authenticate'), 'Bearer');
+      assert.equal(bodiesRead, 0);
+      assert.equal((await request(server.url + '/metrics')).status, 401);
+      assert.equal((await request(server.url + '/nowhere')).status, 401, 'a 404 does not tell which routes exist');
+      assert.equal((await request(server.url + '/health/readiness')).status, 200);
+      const ok = await request(server.url + '/orders', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer right' }, body: '{"a":1}' });
+      assert.equal(ok.status, 200);
+      assert.equal((await request(server.url + '/metrics', { headers: { authorization: 'Bearer right' } })).status, 200);
+      assert.deepEqual(seen.slice(0, 2), ['POST /orders 1', 'GET /metrics ']);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an async authorize that throws an odd value still gets a JSON answer', async () => {
+    const server = await serve({ handle: () => 'ok', authorize: async () => Promise.reject(Symbol('no')) });
+    try {
+      const answer = await request(server.url);
+      assert.equal(answer.status, 500);
+      assert.equal(answer.json.statusCode, 500);
+    } finally {
+      await server.close();
+    }
+  });
+});

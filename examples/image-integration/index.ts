@@ -31,3 +31,4 @@ const service = createService({
 export const routes = service.routes;
 export const errorBody = service.errorBody;
 export const init = service.init;
+export const authorize = service.authorize;

@@ -2,7 +2,7 @@
 // answer {} or the gRPC-gateway error. Every text that leaves (answers, log lines) is redacted.
 import { isUtf8 } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context, Function as FunctionModule, Logger } from '../../../lib/index';
+import type { Context, Function as FunctionModule, Logger, RequestInfo } from '../../../lib/index';
 import { ecrLogin, type AwsSettings, type EcrConfig } from './ecr';
 import { badRequest, grpcErrorBody, ServiceError, type FieldViolation } from './grpc';
 import { NetworkFailure, type Limits } from './http';
@@ -41,7 +41,6 @@ export function createService(options: ServiceOptions): FunctionModule {
   let running = 0;
 
   async function test(context: Context, body: unknown, update: boolean): Promise<object> {
-    authorize(context.headers.authorization);
     accepted(context);
     const text = bodyText(context, body);
     const result = validate(body, { text, update });
@@ -90,6 +89,8 @@ export function createService(options: ServiceOptions): FunctionModule {
       [`POST ${UPDATED_PATH}`]: (context: Context, body: unknown) => test(context, body, true),
     },
     errorBody: grpcErrorBody,
+    // Before funcrun reads the body, and for /metrics too: an unauthenticated caller costs nothing.
+    authorize: (request: RequestInfo) => authorize(firstHeader(request.headers.authorization)),
     init({ log }: { log: Logger }) {
       if (options.apiToken === undefined) {
         log.warn(`IMAGE_INTEGRATION_API_TOKEN is not set: anyone who can reach POST ${PATH} may use it`);
@@ -135,6 +136,10 @@ function accepted(context: Context): void {
   if (context.cloudevent !== undefined) throw new ServiceError(415, 'this API takes an ImageIntegration as JSON, not CloudEvents');
   const type = context.contentType;
   if (type !== undefined && !JSON_BODIES.has(type) && !type.endsWith('+json')) throw new ServiceError(415, 'the request body must be JSON (application/json)');
+}
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 function bodyText(context: Context, body: unknown): string | undefined {

@@ -63,3 +63,22 @@ describe('JSON only', () => {
     }
   });
 });
+
+describe('the access token, checked before the body', () => {
+  it('a request without the token is a 401 before its body is read; /metrics needs the token too', async () => {
+    const service = await startService({ apiToken: 'the-right-token' });
+    try {
+      const big = JSON.stringify({ name: 'x'.repeat(2_000_000) });
+      const started = performance.now();
+      const refused = await request(service.url + PATH, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+      assert.equal(refused.status, 401, 'not 413: the token is checked first');
+      assert.equal(refused.json.code, 16);
+      assert.ok(performance.now() - started < 2000);
+      assert.equal((await request(service.url + '/metrics')).status, 401);
+      assert.equal((await request(service.url + '/metrics', { headers: { authorization: 'Bearer the-right-token' } })).status, 200);
+      assert.equal((await request(service.url + '/health/liveness')).status, 200);
+    } finally {
+      await service.close();
+    }
+  });
+});
