@@ -21,6 +21,8 @@ const service = createService({
   aws: {
     ecrEndpoint: env.IMAGE_INTEGRATION_ECR_API_ENDPOINT || undefined,
     stsEndpoint: env.IMAGE_INTEGRATION_STS_ENDPOINT || undefined,
+    allowIam: parseSwitch(env.IMAGE_INTEGRATION_ALLOW_ECR_IAM ?? 'false', 'IMAGE_INTEGRATION_ALLOW_ECR_IAM'),
+    allowAssumeRole: parseSwitch(env.IMAGE_INTEGRATION_ALLOW_ECR_ASSUME_ROLE ?? 'false', 'IMAGE_INTEGRATION_ALLOW_ECR_ASSUME_ROLE'),
     ownCredentials:
       env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
         ? { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN || undefined }

@@ -23,6 +23,12 @@ export interface AwsSettings {
   stsEndpoint?: string;
   /** This service's own credentials, for `useIam`. */
   ownCredentials?: AwsCredentials;
+  /**
+   * The operator's switches (off by default, as StackRox gates them): `useIam` tests with this
+   * service's own AWS identity, `useAssumeRole` assumes a role the caller names.
+   */
+  allowIam?: boolean;
+  allowAssumeRole?: boolean;
 }
 
 export interface EcrConfig {
@@ -42,6 +48,11 @@ export interface RegistryLogin {
   password: string;
   /** The registry address AWS gave, used when the integration names none. */
   proxyEndpoint?: string;
+  /**
+   * The token was minted with this service's own identity (`useIam`): it goes only to the
+   * registry AWS names for it, never to an endpoint the caller chose.
+   */
+  serviceIdentity?: boolean;
 }
 
 /** The username and password to log in to the registry with. */
@@ -54,6 +65,12 @@ export async function ecrLogin(config: EcrConfig, aws: AwsSettings, ctx: CheckCo
     return { username: data.username, password: data.password };
   }
   let credentials: AwsCredentials;
+  if (config.useIam === true && aws.allowIam !== true) {
+    throw new TestFailure('authentication: useIam is not enabled on this service (the operator sets IMAGE_INTEGRATION_ALLOW_ECR_IAM=true)');
+  }
+  if (config.useAssumeRole === true && aws.allowAssumeRole !== true) {
+    throw new TestFailure('authentication: useAssumeRole is not enabled on this service (the operator sets IMAGE_INTEGRATION_ALLOW_ECR_ASSUME_ROLE=true)');
+  }
   if (config.useIam === true) {
     if (aws.ownCredentials === undefined) {
       throw new TestFailure('authentication: useIam needs AWS credentials of this service (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), and it has none');
@@ -63,7 +80,8 @@ export async function ecrLogin(config: EcrConfig, aws: AwsSettings, ctx: CheckCo
     credentials = { accessKeyId: config.accessKeyId!, secretAccessKey: config.secretAccessKey! };
   }
   if (config.useAssumeRole === true) credentials = await assumeRole(config, credentials, aws, ctx);
-  return getAuthorizationToken(config, credentials, aws, ctx);
+  const login = await getAuthorizationToken(config, credentials, aws, ctx);
+  return config.useIam === true ? { ...login, serviceIdentity: true } : login;
 }
 
 /** Where the ECR API and STS are called: the override when set, else AWS's regional endpoint. */

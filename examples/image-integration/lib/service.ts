@@ -263,7 +263,12 @@ async function registryTarget(integration: Integration, ctx: CheckContext, aws: 
     case 'ecr': {
       const ecr = config as unknown as EcrConfig;
       const login = await ecrLogin(ecr, aws, ctx);
-      const address = endpoint ?? new URL(login.proxyEndpoint ?? `https://${ecr.registryId}.dkr.ecr.${ecr.region}.amazonaws.com`);
+      const named = new URL(login.proxyEndpoint ?? `https://${ecr.registryId}.dkr.ecr.${ecr.region}.amazonaws.com`);
+      // A token of this service's own identity goes only where AWS said it is for.
+      if (login.serviceIdentity && endpoint !== undefined && endpoint.host !== named.host) {
+        throw new TestFailure(`authentication: with useIam the token goes only to the registry AWS names for it (${named.host}), not to ${endpoint.host}`);
+      }
+      const address = login.serviceIdentity ? named : (endpoint ?? named);
       return { endpoint: address, insecure, path, username: login.username, password: login.password };
     }
     default:

@@ -73,7 +73,7 @@ describe('ECR', () => {
         <AccessKeyId>ASIATEMPKEY</AccessKeyId><SecretAccessKey>${KEYS.ASIATEMPKEY}</SecretAccessKey><SessionToken>${SESSION}</SessionToken>
         <Expiration>2099-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`);
     });
-    service = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/' } });
+    service = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', allowIam: true, allowAssumeRole: true } });
   });
   after(async () => {
     await service.close();
@@ -123,15 +123,40 @@ describe('ECR', () => {
   });
 
   it("useIam uses this service's own credentials, and says so when it has none", async () => {
-    const withIam = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY } } });
+    const withIam = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY }, allowIam: true } });
+    const elsewhere = require('node:http').createServer((req, res) => {
+      elsewhere.seen = (elsewhere.seen ?? 0) + 1;
+      res.end();
+    });
+    await new Promise((r) => elsewhere.listen(0, '127.0.0.1', r));
     try {
       assert.equal((await withIam.test(ecr({ useIam: true }))).status, 200);
+      // The caller names another registry: the token of the service's identity is not sent there.
+      const redirected = await withIam.test(ecr({ useIam: true, endpoint: `https://127.0.0.1:${elsewhere.address().port}` }));
+      assert.equal(redirected.status, 400);
+      assert.match(redirected.json.message, /with useIam the token goes only to the registry AWS names for it/);
+      assert.equal(elsewhere.seen ?? 0, 0, 'the other endpoint received nothing');
     } finally {
       await withIam.close();
+      elsewhere.close();
     }
     const res = await service.test(ecr({ useIam: true }));
     assert.equal(res.status, 400);
     assert.match(res.json.message, /useIam needs AWS credentials of this service/);
+  });
+
+  it('useIam and useAssumeRole are off unless the operator turns them on', async () => {
+    const plain = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY } } });
+    try {
+      const iam = await plain.test(ecr({ useIam: true }));
+      assert.equal(iam.status, 400);
+      assert.match(iam.json.message, /IMAGE_INTEGRATION_ALLOW_ECR_IAM/);
+      const role = await plain.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'arn:aws:iam::123456789012:role/puller' }));
+      assert.equal(role.status, 400);
+      assert.match(role.json.message, /IMAGE_INTEGRATION_ALLOW_ECR_ASSUME_ROLE/);
+    } finally {
+      await plain.close();
+    }
   });
 
   it('the default AWS endpoints follow the region; overrides win', () => {
