@@ -8,6 +8,7 @@ import type { CloudEvent } from 'cloudevents';
 import { HttpError } from './errors';
 import { bodyKind, parseMediaType, type MediaType } from './media-type';
 import { decodeText, parseBody, parseForm, parseJson, parseXml } from './body';
+import { MAX_XML_NODES, type XmlBudget } from './xml';
 import { decodeComponent } from './router';
 
 type Sdk = typeof import('cloudevents');
@@ -48,12 +49,14 @@ export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer
   const json = body === undefined ? undefined : parseJson(decodeText(body, media.charset));
   if (mode === 'structured') {
     if (!isPlainObject(json)) throw invalid('a structured CloudEvent must be a JSON object');
-    return eventFromJson(json, '');
+    return eventFromJson(json, '', { nodes: MAX_XML_NODES });
   }
   if (!Array.isArray(json)) throw invalid('a CloudEvents batch must be a JSON array');
+  // The batch's XML documents share one node budget: together no more than one XML body may hold.
+  const budget = { nodes: MAX_XML_NODES };
   return json.map((item, index) => {
     if (!isPlainObject(item)) throw invalid(`event [${index}] of the batch is not a JSON object`);
-    return eventFromJson(item, `event [${index}]: `);
+    return eventFromJson(item, `event [${index}]: `, budget);
   });
 }
 
@@ -80,7 +83,7 @@ function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, med
   return build(attributes, data, '');
 }
 
-function eventFromJson(json: Record<string, unknown>, where: string): CloudEvent<unknown> {
+function eventFromJson(json: Record<string, unknown>, where: string, budget: XmlBudget): CloudEvent<unknown> {
   const { data, data_base64: base64, ...attributes } = json;
   if (data !== undefined && base64 !== undefined) throw invalid(`${where}an event has either 'data' or 'data_base64', not both`, 'data_base64');
   let value: unknown;
@@ -92,7 +95,7 @@ function eventFromJson(json: Record<string, unknown>, where: string): CloudEvent
       value =
         attributes.specversion === '0.3' && attributes.datacontentencoding === 'base64'
           ? decodeBase64(data, `${where}'data' with datacontentencoding base64`, 'data')
-          : structuredData(data, attributes.datacontenttype);
+          : structuredData(data, attributes.datacontenttype, budget);
     } catch (err) {
       throw dataError(err, where);
     }
@@ -127,12 +130,12 @@ export function decodeBase64(text: unknown, what: string, attribute: string): Bu
 }
 
 // In structured mode JSON data is already a value; other types arrive as JSON strings.
-function structuredData(data: unknown, contentType: unknown): unknown {
+function structuredData(data: unknown, contentType: unknown, budget: XmlBudget): unknown {
   const media = typeof contentType === 'string' ? parseMediaType(contentType) : undefined;
   if (typeof data !== 'string' || media === undefined) return data;
   switch (bodyKind(media)) {
     case 'xml':
-      return parseXml(data);
+      return parseXml(data, budget);
     case 'form':
       return parseForm(data);
     case 'binary':

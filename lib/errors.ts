@@ -3,6 +3,7 @@
 // cyclic null-prototype object. It is read once, defensively, into plain facts; nothing after
 // that touches it again, and a last-resort path answers when even that goes wrong.
 import { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import { safeHeaders, type Dropped } from './headers';
 import type { Logger } from './log';
 import { isInstance, isPartOf } from './provenance';
@@ -97,7 +98,12 @@ export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly u
   // carry `headers` and no status adds none).
   if (ours || status < 500) {
     const headers = read(() => value.headers);
-    if (headers !== null && typeof headers === 'object') facts.headers = safeHeaders(headers, dropped);
+    if (headers !== null && typeof headers === 'object') {
+      // Headers that came from the request (`headers: context.headers`, a part of the body): the
+      // client would choose the answer's headers. The same rule as for returned responses: a 500.
+      if (input !== undefined && read(() => isPartOf(headers, input)) !== false) return { status: 500, logged: facts.logged };
+      facts.headers = safeHeaders(headers, dropped);
+    }
   }
   return facts;
 }
@@ -149,7 +155,15 @@ export function errorJson(facts: Thrown, thrown: unknown, log: Logger, format?: 
   const body = bodyOf(facts);
   if (format !== undefined) {
     try {
-      const shaped = JSON.stringify(format(body, thrown));
+      const value = format(body, thrown);
+      // An error body is data: a stream (or any class instance) there would leak its state and
+      // its file descriptor; the plain body is sent instead.
+      if (value instanceof Readable) {
+        value.on('error', () => undefined);
+        value.destroy();
+        throw new Error('errorBody() returned a stream');
+      }
+      const shaped = JSON.stringify(value);
       if (shaped !== undefined) return shaped;
     } catch (err) {
       quietly(() => log.error(err, 'errorBody() failed'));

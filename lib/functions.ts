@@ -117,7 +117,7 @@ function invoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokab
     } catch (err) {
       // The input (made here from the query, so the server cannot know it) thrown back is a
       // failure, not a status and headers of the client's choosing.
-      if (err !== null && typeof err === 'object' && isPartOf(err, [input])) throw new Error(`function '${name}' threw its own input`);
+      if (err !== null && typeof err === 'object' && (isPartOf(err, [input]) || carriesInput(err, input))) throw new Error(`function '${name}' threw its own input`);
       throw err;
     }
     return event === undefined ? httpOutput(output) : eventOutput(name, output, event);
@@ -146,6 +146,16 @@ function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
     }));
     throw new HttpError(400, `invalid input: ${violations.map((v) => `${v.field} ${v.description}`).join('; ')}`, { details: { violations } });
   };
+}
+
+// An error whose `headers` are (part of) the input: the client would choose the answer's headers.
+function carriesInput(err: object, input: unknown): boolean {
+  try {
+    const headers = (err as { headers?: unknown }).headers;
+    return headers !== null && typeof headers === 'object' && isPartOf(headers, [input]);
+  } catch {
+    return true;
+  }
 }
 
 function cut(text: string): string {

@@ -163,10 +163,11 @@ function errorFields(err: object, seen: object[]): Record<string, unknown> {
 
 // --- JSON that never throws ---
 
-// Values JSON.stringify may still visit in the current line. A structure that shares references
+// Values still to be written in the current line (reset per line and per child's bindings), shared
+// by every field of it. A structure that shares references
 // (`o = {a: o1, b: o1}`, 26 levels deep) is small in memory but expands exponentially as text.
 let visits = 0;
-const MAX_VISITS = 200_000;
+const MAX_VISITS = 50_000;
 
 function replacer(this: unknown, key: string, value: unknown): unknown {
   if (--visits < 0) throw new RangeError('too large to log');
@@ -188,7 +189,6 @@ function bytesSummary(view: ArrayBufferView): { type: string; length: number } {
 /** JSON text of an object, or undefined where JSON.stringify gives none. `parent` holds it (for cycles). */
 function objectJson(value: unknown, parent?: object): string | undefined {
   try {
-    visits = MAX_VISITS;
     return JSON.stringify(value, replacer);
   } catch {
     // A cycle, a throwing getter or toJSON, a Proxy: the slow, careful way below.
@@ -293,16 +293,19 @@ function fieldsOf(obj: object, skip: Skip): string {
   if (ArrayBuffer.isView(obj)) obj = bytesSummary(obj);
   let keys: string[];
   try {
-    keys = Object.keys(obj);
+    // An array's indexes, counted rather than listed: a logged array of millions costs nothing here.
+    keys = Array.isArray(obj) ? Array.from({ length: Math.min(obj.length, Math.max(visits, 0)) }, (_, i) => String(i)) : Object.keys(obj);
   } catch {
     return '';
   }
   let out = '';
   for (const key of keys) {
     if (skip[key] === true) continue;
+    if (--visits < 0) return out + ',"…":"[Truncated]"';
     const json = valueJson(get(obj, key), obj);
     if (json !== undefined) out += ',' + JSON.stringify(key) + ':' + json;
   }
+  if (Array.isArray(obj) && obj.length > keys.length) out += ',"…":"[Truncated]"';
   return out;
 }
 
@@ -470,6 +473,7 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
       } catch {
         // unreadable options: the parent's level
       }
+      visits = MAX_VISITS;
       try {
         const reqId = this.r === undefined ? this.q : ',"reqId":' + this.r;
         const map = new Map(this.m ?? []);
@@ -502,6 +506,7 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
       } catch {
         // a getPrototypeOf trap threw
       }
+      visits = MAX_VISITS;
       let line: string;
       try {
         line = prefix + Date.now() + self.b + (self.r === undefined ? '' : ',"reqId":' + self.r);

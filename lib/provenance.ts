@@ -1,3 +1,5 @@
+import { IncomingMessage } from 'node:http';
+
 // What came out of parsing the request. Such values are data: a function that returns or throws
 // them (or a part of them) must not let the client choose the status, headers or kind of answer.
 
@@ -18,6 +20,12 @@ export function isPartOf(value: object, input: readonly unknown[]): boolean {
   while (pending.length > 0) {
     const node = pending.pop();
     if (node === value) return true;
+    // The request itself stands for every header object node derives from it (asked only here,
+    // so a request that never needs this check never builds `headersDistinct`).
+    if (node instanceof IncomingMessage) {
+      pending.push(node.headers, node.headersDistinct, node.trailers, node.trailersDistinct, node.rawHeaders, node.rawTrailers, node.socket);
+      continue;
+    }
     if (node === null || typeof node !== 'object' || seen.has(node) || isInstance(node)) continue;
     seen.add(node);
     if (Array.isArray(node)) for (const item of node) pending.push(item);

@@ -169,6 +169,8 @@ function stringify(value: unknown): string {
  */
 function stream(req: IncomingMessage, res: ServerResponse, reply: Reply, source: Readable): Promise<Reply> {
   if (source.destroyed) return Promise.reject(new Error('the function returned a stream that was already destroyed'));
+  // The request (or its socket) piped into its own response would read the next pipelined request.
+  if (source === req || source === req.socket) return Promise.reject(new Error('the function returned the request itself as the response body'));
   const head = () => {
     if (!res.headersSent) res.writeHead(reply.status, reply.headers);
   };

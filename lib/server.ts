@@ -186,7 +186,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       let value: unknown;
       if (mode === undefined) {
         const data = bytes === undefined ? undefined : parseBody(bytes, media);
-        input = [data, query, req.headers, params];
+        input = [data, query, req, params];
         const ctx = context();
         ctx.body = data;
         value = await invoke(target.fn, ctx, data, deadline);
@@ -195,7 +195,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         // A batch's events share the request's query: one prototype holds its keys for all of them.
         if (Array.isArray(event) && q !== -1) Made = sharingQuery(query);
         // An event is recognised by its class; its data is parsed request data like any body.
-        input = [event, Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req.headers, params];
+        input = [event, Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req, params];
         value = Array.isArray(event)
           ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed)
           : await invoke(target.fn, context(event), event.data, deadline);

@@ -9,6 +9,8 @@ import { responseDefaults } from './cloudevent';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { loadFunction } from './loader';
 import { searchParamsToObject } from './body';
+import { parseMediaType } from './media-type';
+import { originForm } from './server';
 import { start, stop, type Options } from './index';
 import type { Function as FunctionModule, Invokable } from './types';
 
@@ -52,20 +54,26 @@ export interface ContextOptions {
 /** A context like the one funcrun builds for a request, for calling a handler directly. */
 export function createContext(options: ContextOptions = {}): Context {
   const req = new IncomingMessage(new Socket());
-  req.method = (options.method ?? 'GET').toUpperCase();
-  req.url = options.url ?? '/';
+  req.method = String(options.method ?? 'GET').toUpperCase();
+  req.url = String(options.url ?? '/');
   req.httpVersion = '1.1';
   req.httpVersionMajor = 1;
   req.httpVersionMinor = 1;
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    // Defined, not assigned: a `__proto__` key from parsed JSON stays a key, as node's parser keeps it.
+    const text = Array.isArray(value) ? value.join(', ') : String(value);
+    Object.defineProperty(headers, name.toLowerCase(), { value: text, enumerable: true, writable: true, configurable: true });
+  }
   req.headers = headers;
-  const q = req.url.indexOf('?');
-  const path = q === -1 ? req.url : req.url.slice(0, q);
-  const query = searchParamsToObject(new URLSearchParams(q === -1 ? '' : req.url.slice(q + 1)));
+  // Routed as the server routes it: an absolute-form URL by its path.
+  const url = originForm(req.url);
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const query = searchParamsToObject(new URLSearchParams(q === -1 ? '' : url.slice(q + 1)));
   const silent = options.logDestination === undefined;
   const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
-  const contentType = headers['content-type']?.split(';')[0].trim().toLowerCase();
+  const contentType = parseMediaType(headers['content-type'])?.type;
   const context = new Context(req, log.forRequest(1), path, query, options.params ?? {}, contentType, responseDefaults('function'));
   context.body = options.cloudevent?.data ?? options.body;
   context.cloudevent = options.cloudevent;

@@ -30,11 +30,19 @@ let xmldom: XmlModule | undefined;
  * (where entities are declared), and a document past one of the bounds above is a 400 that says
  * what and where (line and column), quoting at most a few dozen characters of the input.
  */
-export function parseXml(text: string): unknown {
+/**
+ * Nodes left for one request: the documents of a batch's events share it, so a request holds no
+ * more XML than one body may.
+ */
+export interface XmlBudget {
+  nodes: number;
+}
+
+export function parseXml(text: string, budget: XmlBudget = { nodes: MAX_XML_NODES }): unknown {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   // XML 1.0 end-of-line handling, done once here so that the scan and xmldom count lines alike.
   if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
-  scan(text);
+  scan(text, budget);
   // Loaded on the first XML body: functions that never see XML never pay for the parser.
   xmldom ??= require('@xmldom/xmldom') as XmlModule;
   let failure: { message: string; line?: number; column?: number } | undefined;
@@ -211,12 +219,11 @@ function lineAndColumn(text: string, at: number): { line: number; column: number
  * It does not check what xmldom checks in linear time: attribute names unique per element,
  * namespace prefixes bound, the XML declaration's and the DOCTYPE's inner syntax.
  */
-function scan(text: string): void {
+function scan(text: string, budget: XmlBudget): void {
   const n = text.length;
   const open: string[] = []; // names of the open elements, innermost last
   const declared: number[] = []; // namespace declarations of each open element
   let inScope = 0;
-  let nodes = 0;
   let rootSeen = false;
   let doctypeSeen = false;
 
@@ -229,7 +236,7 @@ function scan(text: string): void {
     return fail(at, c >= 0xd800 && c <= 0xdfff ? `unpaired surrogate ${hex(c)}` : `character ${hex(c)} is not allowed in XML`);
   };
   const count = (at: number): void => {
-    if (++nodes > MAX_XML_NODES) fail(at, `more than ${MAX_XML_NODES} elements, attributes, comments and other nodes`);
+    if (--budget.nodes < 0) fail(at, `more than ${MAX_XML_NODES} elements, attributes, comments and other nodes`);
   };
 
   /** `&...;` at `i` (in text or an attribute value); returns the index after it. */

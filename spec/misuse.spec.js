@@ -286,3 +286,115 @@ describe('authorize(request): the module\'s access check, before the body', () =
     }
   });
 });
+
+describe('red team, third round', () => {
+  it('a thrown 4xx whose headers are the request\'s (or part of the body) is a 500 without them', async () => {
+    const server = await serve((ctx, body) => {
+      if (ctx.path === '/req') throw Object.assign(new Error('bad'), { statusCode: 400, headers: ctx.headers });
+      if (ctx.path === '/distinct') throw { statusCode: 401, headers: ctx.req.headersDistinct };
+      throw Object.assign(new Error('bad'), { statusCode: 403, headers: body.h });
+    });
+    try {
+      for (const [path, init] of [
+        ['/req', { headers: { 'set-cookie': 'session=attacker', location: 'http://evil.example/' } }],
+        ['/distinct', { headers: { 'set-cookie': 'session=attacker' } }],
+        ['/body', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ h: { 'set-cookie': 'session=attacker' } }) }],
+      ]) {
+        const answer = await request(server.url + path, init);
+        assert.equal(answer.status, 500, path);
+        assert.equal(answer.headers.get('set-cookie'), null, path);
+        assert.equal(answer.headers.get('location'), null, path);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('returned headers from req.headersDistinct are refused like req.headers', async () => {
+    const server = await serve((ctx) => ({ statusCode: 200, headers: ctx.req.headersDistinct, body: 'x' }));
+    try {
+      const answer = await request(server.url, { headers: { 'set-cookie': 'session=attacker' } });
+      assert.equal(answer.status, 500);
+      assert.equal(answer.headers.get('set-cookie'), null);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a named function whose thrown error carries its input as headers is a 500', async () => {
+    const f = (input) => {
+      throw Object.assign(new Error('no'), { statusCode: 400, headers: input.h });
+    };
+    const server = await serve({ functions: { f } });
+    try {
+      const answer = await request(`${server.url}/f?h.set-cookie=session%3Dattacker`);
+      assert.equal(answer.status, 500);
+      assert.equal(answer.headers.get('set-cookie'), null);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an errorBody() returning a stream: the plain JSON body, and the stream is closed', async () => {
+    let closed = 0;
+    const server = await serve({
+      routes: { 'GET /a': () => 'a' },
+      errorBody: () => {
+        const s = new Readable({ read() {} });
+        s.once('close', () => closed++);
+        return s;
+      },
+    });
+    try {
+      for (let i = 0; i < 20; i++) {
+        const answer = await request(server.url + '/x');
+        assert.equal(answer.json.statusCode, 404);
+        assert.doesNotMatch(answer.text, /_readableState/);
+      }
+      for (let i = 0; i < 50 && closed < 20; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(closed, 20);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('{ body: context.req.socket } is a 500; the pipelined request behind it is answered', async () => {
+    const server = await serve((ctx) => (ctx.path === '/sock' ? { body: ctx.req.socket } : 'next'));
+    try {
+      const { text } = await exchange(server.server.address().port, 'GET /sock HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+      assert.deepEqual(statuses(text), [500, 200]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a batch of XML events shares one node budget: together no more than one XML body', async () => {
+    const server = await serve(() => undefined, { bodyLimit: 2_000_000 });
+    try {
+      const doc = '<r>' + '<a/>'.repeat(20_000) + '</r>';
+      const events = Array.from({ length: 4 }, (_, i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't', datacontenttype: 'application/xml', data: doc }));
+      const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events) });
+      assert.equal(answer.status, 400);
+      assert.match(answer.json.message, /more than 50000/);
+      const two = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events.slice(0, 2)) });
+      assert.equal(two.status, 204);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a log line writes at most 50,000 values, however they are spread', async () => {
+    const server = await serve((ctx, body) => (ctx.log.info(body), 'ok'), { bodyLimit: 4_000_000 });
+    try {
+      const body = JSON.stringify(Array.from({ length: 400_000 }, () => ({ i: 0 })));
+      const started = performance.now();
+      assert.equal((await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text, 'ok');
+      assert.ok(performance.now() - started < 3000);
+      const line = server.log.lines.find((l) => l.includes('[Truncated]'));
+      assert.ok(line, 'the line was cut');
+      assert.ok(line.length < 1_500_000, `${line.length} characters`);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,8 +1,11 @@
-// A bounded HTTP client for talking to registries and scanners: the address policy is checked on
-// the address actually connected to (resolved once, then pinned), connect and response are timed,
-// bodies are read up to a cap, redirects are followed only on the same origin, and every failure
-// says which step failed.
-import { lookup as dnsLookup } from 'node:dns/promises';
+// A bounded HTTP client for talking to registries and scanners: names are resolved by a bounded
+// resolver (c-ares, a timeout, the test's signal, at most 8 lookups at once), the address policy is
+// checked on every address a name resolves to, each allowed address is tried in order and pinned,
+// connect, response and body are timed, bodies are read up to a cap, redirects are followed only on
+// the same origin, and every failure says which step failed.
+import { readFileSync } from 'node:fs';
+import { Resolver } from 'node:dns/promises';
+import { open } from 'node:fs/promises';
 import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, isIP, type LookupFunction } from 'node:net';
@@ -16,11 +19,236 @@ export interface Limits {
   allowPrivate: boolean;
   /** Certificates (PEM) trusted besides the system's, for registries with a private CA. */
   ca?: string[];
-  /** Resolves a host name to its addresses; default `dns.lookup` (all addresses). */
+  /**
+   * Resolves a host name to its addresses (for specs); default: the bounded resolver below. Either
+   * way the lookup is bounded by `resolveTimeout` and the test's signal, and waits its turn among
+   * at most 8 lookups in flight. Not called for IP literals or `localhost`.
+   */
   resolve?: (hostname: string) => Promise<{ address: string; family: number }[]>;
+  /** How long one name may take to resolve, waiting for a turn included; default `connectTimeout`. */
+  resolveTimeout?: number;
+  /** DNS servers (`ip` or `ip:port`) for the bounded resolver; default the system's (`/etc/resolv.conf`). */
+  dnsServers?: string[];
+  /** The hosts file the bounded resolver reads before asking DNS (as `dns.lookup` does); default `/etc/hosts`, `null` for none. */
+  hostsFile?: string | null;
+  /** The search list and ndots (resolv.conf's); default the system's, or none with `dnsServers` set. */
+  search?: { search: string[]; ndots: number };
 }
 
-const systemResolve = (hostname: string) => dnsLookup(hostname, { all: true, verbatim: true });
+type Address = { address: string; family: number };
+
+/** At most this many name lookups are in flight in the process; the others wait their turn. */
+export const MAX_LOOKUPS = 8;
+
+/** A counting semaphore whose waiters can give up (their test's signal, their own deadline). */
+class Semaphore {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly size: number) {}
+  /** Resolves with a release function; rejects with `abort`'s reason when `abort` fires first. */
+  acquire(abort: AbortSignal): Promise<() => void> {
+    const release = () => {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    };
+    if (abort.aborted) return Promise.reject(abort.reason);
+    if (this.active < this.size) {
+      this.active++;
+      return Promise.resolve(onlyOnce(release));
+    }
+    return new Promise((resolve, reject) => {
+      const grant = () => {
+        abort.removeEventListener('abort', giveUp);
+        resolve(onlyOnce(release));
+      };
+      const giveUp = () => {
+        const i = this.waiting.indexOf(grant);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(abort.reason);
+      };
+      this.waiting.push(grant);
+      abort.addEventListener('abort', giveUp, { once: true });
+    });
+  }
+}
+
+function onlyOnce(f: () => void): () => void {
+  let done = false;
+  return () => {
+    if (!done) {
+      done = true;
+      f();
+    }
+  };
+}
+
+const lookups = new Semaphore(MAX_LOOKUPS);
+
+/**
+ * The bounded resolver: c-ares (`dns.Resolver`, no libuv thread pool), A and AAAA asked together,
+ * one try each with the timeout, cancelled when `abort` fires. IPv4 addresses first, then IPv6.
+ * It reads DNS only: the hosts file is read before it is called, and `localhost` never reaches it.
+ */
+async function boundedResolve(host: string, timeout: number, servers: string[] | undefined, abort: AbortSignal): Promise<Address[]> {
+  const resolver = new Resolver({ timeout: Math.max(1, Math.ceil(timeout)), tries: 1 });
+  if (servers !== undefined) resolver.setServers(servers);
+  const cancel = () => resolver.cancel();
+  abort.addEventListener('abort', cancel, { once: true });
+  try {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    const found = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (found.length > 0) return found;
+    const errors = [v4, v6].flatMap((r) => (r.status === 'rejected' ? [r.reason as NodeJS.ErrnoException] : []));
+    // A name that exists without addresses of one family answers ENODATA there: report the other's error.
+    throw errors.find((e) => e.code !== 'ENODATA') ?? errors[0];
+  } finally {
+    abort.removeEventListener('abort', cancel);
+  }
+}
+
+/**
+ * The search list, as getaddrinfo applies it (resolv.conf(5)): a name with fewer dots than `ndots`
+ * is tried with each search domain first, then as it is; another name as it is first. So a short
+ * in-cluster name (`my-registry`, Kubernetes: `search <ns>.svc.cluster.local ...`, `ndots:5`)
+ * resolves as before. A name ending in `.` is only itself. The first name that has addresses wins.
+ */
+async function searching(host: string, limits: Limits, resolve: (name: string) => Promise<Address[]>): Promise<Address[]> {
+  const { search, ndots } = limits.search ?? (limits.dnsServers === undefined ? systemSearch() : { search: [], ndots: 1 });
+  let names: string[];
+  if (host.endsWith('.')) names = [host.slice(0, -1)];
+  else {
+    const dots = host.split('.').length - 1;
+    const withDomains = search.slice(0, 6).map((domain) => `${host}.${domain}`);
+    names = dots >= ndots ? [host, ...withDomains] : [...withDomains, host];
+  }
+  let first: unknown;
+  for (const name of names) {
+    try {
+      return await resolve(name);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // Only "no such name" moves on; a timeout or a cancel ends the lookup.
+      if (code !== 'ENOTFOUND' && code !== 'ENODATA') throw err;
+      first ??= err;
+    }
+  }
+  throw first;
+}
+
+let system: { search: string[]; ndots: number } | undefined;
+/** `search` and `options ndots:` from /etc/resolv.conf, read once (its first 64 KiB). */
+function systemSearch(): { search: string[]; ndots: number } {
+  if (system !== undefined) return system;
+  let search: string[] = [];
+  let ndots = 1;
+  try {
+    const text = readFileSync('/etc/resolv.conf', 'utf8').slice(0, 64 * 1024);
+    for (const line of text.split('\n')) {
+      const words = line.trim().split(/\s+/);
+      if (words[0] === 'search' || words[0] === 'domain') search = words.slice(1).filter((d) => d !== '' && !d.startsWith('#'));
+      if (words[0] === 'options') {
+        const option = words.find((w) => w.startsWith('ndots:'));
+        if (option !== undefined) ndots = Math.min(15, Number(option.slice(6)) || 1);
+      }
+    }
+  } catch {
+    // No resolv.conf: names are looked up as they are.
+  }
+  return (system = { search, ndots });
+}
+
+/** At most this much of the hosts file is read. */
+const MAX_HOSTS_BYTES = 1024 * 1024;
+
+/**
+ * `host`'s addresses in the hosts file (`ip name alias...`, `#` comments), in file order, or
+ * undefined when it is not there or the file cannot be read. Kubernetes `hostAliases` and Docker's
+ * `--add-host` land there, so the bounded resolver reads it as `dns.lookup` (getaddrinfo) did.
+ */
+async function fromHostsFile(host: string, file: string): Promise<Address[] | undefined> {
+  let text: string;
+  try {
+    const handle = await open(file, 'r');
+    try {
+      const buffer = Buffer.alloc(MAX_HOSTS_BYTES);
+      const { bytesRead } = await handle.read(buffer, 0, MAX_HOSTS_BYTES, 0);
+      text = buffer.subarray(0, bytesRead).toString('utf8');
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return undefined;
+  }
+  const wanted = host.toLowerCase().replace(/\.$/, '');
+  const found: Address[] = [];
+  for (const line of text.split('\n')) {
+    const [address, ...names] = line.replace(/#.*/, '').trim().split(/\s+/);
+    const family = isIP(address ?? '');
+    if (family === 0 || !names.some((n) => n.toLowerCase() === wanted)) continue;
+    if (!found.some((a) => a.address === address)) found.push({ address, family });
+  }
+  return found.length > 0 ? found : undefined;
+}
+
+const LOCALHOST: Address[] = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+];
+
+class ResolveTimeout extends Error {}
+
+/**
+ * `host`'s addresses, within `resolveTimeout` (the wait for a turn included) and the test's signal.
+ * IP literals and `localhost` need no lookup.
+ */
+async function lookup(host: string, limits: Limits, signal: AbortSignal | undefined): Promise<Address[]> {
+  if (isIP(host)) return [{ address: host, family: isIP(host) }];
+  if (/^localhost\.?$/i.test(host)) return LOCALHOST;
+  const timeout = limits.resolveTimeout ?? limits.connectTimeout;
+  const bound = new AbortController();
+  const timer = setTimeout(() => bound.abort(new ResolveTimeout()), timeout);
+  const stop = () => bound.abort(signal!.reason);
+  signal?.addEventListener('abort', stop, { once: true });
+  if (signal?.aborted) stop();
+  let release: (() => void) | undefined;
+  let queuing = false;
+  try {
+    const queued = lookups.acquire(bound.signal);
+    queuing = true;
+    release = await queued;
+    queuing = false;
+    const hostsFile = limits.hostsFile === undefined ? '/etc/hosts' : limits.hostsFile;
+    const started = limits.resolve
+      ? limits.resolve(host)
+      : (hostsFile === null ? Promise.resolve(undefined) : fromHostsFile(host, hostsFile)).then(
+          (listed) => listed ?? searching(host, limits, (name) => boundedResolve(name, timeout, limits.dnsServers, bound.signal)),
+        );
+    // An injected resolver may not listen to the signal: the race bounds it all the same.
+    return await new Promise<Address[]>((resolve, reject) => {
+      const abandon = () => reject(bound.signal.reason);
+      if (bound.signal.aborted) return abandon();
+      bound.signal.addEventListener('abort', abandon, { once: true });
+      started.then(resolve, (err) => reject(bound.signal.aborted ? bound.signal.reason : err));
+    });
+  } catch (err) {
+    if (signal?.aborted) throw new NetworkFailure('timeout', `the test was stopped while resolving host '${host}': it took too long`);
+    // c-ares's own timeout (ETIMEOUT) may come a moment before ours.
+    if (err instanceof ResolveTimeout || (err as NodeJS.ErrnoException).code === 'ETIMEOUT') {
+      const busy = queuing ? ` (it waited for one of the ${MAX_LOOKUPS} lookups in flight)` : '';
+      throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}': name resolution timed out after ${seconds(timeout)}${busy}`);
+    }
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}'${code ? ` (${code})` : ''}`);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', stop);
+    release?.();
+  }
+}
 
 export interface Reply {
   status: number;
@@ -46,27 +274,60 @@ function seconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
-/** Resolves `hostname` once and returns the address to connect to, refused by policy when it must be. */
-export async function resolveAllowed(hostname: string, limits: Limits): Promise<{ address: string; family: number }> {
+/**
+ * Resolves `hostname` once (bounded, see `lookup`) and returns every address to try, in order; the
+ * whole name is refused by policy when any of its addresses must be.
+ */
+export async function resolveAllowed(hostname: string, limits: Limits, signal?: AbortSignal): Promise<Address[]> {
   const host = hostname.replace(/^\[|\]$/g, '');
   // Metadata services by name are refused whatever the operator allows.
   const byName = refusedName(host);
   if (byName) throw new NetworkFailure('policy', `endpoint refused: ${byName}`);
-  let addresses: { address: string; family: number }[];
-  if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
-  else {
-    try {
-      addresses = await (limits.resolve ?? systemResolve)(host);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}'${code ? ` (${code})` : ''}`);
-    }
-  }
+  const addresses = await lookup(host, limits, signal);
+  if (addresses.length === 0) throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}' (no addresses)`);
   for (const { address } of addresses) {
     const why = refusedAddress(address, limits.allowPrivate);
     if (why) throw new NetworkFailure('policy', `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; loopback, link-local and metadata addresses are not contacted`);
   }
-  return addresses[0];
+  return addresses;
+}
+
+/** Errors that mean this address did not take the connection: the next one may. */
+const NEXT_ADDRESS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'EAFNOSUPPORT', 'ENETDOWN', 'EHOSTDOWN']);
+
+/** A failure before any connection was made, so nothing was sent: the next address may be tried. */
+class NotConnected extends Error {
+  constructor(readonly failure: NetworkFailure) {
+    super(failure.message);
+  }
+}
+
+/**
+ * Tries `attempt` on each address in order until one connects. The connect timeout is one budget
+ * for all of them: each attempt gets what is left of it, shared with the addresses still to try.
+ * A failure names the addresses tried when there were several.
+ */
+async function eachAddress<T>(addresses: Address[], limits: Limits, signal: AbortSignal | undefined, attempt: (a: Address, connectMs: number) => Promise<T>): Promise<T> {
+  const deadline = Date.now() + limits.connectTimeout;
+  const tried: string[] = [];
+  for (let i = 0; ; i++) {
+    const remaining = Math.max(1, deadline - Date.now());
+    const share = i === addresses.length - 1 ? remaining : Math.max(1, Math.floor(remaining / (addresses.length - i)));
+    tried.push(addresses[i].address);
+    try {
+      return await attempt(addresses[i], share);
+    } catch (err) {
+      if (!(err instanceof NotConnected)) throw err;
+      const last = i === addresses.length - 1 || signal?.aborted || Date.now() >= deadline;
+      if (last) {
+        const { step, message } = err.failure;
+        if (tried.length < 2) throw err.failure;
+        // The budget is the whole connect timeout: say so, not the share the last attempt had.
+        const text = step === 'timeout' ? message.replace(/ within \S+$/, ` within ${seconds(limits.connectTimeout)}`) : message;
+        throw new NetworkFailure(step, `${text} (tried ${tried.join(', ')})`);
+      }
+    }
+  }
 }
 
 function pinned(address: string, family: number): LookupFunction {
@@ -88,7 +349,7 @@ export interface RequestInit {
 export async function fetchBounded(url: URL, init: RequestInit, limits: Limits): Promise<Reply> {
   let current = url;
   for (let hops = 0; ; hops++) {
-    const reply = await once(current, init, limits);
+    const reply = await request(current, init, limits);
     const location = reply.headers.location;
     if (reply.status < 300 || reply.status > 399 || location === undefined || reply.status === 304) return reply;
     let next: URL;
@@ -105,23 +366,29 @@ export async function fetchBounded(url: URL, init: RequestInit, limits: Limits):
   }
 }
 
-async function once(url: URL, init: RequestInit, limits: Limits): Promise<Reply> {
-  const { address, family } = await resolveAllowed(url.hostname, limits);
+async function request(url: URL, init: RequestInit, limits: Limits): Promise<Reply> {
+  const addresses = await resolveAllowed(url.hostname, limits, init.signal);
+  return eachAddress(addresses, limits, init.signal, (a, connectMs) => attempt(url, init, limits, a, connectMs));
+}
+
+function attempt(url: URL, init: RequestInit, limits: Limits, { address, family }: Address, connectMs: number): Promise<Reply> {
   const tls = url.protocol === 'https:';
   const target = `${url.hostname}:${url.port || (tls ? 443 : 80)}`;
   return new Promise<Reply>((resolve, reject) => {
     let settled = false;
+    let connected = false;
     let timer: NodeJS.Timeout | undefined;
-    const fail = (err: NetworkFailure) => {
+    const fail = (err: NetworkFailure, retry = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       req.destroy();
-      reject(err);
+      reject(retry ? new NotConnected(err) : err);
     };
-    const arm = (ms: number, message: string) => {
+    // `beforeConnect`: a timeout while no TCP connection is made lets the next address be tried.
+    const arm = (ms: number, message: string, beforeConnect = false) => {
       clearTimeout(timer);
-      timer = setTimeout(() => fail(new NetworkFailure('timeout', message)), ms);
+      timer = setTimeout(() => fail(new NetworkFailure('timeout', message), beforeConnect && !connected), ms);
     };
     const options: RequestOptions & { rejectUnauthorized?: boolean; servername?: string } = {
       method: init.method ?? 'GET',
@@ -139,8 +406,11 @@ async function once(url: URL, init: RequestInit, limits: Limits): Promise<Reply>
       if (!isIP(options.host as string)) options.servername = options.host as string;
     }
     const req = (tls ? httpsRequest : httpRequest)(options);
-    arm(limits.connectTimeout, `connect: no connection to ${target} within ${seconds(limits.connectTimeout)}`);
+    arm(connectMs, `connect: no connection to ${target} within ${seconds(connectMs)}`, true);
     req.once('socket', (socket) => {
+      // With TLS the handshake is part of connecting (within the same share), but once the TCP
+      // connection is made a peer answered there: no other address is tried.
+      socket.once('connect', () => (connected = true));
       socket.once(tls ? 'secureConnect' : 'connect', () =>
         arm(limits.responseTimeout, `no answer from ${target} within ${seconds(limits.responseTimeout)}`),
       );
@@ -148,6 +418,8 @@ async function once(url: URL, init: RequestInit, limits: Limits): Promise<Reply>
     req.once('response', (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
+      // The headers came: the body has its own time, and a stall is told apart from no answer.
+      arm(limits.responseTimeout, `${target} sent headers and then stopped sending its body (timeout after ${seconds(limits.responseTimeout)})`);
       res.on('data', (chunk: Buffer) => {
         if (size >= limits.maxBodyBytes) return;
         chunks.push(chunk.subarray(0, limits.maxBodyBytes - size));
@@ -166,7 +438,10 @@ async function once(url: URL, init: RequestInit, limits: Limits): Promise<Reply>
       res.once('error', () => done());
       res.once('aborted', () => done());
     });
-    req.once('error', (err: NodeJS.ErrnoException) => fail(describe(err, target, tls, init.signal)));
+    req.once('error', (err: NodeJS.ErrnoException) => {
+      const retry = !connected && !init.signal?.aborted && NEXT_ADDRESS.has(err.code ?? '');
+      fail(describe(err, target, tls, init.signal), retry);
+    });
     req.end(init.body);
   });
 }
@@ -190,16 +465,16 @@ function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, sign
   return new NetworkFailure('connect', `connect: ${target}: ${err.message.split('\n')[0]}`);
 }
 
-/** A TCP connection to host:port within the connect timeout (for gRPC endpoints), then closed. */
+/** A TCP connection to host:port within the connect timeout (for gRPC endpoints), then closed; each address in turn. */
 export async function checkTcp(host: string, port: number, limits: Limits, signal?: AbortSignal): Promise<void> {
-  const { address } = await resolveAllowed(host, limits);
+  const addresses = await resolveAllowed(host, limits, signal);
   const target = `${host}:${port}`;
-  await new Promise<void>((resolve, reject) => {
+  await eachAddress(addresses, limits, signal, ({ address }, connectMs) => new Promise<void>((resolve, reject) => {
     const socket = netConnect({ host: address, port, signal });
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new NetworkFailure('timeout', `connect: no connection to ${target} within ${seconds(limits.connectTimeout)}`));
-    }, limits.connectTimeout);
+      reject(new NotConnected(new NetworkFailure('timeout', `connect: no connection to ${target} within ${seconds(connectMs)}`)));
+    }, connectMs);
     socket.once('connect', () => {
       clearTimeout(timer);
       socket.destroy();
@@ -207,7 +482,8 @@ export async function checkTcp(host: string, port: number, limits: Limits, signa
     });
     socket.once('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(describe(err, target, false, signal));
+      const failure = describe(err, target, false, signal);
+      reject(!signal?.aborted && NEXT_ADDRESS.has(err.code ?? '') ? new NotConnected(failure) : failure);
     });
-  });
+  }));
 }
