@@ -76,6 +76,8 @@ export async function ecrLogin(config: EcrConfig, aws: AwsSettings, ctx: CheckCo
       throw new TestFailure('authentication: useIam needs AWS credentials of this service (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), and it has none');
     }
     credentials = aws.ownCredentials;
+    // The service's own identity is a secret too: a peer that echoes what it was sent must not show it.
+    for (const value of [credentials.accessKeyId, credentials.secretAccessKey, credentials.sessionToken]) if (value) ctx.redactor.add(value);
   } else {
     credentials = { accessKeyId: config.accessKeyId!, secretAccessKey: config.secretAccessKey! };
   }

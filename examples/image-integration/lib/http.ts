@@ -262,7 +262,7 @@ export interface Reply {
 /** Why a request failed: the step and a message a person can act on (never containing a secret as sent). */
 export class NetworkFailure extends Error {
   constructor(
-    readonly step: 'policy' | 'resolve' | 'connect' | 'tls' | 'timeout' | 'read' | 'redirect',
+    readonly step: 'policy' | 'resolve' | 'connect' | 'tls' | 'timeout' | 'read' | 'redirect' | 'local',
     message: string,
   ) {
     super(message);
@@ -451,6 +451,8 @@ const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|TLS|SSL|EPROTO|ERR_
 function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, signal?: AbortSignal): NetworkFailure {
   const code = err.code ?? '';
   if (signal?.aborted || code === 'ABORT_ERR') return new NetworkFailure('timeout', `the test of ${target} was stopped: it took too long`);
+  // This service's own limit, not the registry's fault: said as such (the service answers 503).
+  if (code === 'EMFILE' || code === 'ENFILE') return new NetworkFailure('local', `this service has no file descriptors left to reach ${target}; retry shortly`);
   if (code === 'ECONNREFUSED') return new NetworkFailure('connect', `connect: ${target} refused the connection (nothing listens there)`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new NetworkFailure('resolve', `connect: cannot resolve host of ${target}`);
   if (code === 'ECONNRESET' || code === 'EPIPE') return new NetworkFailure('connect', `connect: ${target} closed the connection${tls ? ' (is it serving TLS?)' : ''}`);

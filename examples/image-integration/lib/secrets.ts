@@ -582,22 +582,29 @@ function htmlView(source: View): View | undefined {
 }
 
 /** The decoded views a text is searched in, besides the text itself: one decoding, or two in a row. */
+// How the text may have been encoded, one layer each; layers stack (a password percent-encoded
+// twice in a redirect URL, Go's JSON escapes under percent-encoding, HTML over percent).
+const DECODERS: ((view: View) => View | undefined)[] = [jsonView, (v) => percentView(v, false), (v) => percentView(v, true), htmlView];
+/** Layers of encoding undone, at most; and views made, at most (each is one pass over the text). */
+const MAX_LAYERS = 3;
+const MAX_VIEWS = 24;
+
 function views(text: Uint16Array): View[] {
   const plain: View = { codes: text, from: undefined, to: undefined };
   const out: View[] = [plain];
-  const json = jsonView(plain);
-  const add = (view: View | undefined) => {
-    if (view !== undefined) out.push(view);
-  };
-  add(json);
-  add(percentView(plain, false));
-  add(percentView(plain, true));
-  add(htmlView(plain));
-  if (json !== undefined) {
-    add(jsonView(json)); // a JSON string inside a JSON string
-    add(percentView(json, false));
-    add(percentView(json, true));
-    add(htmlView(json));
+  let layer = [plain];
+  for (let depth = 0; depth < MAX_LAYERS && layer.length > 0; depth++) {
+    const next: View[] = [];
+    for (const view of layer) {
+      for (const decode of DECODERS) {
+        const decoded = decode(view);
+        if (decoded === undefined) continue;
+        next.push(decoded);
+        out.push(decoded);
+        if (out.length >= MAX_VIEWS) return out;
+      }
+    }
+    layer = next;
   }
   return out;
 }

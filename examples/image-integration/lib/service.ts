@@ -9,8 +9,8 @@ import { NetworkFailure, type Limits } from './http';
 import { checkRegistry, TestFailure, type CheckContext, type RegistryTarget } from './registry';
 import { checkHttpScanner, checkScannerV4 } from './scanners';
 import { MASK, maskSecrets, Redactor, secretValues } from './secrets';
-import { createValidator, isSecretField, type Integration, type Validation } from './validate';
-import { CONFIG_NAMES, secretPaths, type Category } from './schema';
+import { TYPES, createValidator, isSecretField, type Integration, type Validation } from './validate';
+import { CATEGORIES, CONFIG_NAMES, secretPaths, type Category } from './schema';
 
 export interface ServiceOptions {
   limits: Limits;
@@ -46,10 +46,12 @@ export function createService(options: ServiceOptions): FunctionModule {
     const result = validate(body, { text, update });
     const { request } = result;
     // Secrets are the secret fields, and anything in an ignored field (a mistyped `pasword`).
-    const redactor = new Redactor([...secretValues(request.integration), ...request.ignoredStrings]);
+    // Guessed secrets (values of ignored fields) shorter than 4 characters would mask letters all
+    // over the service's own messages; declared secret fields are masked whatever their length.
+    const redactor = new Redactor([...secretValues(request.integration), ...request.ignoredStrings.filter(guessable)]);
     // Logged as decoded: ignored fields by name only (cut to 40 characters), never their values.
     context.log.info(
-      { integration: redactor.redactValue(maskSecrets(request.integration)), ...(update ? { updatePassword: request.updatePassword } : {}), ignored: request.ignored },
+      { integration: redactor.redactValue(maskSecrets(request.integration)), ...(update ? { updatePassword: request.updatePassword } : {}), ignored: redactor.redactValue(request.ignored) },
       'testing image integration',
     );
 
@@ -138,6 +140,18 @@ function accepted(context: Context): void {
   if (type !== undefined && !JSON_BODIES.has(type) && !type.endsWith('+json')) throw new ServiceError(415, 'the request body must be JSON (application/json)');
 }
 
+// The service's own words (config names, types, categories): a value equal to one is no secret, and
+// masking it would garble every message that names it.
+const VOCABULARY = new Set<string>([...CONFIG_NAMES, ...CATEGORIES, ...Object.keys(TYPES), 'true', 'false']);
+
+/**
+ * Whether a value of an ignored field (a mistyped `pasword`) is masked as a possible secret:
+ * not when it is shorter than 4 characters or one of the service's own words.
+ */
+function guessable(value: string): boolean {
+  return value.length >= 4 && !VOCABULARY.has(value);
+}
+
 function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
@@ -161,6 +175,7 @@ function bodyText(context: Context, body: unknown): string | undefined {
 // answered as a generic 500, so no exception text that might hold a secret leaves unmasked.
 export function failure(err: unknown, redactor: Redactor, log: Logger, signal: AbortSignal, timeout: number): ServiceError {
   if (signal.aborted) return new ServiceError(400, `the test did not finish within ${timeout / 1000}s`);
+  if (err instanceof NetworkFailure && err.step === 'local') return new ServiceError(503, redactor.redact(err.message), [], { 'retry-after': '1' });
   if (err instanceof TestFailure || err instanceof NetworkFailure) return new ServiceError(400, redactor.redact(err.message));
   log.error({ err: { type: (err as Error)?.name, message: redactor.redact(String((err as Error)?.message ?? err)), stack: redactor.redact(String((err as Error)?.stack ?? '')) } }, 'image integration test failed unexpectedly');
   return new ServiceError(500, 'internal error');

@@ -11,7 +11,9 @@ const { spawnSync } = require('node:child_process');
 const CHILD = path.join(__dirname, 'policy-child.js');
 
 function inIsolation(endpoints, allowPrivate) {
-  const run = spawnSync('unshare', ['--net', 'sh', '-c', 'ip link set lo up && exec "$0" "$1"', process.execPath, CHILD], {
+  // As root (CI) a plain network namespace; otherwise a user namespace maps the caller to root in it.
+  const isolate = process.getuid?.() === 0 ? ['--net'] : ['--net', '--map-root-user'];
+  const run = spawnSync('unshare', [...isolate, 'sh', '-c', 'ip link set lo up && exec "$0" "$1"', process.execPath, CHILD], {
     env: { ...process.env, ENDPOINTS: JSON.stringify(endpoints), ALLOW_PRIVATE: String(allowPrivate) },
     encoding: 'utf8',
     timeout: 60_000,
