@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import { isUtf8 } from 'node:buffer';
 import { TextDecoder } from 'node:util';
 import { HttpError } from './errors';
+import { lineAndColumn } from './position';
 import { bodyKind, type MediaType } from './media-type';
 import { parseXml } from './xml';
 
@@ -167,15 +168,6 @@ function jsonError(text: string, err: Error): HttpError {
   });
 }
 
-function lineAndColumn(text: string, position: number): { line: number; column: number } {
-  let line = 1;
-  let start = 0;
-  for (let i = text.indexOf('\n'); i !== -1 && i < position; i = text.indexOf('\n', i + 1)) {
-    line++;
-    start = i + 1;
-  }
-  return { line, column: position - start + 1 };
-}
 
 /**
  * The offset of the first character that makes `text` invalid JSON (its length when the text

@@ -3,6 +3,7 @@
 // xmldom is quadratic on some inputs (nested namespace scopes, recovery after errors) and slow
 // per node; it only ever sees text that passed the scan.
 import { HttpError } from './errors';
+import { lineAndColumn } from './position';
 
 /** Deepest element nesting accepted. */
 export const MAX_XML_DEPTH = 256;
@@ -202,16 +203,6 @@ function hex(code: number): string {
   return 'U+' + code.toString(16).toUpperCase().padStart(4, '0');
 }
 
-/** Where `at` is, counted the way xmldom counts: lines from 1 at each LF, columns from 1. */
-function lineAndColumn(text: string, at: number): { line: number; column: number } {
-  let line = 1;
-  let start = 0;
-  for (let i = text.indexOf('\n'); i !== -1 && i < at; i = text.indexOf('\n', i + 1)) {
-    line++;
-    start = i + 1;
-  }
-  return { line, column: at - start + 1 };
-}
 
 /**
  * Checks in one pass, each character looked at a bounded number of times, that `text` is a
