@@ -99,7 +99,8 @@ export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown 
     case 'json':
       return parseJson(decodeText(bytes, media?.charset));
     case 'xml':
-      return parseXml(decodeText(bytes, media?.charset));
+      // An empty XML body has no document; like an empty JSON body, it is no data.
+      return bytes.length === 0 ? undefined : parseXml(decodeText(bytes, media?.charset));
     case 'text':
       return decodeText(bytes, media?.charset);
     case 'form':
@@ -107,6 +108,15 @@ export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown 
     default:
       return bytes;
   }
+}
+
+/**
+ * The body as `context.rawBody` holds it: text (as faas-js-runtime gives it) for textual media
+ * types, which were checked to be valid in their charset; the bytes for anything else, which text
+ * would corrupt.
+ */
+export function rawBodyOf(bytes: Buffer, media: MediaType | undefined): string | Buffer {
+  return bodyKind(media) === 'binary' ? bytes : decodeText(bytes, media?.charset);
 }
 
 /**
@@ -289,13 +299,21 @@ export function parseForm(text: string): Record<string, string | string[]> {
   return searchParamsToObject(new URLSearchParams(text));
 }
 
-/** URLSearchParams as a plain object without a prototype (so `__proto__` is just a key). */
+/**
+ * URLSearchParams as an ordinary object, as faas-js-runtime gives it (so `hasOwnProperty` and
+ * friends work). Keys are own data properties: `__proto__` is just a key, never the prototype, and
+ * `constructor` or `toString` never find the inherited function.
+ */
 export function searchParamsToObject(params: URLSearchParams): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = Object.create(null);
+  const out: Record<string, string | string[]> = {};
   for (const [key, value] of params) {
+    if (!Object.hasOwn(out, key)) {
+      if (key === '__proto__') Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
+      else out[key] = value;
+      continue;
+    }
     const previous = out[key];
-    if (previous === undefined) out[key] = value;
-    else if (Array.isArray(previous)) previous.push(value);
+    if (Array.isArray(previous)) previous.push(value);
     else out[key] = [previous, value];
   }
   return out;

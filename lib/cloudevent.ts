@@ -4,6 +4,8 @@
 // event gets a 400 naming the attribute instead of made-up values.
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import type { CloudEvent } from 'cloudevents';
 import { HttpError } from './errors';
 import { bodyKind, parseMediaType, type MediaType } from './media-type';
@@ -13,9 +15,32 @@ import { decodeComponent } from './router';
 
 type Sdk = typeof import('cloudevents');
 let sdk: Sdk | undefined;
+let applicationFolder: string | undefined;
 /** The SDK, loaded on first use: plain HTTP functions never pay for it. */
 export function cloudevents(): Sdk {
-  return (sdk ??= require('cloudevents') as Sdk);
+  return (sdk ??= applicationSdk() ?? (require('cloudevents') as Sdk));
+}
+
+/**
+ * Events are made with the function's own copy of the SDK when it has one (found from `folder`),
+ * so that `context.cloudevent instanceof CloudEvent` holds in the function whichever copy npm
+ * installed where. Called once at start, before any event.
+ */
+export function useApplicationSdk(folder: string): void {
+  if (sdk === undefined) applicationFolder = folder;
+}
+
+function applicationSdk(): Sdk | undefined {
+  if (applicationFolder === undefined) return undefined;
+  try {
+    const found = createRequire(join(applicationFolder, 'package.json'))('cloudevents') as Partial<Sdk>;
+    // Only a copy with the class funcrun builds on (every release since 4.0 has it).
+    const Class = found.CloudEvent;
+    if (typeof Class === 'function' && typeof Class.prototype.validate === 'function' && typeof Class.prototype.cloneWith === 'function') return found as Sdk;
+  } catch {
+    // The application has no copy of its own (or one that fails to load): funcrun's.
+  }
+  return undefined;
 }
 
 export type Mode = 'binary' | 'structured' | 'batch';
@@ -60,13 +85,26 @@ export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer
   });
 }
 
+/** Two Content-Type values naming the same media type with the same parameters. */
+function sameMediaType(a: string, b: string | undefined): boolean {
+  const x = parseMediaType(a);
+  const y = parseMediaType(b);
+  if (x === undefined || y === undefined || x.type !== y.type) return false;
+  const keys = Object.keys(x.params);
+  return keys.length === Object.keys(y.params).length && keys.every((k) => x.params[k] === y.params[k] || (k === 'charset' && x.charset === y.charset));
+}
+
 function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined): CloudEvent<unknown> {
   const attributes: Record<string, unknown> = {};
   for (const name in headers) {
     if (!name.startsWith('ce-')) continue;
-    // In binary mode datacontenttype is the Content-Type header (HTTP binding 3.1.1); a
-    // percent-decoded `ce-datacontenttype` could hold what no header may (CR LF), and be echoed as one.
-    if (name === 'ce-datacontenttype') throw invalid('in binary mode datacontenttype is the Content-Type header, not ce-datacontenttype', 'datacontenttype');
+    // In binary mode datacontenttype is the Content-Type header (HTTP binding 3.1.1). Clients
+    // that send both (faas-js-runtime's suite does) are accepted when the two agree; one that
+    // disagrees, or a percent-decoded value holding what no header may (CR LF), is refused.
+    if (name === 'ce-datacontenttype') {
+      if (sameMediaType(decodeComponent(String(headers[name])), headers['content-type'])) continue;
+      throw invalid('in binary mode datacontenttype is the Content-Type header: ce-datacontenttype disagrees with it', 'datacontenttype');
+    }
     // Values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
     attributes[name.slice(3)] = decodeComponent(String(headers[name]));
   }

@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Document, YAMLMap, YAMLSeq } from 'yaml';
+import { parseCompat } from './compat';
 import { checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
 
 type YamlModule = typeof import('yaml');
@@ -64,6 +65,9 @@ export function checkEnv(name: string, value: string): void {
       break;
     case 'FUNC_MAX_CONNECTIONS':
       parseCount(value, name);
+      break;
+    case 'FUNC_COMPAT':
+      parseCompat(value, name);
       break;
   }
 }

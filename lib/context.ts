@@ -8,7 +8,6 @@ import type { Params } from './router';
 
 export class Context {
   readonly log: Logger;
-  readonly req: IncomingMessage;
   readonly method: string;
   readonly headers: IncomingHttpHeaders;
   readonly httpVersion: string;
@@ -24,10 +23,14 @@ export class Context {
   readonly contentType: string | undefined;
   /** The request body as the handler's second argument receives it. */
   body: unknown;
-  /** The body's bytes, when the `includeRaw` option is on. */
-  rawBody: Buffer | undefined;
+  /**
+   * The body as it arrived, when the `includeRaw` option is on: text for textual media types
+   * (JSON, XML, forms, `text/*`), as faas-js-runtime gives it; the bytes for anything else.
+   */
+  rawBody: string | Buffer | undefined;
   /** The incoming CloudEvent, when the request is one. */
   cloudevent: CloudEvent<unknown> | undefined;
+  readonly #req: IncomingMessage;
   readonly #defaults: ResponseDefaults;
   readonly #res: ServerResponse | undefined;
   #controller: AbortController | undefined;
@@ -46,7 +49,7 @@ export class Context {
     res?: ServerResponse,
   ) {
     this.log = log;
-    this.req = req;
+    this.#req = req;
     this.method = req.method ?? 'GET';
     this.headers = req.headers;
     this.httpVersion = req.httpVersion;
@@ -69,6 +72,14 @@ export class Context {
         if (!(key in this)) this[key] = query[key];
       }
     }
+  }
+
+  /**
+   * The request itself. A getter, not a field: `{ ...context }` (a copy a function may log or
+   * return) then holds data only, not the socket and everything behind it.
+   */
+  get req(): IncomingMessage {
+    return this.#req;
   }
 
   /**

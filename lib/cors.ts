@@ -2,7 +2,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CorsOrigin } from './types';
 
-const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+// faas-js-runtime's list, in its order: clients written against it compare the header.
+const METHODS = 'OPTIONS, GET, DELETE, POST, PUT, HEAD, PATCH';
 
 export type OriginCheck = (origin: string) => boolean;
 
@@ -33,11 +34,17 @@ export function allowOrigin(req: IncomingMessage, res: ServerResponse, allowed: 
   res.setHeader('vary', 'Origin');
   if (origin === undefined || !allowed(origin)) return false;
   res.setHeader('access-control-allow-origin', origin);
+  res.setHeader('access-control-allow-methods', METHODS);
   if (req.method === 'OPTIONS') {
-    res.setHeader('access-control-allow-methods', METHODS);
     const requested = req.headers['access-control-request-headers'];
     if (requested !== undefined) res.setHeader('access-control-allow-headers', requested);
     res.setHeader('access-control-max-age', '600');
   }
   return true;
+}
+
+/** faas-js-runtime's blanket CORS (compatibility mode only): every origin may read every answer. */
+export function allowAnyOrigin(res: ServerResponse): void {
+  res.setHeader('access-control-allow-origin', '*');
+  res.setHeader('access-control-allow-methods', METHODS);
 }

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { safeHeaders, type Dropped } from './headers';
 import type { Logger } from './log';
 import { isInstance, isPartOf } from './provenance';
-import { JSON_TYPE, send } from './send';
+import { JSON_TYPE, send, TEXT } from './send';
 
 /** An error with an HTTP status. Its message is shown to the client when the status is below 500. */
 export class HttpError extends Error {
@@ -181,7 +181,7 @@ export function errorJson(facts: Thrown, thrown: unknown, log: Logger, format?: 
  * The one place a thrown value becomes a response. 5xx details go to the log, never to the
  * client. `format` is the module's `errorBody`, when it shapes its own error bodies. Never throws.
  */
-export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, format?: ErrorFormat, input?: readonly unknown[]): void {
+export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, format?: ErrorFormat, input?: readonly unknown[], asText = false): void {
   try {
     const dropped: Dropped[] = [];
     const facts = inspect(thrown, dropped, input);
@@ -196,12 +196,13 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     for (const name of res.getHeaderNames()) {
       if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
     }
-    const headers: OutgoingHttpHeaders = { ...facts.headers, 'content-type': JSON_TYPE };
+    const headers: OutgoingHttpHeaders = { ...facts.headers, 'content-type': asText ? TEXT : JSON_TYPE };
     // A writeHead that failed (a header node refused) leaves its reason phrase behind: not "500 OK".
     res.statusMessage = '';
     // A body we stopped reading leaves the connection unusable.
     if (facts.status === 413) headers.connection = 'close';
-    send(req, res, facts.status, headers, errorJson(facts, thrown, log, format));
+    // faas-js-runtime's compatibility: the message as text. At 5xx it is generic there too.
+    send(req, res, facts.status, headers, asText ? bodyOf(facts).message : errorJson(facts, thrown, log, format));
   } catch (err) {
     lastResort(res, log, err);
   }

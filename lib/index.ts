@@ -1,12 +1,18 @@
 // funcrun's public entry: `start(func, options)` as in faas-js-runtime, `stop(server)`, the
 // defaults, and the types function authors use.
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import type { Server } from 'node:http';
 import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml, type FuncYaml } from './config';
 import { checkFunction, LoadError, toFunction } from './loader';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { createServer, stop } from './server';
-import type { Function as FunctionModule, Invokable } from './types';
+import { useApplicationSdk } from './cloudevent';
+import { dirname } from 'node:path';
+import { behaviourOf, parseCompat, type Compat } from './compat';
+import type { MetricLabels } from './metrics';
+import type { CorsOrigin, Function as FunctionModule, Invokable } from './types';
 
 export interface Options {
   /** TCP port; 0 picks a free one. Default 8080. */
@@ -44,9 +50,27 @@ export interface Options {
   maxConnections?: number | string;
   /** A liveness or readiness check that has not answered after this long counts as failed (503). Default 5s. */
   probeTimeout?: number | string;
+  /**
+   * `'faas-js-runtime'`: where the seed and faas-js-runtime disagree, behave as faas-js-runtime
+   * (the whole event as the second argument, blanket CORS, text error answers, ...). Default: the seed.
+   */
+  compat?: Compat | 'none';
+  /** The origins allowed to call the function from a browser, as a module's `cors()` gives them (faas-js-runtime's option). */
+  cors?: () => CorsOrigin[];
 }
 
-type Environment = Options & { livenessUrl?: string; readinessUrl?: string; service?: string; revision?: string; instance?: string };
+/** faas-js-runtime's name for the options of start(). */
+export type InvokerOptions = Options;
+
+type Environment = Options & {
+  livenessUrl?: string;
+  readinessUrl?: string;
+  service?: string;
+  revision?: string;
+  instance?: string;
+  /** faas-js-runtime's metric label variables (FAAS_NAME, FAAS_ID, ...). */
+  faas?: Partial<MetricLabels>;
+};
 
 export const defaults = Object.freeze({
   port: 8080,
@@ -65,6 +89,11 @@ export const defaults = Object.freeze({
   keepAliveTimeout: 95_000,
   maxConnections: 1024,
   probeTimeout: 5_000,
+  // faas-js-runtime's names for the same defaults (its `defaults` export).
+  LOG_LEVEL: 'info' as LogLevel,
+  PORT: 8080,
+  INCLUDE_RAW: false,
+  BODY_LIMIT: 1_048_576,
 });
 
 /** The options the environment gives, by faas-js-runtime's and Knative's variable names. */
@@ -94,6 +123,13 @@ export function fromEnvironment(env: NodeJS.ProcessEnv): Environment {
   if (env.K_SERVICE) out.service = env.K_SERVICE;
   if (env.K_REVISION) out.revision = env.K_REVISION;
   if (env.POD_NAME) out.instance = env.POD_NAME;
+  if (env.FUNC_COMPAT !== undefined) out.compat = parseCompat(env.FUNC_COMPAT, 'FUNC_COMPAT') ?? 'none';
+  const faas: Partial<MetricLabels> = {};
+  for (const key of ['faas_name', 'faas_id', 'faas_instance', 'faas_version', 'faas_runtime'] as const) {
+    const value = env[key.toUpperCase()];
+    if (value) faas[key] = value;
+  }
+  if (Object.keys(faas).length > 0) out.faas = faas;
   // Full paths win; else the Java variant's root and relative paths (`fw.health.*`) apply.
   const root = env.FUNC_HEALTH_ROOT_PATH;
   const liveness = env.LIVENESS_URL ? probePath(env.LIVENESS_URL, 'LIVENESS_URL') : healthPath(root, env.FUNC_HEALTH_LIVENESS_PATH, 'liveness');
@@ -134,6 +170,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   if (module === undefined) throw new TypeError('start() needs a handler: a function, or an object with handle(), routes or functions');
   checkFunction(module, '<start()>');
   const funcYaml = options.funcYaml ?? (options.config === undefined ? undefined : readFuncYaml(options.config));
+  useApplicationSdk(options.config ?? (funcYaml === undefined ? process.cwd() : dirname(funcYaml.file)));
   if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
   const env = fromEnvironment(process.env);
 
@@ -144,8 +181,11 @@ export async function start(func: Invokable | FunctionModule, options: Options =
     parseDuration(options[key] ?? env[key] ?? defaults[key], key);
   const name = options.name ?? funcYaml?.name ?? 'function';
   const metricsOn = options.metrics ?? env.metrics ?? defaults.metrics;
+  const compat = options.compat === undefined ? env.compat : options.compat === 'none' ? undefined : parseCompat(options.compat, 'compat');
+  const behaviour = behaviourOf(compat === 'none' ? undefined : compat);
+  const cors = options.cors ?? module.cors;
   const server = createServer(
-    module,
+    cors === module.cors ? module : { ...module, cors },
     {
       bodyLimit: parseBytes(options.bodyLimit ?? env.bodyLimit ?? defaults.bodyLimit),
       includeRaw: options.includeRaw ?? env.includeRaw ?? defaults.includeRaw,
@@ -155,13 +195,14 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       timeout: ms('timeout'),
       maxEventLoopDelay: ms('maxEventLoopDelay'),
       metrics: metricsOn
-        ? { path: options.metricsPath ?? env.metricsPath ?? defaults.metricsPath, labels: { name: env.service ?? name, revision: env.revision, instance: env.instance } }
+        ? { path: options.metricsPath ?? env.metricsPath ?? defaults.metricsPath, labels: metricLabels(options.name ?? funcYaml?.name, env, behaviour.faasMetricLabels) }
         : undefined,
       headersTimeout: ms('headersTimeout'),
       requestTimeout: ms('requestTimeout'),
       keepAliveTimeout: ms('keepAliveTimeout'),
       probeTimeout: ms('probeTimeout'),
       maxConnections: parseCount(options.maxConnections ?? env.maxConnections ?? defaults.maxConnections, 'maxConnections'),
+      behaviour,
     },
     log,
   );
@@ -178,6 +219,23 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const host = address.includes(':') ? `[${address}]` : address;
   log.info({ port: bound, address }, `listening on http://${host}:${bound}`);
   return server;
+}
+
+/**
+ * The labels of every metric, found as faas-js-runtime finds them: the function's name, then
+ * FAAS_NAME, then K_SERVICE. Where it has no value it prints `undefined`; funcrun's own behaviour
+ * names the instance by the host name (a pod's name) and leaves an unknown version empty.
+ */
+function metricLabels(name: string | undefined, env: Environment, asFaas: boolean): MetricLabels {
+  const { faas = {} } = env;
+  const instance = faas.faas_instance ?? env.instance ?? (asFaas ? 'undefined' : hostname());
+  return {
+    faas_name: name ?? faas.faas_name ?? env.service ?? 'anonymous',
+    faas_id: faas.faas_id ?? `${asFaas ? String(env.instance) : instance}-${randomUUID()}`,
+    faas_instance: instance,
+    faas_version: faas.faas_version ?? env.revision ?? (asFaas ? 'undefined' : ''),
+    faas_runtime: faas.faas_runtime ?? 'Node.js',
+  };
 }
 
 export { stop, ConfigError, LoadError };

@@ -1,6 +1,6 @@
 // Prometheus metrics in the text format, with faas-js-runtime's names and labels, and no
-// dependency: a request costs two additions and a bucket search.
-import { hostname } from 'node:os';
+// dependency: a request costs a few additions and two bucket searches.
+import type { Socket } from 'node:net';
 
 /** The histogram buckets (seconds) prom-client uses by default. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -21,13 +21,13 @@ class Histogram {
   }
 }
 
+/** The labels every series carries, faas-js-runtime's (OpenTelemetry's FaaS resource attributes). */
 export interface MetricLabels {
-  /** faas_name: the function (K_SERVICE, else func.yaml's name). */
-  name: string;
-  /** faas_version: the revision (K_REVISION). */
-  revision?: string;
-  /** faas_instance: the pod (POD_NAME, else the host name). */
-  instance?: string;
+  faas_name: string;
+  faas_id: string;
+  faas_instance: string;
+  faas_version: string;
+  faas_runtime: string;
 }
 
 const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -36,19 +36,33 @@ export class Metrics {
   #invocations = 0;
   #errors = 0;
   readonly #latency = new Histogram();
+  readonly #queue = new Histogram();
   readonly #coldStart = new Histogram();
   readonly #labels: string;
   #lag = () => 0;
+  // Network I/O: bytes of connections that have closed, and the connections still open.
+  #closedBytes = 0;
+  readonly #open = new Set<Socket>();
+  // The previous scrape, for the utilisation gauges (a share of the time since then).
+  #last = { at: performance.now(), cpu: process.cpuUsage(), bytes: 0 };
 
   constructor(labels: MetricLabels) {
-    const pairs: [string, string][] = [
-      ['faas_name', labels.name],
-      ['faas_version', labels.revision ?? ''],
-      ['faas_instance', labels.instance ?? hostname()],
-      ['faas_runtime', 'Node.js'],
-    ];
-    // Rendered once: every series carries the same labels.
-    this.#labels = pairs.map(([k, v]) => `${k}="${escape(v)}"`).join(',');
+    // Rendered once: every series carries the same labels, in faas-js-runtime's order.
+    this.#labels = (['faas_name', 'faas_id', 'faas_instance', 'faas_version', 'faas_runtime'] as const).map((k) => `${k}="${escape(labels[k])}"`).join(',');
+  }
+
+  /** Time from the request's arrival to the function's call (reading and parsing the body). */
+  queued(seconds: number): void {
+    this.#queue.observe(seconds);
+  }
+
+  /** A connection to count the bytes of: per connection, not per request. */
+  connection(socket: Socket): void {
+    this.#open.add(socket);
+    socket.once('close', () => {
+      this.#open.delete(socket);
+      this.#closedBytes += socket.bytesRead + socket.bytesWritten;
+    });
   }
 
   /** One invocation of the function: how long it took, and whether it failed. */
@@ -84,6 +98,19 @@ export class Metrics {
     histogram('faas_cold_start_latency', 'The time it took for this function to be in the ready state after the process started', this.#coldStart);
     const memory = process.memoryUsage();
     const cpu = process.cpuUsage();
+    histogram('faas_queue_latency', 'The time spent in a system queue before the function was invoked', this.#queue);
+    // The gauges describe this instance (the process), over the time since the previous scrape:
+    // CPU as a percentage of one core, memory as resident MB, network I/O as MB per second.
+    let bytes = this.#closedBytes;
+    for (const socket of this.#open) bytes += socket.bytesRead + socket.bytesWritten;
+    const now = performance.now();
+    const seconds = Math.max((now - this.#last.at) / 1000, 1e-3);
+    const cpuSeconds = (cpu.user - this.#last.cpu.user + cpu.system - this.#last.cpu.system) / 1e6;
+    const netMb = (bytes - this.#last.bytes) / 1024 ** 2;
+    this.#last = { at: now, cpu, bytes };
+    metric('faas_cpu_utilization', 'gauge', 'The CPU utilization of this function instance', [`faas_cpu_utilization{${l}} ${(cpuSeconds / seconds) * 100}`]);
+    metric('faas_mem_utilization', 'gauge', 'The memory utilization of this function instance', [`faas_mem_utilization{${l}} ${memory.rss / 1024 ** 2}`]);
+    metric('faas_netio_utilization', 'gauge', 'The network I/O utilization of this function instance', [`faas_netio_utilization{${l}} ${netMb / seconds}`]);
     metric('process_cpu_seconds_total', 'counter', 'Total user and system CPU time spent in seconds', [`process_cpu_seconds_total{${l}} ${(cpu.user + cpu.system) / 1e6}`]);
     metric('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes', [`process_resident_memory_bytes{${l}} ${memory.rss}`]);
     metric('process_start_time_seconds', 'gauge', 'Start time of the process since unix epoch in seconds', [`process_start_time_seconds{${l}} ${Math.round(Date.now() / 1000 - process.uptime())}`]);

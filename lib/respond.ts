@@ -7,6 +7,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { pipeline, Readable, Writable } from 'node:stream';
 import { asCloudEvent, encodeEvent, type Mode } from './cloudevent';
+import type { Behaviour } from './compat';
 import { safeHeaders, type Dropped } from './headers';
 import { isInstance, isPartOf } from './provenance';
 import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
@@ -31,10 +32,10 @@ function isXmlDocument(value: object): boolean {
  * a promise when the body is a stream: it settles when the stream has been sent, rejects when
  * the stream fails, and resolves early when the client goes away (the stream is then destroyed).
  */
-export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: readonly unknown[]): Reply | Promise<Reply> {
+export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour): Reply | Promise<Reply> {
   let reply: Reply;
   try {
-    reply = toReply(value, mode, input);
+    reply = toReply(value, mode, input, behaviour);
   } catch (err) {
     discard(value);
     throw err;
@@ -65,21 +66,27 @@ export function discard(value: unknown): void {
 
 function ignore(): void {}
 
-export function toReply(value: unknown, mode: Mode | undefined, input: readonly unknown[] = []): Reply {
+// Nothing to send: 204, with the content type faas-js-runtime gives it.
+const NOTHING: Reply = Object.freeze({ status: 204, headers: Object.freeze({ 'content-type': 'text/plain' }) });
+const EMPTY_200: Reply = Object.freeze({ status: 200 });
+
+export function toReply(value: unknown, mode: Mode | undefined, input: readonly unknown[] = [], behaviour?: Behaviour): Reply {
   switch (typeof value) {
     case 'undefined':
-      return { status: 204 };
+      return NOTHING;
     case 'string':
-      return { status: 200, headers: { 'content-type': TEXT }, body: value };
+      return value === '' ? NOTHING : { status: 200, headers: { 'content-type': TEXT }, body: value };
     case 'number':
     case 'boolean':
+      // The seed: a number or boolean returned directly, not wrapped, gives an empty 204.
+      // faas-js-runtime: a falsy one gives 204, any other an empty 200.
+      return behaviour?.scalarsAsEmpty200 && value ? EMPTY_200 : { status: 204 };
     case 'bigint':
     case 'symbol':
     case 'function':
-      // The seed: a number or boolean returned directly, not wrapped, gives an empty 204.
       return { status: 204 };
   }
-  if (value === null) return { status: 204 };
+  if (value === null) return NOTHING;
   const object = value as object;
   const event = asCloudEvent(object);
   if (event !== undefined) {
@@ -98,19 +105,24 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
   }
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': BINARY }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
-  if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) return structured(object, mode, input);
+  if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) {
+    const reply = structured(object, mode, input, behaviour);
+    if (reply !== undefined) return reply;
+  }
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(object) };
 }
 
-/** `{ statusCode, headers, body }`: a response the function spelled out. Also an SDK `Message`. */
-function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined, input: readonly unknown[]): Reply {
+/**
+ * `{ statusCode, headers, body }`: a response the function spelled out. Also an SDK `Message`.
+ * Undefined when the object is data to send as JSON instead: it carries the request's own
+ * headers (`return { ...context }`: answering with them would let a client set the answer's
+ * headers), or it has a `statusCode` but neither `headers` nor `body` (faas-js-runtime sends such
+ * an object whole, with its status).
+ */
+function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour): Reply | undefined {
   const { statusCode, body } = value;
-  // `return context` spells out a response with the request's own headers: a function bug, and
-  // one that would let a client set the answer's headers. Its body may be request data; that is data.
   const { headers: given } = value;
-  if (given !== null && typeof given === 'object' && isPartOf(given, input)) {
-    throw new Error("the function returned the request's own headers as response headers");
-  }
+  if (given !== null && typeof given === 'object' && isPartOf(given, input)) return undefined;
   if (statusCode !== undefined && !(Number.isInteger(statusCode) && (statusCode as number) >= 200 && (statusCode as number) <= 599)) {
     throw new Error(`the function returned an invalid statusCode ${String(statusCode).slice(0, 40)}: expected an integer from 200 to 599`);
   }
@@ -119,6 +131,13 @@ function structured(value: { statusCode?: unknown; headers?: unknown; body?: unk
   }
   const dropped: Dropped[] = [];
   const headers = safeHeaders(value.headers, dropped);
+  if (body === undefined && (given === undefined ? statusCode !== undefined : behaviour?.headersWithoutBodyAsJson)) {
+    // faas-js-runtime: no body, so the object itself is the body, sent with its headers and status.
+    if (!('content-type' in headers)) headers['content-type'] = JSON_TYPE;
+    const reply: Reply = { status: (statusCode as number | undefined) ?? 200, headers, body: stringify(value) };
+    if (dropped.length > 0) reply.dropped = dropped;
+    return reply;
+  }
   const userType = headers['content-type'] !== undefined;
   const content = bodyOf(body, mode);
   if (content.type !== undefined && !userType) headers['content-type'] = content.type;

@@ -5,6 +5,7 @@
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
+import { parseCompat } from './compat';
 import { describe } from './errors';
 import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
@@ -25,6 +26,7 @@ Options:
       --grace-period <t>  how long requests in flight may take at shutdown, such as 10s (default: FUNC_GRACE_PERIOD, else 10s)
       --timeout <t>       answer 504 when the function takes longer, such as 30s (default: FUNC_TIMEOUT, else off)
       --max-connections <n> open connections at most (default: FUNC_MAX_CONNECTIONS, else 1024)
+      --compat <runtime>  faas-js-runtime: behave as it where it and the seed disagree (default: FUNC_COMPAT, else off)
       --pretty            human-readable log lines instead of JSON (default: FUNC_LOG_PRETTY)
       --watch             restart when a file of the function changes (funcrun serve only)
   -h, --help              show this help`;
@@ -64,6 +66,7 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
       'grace-period': { type: 'string' },
       timeout: { type: 'string' },
       'max-connections': { type: 'string' },
+      compat: { type: 'string' },
       pretty: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -83,6 +86,7 @@ function parseCommandLine(argv: string[]): { target: string; options: Options; g
   if (values['include-raw'] || values.includeRaw) options.includeRaw = true;
   if (values.timeout !== undefined) options.timeout = parseDuration(values.timeout, '--timeout');
   if (values['max-connections'] !== undefined) options.maxConnections = parseCount(values['max-connections'], '--max-connections');
+  if (values.compat !== undefined) options.compat = parseCompat(values.compat, '--compat') ?? 'none';
   if (values['grace-period'] !== undefined) parseDuration(values['grace-period'], '--grace-period');
   return { target: positionals[0] ?? '.', options, gracePeriod: values['grace-period'], pretty: values.pretty === true };
 }
@@ -147,13 +151,14 @@ export async function serve(argv: string[]): Promise<void> {
   const { target, options } = parsed;
   try {
     // func.yaml's envs are set before the module loads: its top level may read them.
-    const funcYaml = readFuncYaml(resolveEntry(target).folder);
+    const { folder } = resolveEntry(target);
+    const funcYaml = readFuncYaml(folder);
     if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
     const grace = parsed.gracePeriod ?? process.env.FUNC_GRACE_PERIOD;
     if (grace !== undefined) gracePeriod = parseDuration(grace, parsed.gracePeriod ? '--grace-period' : 'FUNC_GRACE_PERIOD');
     const { module } = await loadFunction(target);
     const pretty = parsed.pretty || parseSwitch(process.env.FUNC_LOG_PRETTY ?? 'false', 'FUNC_LOG_PRETTY');
-    server = await start(module, { ...options, funcYaml, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
+    server = await start(module, { ...options, config: folder, funcYaml, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
   } catch (err) {
     fail(err);
   }

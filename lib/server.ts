@@ -4,11 +4,12 @@
 import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { CloudEvent } from 'cloudevents';
-import { hasBody, parseBody, readBody, searchParamsToObject } from './body';
+import { hasBody, parseBody, rawBodyOf, readBody, searchParamsToObject } from './body';
+import type { Behaviour } from './compat';
 import { asCloudEvent, detectMode, readEvent, responseDefaults } from './cloudevent';
 import { Context, sharingQuery } from './context';
 import { namedRoutes } from './functions';
-import { allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
+import { allowAnyOrigin, allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
 import { errorBody, errorJson, HttpError, inspect, lastResort, sendError } from './errors';
 import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
@@ -42,7 +43,16 @@ export interface Settings {
   maxConnections: number;
   /** A liveness or readiness check that has not answered after this many ms counts as failed. */
   probeTimeout: number;
+  /** Where the seed and faas-js-runtime disagree, which one to follow (compat.ts). */
+  behaviour: Behaviour;
 }
+
+// A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
+const HANDLER_THIS = Object.freeze({});
+
+// Methods whose empty body is still a body: with a Content-Type it is parsed ('' for text, {} for a form).
+const SENDS_BODY = new Set(['POST', 'PUT', 'PATCH']);
+const EMPTY = Buffer.alloc(0);
 
 type Target =
   | { kind: 'function'; fn: Invokable }
@@ -104,6 +114,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   }
   const fallback: Target | undefined = module.handle ? { kind: 'function', fn: module.handle } : undefined;
   const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;
+  const behaviour = settings.behaviour;
+  const corsForEveryOrigin = behaviour.corsForEveryOrigin && cors === undefined;
   const defaults = responseDefaults(settings.name);
   const authorize = module.authorize;
   const debug = log.isEnabled('debug');
@@ -123,6 +135,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     if (debug) access(req, res, reqLog);
     // Set when the request reaches the function: it then counts as an invocation in the metrics.
     let began = -1;
+    // Set once the function has been called: from then on an error is the function's.
+    let invoked = false;
     // What the request was parsed into: never read as response instructions (see provenance.ts).
     let input: unknown[] | undefined;
     try {
@@ -143,6 +157,10 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
           if (!allowed) throw new HttpError(403, `origin '${req.headers.origin}' is not allowed`);
           return send(req, res, 204, undefined, undefined);
         }
+      } else if (corsForEveryOrigin) {
+        allowAnyOrigin(res);
+        // faas-js-runtime answers OPTIONS itself, whoever asks, without calling the function.
+        if (method === 'OPTIONS') return send(req, res, 204, { 'content-type': JSON_TYPE, 'access-control-allow-headers': '*' }, undefined);
       }
       const match = router.find(method, path);
       // The module's own access check runs before anything else is done for the request: before
@@ -169,13 +187,13 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const deadline = timeout > 0 ? performance.now() + timeout : Infinity;
 
       const media = parseMediaType(req.headers['content-type']);
-      const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : undefined;
+      const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
       const mode = detectMode(req.headers, media);
       const query = queryOf(url, q);
       let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
       const context = (event?: CloudEvent<unknown>) => {
         const ctx = new Made(req, reqLog, path, query, params, media?.type, defaults, res);
-        if (settings.includeRaw) ctx.rawBody = bytes;
+        if (settings.includeRaw && bytes !== undefined) ctx.rawBody = rawBodyOf(bytes, media);
         if (event !== undefined) {
           ctx.cloudevent = event;
           ctx.body = event.data;
@@ -189,6 +207,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         input = [data, query, req, params];
         const ctx = context();
         ctx.body = data;
+        if (metrics !== undefined) metrics.queued((performance.now() - began) / 1000);
+        invoked = true;
         value = await invoke(target.fn, ctx, data, deadline);
       } else {
         const event = readEvent(mode, req.headers, bytes, media);
@@ -196,12 +216,14 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         if (Array.isArray(event) && q !== -1) Made = sharingQuery(query);
         // An event is recognised by its class; its data is parsed request data like any body.
         input = [event, Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req, params];
+        if (metrics !== undefined) metrics.queued((performance.now() - began) / 1000);
+        invoked = true;
         value = Array.isArray(event)
-          ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed)
-          : await invoke(target.fn, context(event), event.data, deadline);
+          ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed, behaviour.eventAsArgument)
+          : await invoke(target.fn, context(event), behaviour.eventAsArgument ? event : event.data, deadline);
       }
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
-      const sent = respond(req, res, value, mode, input);
+      const sent = respond(req, res, value, behaviour.eventsAnsweredBinary && mode === 'structured' ? 'binary' : mode, input, behaviour);
       const reply: Reply = sent instanceof Promise ? await sent : sent;
       if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);
@@ -209,7 +231,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
       // A body left unread (refused before or while reading it) leaves the connection unusable.
       if (!res.headersSent && hasBody(req) && !req.complete) res.setHeader('connection', 'close');
-      sendError(req, res, err, reqLog, module.errorBody, input);
+      sendError(req, res, err, reqLog, module.errorBody, input, invoked && behaviour.errorsAsText);
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
     } finally {
       // A pipelined response waits in node's queue until those before it are sent: it is
@@ -227,7 +249,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
     const left = deadline - performance.now();
     if (timeout > 0 && left <= 0) throw tooLate();
-    const result = fn(ctx, data);
+    const result = fn.call(HANDLER_THIS, ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
     let timer: NodeJS.Timeout | undefined;
     let late = false;
@@ -275,6 +297,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     sendError(req, res, new HttpError(417, 'only the expectation 100-continue is supported'), newRequestLog(), module.errorBody);
   });
   server.once('listening', () => metrics?.ready(process.uptime()));
+  if (metrics !== undefined) server.on('connection', (socket: Socket) => metrics.connection(socket));
   server.once('close', () => loop?.stop());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
   // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
@@ -285,9 +308,11 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
   async function probe(req: IncomingMessage, res: ServerResponse, target: Target & { kind: 'probe' }, reqLog: Logger): Promise<void> {
     let healthy = true;
+    let answer: unknown;
     if (target.check !== undefined) {
       try {
-        healthy = (await within(target.check(), settings.probeTimeout, 'the check did not answer in time')) !== false;
+        answer = await within(target.check(), settings.probeTimeout, 'the check did not answer in time');
+        healthy = answer !== false;
       } catch (err) {
         reqLog.warn(err, `${target.readiness ? 'readiness' : 'liveness'} check failed`);
         healthy = false;
@@ -306,7 +331,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         reqLog.warn({ eventLoopDelay: Math.round(delay) }, 'not ready: the event loop is running late');
       }
     }
-    if (healthy) send(req, res, 200, { 'content-type': TEXT }, 'OK');
+    // A check may answer with its own text (faas-js-runtime sends what it returns).
+    if (healthy) send(req, res, 200, { 'content-type': TEXT }, typeof answer === 'string' && answer !== '' ? answer : 'OK');
     else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(inspect(new HttpError(503, 'not ready')), undefined, reqLog, module.errorBody));
   }
 }
@@ -321,12 +347,13 @@ async function batch(
   context: (event: CloudEvent<unknown>) => Context,
   invoke: (fn: Invokable, ctx: Context, data: unknown) => unknown,
   gone: () => boolean,
+  eventAsArgument: boolean,
 ): Promise<CloudEvent<unknown>[] | undefined> {
   const replies: CloudEvent<unknown>[] = [];
   for (const event of events) {
     // The client went away: the answer cannot be sent, so the rest of the batch is not run.
     if (gone()) return undefined;
-    const value = await invoke(fn, context(event), event.data);
+    const value = await invoke(fn, context(event), eventAsArgument ? event : event.data);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(reply);
     else discard(value);
@@ -337,7 +364,7 @@ async function batch(
 function ignore(): void {}
 
 function queryOf(url: string, q: number): Record<string, string | string[]> {
-  return q === -1 ? Object.create(null) : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
+  return q === -1 ? {} : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
 }
 
 /** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */

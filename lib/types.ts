@@ -28,9 +28,14 @@ export interface HTTPFunction {
   (context: Context, body?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
 }
 
-/** A function called for CloudEvents: `(context, data)`, the event itself is `context.cloudevent`. */
-export interface CloudEventFunction {
-  (context: Context, data?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+/**
+ * A function called for CloudEvents: `(context, data)`, the event itself is `context.cloudevent`
+ * (with FUNC_COMPAT=faas-js-runtime, `(context, event)`). The type parameters are faas-js-runtime's:
+ * the event's data type and the returned event's.
+ */
+export interface CloudEventFunction<I = any, R = unknown> {
+  // `any`: by default the data (of type I), with the compatibility switch the event (CloudEvent<I>).
+  (context: Context, data?: any): HTTPFunctionReturn | CloudEvent<R> | Promise<HTTPFunctionReturn | CloudEvent<R>>;
 }
 
 /** What the server invokes per request. */

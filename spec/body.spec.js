@@ -78,9 +78,31 @@ describe('request data by media type', () => {
     assert.deepEqual(res.json, { kind: 'undefined', same: true });
   });
 
-  it('form-urlencoded gives an object, repeated keys as arrays, no prototype', async () => {
-    const res = await post('a=1&b=x+y&a=2&c=%C3%A9&__proto__=p', 'application/x-www-form-urlencoded');
-    assert.deepEqual(res.json, { kind: 'object', value: { a: ['1', '2'], b: 'x y', c: 'é', ['__proto__']: 'p' }, proto: null, same: true });
+  it('form-urlencoded gives an ordinary object, repeated keys as arrays, __proto__ and constructor only keys', async () => {
+    const res = await post('a=1&b=x+y&a=2&c=%C3%A9&__proto__=p&constructor=c&toString=t', 'application/x-www-form-urlencoded');
+    assert.deepEqual(res.json, { kind: 'object', value: { a: ['1', '2'], b: 'x y', c: 'é', ['__proto__']: 'p', constructor: 'c', toString: 't' }, proto: 'object', same: true });
+    // The prototype is Object's, untouched: `__proto__=p` made an own key, and nothing polluted.
+    const probe = await serve((ctx, data) => ({
+      ordinary: Object.getPrototypeOf(data) === Object.prototype && Object.getPrototypeOf(ctx.query) === Object.prototype,
+      own: Object.hasOwn(data, '__proto__') && data.hasOwnProperty('a') && ctx.query.hasOwnProperty('__proto__'),
+      polluted: {}.x !== undefined || {}.q !== undefined,
+    }));
+    try {
+      const seen = await request(probe.url + '/?__proto__=q&constructor=c', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'x=1&__proto__[x]=1&__proto__=q&a=1' });
+      assert.deepEqual(seen.json, { ordinary: true, own: true, polluted: false });
+    } finally {
+      await probe.close();
+    }
+  });
+
+  it('an empty body with a Content-Type arrives as faas-js-runtime delivers it', async () => {
+    assert.deepEqual((await post('', 'text/plain')).json, { kind: 'string', value: '', same: true });
+    assert.deepEqual((await post('', 'application/x-www-form-urlencoded')).json, { kind: 'object', value: {}, proto: 'object', same: true });
+    assert.deepEqual((await post('', 'application/octet-stream')).json, { kind: 'buffer', bytes: [], same: true });
+    assert.deepEqual((await post('', 'application/xml')).json, { kind: 'undefined', same: true });
+    // No Content-Type, or a method without a body: nothing arrives.
+    assert.deepEqual((await post(Buffer.alloc(0), undefined)).json, { kind: 'undefined', same: true });
+    assert.deepEqual((await request(server.url + '/', { headers: { 'content-type': 'text/plain' } })).json, { kind: 'undefined', same: true });
   });
 
   it('text/* gives a string decoded by its charset', async () => {

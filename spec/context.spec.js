@@ -20,7 +20,7 @@ function describeContext(ctx) {
     cloudevent: ctx.cloudevent ?? null,
     logMethods: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'].every((m) => typeof ctx.log[m] === 'function'),
     hasCloudEventResponse: typeof ctx.cloudEventResponse === 'function',
-    rawBody: ctx.rawBody === undefined ? null : ctx.rawBody.toString('hex'),
+    rawBody: ctx.rawBody === undefined ? null : typeof ctx.rawBody === 'string' ? ctx.rawBody : 'bytes:' + ctx.rawBody.toString('hex'),
   } };
 }
 
@@ -81,12 +81,23 @@ describe('context', () => {
     }
   });
 
-  it('rawBody holds the exact bytes when includeRaw is on', async () => {
+  it('rawBody is the exact text of a textual body and the exact bytes of any other when includeRaw is on', async () => {
     const { url, close } = await serve(describeContext, { includeRaw: true });
     try {
       const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{ "k" : 1 }' });
-      assert.equal(res.json.seen.rawBody, Buffer.from('{ "k" : 1 }').toString('hex'));
+      assert.equal(res.json.seen.rawBody, '{ "k" : 1 }');
       assert.deepEqual(res.json.seen.body, { k: 1 });
+      const form = await request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'lunch=tacos' });
+      assert.equal(form.json.seen.rawBody, 'lunch=tacos');
+      const latin1 = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=iso-8859-1' }, body: Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
+      assert.equal(latin1.json.seen.rawBody, 'café');
+      // Binary data stays bytes: as text, 0xff 0xfe would come back as U+FFFD.
+      const binary = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x41]);
+      const bytes = await request(url, { method: 'POST', headers: { 'content-type': 'image/png' }, body: binary });
+      assert.equal(bytes.json.seen.rawBody, 'bytes:' + binary.toString('hex'));
+      const empty = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '' });
+      assert.equal(empty.json.seen.rawBody, '');
+      assert.equal((await request(url)).json.seen.rawBody, null);
     } finally {
       await close();
     }

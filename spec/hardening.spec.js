@@ -3,6 +3,7 @@
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
+const os = require('node:os');
 const { serve, request, runServing, project } = require('./helpers');
 const { defaults } = require('../lib/index.js');
 
@@ -207,13 +208,20 @@ describe('metrics', () => {
       const res = await request(server.url + '/metrics');
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
-      const labels = 'faas_name="orders",faas_version="orders-00042"';
-      assert.match(res.text, new RegExp(`^faas_invocations\\{${labels},faas_instance="[^"]+",faas_runtime="Node.js"\\} 3$`, 'm'));
+      // faas-js-runtime's labels in its order; the instance is the host name without POD_NAME.
+      const labels = `faas_name="orders",faas_id="${os.hostname()}-[0-9a-f-]{36}",faas_instance="${os.hostname()}",faas_version="orders-00042",faas_runtime="Node.js"`;
+      assert.match(res.text, new RegExp(`^faas_invocations\\{${labels}\\} 3$`, 'm'));
       assert.equal(value(res.text, 'faas_errors{'), 1);
       assert.match(res.text, /^# TYPE faas_execution_latency histogram$/m);
       assert.equal(value(res.text, 'faas_execution_latency_count{'), 3);
       assert.equal(value(res.text, 'faas_execution_latency_bucket{le="+Inf"'), 3);
       assert.equal(value(res.text, 'faas_cold_start_latency_count{'), 1);
+      // Queue latency is timed for invocations only (not the probe), as faas-js-runtime does.
+      assert.equal(value(res.text, 'faas_queue_latency_count{'), 3);
+      assert.ok(value(res.text, 'faas_cpu_utilization{') >= 0);
+      assert.ok(value(res.text, 'faas_mem_utilization{') > 1, 'resident MB');
+      // Four requests went over the server's connections since it started: some bytes per second.
+      assert.ok(value(res.text, 'faas_netio_utilization{') > 0);
       assert.ok(value(res.text, 'process_resident_memory_bytes{') > 0);
       assert.ok(value(res.text, 'nodejs_eventloop_lag_seconds{') >= 0);
       // Every non-comment line is `name{labels} number`.

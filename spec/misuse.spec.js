@@ -95,18 +95,26 @@ describe('misuse by clients and functions', () => {
     }
   });
 
-  it('return context: a 500, never the request\'s headers sent back as response headers', async () => {
-    const server = await serve((ctx) => ctx);
-    try {
-      const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'text/html', 'set-cookie': 'session=attacker', refresh: '0;url=https://evil.example/' }, body: '<script>x</script>' });
-      assert.equal(answer.status, 500);
-      assert.equal(answer.headers.get('set-cookie'), null);
-      assert.equal(answer.headers.get('refresh'), null);
-      assert.match(answer.headers.get('content-type'), /^application\/json/);
-    } finally {
-      await server.close();
-    }
-  });
+  for (const [name, fn] of [['return context', (ctx) => ctx], ['return { ...context }', (ctx) => ({ ...ctx })]]) {
+    it(`${name}: data sent as JSON, never the request's headers sent back as response headers`, async () => {
+      const server = await serve(fn);
+      try {
+        const answer = await request(server.url + '/?lunch=tacos', { method: 'POST', headers: { 'content-type': 'text/html', 'set-cookie': 'session=attacker', refresh: '0;url=https://evil.example/' }, body: '<script>x</script>' });
+        assert.equal(answer.status, 200);
+        assert.equal(answer.headers.get('set-cookie'), null);
+        assert.equal(answer.headers.get('refresh'), null);
+        assert.match(answer.headers.get('content-type'), /^application\/json/);
+        // The request's body is data too: never the answer's body as HTML.
+        assert.equal(answer.json.body, '<script>x</script>');
+        assert.equal(answer.json.lunch, 'tacos');
+        assert.deepEqual(answer.json.headers['set-cookie'], ['session=attacker']);
+        // The request object (socket, server) is not part of the copy.
+        assert.equal(answer.json.req, undefined);
+      } finally {
+        await server.close();
+      }
+    });
+  }
 
   it('a cors() pattern with the g flag allows the same origin on every request', async () => {
     const server = await serve({ handle: () => 'ok', cors: () => [/\.b\.example$/g] });
@@ -310,11 +318,13 @@ describe('red team, third round', () => {
     }
   });
 
-  it('returned headers from req.headersDistinct are refused like req.headers', async () => {
+  it('returned headers from req.headersDistinct are data like req.headers, never response headers', async () => {
     const server = await serve((ctx) => ({ statusCode: 200, headers: ctx.req.headersDistinct, body: 'x' }));
     try {
       const answer = await request(server.url, { headers: { 'set-cookie': 'session=attacker' } });
-      assert.equal(answer.status, 500);
+      assert.equal(answer.status, 200);
+      assert.match(answer.headers.get('content-type'), /^application\/json/);
+      assert.deepEqual(answer.json.headers['set-cookie'], ['session=attacker']);
       assert.equal(answer.headers.get('set-cookie'), null);
     } finally {
       await server.close();

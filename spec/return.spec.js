@@ -86,10 +86,14 @@ describe('return rules', () => {
     assert.deepEqual(res.json, { a: 1 });
   });
 
-  it('statusCode alone gives that status with an empty body', async () => {
-    const res = await returning({ statusCode: 202 });
-    assert.equal(res.status, 202);
-    assert.equal(res.text, '');
+  it('statusCode without headers or body gives that status with the object as JSON, as faas-js-runtime does', async () => {
+    const res = await returning({ statusCode: 451, statusMessage: 'Unavailable For Legal Reasons' });
+    assert.equal(res.status, 451);
+    assert.match(res.headers.get('content-type'), /^application\/json/);
+    assert.deepEqual(res.json, { statusCode: 451, statusMessage: 'Unavailable For Legal Reasons' });
+    const empty = await returning({ statusCode: 202, headers: { 'x-a': 'b' } });
+    assert.equal(empty.status, 202);
+    assert.equal(empty.text, '');
   });
 
   it('a promise is awaited', async () => {

@@ -157,11 +157,10 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
 }
 
 function bodyText(context: Context, body: unknown): string | undefined {
+  // funcrun gives a JSON body's raw text as a string (checked UTF-8 already); bytes otherwise.
   const raw = context.rawBody;
-  if (raw !== undefined && isUtf8(raw)) {
-    const text = raw.toString('utf8');
-    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  }
+  const text = typeof raw === 'string' ? raw : raw !== undefined && isUtf8(raw) ? raw.toString('utf8') : undefined;
+  if (text !== undefined) return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (Buffer.isBuffer(body)) {
     if (!isUtf8(body)) throw badRequest('the request body is not valid UTF-8', [{ field: '(body)', description: 'must be UTF-8 JSON' }]);
     return body.toString('utf8');

@@ -1,0 +1,306 @@
+'use strict';
+// Moving from faas-js-runtime: the gaps funcrun's own behaviour closes where the seed is silent,
+// and FUNC_COMPAT=faas-js-runtime, which follows faas-js-runtime where the seed rules otherwise.
+// The CloudEvents SDK is the event client, as a function's own tests would use it.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { CloudEvent, HTTP } = require('cloudevents');
+const { serve, request, project, runServing } = require('./helpers');
+const { start } = require('../lib/index.js');
+
+const binary = (event) => {
+  const message = HTTP.binary(event);
+  return { method: 'POST', headers: message.headers, body: message.body };
+};
+const structured = (event) => {
+  const message = HTTP.structured(event);
+  return { method: 'POST', headers: message.headers, body: message.body };
+};
+const order = new CloudEvent({ source: '/shop', type: 'order.placed', data: { lunch: 'tacos' } });
+
+describe('funcrun by default, where the seed is silent: as faas-js-runtime', () => {
+  it('a liveness or readiness check answers with the text it returns', async () => {
+    const liveness = () => 'I am alive';
+    liveness.path = '/alive';
+    const server = await serve({ handle: () => 'ok', liveness, readiness: async () => 'I am ready' });
+    try {
+      const alive = await request(server.url + '/alive');
+      assert.equal(alive.status, 200);
+      assert.equal(alive.text, 'I am alive');
+      assert.match(alive.headers.get('content-type'), /^text\/plain/);
+      assert.equal((await request(server.url + '/health/readiness')).text, 'I am ready');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('the empty string, undefined and null answer 204 with text/plain, as faas-js-runtime does', async () => {
+    for (const value of ['', undefined, null]) {
+      const server = await serve(() => value);
+      try {
+        const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '' });
+        assert.equal(res.status, 204);
+        assert.equal(res.text, '');
+        assert.match(res.headers.get('content-type'), /^text\/plain/);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
+  it('a declared handler runs with a frozen empty this, never the global object', async () => {
+    const server = await serve(function () {
+      return { global: this === globalThis || this?.global !== undefined, frozen: Object.isFrozen(this), keys: Object.keys(this ?? {}).length };
+    });
+    try {
+      assert.deepEqual((await request(server.url)).json, { global: false, frozen: true, keys: 0 });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("start()'s cors option allows the origins it lists, with faas-js-runtime's method list", async () => {
+    const server = await serve(() => 'ok', { cors: () => ['http://example.com'] });
+    try {
+      const allowed = await request(server.url, { headers: { origin: 'http://example.com' } });
+      assert.equal(allowed.headers.get('access-control-allow-origin'), 'http://example.com');
+      assert.equal(allowed.headers.get('access-control-allow-methods'), 'OPTIONS, GET, DELETE, POST, PUT, HEAD, PATCH');
+      const other = await request(server.url, { headers: { origin: 'http://evil.example' } });
+      assert.equal(other.headers.get('access-control-allow-origin'), null);
+      // No blanket CORS without a list: funcrun's own rule.
+      const plain = await serve(() => 'ok');
+      try {
+        assert.equal((await request(plain.url, { headers: { origin: 'http://evil.example' } })).headers.get('access-control-allow-origin'), null);
+      } finally {
+        await plain.close();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a binary CloudEvent may repeat its Content-Type as ce-datacontenttype; a different one is a 400', async () => {
+    const server = await serve((ctx, data) => ({ data, type: ctx.cloudevent.datacontenttype }));
+    try {
+      const headers = { 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0', 'content-type': 'text/plain' };
+      const same = await request(server.url, { method: 'POST', headers: { ...headers, 'ce-datacontenttype': 'Text/Plain' }, body: 'hello' });
+      assert.deepEqual(same.json, { data: 'hello', type: 'text/plain' });
+      const other = await request(server.url, { method: 'POST', headers: { ...headers, 'ce-datacontenttype': 'application/json' }, body: 'hello' });
+      assert.equal(other.status, 400);
+      assert.equal(other.json.attribute, 'datacontenttype');
+      // A percent-encoded CR LF never agrees with a header value.
+      const smuggled = await request(server.url, { method: 'POST', headers: { ...headers, 'ce-datacontenttype': 'text/plain%0D%0Ax-a: b' }, body: 'hello' });
+      assert.equal(smuggled.status, 400);
+      assert.equal(smuggled.headers.get('x-a'), null);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("Knative's default Node.js template answers OK (its context.log.info('query', context.query) logs)", async () => {
+    // templates/node/http/index.js of knative/func, unchanged.
+    const handle = async (context, body) => {
+      context.log.info('query', context.query);
+      context.log.info('body', body);
+      return { body: 'OK', headers: { 'content-type': 'text/plain' } };
+    };
+    const server = await serve({ handle }, { logLevel: 'info' });
+    try {
+      const res = await request(server.url + '/?name=tiger', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"tiger"}' });
+      assert.equal(res.status, 200);
+      assert.equal(res.text, 'OK');
+      const logged = server.log.entries().filter((e) => e.msg === 'query' || e.msg === 'body');
+      assert.equal(logged.length, 2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('the seed still rules where it speaks: the data is the second argument, numbers and headers alone give 204', async () => {
+    const server = await serve({
+      routes: {
+        'POST /event': (ctx, data) => ({ data, event: ctx.cloudevent instanceof CloudEvent }),
+        'GET /number': () => 42,
+        'GET /headers': () => ({ headers: { 'x-a': 'b' }, message: 'kept out' }),
+      },
+    });
+    try {
+      assert.deepEqual((await request(server.url + '/event', binary(order))).json, { data: { lunch: 'tacos' }, event: true });
+      assert.equal((await request(server.url + '/number')).status, 204);
+      const headers = await request(server.url + '/headers');
+      assert.equal(headers.status, 204);
+      assert.equal(headers.headers.get('x-a'), 'b');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('FUNC_COMPAT=faas-js-runtime', () => {
+  const compat = { compat: 'faas-js-runtime' };
+
+  it('the whole event is the second argument, and a returned event is answered in binary mode', async () => {
+    const server = await serve((ctx, event) => {
+      if (!(event instanceof CloudEvent) || event !== ctx.cloudevent) throw new Error('not the event');
+      return new CloudEvent({ source: 'image-func', type: 'response', datacontenttype: event.datacontenttype, data: event.data });
+    }, compat);
+    try {
+      const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0x00]);
+      const res = await fetch(server.url, binary(new CloudEvent({ source: '/s', type: 't', datacontenttype: 'image/png', data: png })));
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'image/png');
+      assert.equal(res.headers.get('ce-type'), 'response');
+      assert.deepEqual(Buffer.from(await res.arrayBuffer()), png);
+      // A structured request: faas-js-runtime answers a returned event in binary mode all the same.
+      const echo = await request(server.url, structured(order));
+      assert.equal(echo.headers.get('ce-source'), 'image-func');
+      assert.deepEqual(echo.json, { lunch: 'tacos' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('every answer allows every origin, and OPTIONS is answered without the function', async () => {
+    let calls = 0;
+    const server = await serve(() => {
+      calls++;
+      return '';
+    }, compat);
+    try {
+      const res = await request(server.url);
+      assert.equal(res.status, 204);
+      assert.equal(res.headers.get('access-control-allow-origin'), '*');
+      assert.equal(res.headers.get('access-control-allow-methods'), 'OPTIONS, GET, DELETE, POST, PUT, HEAD, PATCH');
+      const options = await request(server.url, { method: 'OPTIONS' });
+      assert.equal(options.status, 204);
+      assert.equal(options.headers.get('access-control-allow-headers'), '*');
+      assert.equal(calls, 1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a thrown error is answered as text: a 4xx with its message, a 5xx generic (the message would leak)", async () => {
+    const server = await serve({
+      routes: {
+        'GET /legal': () => {
+          throw Object.assign(new Error('Unavailable for Legal Reasons'), { code: 451 });
+        },
+        'GET /boom': () => {
+          throw new Error('password=hunter2 at db.internal:5432');
+        },
+      },
+    }, compat);
+    try {
+      const legal = await request(server.url + '/legal');
+      assert.equal(legal.status, 451);
+      assert.match(legal.headers.get('content-type'), /^text\/plain/);
+      assert.equal(legal.text, 'Unavailable for Legal Reasons');
+      const boom = await request(server.url + '/boom');
+      assert.equal(boom.status, 500);
+      assert.equal(boom.text, 'Internal Server Error');
+      assert.doesNotMatch(boom.text, /hunter2|db\.internal/);
+      // funcrun's own errors (no route, malformed data) stay JSON, as fastify's are in faas-js-runtime.
+      const malformed = await request(server.url + '/legal', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+      assert.match(malformed.headers.get('content-type'), /^application\/json/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('headers without a body send the whole object as JSON; numbers are empty answers', async () => {
+    const server = await serve({
+      routes: {
+        'GET /headers': () => ({ headers: { 'X-announce-action': 'Saying hello' }, message: 'Well hello there' }),
+        'GET /number': () => 42,
+        'GET /zero': () => 0,
+      },
+    }, compat);
+    try {
+      const headers = await request(server.url + '/headers');
+      assert.equal(headers.status, 200);
+      assert.equal(headers.headers.get('x-announce-action'), 'Saying hello');
+      assert.equal(headers.json.message, 'Well hello there');
+      const number = await request(server.url + '/number');
+      assert.deepEqual([number.status, number.text], [200, '']);
+      assert.equal((await request(server.url + '/zero')).status, 204);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("metric labels are printed as faas-js-runtime prints them", async () => {
+    const saved = process.env.FAAS_ID;
+    process.env.FAAS_ID = 'test';
+    let server;
+    try {
+      server = await serve((c) => c.query.x ?? 'ok', compat);
+    } finally {
+      if (saved === undefined) delete process.env.FAAS_ID;
+      else process.env.FAAS_ID = saved;
+    }
+    try {
+      await request(server.url);
+      const text = (await request(server.url + '/metrics')).text;
+      assert.match(text, /^faas_invocations\{faas_name="anonymous",faas_id="test",faas_instance="undefined",faas_version="undefined",faas_runtime="Node.js"\} 1$/m);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('is switched on by FUNC_COMPAT, by --compat and by func.yaml run.envs; an unknown value stops the start', async () => {
+    const folder = project({ 'index.js': 'module.exports = { handle: (ctx, event) => ({ isEvent: event === ctx.cloudevent }) };' });
+    const yamlFolder = project({
+      'index.js': 'module.exports = { handle: (ctx, event) => ({ isEvent: event === ctx.cloudevent }) };',
+      'func.yaml': 'name: moved\nrun:\n  envs:\n    - name: FUNC_COMPAT\n      value: faas-js-runtime\n',
+    });
+    const runs = [
+      ['--compat', [folder, '--compat', 'faas-js-runtime'], {}],
+      ['FUNC_COMPAT', [folder], { env: { FUNC_COMPAT: 'faas-js-runtime' } }],
+      ['func.yaml', [yamlFolder], {}],
+      ['default', [folder], {}],
+    ];
+    for (const [how, args, options] of runs) {
+      const proc = await runServing(args, options);
+      try {
+        const res = await request(proc.url, binary(order));
+        assert.deepEqual(res.json, { isEvent: how !== 'default' }, how);
+      } finally {
+        proc.child.kill('SIGTERM');
+        await proc.exited;
+      }
+    }
+    await assert.rejects(start(() => 'x', { port: 0, host: '127.0.0.1', compat: 'fastify' }), /invalid compat 'fastify'/);
+    const saved = process.env.FUNC_COMPAT;
+    process.env.FUNC_COMPAT = 'faas-js-runtim';
+    try {
+      await assert.rejects(start(() => 'x', { port: 0, host: '127.0.0.1' }), /invalid FUNC_COMPAT/);
+    } finally {
+      if (saved === undefined) delete process.env.FUNC_COMPAT;
+      else process.env.FUNC_COMPAT = saved;
+    }
+  });
+});
+
+describe("the application's own copy of the CloudEvents SDK", () => {
+  it('events are made with the copy the function imports, so instanceof holds', async () => {
+    // A second, separate copy of the SDK in the function's own node_modules, as npm leaves one
+    // when the function pins another version than funcrun's. Its own dependencies resolve
+    // through NODE_PATH to funcrun's.
+    const folder = project({
+      'package.json': '{"name":"app","private":true,"main":"index.js"}',
+      'index.js': `const { CloudEvent } = require('cloudevents');
+module.exports = { handle: (ctx, data) => ({ data, mine: ctx.cloudevent instanceof CloudEvent, copy: require.resolve('cloudevents').startsWith(__dirname) }) };`,
+    });
+    fs.cpSync(path.dirname(require.resolve('cloudevents/package.json')), path.join(folder, 'node_modules', 'cloudevents'), { recursive: true });
+    const proc = await runServing([folder], { env: { NODE_PATH: path.join(__dirname, '..', 'node_modules') } });
+    try {
+      assert.deepEqual((await request(proc.url, binary(order))).json, { data: { lunch: 'tacos' }, mine: true, copy: true });
+    } finally {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+    }
+  });
+});
