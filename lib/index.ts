@@ -246,9 +246,12 @@ export type { LogDestination, RootLogger } from './log';
 export type {
   CloudEvent,
   CloudEventFunction,
+  CloudEventFunctionReturn,
+  Config,
   CorsOrigin,
   ErrorBody,
   Function,
+  FunctionReturn,
   HealthCheck,
   HTTPFunction,
   HTTPFunctionReturn,

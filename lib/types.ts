@@ -41,6 +41,17 @@ export interface CloudEventFunction<I = any, R = unknown> {
 /** What the server invokes per request. */
 export type Invokable = HTTPFunction | CloudEventFunction;
 
+/** faas-js-runtime's names for what handlers return. */
+export type CloudEventFunctionReturn<T = unknown> = CloudEvent<T> | HTTPFunctionReturn | Promise<CloudEvent<T> | HTTPFunctionReturn>;
+export type FunctionReturn = CloudEventFunctionReturn | HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+
+/** faas-js-runtime's `Config`: the settings its start() resolved. */
+export interface Config {
+  logLevel: LogLevel;
+  port: number;
+  includeRaw: boolean;
+}
+
 /**
  * A named function (the seed's Java contract): `(input, context) => output`. `inputSchema` types
  * its input (JSON Schema); `cloudEvent: true` makes it take CloudEvents only, receiving the whole
