@@ -4,8 +4,8 @@
 // event gets a 400 naming the attribute instead of made-up values.
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { CloudEvent } from 'cloudevents';
 import { HttpError } from './errors';
 import { bodyKind, parseMediaType, type MediaType } from './media-type';
@@ -15,25 +15,35 @@ import { decodeComponent } from './router';
 
 type Sdk = typeof import('cloudevents');
 let sdk: Sdk | undefined;
-let applicationFolder: string | undefined;
+let applicationSdkPath: string | undefined;
 /** The SDK, loaded on first use: plain HTTP functions never pay for it. */
 export function cloudevents(): Sdk {
   return (sdk ??= applicationSdk() ?? (require('cloudevents') as Sdk));
 }
 
 /**
- * Events are made with the function's own copy of the SDK when it has one (found from `folder`),
- * so that `context.cloudevent instanceof CloudEvent` holds in the function whichever copy npm
- * installed where. Called once at start, before any event.
+ * Events are made with the function's own copy of the SDK when it has one, so that
+ * `context.cloudevent instanceof CloudEvent` holds in the function whichever copy npm installed
+ * where. Called at start with the function's folder: the copy is looked for in the `node_modules`
+ * of that folder and its parents only (not NODE_PATH or global folders), and loaded with the first
+ * event, as funcrun's own would be. One SDK serves the process: the first start() decides.
  */
 export function useApplicationSdk(folder: string): void {
-  if (sdk === undefined) applicationFolder = folder;
+  if (sdk !== undefined || applicationSdkPath !== undefined) return;
+  for (let dir = resolve(folder); ; dir = dirname(dir)) {
+    const candidate = join(dir, 'node_modules', 'cloudevents');
+    if (existsSync(join(candidate, 'package.json'))) {
+      applicationSdkPath = candidate;
+      return;
+    }
+    if (dirname(dir) === dir) return;
+  }
 }
 
 function applicationSdk(): Sdk | undefined {
-  if (applicationFolder === undefined) return undefined;
+  if (applicationSdkPath === undefined) return undefined;
   try {
-    const found = createRequire(join(applicationFolder, 'package.json'))('cloudevents') as Partial<Sdk>;
+    const found = require(applicationSdkPath) as Partial<Sdk>;
     // Only a copy with the class funcrun builds on (every release since 4.0 has it).
     const Class = found.CloudEvent;
     if (typeof Class === 'function' && typeof Class.prototype.validate === 'function' && typeof Class.prototype.cloneWith === 'function') return found as Sdk;
@@ -404,8 +414,10 @@ export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], 
   if (Array.isArray(event)) {
     return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event.map(structuredJson)) };
   }
-  if (mode !== 'binary') return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: JSON.stringify(structuredJson(event)) };
-  const headers = binaryHeaders(event);
+  const headers = mode === 'binary' ? binaryHeaders(event) : undefined;
+  // An event binary mode cannot carry (a datacontenttype that is no media type, or attributes
+  // past a header block's size, as an event that came structured may have) goes structured.
+  if (headers === undefined) return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: JSON.stringify(structuredJson(event)) };
   const { data } = event;
   if (data === undefined || data === null) {
     delete headers['content-type'];
@@ -450,15 +462,26 @@ function structuredJson(event: CloudEvent<unknown>): Record<string, unknown> {
  * Content-Type. Values are percent-encoded outside printable ASCII, and `"` and `%`, as the
  * binding says (the SDK's encoder sends them raw, which node refuses for non-ASCII).
  */
-function binaryHeaders(event: CloudEvent<unknown>): Record<string, string> {
+function binaryHeaders(event: CloudEvent<unknown>): Record<string, string> | undefined {
   const headers: Record<string, string> = {};
   const attributes = event as unknown as Record<string, unknown>;
+  let size = 0;
   for (const name of Object.keys(attributes)) {
     const value = attributes[name];
     if (value === undefined || value === null || name === 'data' || name === 'data_base64') continue;
     const text = value instanceof Date ? value.toISOString() : String(value);
-    if (name === 'datacontenttype') headers['content-type'] = text;
-    else headers[`ce-${name}`] = /[^\x21-\x7e]|["%]/.test(text) ? text.replace(/[^\x21-\x7e]|["%]/gu, (c) => encodeURIComponent(c).replace(/'/g, '%27')) : text;
+    let header: string;
+    if (name === 'datacontenttype') {
+      if (!PRINTABLE.test(text) || parseMediaType(text) === undefined) return undefined;
+      header = headers['content-type'] = text;
+    } else header = headers[`ce-${name}`] = /[^\x21-\x7e]|["%]/.test(text) ? text.replace(/[^\x21-\x7e]|["%]/gu, (c) => encodeURIComponent(c).replace(/'/g, '%27')) : text;
+    size += name.length + header.length + 6;
+    if (size > MAX_BINARY_HEADERS) return undefined;
   }
   return headers;
 }
+
+// A header value a media type can be: printable ASCII only (no CR, LF or NUL).
+const PRINTABLE = /^[\x20-\x7e]*$/;
+// node's default limit on a request's header block: an answer's should fit a client's too.
+const MAX_BINARY_HEADERS = 16 * 1024;

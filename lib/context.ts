@@ -7,7 +7,6 @@ import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
 import type { Params } from './router';
 
 export class Context {
-  readonly log: Logger;
   readonly method: string;
   readonly headers: IncomingHttpHeaders;
   readonly httpVersion: string;
@@ -30,6 +29,7 @@ export class Context {
   rawBody: string | Buffer | undefined;
   /** The incoming CloudEvent, when the request is one. */
   cloudevent: CloudEvent<unknown> | undefined;
+  readonly #log: Logger;
   readonly #req: IncomingMessage;
   readonly #defaults: ResponseDefaults;
   readonly #res: ServerResponse | undefined;
@@ -48,7 +48,7 @@ export class Context {
     defaults: ResponseDefaults,
     res?: ServerResponse,
   ) {
-    this.log = log;
+    this.#log = log;
     this.#req = req;
     this.method = req.method ?? 'GET';
     this.headers = req.headers;
@@ -72,6 +72,11 @@ export class Context {
         if (!(key in this)) this[key] = query[key];
       }
     }
+  }
+
+  /** The logger; its lines carry this request's `reqId`. A getter, so a copy of the context holds no logger internals. */
+  get log(): Logger {
+    return this.#log;
   }
 
   /**

@@ -190,10 +190,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
       const mode = detectMode(req.headers, media);
       const query = queryOf(url, q);
+      // Once per request: a batch's events all share it.
+      const raw = settings.includeRaw && bytes !== undefined ? rawBodyOf(bytes, media) : undefined;
       let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
       const context = (event?: CloudEvent<unknown>) => {
         const ctx = new Made(req, reqLog, path, query, params, media?.type, defaults, res);
-        if (settings.includeRaw && bytes !== undefined) ctx.rawBody = rawBodyOf(bytes, media);
+        if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;
           ctx.body = event.data;

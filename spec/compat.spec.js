@@ -284,6 +284,62 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
   });
 });
 
+describe('red team on the compatibility work', () => {
+  it('rawBody is made once per request: a 1 MB batch with includeRaw stays linear', async () => {
+    const server = await serve(() => undefined, { includeRaw: true, bodyLimit: '2mb' });
+    try {
+      const event = JSON.stringify({ id: '1', source: '/s', type: 't', specversion: '1.0' });
+      const body = '[' + Array(Math.floor(1_000_000 / (event.length + 1))).fill(event).join(',') + ']';
+      const started = performance.now();
+      const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body });
+      const ms = performance.now() - started;
+      assert.equal(res.status, 204);
+      // About 0.3 s here; decoding the body again for each of the ~19,000 events took 17 s.
+      assert.ok(ms < 5000, `${Math.round(ms)} ms`);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('compat: an echoed structured event binary mode cannot carry is answered structured, never a 500 or a huge header block', async () => {
+    const server = await serve((ctx, event) => event, { compat: 'faas-js-runtime' });
+    try {
+      const post = (event) => request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: JSON.stringify(event) });
+      const base = { id: '1', source: '/s', type: 't', specversion: '1.0', data: { a: 1 } };
+      const crlf = await post({ ...base, datacontenttype: 'text/plain\r\nx-injected: 1' });
+      assert.equal(crlf.status, 200);
+      assert.equal(crlf.headers.get('x-injected'), null);
+      assert.match(crlf.headers.get('content-type'), /^application\/cloudevents\+json/);
+      const many = { ...base };
+      for (let i = 0; i < 5000; i++) many[`ext${i}`] = 'x'.repeat(40);
+      const big = await post(many);
+      assert.equal(big.status, 200);
+      assert.match(big.headers.get('content-type'), /^application\/cloudevents\+json/);
+      assert.equal(big.json.ext4999, 'x'.repeat(40));
+      // An ordinary one still goes binary, as faas-js-runtime answers.
+      const plain = await post(base);
+      assert.equal(plain.headers.get('ce-id'), '1');
+      assert.deepEqual(plain.json, { a: 1 });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a copy of the context holds data only: no logger internals, no request object', async () => {
+    const server = await serve((ctx) => ({ ...ctx }));
+    try {
+      const res = await request(server.url + '/?a=1');
+      assert.equal(res.status, 200);
+      assert.equal(res.json.log, undefined);
+      assert.equal(res.json.req, undefined);
+      assert.equal(res.json.a, '1');
+      assert.doesNotMatch(res.text, /hostname|"pid"/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("the application's own copy of the CloudEvents SDK", () => {
   it('events are made with the copy the function imports, so instanceof holds', async () => {
     // A second, separate copy of the SDK in the function's own node_modules, as npm leaves one
