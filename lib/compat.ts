@@ -17,6 +17,8 @@ export interface Behaviour {
   readonly errorsAsText: boolean;
   /** A returned CloudEvent is answered in binary mode always, not in the mode the request came in. */
   readonly eventsAnsweredBinary: boolean;
+  /** `context.contentType` is the raw Content-Type header (`application/json; charset=utf-8`), not the parsed media type. */
+  readonly rawContentType: boolean;
   /** Metric labels exactly as faas-js-runtime prints them (`faas_instance="undefined"` without POD_NAME). */
   readonly faasMetricLabels: boolean;
 }
@@ -31,6 +33,7 @@ const SEED: Behaviour = Object.freeze({
   corsForEveryOrigin: false,
   errorsAsText: false,
   eventsAnsweredBinary: false,
+  rawContentType: false,
   faasMetricLabels: false,
 });
 
@@ -41,6 +44,7 @@ const FAAS_JS_RUNTIME: Behaviour = Object.freeze({
   corsForEveryOrigin: true,
   errorsAsText: true,
   eventsAnsweredBinary: true,
+  rawContentType: true,
   faasMetricLabels: true,
 });
 

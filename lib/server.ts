@@ -194,7 +194,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const raw = settings.includeRaw && bytes !== undefined ? rawBodyOf(bytes, media) : undefined;
       let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
       const context = (event?: CloudEvent<unknown>) => {
-        const ctx = new Made(req, reqLog, path, query, params, media?.type, defaults, res);
+        const ctx = new Made(req, reqLog, path, query, params, behaviour.rawContentType ? req.headers['content-type'] : media?.type, defaults, res);
         if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;

@@ -210,6 +210,19 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     }
   });
 
+  it('context.contentType is the Content-Type header as sent (funcrun: the parsed media type)', async () => {
+    const seen = async (options) => {
+      const server = await serve((ctx) => ({ type: ctx.contentType }), options);
+      try {
+        return (await request(server.url, { method: 'POST', headers: { 'content-type': 'Application/JSON; charset=utf-8' }, body: '{}' })).json.type;
+      } finally {
+        await server.close();
+      }
+    };
+    assert.equal(await seen(compat), 'Application/JSON; charset=utf-8');
+    assert.equal(await seen({}), 'application/json');
+  });
+
   it('headers without a body send the whole object as JSON; numbers are empty answers', async () => {
     const server = await serve({
       routes: {
