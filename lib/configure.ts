@@ -7,7 +7,7 @@ import { parseCompat } from './compat';
 import { checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
 
 type YamlModule = typeof import('yaml');
-const yaml = (): YamlModule => require('yaml') as YamlModule;
+const yaml = (): YamlModule => require('./yaml') as YamlModule;
 
 export interface FuncYamlFile {
   file: string;

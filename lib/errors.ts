@@ -4,6 +4,7 @@
 // that touches it again, and a last-resort path answers when even that goes wrong.
 import { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import { brand } from './brand';
 import { safeHeaders, type Dropped } from './headers';
 import type { Logger } from './log';
 import { isInstance, isPartOf } from './provenance';
@@ -25,6 +26,7 @@ export class HttpError extends Error {
     this.headers = options?.headers;
   }
 }
+brand(HttpError, 'HttpError');
 
 export interface ErrorBody {
   statusCode: number;

@@ -97,7 +97,7 @@ export const defaults = Object.freeze({
 });
 
 /** The options the environment gives, by faas-js-runtime's and Knative's variable names. */
-export function fromEnvironment(env: NodeJS.ProcessEnv): Environment {
+function fromEnvironment(env: NodeJS.ProcessEnv): Environment {
   const out: Environment = {};
   const port = env.PORT || env.FUNC_PORT;
   if (port) out.port = parsePort(port, env.PORT ? 'PORT' : 'FUNC_PORT');
@@ -239,6 +239,8 @@ function metricLabels(name: string | undefined, env: Environment, asFaas: boolea
 }
 
 export { stop, ConfigError, LoadError };
+// The parsers funcrun reads its own settings with, for services built on it (sizes, durations).
+export { parseBytes, parseCount, parseDuration, parseSwitch } from './config';
 export { Context } from './context';
 export { CloudEventResponse } from './cloudevent';
 export { HttpError } from './errors';
