@@ -3,8 +3,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Document, YAMLMap, YAMLSeq } from 'yaml';
-import { parseCompat } from './compat';
-import { checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
+import { ConfigError, readFuncYaml } from './config';
+import { checkVariable } from './settings';
 
 type YamlModule = typeof import('yaml');
 const yaml = (): YamlModule => require('./yaml') as YamlModule;
@@ -31,45 +31,8 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Refuses a value funcrun would refuse at start (an unknown log level, a probe path without `/`). */
 export function checkEnv(name: string, value: string): void {
   if (!NAME.test(name)) throw new ConfigError(`invalid variable name '${name}': letters, digits and _, not starting with a digit`);
-  switch (name) {
-    case 'FUNC_LOG_LEVEL':
-      checkLogLevel(value, name);
-      break;
-    case 'LIVENESS_URL':
-    case 'READINESS_URL':
-    case 'FUNC_HEALTH_ROOT_PATH':
-      if (!value.startsWith('/')) throw new ConfigError(`invalid ${name} '${value}': expected a path starting with '/'`);
-      break;
-    case 'PORT':
-    case 'FUNC_PORT':
-      parsePort(value, name);
-      break;
-    case 'FUNC_BODY_LIMIT':
-      parseBytes(value, name);
-      break;
-    case 'FUNC_INCLUDE_RAW':
-    case 'FUNC_LOG_PRETTY':
-      parseSwitch(value, name);
-      break;
-    case 'FUNC_GRACE_PERIOD':
-    case 'FUNC_TIMEOUT':
-    case 'FUNC_MAX_EVENT_LOOP_DELAY':
-    case 'FUNC_HEADERS_TIMEOUT':
-    case 'FUNC_REQUEST_TIMEOUT':
-    case 'FUNC_KEEP_ALIVE_TIMEOUT':
-    case 'FUNC_PROBE_TIMEOUT':
-      parseDuration(value, name);
-      break;
-    case 'FUNC_METRICS':
-      parseSwitch(value, name);
-      break;
-    case 'FUNC_MAX_CONNECTIONS':
-      parseCount(value, name);
-      break;
-    case 'FUNC_COMPAT':
-      parseCompat(value, name);
-      break;
-  }
+  // The same parsers start() uses, from the one table of settings.
+  checkVariable(name, value);
 }
 
 function envs(doc: Document, create: boolean): YAMLSeq<YAMLMap> | undefined {

@@ -4,13 +4,14 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Server } from 'node:http';
-import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml, type FuncYaml } from './config';
+import { applyEnvs, ConfigError, readFuncYaml, type FuncYaml } from './config';
 import { checkFunction, LoadError, toFunction } from './loader';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { createServer, stop } from './server';
 import { useApplicationSdk } from './cloudevent';
 import { dirname } from 'node:path';
-import { behaviourOf, parseCompat, type Compat } from './compat';
+import { behaviourOf, type Compat } from './compat';
+import { fromEnvironment, probePaths, resolve, SETTINGS, type SettingName, type Values } from './settings';
 import type { MetricLabels } from './metrics';
 import type { CorsOrigin, Function as FunctionModule, Invokable } from './types';
 
@@ -62,102 +63,46 @@ export interface Options {
 /** faas-js-runtime's name for the options of start(). */
 export type InvokerOptions = Options;
 
-type Environment = Options & {
-  livenessUrl?: string;
-  readinessUrl?: string;
+/** The defaults, from the settings table. */
+export const defaults = Object.freeze({
+  port: SETTINGS.port.default,
+  logLevel: SETTINGS.logLevel.default,
+  bodyLimit: SETTINGS.bodyLimit.default,
+  includeRaw: SETTINGS.includeRaw.default,
+  livenessPath: '/health/liveness',
+  readinessPath: '/health/readiness',
+  gracePeriod: SETTINGS.gracePeriod.default,
+  timeout: SETTINGS.timeout.default,
+  maxEventLoopDelay: SETTINGS.maxEventLoopDelay.default,
+  metrics: SETTINGS.metrics.default,
+  metricsPath: SETTINGS.metricsPath.default,
+  headersTimeout: SETTINGS.headersTimeout.default,
+  requestTimeout: SETTINGS.requestTimeout.default,
+  keepAliveTimeout: SETTINGS.keepAliveTimeout.default,
+  maxConnections: SETTINGS.maxConnections.default,
+  probeTimeout: SETTINGS.probeTimeout.default,
+  // faas-js-runtime's names for the same defaults (its `defaults` export).
+  LOG_LEVEL: SETTINGS.logLevel.default,
+  PORT: SETTINGS.port.default,
+  INCLUDE_RAW: SETTINGS.includeRaw.default,
+  BODY_LIMIT: SETTINGS.bodyLimit.default,
+});
+
+/** What the environment says of the instance, for the metric labels (Knative's and faas-js-runtime's names). */
+interface Identity {
   service?: string;
   revision?: string;
   instance?: string;
-  /** faas-js-runtime's metric label variables (FAAS_NAME, FAAS_ID, ...). */
-  faas?: Partial<MetricLabels>;
-};
+  faas: Partial<MetricLabels>;
+}
 
-export const defaults = Object.freeze({
-  port: 8080,
-  logLevel: 'info' as LogLevel,
-  bodyLimit: 1_048_576,
-  includeRaw: false,
-  livenessPath: '/health/liveness',
-  readinessPath: '/health/readiness',
-  gracePeriod: 10_000,
-  timeout: 0,
-  maxEventLoopDelay: 1000,
-  metrics: true,
-  metricsPath: '/metrics',
-  headersTimeout: 20_000,
-  requestTimeout: 60_000,
-  keepAliveTimeout: 95_000,
-  maxConnections: 1024,
-  probeTimeout: 5_000,
-  // faas-js-runtime's names for the same defaults (its `defaults` export).
-  LOG_LEVEL: 'info' as LogLevel,
-  PORT: 8080,
-  INCLUDE_RAW: false,
-  BODY_LIMIT: 1_048_576,
-});
-
-/** The options the environment gives, by faas-js-runtime's and Knative's variable names. */
-function fromEnvironment(env: NodeJS.ProcessEnv): Environment {
-  const out: Environment = {};
-  const port = env.PORT || env.FUNC_PORT;
-  if (port) out.port = parsePort(port, env.PORT ? 'PORT' : 'FUNC_PORT');
-  if (env.FUNC_HOST) out.host = env.FUNC_HOST;
-  if (env.FUNC_LOG_LEVEL) out.logLevel = checkLogLevel(env.FUNC_LOG_LEVEL, 'FUNC_LOG_LEVEL');
-  if (env.FUNC_BODY_LIMIT) out.bodyLimit = parseBytes(env.FUNC_BODY_LIMIT, 'FUNC_BODY_LIMIT');
-  if (env.FUNC_INCLUDE_RAW) out.includeRaw = parseSwitch(env.FUNC_INCLUDE_RAW, 'FUNC_INCLUDE_RAW');
-  for (const [name, key] of [
-    ['FUNC_TIMEOUT', 'timeout'],
-    ['FUNC_MAX_EVENT_LOOP_DELAY', 'maxEventLoopDelay'],
-    ['FUNC_HEADERS_TIMEOUT', 'headersTimeout'],
-    ['FUNC_REQUEST_TIMEOUT', 'requestTimeout'],
-    ['FUNC_KEEP_ALIVE_TIMEOUT', 'keepAliveTimeout'],
-    ['FUNC_PROBE_TIMEOUT', 'probeTimeout'],
-  ] as const) {
-    const value = env[name];
-    if (value) out[key] = parseDuration(value, name);
-  }
-  if (env.FUNC_MAX_CONNECTIONS) out.maxConnections = parseCount(env.FUNC_MAX_CONNECTIONS, 'FUNC_MAX_CONNECTIONS');
-  if (env.FUNC_METRICS) out.metrics = parseSwitch(env.FUNC_METRICS, 'FUNC_METRICS');
-  if (env.FUNC_METRICS_PATH) out.metricsPath = probePath(env.FUNC_METRICS_PATH, 'FUNC_METRICS_PATH');
-  // Knative's container contract names the service and revision; the pod names the instance.
-  if (env.K_SERVICE) out.service = env.K_SERVICE;
-  if (env.K_REVISION) out.revision = env.K_REVISION;
-  if (env.POD_NAME) out.instance = env.POD_NAME;
-  if (env.FUNC_COMPAT !== undefined) out.compat = parseCompat(env.FUNC_COMPAT, 'FUNC_COMPAT') ?? 'none';
+function identityOf(env: NodeJS.ProcessEnv): Identity {
   const faas: Partial<MetricLabels> = {};
   for (const key of ['faas_name', 'faas_id', 'faas_instance', 'faas_version', 'faas_runtime'] as const) {
     const value = env[key.toUpperCase()];
     if (value) faas[key] = value;
   }
-  if (Object.keys(faas).length > 0) out.faas = faas;
-  // Full paths win; else the Java variant's root and relative paths (`fw.health.*`) apply.
-  const root = env.FUNC_HEALTH_ROOT_PATH;
-  const liveness = env.LIVENESS_URL ? probePath(env.LIVENESS_URL, 'LIVENESS_URL') : healthPath(root, env.FUNC_HEALTH_LIVENESS_PATH, 'liveness');
-  const readiness = env.READINESS_URL ? probePath(env.READINESS_URL, 'READINESS_URL') : healthPath(root, env.FUNC_HEALTH_READINESS_PATH, 'readiness');
-  if (liveness) out.livenessUrl = liveness;
-  if (readiness) out.readinessUrl = readiness;
-  return out;
-}
-
-/**
- * `FUNC_HEALTH_ROOT_PATH` (default `/health`) joined with a relative probe path (default the
- * probe's name), as Quarkus does with `fw.health.root-path`; undefined when neither is set. A
- * relative path given with a leading `/` is taken as a full path.
- */
-function healthPath(root: string | undefined, relative: string | undefined, probe: 'liveness' | 'readiness'): string | undefined {
-  if (!root && !relative) return undefined;
-  const what = `FUNC_HEALTH_${probe.toUpperCase()}_PATH`;
-  if (relative?.startsWith('/')) return probePath(relative, what);
-  if (relative !== undefined && !/^[\w.~!$&'()*+,;=:@%-]+(\/[\w.~!$&'()*+,;=:@%-]+)*$/.test(relative)) {
-    throw new ConfigError(`invalid ${what} '${relative}': expected a relative path such as ${probe}`);
-  }
-  const base = `/${(root ?? '/health').replace(/^\/+|\/+$/g, '')}`;
-  return `${base === '/' ? '' : base}/${relative || probe}`;
-}
-
-function probePath(value: string, what: string): string {
-  if (!value.startsWith('/')) throw new ConfigError(`invalid ${what} '${value}': expected a path starting with '/'`);
-  return value;
+  return { service: env.K_SERVICE || undefined, revision: env.K_REVISION || undefined, instance: env.POD_NAME || undefined, faas };
 }
 
 /**
@@ -173,35 +118,31 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   useApplicationSdk(options.config ?? (funcYaml === undefined ? process.cwd() : dirname(funcYaml.file)));
   if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
   const env = fromEnvironment(process.env);
+  const value = <K extends SettingName>(name: K, fallback?: Values[K]) => resolve(name, options[name as keyof Options], env, fallback);
 
-  const logLevel = options.logLevel ?? env.logLevel ?? module.logLevel ?? defaults.logLevel;
-  const log = createLogger(checkLogLevel(logLevel, 'log level'), options.logDestination);
-  const port = options.port ?? env.port ?? defaults.port;
-  const ms = (key: 'timeout' | 'maxEventLoopDelay' | 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'probeTimeout') =>
-    parseDuration(options[key] ?? env[key] ?? defaults[key], key);
+  const log = createLogger(value('logLevel', module.logLevel), options.logDestination);
   const name = options.name ?? funcYaml?.name ?? 'function';
-  const metricsOn = options.metrics ?? env.metrics ?? defaults.metrics;
-  const compat = options.compat === undefined ? env.compat : options.compat === 'none' ? undefined : parseCompat(options.compat, 'compat');
-  const behaviour = behaviourOf(compat === 'none' ? undefined : compat);
+  const behaviour = behaviourOf(value('compat'));
   const cors = options.cors ?? module.cors;
+  const probes = probePaths({ env: process.env, module: { liveness: module.liveness?.path, readiness: module.readiness?.path }, funcYaml: funcYaml ?? {} });
   const server = createServer(
     cors === module.cors ? module : { ...module, cors },
     {
-      bodyLimit: parseBytes(options.bodyLimit ?? env.bodyLimit ?? defaults.bodyLimit),
-      includeRaw: options.includeRaw ?? env.includeRaw ?? defaults.includeRaw,
-      livenessPath: env.livenessUrl ?? module.liveness?.path ?? funcYaml?.liveness ?? defaults.livenessPath,
-      readinessPath: env.readinessUrl ?? module.readiness?.path ?? funcYaml?.readiness ?? defaults.readinessPath,
+      bodyLimit: value('bodyLimit'),
+      includeRaw: value('includeRaw'),
+      livenessPath: probes.liveness,
+      readinessPath: probes.readiness,
       name,
-      timeout: ms('timeout'),
-      maxEventLoopDelay: ms('maxEventLoopDelay'),
-      metrics: metricsOn
-        ? { path: options.metricsPath ?? env.metricsPath ?? defaults.metricsPath, labels: metricLabels(options.name ?? funcYaml?.name, env, behaviour.faasMetricLabels) }
+      timeout: value('timeout'),
+      maxEventLoopDelay: value('maxEventLoopDelay'),
+      metrics: value('metrics')
+        ? { path: value('metricsPath'), labels: metricLabels(options.name ?? funcYaml?.name, identityOf(process.env), behaviour.faasMetricLabels) }
         : undefined,
-      headersTimeout: ms('headersTimeout'),
-      requestTimeout: ms('requestTimeout'),
-      keepAliveTimeout: ms('keepAliveTimeout'),
-      probeTimeout: ms('probeTimeout'),
-      maxConnections: parseCount(options.maxConnections ?? env.maxConnections ?? defaults.maxConnections, 'maxConnections'),
+      headersTimeout: value('headersTimeout'),
+      requestTimeout: value('requestTimeout'),
+      keepAliveTimeout: value('keepAliveTimeout'),
+      probeTimeout: value('probeTimeout'),
+      maxConnections: value('maxConnections'),
       behaviour,
     },
     log,
@@ -210,7 +151,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   await module.init?.({ log });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen({ port: parsePort(port, 'port'), host: options.host ?? env.host }, () => {
+    server.listen({ port: value('port'), host: value('host') }, () => {
       server.off('error', reject);
       resolve();
     });
@@ -226,8 +167,8 @@ export async function start(func: Invokable | FunctionModule, options: Options =
  * FAAS_NAME, then K_SERVICE. Where it has no value it prints `undefined`; funcrun's own behaviour
  * names the instance by the host name (a pod's name) and leaves an unknown version empty.
  */
-function metricLabels(name: string | undefined, env: Environment, asFaas: boolean): MetricLabels {
-  const { faas = {} } = env;
+function metricLabels(name: string | undefined, env: Identity, asFaas: boolean): MetricLabels {
+  const { faas } = env;
   const instance = faas.faas_instance ?? env.instance ?? (asFaas ? 'undefined' : hostname());
   return {
     faas_name: name ?? faas.faas_name ?? env.service ?? 'anonymous',

@@ -4,12 +4,12 @@
 // start() reads the rest of the environment.
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
-import { applyEnvs, checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, readFuncYaml } from './config';
-import { parseCompat } from './compat';
+import { applyEnvs, ConfigError, readFuncYaml } from './config';
 import { describe } from './errors';
 import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
-import { defaults, start, stop, type Options } from './index';
+import { defaults, start, stop } from './index';
+import { flagHelp, flagOptions, fromEnvironment, fromFlags, type Values } from './settings';
 import { loggerOf } from './server';
 
 export const USAGE = `Usage: funcrun serve [path] [options]
@@ -17,19 +17,10 @@ export const USAGE = `Usage: funcrun serve [path] [options]
 
 Serves the function in path (a project folder or a module file; default: the current folder).
 
-Options:
-  -p, --port <n>          port to listen on (default: PORT, FUNC_PORT, else 8080)
-      --host <address>    address to listen on (default: FUNC_HOST, else every address)
-      --log-level <level> fatal, error, warn, info, debug, trace or silent (default: FUNC_LOG_LEVEL, else info)
-      --bodyLimit <size>  largest request body, such as 1048576 or 2mb (default: FUNC_BODY_LIMIT, else 1mb)
-      --include-raw       put the body's bytes on context.rawBody (default: FUNC_INCLUDE_RAW)
-      --grace-period <t>  how long requests in flight may take at shutdown, such as 10s (default: FUNC_GRACE_PERIOD, else 10s)
-      --timeout <t>       answer 504 when the function takes longer, such as 30s (default: FUNC_TIMEOUT, else off)
-      --max-connections <n> open connections at most (default: FUNC_MAX_CONNECTIONS, else 1024)
-      --compat <runtime>  faas-js-runtime: behave as it where it and the seed disagree (default: FUNC_COMPAT, else off)
-      --pretty            human-readable log lines instead of JSON (default: FUNC_LOG_PRETTY)
-      --watch             restart when a file of the function changes (funcrun serve only)
-  -h, --help              show this help`;
+Options (the variable each reads when the flag is not given, and its default, in brackets):
+${flagHelp()}
+      --watch                 restart when a file of the function changes (funcrun serve only)
+  -h, --help                  show this help`;
 
 // Errors before the server runs are one JSON line on stderr, in the same format as every other line.
 const startupLog: RootLogger = createLogger('fatal', process.stderr);
@@ -49,46 +40,19 @@ function fail(err: unknown): never {
   process.exit(1);
 }
 
-function parseCommandLine(argv: string[]): { target: string; options: Options; gracePeriod?: string; pretty: boolean } {
+function parseCommandLine(argv: string[]): { target: string; flags: Partial<Values> } {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: {
-      port: { type: 'string', short: 'p' },
-      host: { type: 'string' },
-      'log-level': { type: 'string' },
-      logLevel: { type: 'string' },
-      bodyLimit: { type: 'string' },
-      'body-limit': { type: 'string' },
-      'include-raw': { type: 'boolean' },
-      includeRaw: { type: 'boolean' },
-      'grace-period': { type: 'string' },
-      timeout: { type: 'string' },
-      'max-connections': { type: 'string' },
-      compat: { type: 'string' },
-      pretty: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: { ...flagOptions(), help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) {
     process.stdout.write(USAGE + '\n');
     process.exit(0);
   }
   if (positionals.length > 1) throw new Error(`expected one path, got ${positionals.length}: ${positionals.join(' ')}`);
-  const options: Options = {};
-  if (values.port !== undefined) options.port = parsePort(values.port, '--port');
-  if (values.host !== undefined) options.host = values.host;
-  const level = values['log-level'] ?? values.logLevel;
-  if (level !== undefined) options.logLevel = checkLogLevel(level, '--log-level');
-  const limit = values.bodyLimit ?? values['body-limit'];
-  if (limit !== undefined) options.bodyLimit = parseBytes(limit, '--bodyLimit');
-  if (values['include-raw'] || values.includeRaw) options.includeRaw = true;
-  if (values.timeout !== undefined) options.timeout = parseDuration(values.timeout, '--timeout');
-  if (values['max-connections'] !== undefined) options.maxConnections = parseCount(values['max-connections'], '--max-connections');
-  if (values.compat !== undefined) options.compat = parseCompat(values.compat, '--compat') ?? 'none';
-  if (values['grace-period'] !== undefined) parseDuration(values['grace-period'], '--grace-period');
-  return { target: positionals[0] ?? '.', options, gracePeriod: values['grace-period'], pretty: values.pretty === true };
+  return { target: positionals[0] ?? '.', flags: fromFlags(values) };
 }
 
 /** Serves the function named by `argv` (the command line after `serve`) until a signal stops it. */
@@ -148,16 +112,18 @@ export async function serve(argv: string[]): Promise<void> {
   } catch (err) {
     fail(err);
   }
-  const { target, options } = parsed;
+  const { target, flags } = parsed;
   try {
     // func.yaml's envs are set before the module loads: its top level may read them.
     const { folder } = resolveEntry(target);
     const funcYaml = readFuncYaml(folder);
     if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
-    const grace = parsed.gracePeriod ?? process.env.FUNC_GRACE_PERIOD;
-    if (grace !== undefined) gracePeriod = parseDuration(grace, parsed.gracePeriod ? '--grace-period' : 'FUNC_GRACE_PERIOD');
+    const env = fromEnvironment(process.env);
+    gracePeriod = flags.gracePeriod ?? env.gracePeriod ?? gracePeriod;
     const { module } = await loadFunction(target);
-    const pretty = parsed.pretty || parseSwitch(process.env.FUNC_LOG_PRETTY ?? 'false', 'FUNC_LOG_PRETTY');
+    const pretty = flags.pretty ?? env.pretty ?? false;
+    // serve's own settings stay here; the rest are start()'s options, from the flags.
+    const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
     server = await start(module, { ...options, config: folder, funcYaml, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
   } catch (err) {
     fail(err);

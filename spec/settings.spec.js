@@ -1,0 +1,101 @@
+'use strict';
+// One table of settings (lib/settings.ts): start(), serve's flags and --help, `funcrun config`,
+// and the README's options table all agree with it.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { SETTINGS, fromEnvironment, probePaths } = require('../lib/settings.js');
+const { checkEnv } = require('../lib/configure.js');
+const { start, stop, defaults } = require('../lib/index.js');
+
+const ROOT = path.join(__dirname, '..');
+const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+
+/** The README's options table: each row's cells. */
+function optionRows() {
+  const section = README.slice(README.indexOf('## Options'), README.indexOf('## func.yaml'));
+  return section.split('\n').filter((line) => line.startsWith('| ') && !line.startsWith('| flag') && !line.startsWith('|---')).map((line) => line.split('|').slice(1, -1).map((c) => c.trim()));
+}
+
+describe('the settings table', () => {
+  it("the README's options table has a row for every setting, with its flags, variables and option", () => {
+    const rows = optionRows();
+    for (const [name, setting] of Object.entries(SETTINGS)) {
+      const row = rows.find((cells) => (setting.env ?? []).every((v) => cells[1].includes(`\`${v}\``)) && (setting.env?.length ?? 0) > 0);
+      assert.ok(row, `no README row names the variables of ${name}: ${setting.env}`);
+      for (const flag of setting.flags ?? []) assert.ok(row[0].includes(`\`${flag}\``), `README row for ${name} lacks the flag ${flag}`);
+      if (!setting.serveOnly) assert.ok(row[2].includes(`\`${name}\``), `README row for ${name} lacks the start() option`);
+    }
+    // And nothing in the table that the table of settings does not know (probe and label variables aside).
+    const known = new Set(Object.values(SETTINGS).flatMap((s) => s.env ?? []));
+    for (const cells of rows) {
+      for (const [, variable] of cells[1].matchAll(/`(FUNC_[A-Z_]+)`/g)) {
+        if (!/^FUNC_HEALTH_/.test(variable)) assert.ok(known.has(variable), `README names ${variable}, which no setting reads`);
+      }
+    }
+  });
+
+  it('--help lists every flag of the table', () => {
+    const help = spawnSync(process.execPath, [path.join(ROOT, 'lib', 'serve.js'), '--help'], { encoding: 'utf8' });
+    assert.equal(help.status, 0);
+    for (const setting of Object.values(SETTINGS)) for (const flag of setting.flags ?? []) assert.match(help.stdout, new RegExp(`${flag}\\b`), flag);
+  });
+
+  it('`funcrun config` refuses exactly the values start() refuses, variable by variable', () => {
+    const candidates = ['banana', '-1', '0', '1', '10s', '2mb', 'true', 'off', '/path', 'faas-js-runtime', 'debug', '70000', ' 8080 '];
+    for (const setting of Object.values(SETTINGS)) {
+      for (const variable of setting.env ?? []) {
+        for (const value of candidates) {
+          let atStart;
+          try {
+            fromEnvironment({ [variable]: value });
+            atStart = 'accepted';
+          } catch (err) {
+            atStart = err.name;
+          }
+          let byConfig;
+          try {
+            checkEnv(variable, value);
+            byConfig = 'accepted';
+          } catch (err) {
+            byConfig = err.name;
+          }
+          assert.equal(byConfig, atStart, `${variable}=${value}`);
+        }
+      }
+    }
+  });
+
+  it('funcrun config envs add refuses FUNC_TIMEOUT=banana (it used to accept it, and the server then refused to start)', () => {
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-settings-'));
+    fs.writeFileSync(path.join(folder, 'func.yaml'), 'name: s\n');
+    for (const variable of ['FUNC_TIMEOUT', 'FUNC_METRICS', 'FUNC_MAX_EVENT_LOOP_DELAY', 'FUNC_COMPAT']) {
+      const res = spawnSync(process.execPath, [path.join(ROOT, 'lib', 'cli.js'), 'config', 'envs', 'add', '--path', folder, '--name', variable, '--value', 'banana'], { encoding: 'utf8' });
+      assert.notEqual(res.status, 0, variable);
+      assert.match(res.stderr + res.stdout, new RegExp(`invalid ${variable} 'banana'`), variable);
+    }
+    assert.equal(fs.readFileSync(path.join(folder, 'func.yaml'), 'utf8'), 'name: s\n');
+  });
+
+  it('start() takes each option as text or as a value, checked by the same parser', async () => {
+    const server = await start(() => 'ok', { port: '0', host: '127.0.0.1', logLevel: 'silent', timeout: '2s', bodyLimit: '1kb', maxConnections: '5', includeRaw: 'yes' });
+    await stop(server, 100);
+    await assert.rejects(start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 'banana' }), /invalid timeout 'banana'/);
+    assert.equal(defaults.timeout, SETTINGS.timeout.default);
+  });
+
+  it('probe paths follow one precedence: *_URL, then root and relative paths, then the module, then func.yaml, then the default', () => {
+    const paths = (env, module = {}, funcYaml = {}) => probePaths({ env, module, funcYaml });
+    assert.deepEqual(paths({}), { liveness: '/health/liveness', readiness: '/health/readiness' });
+    assert.deepEqual(paths({}, {}, { liveness: '/y/l' }).liveness, '/y/l');
+    assert.deepEqual(paths({}, { liveness: '/m/l' }, { liveness: '/y/l' }).liveness, '/m/l');
+    assert.deepEqual(paths({ FUNC_HEALTH_ROOT_PATH: '/q/health' }, { liveness: '/m/l' }), { liveness: '/q/health/liveness', readiness: '/q/health/readiness' });
+    assert.equal(paths({ FUNC_HEALTH_LIVENESS_PATH: 'alive' }).liveness, '/health/alive');
+    assert.equal(paths({ FUNC_HEALTH_LIVENESS_PATH: '/full' }).liveness, '/full');
+    assert.equal(paths({ LIVENESS_URL: '/url', FUNC_HEALTH_ROOT_PATH: '/q' }, { liveness: '/m' }).liveness, '/url');
+    assert.throws(() => paths({ LIVENESS_URL: 'no-slash' }), /LIVENESS_URL/);
+  });
+});
