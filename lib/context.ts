@@ -4,7 +4,6 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { CloudEvent } from 'cloudevents';
 import type { Logger } from './log';
 import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
-import type { Params } from './router';
 
 export class Context {
   readonly method: string;

@@ -10,7 +10,7 @@ import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop } from './index';
 import { flagHelp, flagOptions, fromEnvironment, fromFlags, type Values } from './settings';
-import { loggerOf } from './server';
+import { loggerOf } from './lifecycle';
 
 export const USAGE = `Usage: funcrun serve [path] [options]
        node lib/serve.js [path] [options]

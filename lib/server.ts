@@ -1,24 +1,30 @@
-// The HTTP server: routing, body, CloudEvents, context, invocation, response. Everything that
-// can be decided once (routes, probe paths, CORS origins, log prefixes) is decided in
-// `createServer`; the per-request path only does per-request work.
-import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+// The HTTP server: the request pipeline, `onRequest`, as its numbered steps. Everything that can
+// be decided once (routes, probe paths, CORS origins, log prefixes) is decided in `createServer`;
+// the per-request path only does per-request work. The steps' parts live beside it: connections.ts
+// (pipelining, malformed HTTP), probes.ts, invocation.ts (timeout, batches), respond.ts (return
+// rules), errors.ts (sendError, the one place errors become responses), lifecycle.ts (stop).
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { CloudEvent } from 'cloudevents';
 import { hasBody, parseBody, rawBodyOf, readBody, searchParamsToObject } from './body';
 import type { Behaviour } from './compat';
-import { asCloudEvent, detectMode, readEvent, responseDefaults } from './cloudevent';
+import { detectMode, readEvent, responseDefaults } from './cloudevent';
 import { Context, sharingQuery } from './context';
 import { namedRoutes } from './functions';
 import { allowAnyOrigin, allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
-import { errorBody, errorJson, HttpError, inspect, lastResort, sendError } from './errors';
+import { HttpError, lastResort, sendError } from './errors';
 import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
-import { discard, respond, type Reply } from './respond';
-import { JSON_TYPE, send, TEXT } from './send';
+import { respond, type Reply } from './respond';
+import { JSON_TYPE, send } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
 import { monitorLoop } from './overload';
+import { register, runShutdown, type Runtime } from './lifecycle';
+import { answerProbe } from './probes';
+import { batch, invoker } from './invocation';
+import { answered, clientError, closeAfter, CLOSING, LATEST, PENDING, rawError, type CountedSocket } from './connections';
 import type { Function as FunctionModule, HealthCheck, Invokable } from './types';
 
 /** Settings resolved once at start (see `start` in index.ts for where each comes from). */
@@ -47,8 +53,6 @@ export interface Settings {
   behaviour: Behaviour;
 }
 
-// A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
-const HANDLER_THIS = Object.freeze({});
 
 // Methods whose empty body is still a body: with a Content-Type it is parsed ('' for text, {} for a form).
 const SENDS_BODY = new Set(['POST', 'PUT', 'PATCH']);
@@ -58,35 +62,6 @@ type Target =
   | { kind: 'function'; fn: Invokable }
   | { kind: 'probe'; check?: HealthCheck; readiness: boolean }
   | { kind: 'metrics' };
-
-interface Runtime {
-  readonly module: FunctionModule;
-  readonly log: RootLogger;
-  draining: boolean;
-  shutdown?: Promise<void>;
-  metrics?: Metrics;
-}
-
-const runtimes = new WeakMap<Server, Runtime>();
-
-// Requests on a connection whose answers are not finished yet (more than one when pipelined),
-// and whether the connection is to be closed once they are (malformed bytes followed them).
-const PENDING = Symbol('funcrun pending requests');
-const CLOSING = Symbol('funcrun closing');
-const LATEST = Symbol('funcrun latest request');
-type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
-
-function answered(socket: CountedSocket): void {
-  if (--socket[PENDING]! === 0 && socket[CLOSING]) socket.destroySoon();
-}
-
-/**
- * While draining, the last pending response on a connection closes it. An earlier one must not:
- * the requests pipelined behind it were run, and their answers are still to be sent.
- */
-function closeAfter(req: IncomingMessage, res: ServerResponse): void {
-  if (!res.headersSent && (req.socket as CountedSocket)[PENDING] === 1) res.setHeader('connection', 'close');
-}
 
 export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
   const router = new Router<Target>();
@@ -140,6 +115,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     // What the request was parsed into: never read as response instructions (see provenance.ts).
     let input: unknown[] | undefined;
     try {
+      // 1. The request line and headers: what HTTP itself requires.
       // HTTP/1.1 requires Host (RFC 9112 section 3.2); node's own check would answer without a JSON body.
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
         throw new HttpError(400, 'the request has no Host header');
@@ -151,6 +127,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const q = url.indexOf('?');
       const path = q === -1 ? url : url.slice(0, q);
       const method = req.method ?? 'GET';
+      // 2. CORS: a preflight is answered here.
       if (cors !== undefined && req.headers.origin !== undefined) {
         const allowed = allowOrigin(req, res, cors);
         if (isPreflight(req)) {
@@ -162,6 +139,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         // faas-js-runtime answers OPTIONS itself, whoever asks, without calling the function.
         if (method === 'OPTIONS') return send(req, res, 204, { 'content-type': JSON_TYPE, 'access-control-allow-headers': '*' }, undefined);
       }
+      // 3. The route, and 4. the module's access check.
       const match = router.find(method, path);
       // The module's own access check runs before anything else is done for the request: before
       // its body is read or parsed, and before a 404 or 405 says which routes exist. Probes are
@@ -181,11 +159,13 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       } else {
         throw new HttpError(404, `no route for ${method} ${path}`);
       }
-      if (target.kind === 'probe') return await probe(req, res, target, reqLog);
+      // 5. Probes and metrics are answered by the runtime itself.
+      if (target.kind === 'probe') return await answerProbe(req, res, target, runtime, probeOptions, reqLog);
       if (target.kind === 'metrics') return send(req, res, 200, { 'content-type': METRICS_TYPE }, metrics!.render());
       if (metrics !== undefined) began = performance.now();
-      const deadline = timeout > 0 ? performance.now() + timeout : Infinity;
+      const deadline = settings.timeout > 0 ? performance.now() + settings.timeout : Infinity;
 
+      // 6. The body, read within the limit, and the context the function gets.
       const media = parseMediaType(req.headers['content-type']);
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
       const mode = detectMode(req.headers, media);
@@ -203,6 +183,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         return ctx;
       };
 
+      // 7. The function: with the request's data, or once per event.
       let value: unknown;
       if (mode === undefined) {
         const data = bytes === undefined ? undefined : parseBody(bytes, media);
@@ -224,12 +205,14 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
           ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed, behaviour.eventAsArgument)
           : await invoke(target.fn, context(event), behaviour.eventAsArgument ? event : event.data, deadline);
       }
+      // 8. The answer, by the return rules.
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
       const sent = respond(req, res, value, behaviour.eventsAnsweredBinary && mode === 'structured' ? 'binary' : mode, input, behaviour);
       const reply: Reply = sent instanceof Promise ? await sent : sent;
       if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);
     } catch (err) {
+      // Any step's failure becomes an answer in one place: sendError().
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
       // A body left unread (refused before or while reading it) leaves the connection unusable.
       if (!res.headersSent && hasBody(req) && !req.complete) res.setHeader('connection', 'close');
@@ -243,30 +226,9 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     }
   }
 
-  // Calls the function; with a timeout, a handler still running when it passes is answered 504
-  // and its context's signal aborted (the handler decides whether to stop; its late result is dropped).
-  // The timeout is the request's: a batch's events share it, rather than each getting its own.
-  const timeout = settings.timeout;
-  function invoke(fn: Invokable, ctx: Context, data: unknown, deadline: number): unknown {
-    const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
-    const left = deadline - performance.now();
-    if (timeout > 0 && left <= 0) throw tooLate();
-    const result = fn.call(HANDLER_THIS, ctx, data);
-    if (timeout <= 0 || !isThenable(result)) return result;
-    let timer: NodeJS.Timeout | undefined;
-    let late = false;
-    const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        late = true;
-        const error = tooLate();
-        ctx.abort(error);
-        reject(error);
-      }, left);
-    });
-    // A result that comes after the 504 is dropped; a stream in it is closed.
-    Promise.resolve(result).then((value) => late && discard(value), ignore);
-    return Promise.race([result, expired]).finally(() => clearTimeout(timer));
-  }
+
+  const invoke = invoker(settings.timeout);
+  const probeOptions = { probeTimeout: settings.probeTimeout, maxEventLoopDelay: settings.maxEventLoopDelay, loopDelay: loop?.delay };
 
   // The last line of defence: whatever escapes onRequest still gets an answer, never a crash.
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -305,81 +267,18 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
   server.on('connect', (_req: IncomingMessage, socket: Socket) => rawError(socket, 405, 'CONNECT is not supported'));
   server.once('close', () => runShutdown(runtime).catch((err) => log.error(err, 'shutdown() failed')));
-  runtimes.set(server, runtime);
+  register(server, runtime);
   return server;
 
-  async function probe(req: IncomingMessage, res: ServerResponse, target: Target & { kind: 'probe' }, reqLog: Logger): Promise<void> {
-    let healthy = true;
-    let answer: unknown;
-    if (target.check !== undefined) {
-      try {
-        answer = await within(target.check(), settings.probeTimeout, 'the check did not answer in time');
-        healthy = answer !== false;
-      } catch (err) {
-        reqLog.warn(err, `${target.readiness ? 'readiness' : 'liveness'} check failed`);
-        healthy = false;
-      }
-    }
-    // Checked after the module's own check, which may have been in flight when draining began.
-    if (target.readiness && runtime.draining) {
-      healthy = false;
-      res.setHeader('connection', 'close');
-    }
-    // An event loop running late is a saturated instance: the platform should route elsewhere.
-    if (target.readiness && healthy && settings.maxEventLoopDelay > 0) {
-      const delay = loop!.delay();
-      if (delay > settings.maxEventLoopDelay) {
-        healthy = false;
-        reqLog.warn({ eventLoopDelay: Math.round(delay) }, 'not ready: the event loop is running late');
-      }
-    }
-    // A check may answer with its own text (faas-js-runtime sends what it returns).
-    if (healthy) send(req, res, 200, { 'content-type': TEXT }, typeof answer === 'string' && answer !== '' ? answer : 'OK');
-    else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(inspect(new HttpError(503, 'not ready')), undefined, reqLog, module.errorBody));
-  }
 }
 
-/**
- * A batch (`application/cloudevents-batch+json`): the handler runs once per event, in order.
- * The CloudEvents it returns are answered as a batch; values that are not events are not sent.
- */
-async function batch(
-  events: CloudEvent<unknown>[],
-  fn: Invokable,
-  context: (event: CloudEvent<unknown>) => Context,
-  invoke: (fn: Invokable, ctx: Context, data: unknown) => unknown,
-  gone: () => boolean,
-  eventAsArgument: boolean,
-): Promise<CloudEvent<unknown>[] | undefined> {
-  const replies: CloudEvent<unknown>[] = [];
-  for (const event of events) {
-    // The client went away: the answer cannot be sent, so the rest of the batch is not run.
-    if (gone()) return undefined;
-    const value = await invoke(fn, context(event), eventAsArgument ? event : event.data);
-    const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
-    if (reply !== undefined) replies.push(reply);
-    else discard(value);
-  }
-  return replies.length === 0 ? undefined : replies;
-}
 
-function ignore(): void {}
 
 function queryOf(url: string, q: number): Record<string, string | string[]> {
   return q === -1 ? {} : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
 }
 
-/** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */
-function within(value: unknown, ms: number, message: string): Promise<unknown> {
-  if (!isThenable(value)) return Promise.resolve(value);
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
-  return Promise.race([value, late]).finally(() => clearTimeout(timer));
-}
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
-}
 
 /** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept. */
 export function withoutQueryValues(url: string): string {
@@ -417,84 +316,3 @@ export function originForm(url: string): string {
   return rest.startsWith('/') ? rest : '/' + rest;
 }
 
-/**
- * Malformed HTTP never reaches a handler: answer it with a JSON error and close. Only when no
- * response is pending on the connection, as node's own handler does: bytes written into a
- * response in flight would corrupt it.
- */
-function clientError(err: NodeJS.ErrnoException, socket: CountedSocket): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-  // Complete requests that came before the malformed bytes are still answered; then it closes.
-  // (Malformed bytes inside a request's body belong to that request: it is cut, below.)
-  if ((socket[PENDING] ?? 0) > 0 && socket[LATEST]?.complete === true) return void (socket[CLOSING] = true);
-  // node's own handler reads the same field: the response it is writing on this socket, if any.
-  const pending = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
-  if (pending !== null && pending !== undefined) return void socket.destroy();
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  rawError(socket, status, status === 400 ? 'malformed HTTP request' : '');
-}
-
-/** An error answer written straight to a socket that no ServerResponse owns, then closed. */
-function rawError(socket: Socket, status: number, message: string): void {
-  const body = JSON.stringify(errorBody(status, new HttpError(status, message)));
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: ${JSON_TYPE}\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
-}
-
-/** The logger a server made by start() writes with. */
-export function loggerOf(server: Server): RootLogger {
-  const runtime = runtimes.get(server);
-  if (runtime === undefined) throw new TypeError('loggerOf() takes a server made by start()');
-  return runtime.log;
-}
-
-// The module's shutdown() runs once, when the server has closed, however it was closed.
-function runShutdown(runtime: Runtime): Promise<void> {
-  return (runtime.shutdown ??= (async () => {
-    await runtime.module.shutdown?.();
-  })());
-}
-
-/**
- * Stops gracefully: readiness turns 503, no new connections are accepted, requests in flight
- * finish (keep-alive connections close after their current response, and as soon as they go
- * idle), and after the last one the module's `shutdown()` runs. Past `gracePeriod` ms the
- * remaining connections are cut; `shutdown()` then has `gracePeriod` ms of its own. Resolves
- * when `shutdown()` has finished; rejects with its error, or when it does not finish in time.
- */
-export function stop(server: Server, gracePeriod = 10_000): Promise<void> {
-  const runtime = runtimes.get(server);
-  if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
-  runtime.draining = true;
-  if (!server.listening) return bounded(runShutdown(runtime), gracePeriod, runtime.log);
-  const cut = setTimeout(() => server.closeAllConnections(), gracePeriod);
-  // A response that was already streaming when the drain began could not say `connection: close`:
-  // its connection is closed when it goes idle, rather than kept for the keep-alive timeout.
-  const sweep = setInterval(() => server.closeIdleConnections(), 50);
-  cut.unref();
-  sweep.unref();
-  return new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  }).then(() => {
-    clearTimeout(cut);
-    clearInterval(sweep);
-    return bounded(runShutdown(runtime), gracePeriod, runtime.log);
-  });
-}
-
-// shutdown() may never settle; the process must still be able to exit.
-function bounded(shutdown: Promise<void>, limit: number, log: RootLogger): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new Error(`shutdown() did not finish within ${limit} ms`);
-      log.error(error.message);
-      reject(error);
-    }, limit);
-    // Not unref'd: a shutdown() that holds nothing must still end in this error and exit code 1.
-  });
-  return Promise.race([shutdown, late]).finally(() => clearTimeout(timer));
-}

@@ -1,6 +1,6 @@
 // `funcrun/testing`: what a function's own tests use. `startFunction` serves a module on a free
 // port for integration tests; `createContext` builds the handler's first argument for unit tests
-// that call `handle` directly.
+// that call `handle` directly; `createLogSink` collects the log lines either writes.
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import type { CloudEvent as Event } from 'cloudevents';
@@ -28,13 +28,40 @@ export interface RunningFunction {
 
 /**
  * Serves a function on 127.0.0.1 and a free port: a module object, a handler, or a path to a
- * project folder or module file. Logs are silent unless `logLevel` says otherwise.
+ * project folder or module file. Logs are silent unless a `logDestination` (such as a
+ * `createLogSink()`) is given, then at `trace` level, as `createContext` does; `logLevel` overrides.
  */
 export async function startFunction(func: FunctionModule | Invokable | string, options: Options = {}): Promise<RunningFunction> {
   const module = typeof func === 'string' ? (await loadFunction(func)).module : func;
-  const server = await start(module, { port: 0, host: '127.0.0.1', logLevel: 'silent', ...options });
+  const server = await start(module, { port: 0, host: '127.0.0.1', logLevel: options.logDestination ? 'trace' : 'silent', ...options });
   const { port } = server.address() as import('node:net').AddressInfo;
   return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000) };
+}
+
+export interface LogSink extends LogDestination {
+  /** Every line written so far, each newline-terminated, in order. */
+  lines: string[];
+  /** All lines as one string, for searching the whole log (for a secret, say). */
+  text(): string;
+  /** Each line parsed as JSON; a line that is not JSON throws, failing the test. */
+  entries(): Record<string, unknown>[];
+}
+
+/**
+ * A log destination that keeps what it is given, for assertions on the log:
+ * `startFunction(fn, { logLevel: 'trace', logDestination: sink })`, then `sink.entries()`.
+ */
+export function createLogSink(): LogSink {
+  const lines: string[] = [];
+  return {
+    lines,
+    write(line: string) {
+      lines.push(line);
+      return true;
+    },
+    text: () => lines.join(''),
+    entries: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
 }
 
 export interface ContextOptions {

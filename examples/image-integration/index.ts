@@ -1,7 +1,7 @@
-// The image integration test service as a funcrun function: `node lib/serve.js examples/image-integration`.
+// The image integration test service as a funcrun function: `npm start` (`funcrun serve .`).
 // The environment is read here, once; everything below takes options.
 import { readFileSync } from 'node:fs';
-import { parseBytes, parseCount, parseDuration, parseSwitch } from '../../lib/config';
+import { parseBytes, parseCount, parseDuration, parseSwitch } from 'funcrun';
 import { createService } from './lib/service';
 
 const env = process.env;

@@ -1,5 +1,5 @@
 // The gRPC-gateway error shape StackRox clients parse: { code, message, details, error }.
-import type { ErrorBody } from '../../../lib/index';
+import type { ErrorBody } from 'funcrun';
 
 /** gRPC status codes (google.rpc.Code) for the HTTP statuses this service answers. */
 const CODES: Record<number, number> = {

@@ -2,7 +2,7 @@
 // answer {} or the gRPC-gateway error. Every text that leaves (answers, log lines) is redacted.
 import { isUtf8 } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context, Function as FunctionModule, Logger, RequestInfo } from '../../../lib/index';
+import type { Context, Function as FunctionModule, Logger, RequestInfo } from 'funcrun';
 import { ecrLogin, type AwsSettings, type EcrConfig } from './ecr';
 import { badRequest, grpcErrorBody, ServiceError, type FieldViolation } from './grpc';
 import { NetworkFailure, type Limits } from './http';

@@ -3,7 +3,7 @@
 // and check the signature, then the registry login against a real registry over TLS.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { signV4 } = require('../lib/sigv4.js');
+const { signV4 } = require('../build/lib/sigv4.js');
 const { startRegistry, startPeer } = require('./peers');
 const { startService, assertNoSecret } = require('./service');
 
@@ -160,7 +160,7 @@ describe('ECR', () => {
   });
 
   it('the default AWS endpoints follow the region; overrides win', () => {
-    const { awsEndpoint } = require('../lib/ecr.js');
+    const { awsEndpoint } = require('../build/lib/ecr.js');
     assert.equal(awsEndpoint('ecr', 'eu-west-3', {}).href, 'https://api.ecr.eu-west-3.amazonaws.com/');
     assert.equal(awsEndpoint('sts', 'eu-west-3', {}).href, 'https://sts.eu-west-3.amazonaws.com/');
     assert.equal(awsEndpoint('ecr', 'eu-west-3', { ecrEndpoint: 'https://vpce.example/' }).href, 'https://vpce.example/');

@@ -3,9 +3,9 @@
 // nothing, and it is no CloudEvent receiver, so a batch cannot run thousands of tests.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { request } = require('../../../spec/helpers');
+const { request } = require('./helpers');
 const { startService, assertNoSecret } = require('./service');
-const { PATH } = require('../lib/service.js');
+const { PATH } = require('../build/lib/service.js');
 
 const SECRET = 'hunter2-xml-secret';
 

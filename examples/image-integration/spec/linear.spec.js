@@ -6,11 +6,11 @@
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { maskUserinfo, Redactor } = require('../lib/secrets.js');
-const { parseEndpoint, refusedAddress } = require('../lib/endpoint.js');
-const { parseChallenge } = require('../lib/registry.js');
+const { maskUserinfo, Redactor } = require('../build/lib/secrets.js');
+const { parseEndpoint, refusedAddress } = require('../build/lib/endpoint.js');
+const { parseChallenge } = require('../build/lib/registry.js');
 const { startService } = require('./service');
-const { runServing, request } = require('../../../spec/helpers');
+const { runServing, request } = require('./helpers');
 
 const MB = 1 << 20;
 const FOLDER = path.join(__dirname, '..');

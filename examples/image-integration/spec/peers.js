@@ -10,7 +10,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
-const { freePort, waitUntilListening } = require('../../../spec/helpers');
+const { freePort, waitUntilListening } = require('./helpers');
 
 const REGISTRY = process.env.DOCKER_REGISTRY_BIN || 'docker-registry';
 

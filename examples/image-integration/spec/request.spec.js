@@ -4,10 +4,10 @@
 // service, with the StackRox UI's own bodies (from the forms' defaults, values invented).
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { serve, request } = require('../../../spec/helpers');
-const { createService } = require('../lib/service.js');
-const { schema } = require('../lib/schema.js');
-const { boundedDistance, nearMisses, parseInt32 } = require('../lib/request-decode.js');
+const { serve, request } = require('./helpers');
+const { createService } = require('../build/lib/service.js');
+const { schema } = require('../build/lib/schema.js');
+const { boundedDistance, nearMisses, parseInt32 } = require('../build/lib/request-decode.js');
 const { startRegistry, startPeer, startSilent } = require('./peers');
 const { startService, assertNoSecret } = require('./service');
 

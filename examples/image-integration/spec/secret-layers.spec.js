@@ -4,7 +4,7 @@
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const http = require('node:http');
-const { Redactor } = require('../lib/secrets.js');
+const { Redactor } = require('../build/lib/secrets.js');
 const { startService, assertNoSecret } = require('./service');
 
 const PASSWORD = 'S3cr3t p@ss/w0rd';

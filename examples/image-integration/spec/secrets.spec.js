@@ -8,9 +8,9 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const https = require('node:https');
-const { serve, request } = require('../../../spec/helpers');
-const { createService, PATH } = require('../lib/service.js');
-const { maskSecrets, secretValues, Redactor, userinfoSpans, maskEndpoint } = require('../lib/secrets.js');
+const { serve, request } = require('./helpers');
+const { createService, PATH } = require('../build/lib/service.js');
+const { maskSecrets, secretValues, Redactor, userinfoSpans, maskEndpoint } = require('../build/lib/secrets.js');
 const { startRegistry, startPeer, certificate, scratch } = require('./peers');
 
 // Space runs, '@', '/', '&', '<', '>', quotes, '+', '%' and a non-ASCII letter: every encoding differs.

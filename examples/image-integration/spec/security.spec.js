@@ -3,8 +3,8 @@
 // and the optional bearer token.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { secretPaths } = require('../lib/schema.js');
-const { maskSecrets, secretValues, Redactor } = require('../lib/secrets.js');
+const { secretPaths } = require('../build/lib/schema.js');
+const { maskSecrets, secretValues, Redactor } = require('../build/lib/secrets.js');
 const { startService } = require('./service');
 
 describe('secrets from the schema', () => {

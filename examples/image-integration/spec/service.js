@@ -1,7 +1,7 @@
 'use strict';
 // Starts the image integration service in this process, on 127.0.0.1 port 0, with a log sink.
-const { serve, request } = require('../../../spec/helpers');
-const { createService, PATH } = require('../lib/service.js');
+const { serve, request } = require('./helpers');
+const { createService, PATH } = require('../build/lib/service.js');
 
 const defaults = {
   limits: { connectTimeout: 2000, responseTimeout: 2000, maxBodyBytes: 64 * 1024, allowPrivate: true },

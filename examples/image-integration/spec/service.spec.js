@@ -1,15 +1,15 @@
 'use strict';
 // The service as a whole: bounds, unexpected errors, and the environment read by index.js
-// when it runs under `node lib/serve.js examples/image-integration`.
+// when it runs under `funcrun serve .` (`npm start`).
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const fs = require('node:fs');
-const { failure } = require('../lib/service.js');
-const { Redactor } = require('../lib/secrets.js');
+const { failure } = require('../build/lib/service.js');
+const { Redactor } = require('../build/lib/secrets.js');
 const { startRegistry, startSilent, scratch } = require('./peers');
 const { startService } = require('./service');
-const { runServing, request } = require('../../../spec/helpers');
+const { run, runServing, request } = require('./helpers');
 
 const FOLDER = path.join(__dirname, '..');
 
@@ -61,7 +61,7 @@ describe('unexpected errors', () => {
   });
 });
 
-describe('served by node lib/serve.js, configured by the environment', () => {
+describe('served by funcrun serve, configured by the environment', () => {
   const PASSWORD = 'env-spec-password-1';
   const body = (endpoint) => JSON.stringify({ name: 'r', type: 'docker', categories: ['REGISTRY'], docker: { endpoint, username: 'alice', password: PASSWORD, insecure: true } });
   const post = (url, data, headers = {}) => request(url + '/v1/imageintegrations/test', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: data });
@@ -108,7 +108,6 @@ describe('served by node lib/serve.js, configured by the environment', () => {
   });
 
   it('an invalid setting stops the start with its name', async () => {
-    const { run } = require('../../../spec/helpers');
     const proc = run([FOLDER, '--port', '0'], { env: { IMAGE_INTEGRATION_CONNECT_TIMEOUT: 'soon' } });
     assert.equal((await proc.exited).code, 1);
     assert.match(proc.out.stderr, /IMAGE_INTEGRATION_CONNECT_TIMEOUT/);

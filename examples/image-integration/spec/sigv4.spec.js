@@ -2,7 +2,7 @@
 // The SigV4 signer against AWS's published test vectors.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { signV4 } = require('../lib/sigv4.js');
+const { signV4 } = require('../build/lib/sigv4.js');
 
 const suite = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
 const suiteNow = new Date('2015-08-30T12:36:00Z');

@@ -2,8 +2,9 @@
 // Validation before any network call: all problems at once, in the gRPC-gateway BadRequest shape.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { createValidator, TYPES } = require('../lib/validate.js');
+const { createValidator, TYPES } = require('../build/lib/validate.js');
 const { startService } = require('./service');
+const { request } = require('./helpers');
 
 const validate = createValidator();
 const violations = (body, options) => {
@@ -211,7 +212,6 @@ describe('validation over HTTP', () => {
   });
 
   it('other methods and paths answer in the same shape', async () => {
-    const { request } = require('../../../spec/helpers');
     const get = await request(service.url + '/v1/imageintegrations/test');
     assert.equal(get.status, 405);
     assert.equal(get.json.code, 12);

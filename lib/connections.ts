@@ -1,0 +1,51 @@
+// A connection's bookkeeping: the requests on it whose answers are not finished yet (more than one
+// when pipelined), and malformed HTTP, answered only when no response is in flight on it.
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { errorBody, HttpError } from './errors';
+import { JSON_TYPE } from './send';
+
+// Requests on a connection whose answers are not finished yet (more than one when pipelined),
+// and whether the connection is to be closed once they are (malformed bytes followed them).
+export const PENDING = Symbol('funcrun pending requests');
+export const CLOSING = Symbol('funcrun closing');
+export const LATEST = Symbol('funcrun latest request');
+export type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
+
+export function answered(socket: CountedSocket): void {
+  if (--socket[PENDING]! === 0 && socket[CLOSING]) socket.destroySoon();
+}
+
+/**
+ * While draining, the last pending response on a connection closes it. An earlier one must not:
+ * the requests pipelined behind it were run, and their answers are still to be sent.
+ */
+export function closeAfter(req: IncomingMessage, res: ServerResponse): void {
+  if (!res.headersSent && (req.socket as CountedSocket)[PENDING] === 1) res.setHeader('connection', 'close');
+}
+
+/**
+ * Malformed HTTP never reaches a handler: answer it with a JSON error and close. Only when no
+ * response is pending on the connection, as node's own handler does: bytes written into a
+ * response in flight would corrupt it.
+ */
+export function clientError(err: NodeJS.ErrnoException, socket: CountedSocket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  // Complete requests that came before the malformed bytes are still answered; then it closes.
+  // (Malformed bytes inside a request's body belong to that request: it is cut, below.)
+  if ((socket[PENDING] ?? 0) > 0 && socket[LATEST]?.complete === true) return void (socket[CLOSING] = true);
+  // node's own handler reads the same field: the response it is writing on this socket, if any.
+  const pending = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+  if (pending !== null && pending !== undefined) return void socket.destroy();
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  rawError(socket, status, status === 400 ? 'malformed HTTP request' : '');
+}
+
+/** An error answer written straight to a socket that no ServerResponse owns, then closed. */
+export function rawError(socket: Socket, status: number, message: string): void {
+  const body = JSON.stringify(errorBody(status, new HttpError(status, message)));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: ${JSON_TYPE}\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}

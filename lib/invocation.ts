@@ -1,0 +1,79 @@
+// Calling the function: with the frozen `this` faas-js-runtime gives, within the request's
+// timeout, and once per event of a batch.
+import type { CloudEvent } from 'cloudevents';
+import { asCloudEvent } from './cloudevent';
+import type { Context } from './context';
+import { HttpError } from './errors';
+import { discard } from './respond';
+import type { Invokable } from './types';
+
+// A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
+const HANDLER_THIS = Object.freeze({});
+
+/** Calls a handler: `invoke(fn, context, data, deadline)`, its value or a promise of it. */
+export type Invoke = (fn: Invokable, ctx: Context, data: unknown, deadline: number) => unknown;
+
+/**
+ * The invoker for a timeout in ms (0: none). A handler still running when the timeout passes is
+ * answered 504 and its context's signal aborted (the handler decides whether to stop; its late
+ * result is dropped). The timeout is the request's: a batch's events share it.
+ */
+export function invoker(timeout: number): Invoke {
+  return function invoke(fn, ctx, data, deadline) {
+    const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
+    const left = deadline - performance.now();
+    if (timeout > 0 && left <= 0) throw tooLate();
+    const result = fn.call(HANDLER_THIS, ctx, data);
+    if (timeout <= 0 || !isThenable(result)) return result;
+    let timer: NodeJS.Timeout | undefined;
+    let late = false;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        late = true;
+        const error = tooLate();
+        ctx.abort(error);
+        reject(error);
+      }, left);
+    });
+    // A result that comes after the 504 is dropped; a stream in it is closed.
+    Promise.resolve(result).then((value) => late && discard(value), ignore);
+    return Promise.race([result, expired]).finally(() => clearTimeout(timer));
+  };
+}
+
+/**
+ * A batch (`application/cloudevents-batch+json`): the handler runs once per event, in order.
+ * The CloudEvents it returns are answered as a batch; values that are not events are not sent.
+ */
+export async function batch(
+  events: CloudEvent<unknown>[],
+  fn: Invokable,
+  context: (event: CloudEvent<unknown>) => Context,
+  invoke: (fn: Invokable, ctx: Context, data: unknown) => unknown,
+  gone: () => boolean,
+  eventAsArgument: boolean,
+): Promise<CloudEvent<unknown>[] | undefined> {
+  const replies: CloudEvent<unknown>[] = [];
+  for (const event of events) {
+    // The client went away: the answer cannot be sent, so the rest of the batch is not run.
+    if (gone()) return undefined;
+    const value = await invoke(fn, context(event), eventAsArgument ? event : event.data);
+    const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
+    if (reply !== undefined) replies.push(reply);
+    else discard(value);
+  }
+  return replies.length === 0 ? undefined : replies;
+}
+
+function ignore(): void {}
+/** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */
+export function within(value: unknown, ms: number, message: string): Promise<unknown> {
+  if (!isThenable(value)) return Promise.resolve(value);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
+  return Promise.race([value, late]).finally(() => clearTimeout(timer));
+}
+
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
+}

@@ -1,0 +1,78 @@
+// A server's life after start: the state its requests read (draining), its shutdown() run once,
+// and stop(), the graceful drain.
+import type { Server } from 'node:http';
+import type { RootLogger } from './log';
+import type { Metrics } from './metrics';
+import type { Function as FunctionModule } from './types';
+
+/** What a running server keeps beside the node:http server. */
+export interface Runtime {
+  readonly module: FunctionModule;
+  readonly log: RootLogger;
+  /** Set by stop(): readiness turns 503 and connections close after their answers. */
+  draining: boolean;
+  shutdown?: Promise<void>;
+  metrics?: Metrics;
+}
+
+const runtimes = new WeakMap<Server, Runtime>();
+
+export function register(server: Server, runtime: Runtime): void {
+  runtimes.set(server, runtime);
+}
+
+/** The logger a server made by start() writes with. */
+export function loggerOf(server: Server): RootLogger {
+  const runtime = runtimes.get(server);
+  if (runtime === undefined) throw new TypeError('loggerOf() takes a server made by start()');
+  return runtime.log;
+}
+
+// The module's shutdown() runs once, when the server has closed, however it was closed.
+export function runShutdown(runtime: Runtime): Promise<void> {
+  return (runtime.shutdown ??= (async () => {
+    await runtime.module.shutdown?.();
+  })());
+}
+
+/**
+ * Stops gracefully: readiness turns 503, no new connections are accepted, requests in flight
+ * finish (keep-alive connections close after their current response, and as soon as they go
+ * idle), and after the last one the module's `shutdown()` runs. Past `gracePeriod` ms the
+ * remaining connections are cut; `shutdown()` then has `gracePeriod` ms of its own. Resolves
+ * when `shutdown()` has finished; rejects with its error, or when it does not finish in time.
+ */
+export function stop(server: Server, gracePeriod = 10_000): Promise<void> {
+  const runtime = runtimes.get(server);
+  if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
+  runtime.draining = true;
+  if (!server.listening) return bounded(runShutdown(runtime), gracePeriod, runtime.log);
+  const cut = setTimeout(() => server.closeAllConnections(), gracePeriod);
+  // A response that was already streaming when the drain began could not say `connection: close`:
+  // its connection is closed when it goes idle, rather than kept for the keep-alive timeout.
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  cut.unref();
+  sweep.unref();
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  }).then(() => {
+    clearTimeout(cut);
+    clearInterval(sweep);
+    return bounded(runShutdown(runtime), gracePeriod, runtime.log);
+  });
+}
+
+// shutdown() may never settle; the process must still be able to exit.
+function bounded(shutdown: Promise<void>, limit: number, log: RootLogger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`shutdown() did not finish within ${limit} ms`);
+      log.error(error.message);
+      reject(error);
+    }, limit);
+    // Not unref'd: a shutdown() that holds nothing must still end in this error and exit code 1.
+  });
+  return Promise.race([shutdown, late]).finally(() => clearTimeout(timer));
+}

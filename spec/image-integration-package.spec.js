@@ -1,0 +1,62 @@
+'use strict';
+// examples/image-integration stands alone: copied out of the checkout, with funcrun installed
+// from the tarball `npm pack` makes, `npm install && npm run build && npm start` serve it, and its
+// specs find everything they use (funcrun/testing included) in its own dependencies.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { freePort, waitUntilListening } = require('./helpers');
+
+const ROOT = path.join(__dirname, '..');
+const EXAMPLE = path.join(ROOT, 'examples', 'image-integration');
+
+// npm's own variables from the `npm test` running this would steer the npm runs below.
+const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(npm_|INIT_CWD$|FUNC_|PORT$)/i.test(k)));
+
+function npm(args, cwd) {
+  return execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+describe('examples/image-integration outside the checkout', () => {
+  it('installs funcrun from its tarball, builds, serves with npm start, and its specs run', { timeout: 180_000 }, async () => {
+    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-package-'));
+    // lib/ is built already (npm test builds first); the tarball is what npm publishes.
+    const [{ filename }] = JSON.parse(npm(['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], ROOT));
+    const outside = path.join(scratch, 'image-integration');
+    fs.cpSync(EXAMPLE, outside, { recursive: true, filter: (from) => !/[/\\](node_modules|build)$/.test(from) });
+    const manifestFile = path.join(outside, 'package.json');
+    const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
+    manifest.dependencies.funcrun = `file:${path.join(scratch, filename)}`;
+    fs.writeFileSync(manifestFile, JSON.stringify(manifest, null, 2));
+
+    npm(['install', '--prefer-offline'], outside);
+    assert.ok(!fs.lstatSync(path.join(outside, 'node_modules', 'funcrun')).isSymbolicLink(), 'funcrun comes from the tarball, not a link');
+    npm(['run', 'build'], outside);
+    assert.ok(fs.existsSync(path.join(outside, 'build', 'index.js')));
+
+    const port = await freePort();
+    // Its own process group, so that the npm, shell and node processes all stop together.
+    const child = spawn('npm', ['start'], { cwd: outside, env: { ...ENV, PORT: String(port) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = { stdout: '', stderr: '' };
+    child.stdout.on('data', (c) => (out.stdout += c));
+    child.stderr.on('data', (c) => (out.stderr += c));
+    const exited = new Promise((resolve) => child.on('close', resolve));
+    try {
+      await waitUntilListening(port, { child, out });
+      const res = await fetch(`http://127.0.0.1:${port}/v1/imageintegrations/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' });
+      const body = await res.json();
+      assert.equal(res.status, 400);
+      assert.equal(body.code, 3);
+    } finally {
+      process.kill(-child.pid, 'SIGTERM');
+      await exited;
+    }
+
+    // Two of its specs (the whole set runs in the workspace): the helpers resolve funcrun/testing from the tarball.
+    execFileSync(process.execPath, ['--test', 'spec/json-only.spec.js', 'spec/sigv4.spec.js'], { cwd: outside, env: ENV, stdio: 'pipe' });
+    fs.rmSync(scratch, { recursive: true, force: true });
+  });
+});
