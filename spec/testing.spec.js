@@ -49,3 +49,24 @@ describe('funcrun/testing', () => {
     }
   });
 });
+
+describe('createLogSink', () => {
+  it('collects the lines of a started function, at trace level, parsed as JSON', async () => {
+    const { createLogSink } = require('funcrun/testing');
+    const sink = createLogSink();
+    const running = await startFunction((ctx) => {
+      ctx.log.trace({ step: 1 }, 'tracing');
+      return 'ok';
+    }, { logDestination: sink });
+    try {
+      assert.equal(await (await fetch(running.url)).text(), 'ok');
+      const traced = sink.entries().find((e) => e.msg === 'tracing');
+      assert.equal(traced.step, 1);
+      assert.equal(traced.level, 10);
+      assert.match(sink.text(), /"msg":"tracing"/);
+      assert.equal(sink.lines.length, sink.entries().length);
+    } finally {
+      await running.close();
+    }
+  });
+});
