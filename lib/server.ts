@@ -6,7 +6,8 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { CloudEvent } from 'cloudevents';
-import { hasBody, parseBody, rawBodyOf, readBody, searchParamsToObject } from './body';
+import { hasBody, parseBody, rawBodyOf, readBody } from './body';
+import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
 import { detectMode, readEvent, responseDefaults } from './cloudevent';
 import { Context, sharingQuery } from './context';
@@ -123,9 +124,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // funcrun upgrades nothing, and node has handed the rest of this connection's bytes to the
       // upgrade: answer this request, then close, rather than leave requests behind it unanswered.
       if (req.headers.upgrade !== undefined) res.setHeader('connection', 'close');
-      const url = originForm(req.url ?? '/');
-      const q = url.indexOf('?');
-      const path = q === -1 ? url : url.slice(0, q);
+      const { path, search } = readTarget(req.url ?? '/');
       const method = req.method ?? 'GET';
       // 2. CORS: a preflight is answered here.
       if (cors !== undefined && req.headers.origin !== undefined) {
@@ -145,7 +144,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // its body is read or parsed, and before a 404 or 405 says which routes exist. Probes are
       // exempt: the platform asks them without credentials.
       if (authorize !== undefined && !(match.kind === 'found' && match.handler.kind === 'probe')) {
-        await authorize({ method, path, headers: req.headers, query: queryOf(url, q) });
+        await authorize({ method, path, headers: req.headers, query: queryOf(search) });
       }
       let target: Target;
       let params = {};
@@ -169,7 +168,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const media = parseMediaType(req.headers['content-type']);
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
       const mode = detectMode(req.headers, media);
-      const query = queryOf(url, q);
+      const query = queryOf(search);
       // Once per request: a batch's events all share it.
       const raw = settings.includeRaw && bytes !== undefined ? rawBodyOf(bytes, media) : undefined;
       let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
@@ -196,7 +195,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       } else {
         const event = readEvent(mode, req.headers, bytes, media);
         // A batch's events share the request's query: one prototype holds its keys for all of them.
-        if (Array.isArray(event) && q !== -1) Made = sharingQuery(query);
+        if (Array.isArray(event) && search !== undefined) Made = sharingQuery(query);
         // An event is recognised by its class; its data is parsed request data like any body.
         input = [event, Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req, params];
         if (metrics !== undefined) metrics.queued((performance.now() - began) / 1000);
@@ -274,9 +273,6 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
 
 
-function queryOf(url: string, q: number): Record<string, string | string[]> {
-  return q === -1 ? {} : searchParamsToObject(new URLSearchParams(url.slice(q + 1)));
-}
 
 
 
@@ -302,17 +298,4 @@ function access(req: IncomingMessage, res: ServerResponse, log: Logger): void {
   });
 }
 
-/**
- * `GET http://host/path HTTP/1.1` (absolute form, RFC 9112 section 3.2.2) is routed by its path;
- * everything else is already a path (or `*`, which no route matches).
- */
-export function originForm(url: string): string {
-  if (url.charCodeAt(0) === 0x2f) return url;
-  const scheme = url.indexOf('://');
-  if (scheme === -1) return url;
-  let end = scheme + 3;
-  while (end < url.length && url[end] !== '/' && url[end] !== '?') end++;
-  const rest = url.slice(end);
-  return rest.startsWith('/') ? rest : '/' + rest;
-}
 

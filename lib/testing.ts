@@ -8,9 +8,8 @@ import { Context } from './context';
 import { responseDefaults } from './cloudevent';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { loadFunction } from './loader';
-import { searchParamsToObject } from './body';
 import { parseMediaType } from './media-type';
-import { originForm } from './server';
+import { queryOf, readTarget } from './target';
 import { start, stop, type Options } from './index';
 import type { Function as FunctionModule, Invokable } from './types';
 
@@ -93,11 +92,9 @@ export function createContext(options: ContextOptions = {}): Context {
     Object.defineProperty(headers, name.toLowerCase(), { value: text, enumerable: true, writable: true, configurable: true });
   }
   req.headers = headers;
-  // Routed as the server routes it: an absolute-form URL by its path.
-  const url = originForm(req.url);
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
-  const query = searchParamsToObject(new URLSearchParams(q === -1 ? '' : url.slice(q + 1)));
+  // Read as the server reads it (an absolute-form URL by its path).
+  const { path, search } = readTarget(req.url);
+  const query = queryOf(search);
   const silent = options.logDestination === undefined;
   const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
   const contentType = parseMediaType(headers['content-type'])?.type;

@@ -1,6 +1,7 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const http = require('node:http');
 const net = require('node:net');
 const { serve, request } = require('./helpers');
 const { findJsonError } = require('../lib/body.js');
@@ -181,8 +182,99 @@ describe('request data by media type', () => {
     assert.match(res.json.message, /uncompressed/);
   });
 
-  it('keeps serving after every bad request', async () => {
-    assert.equal((await post('{"ok":1}', 'application/json')).status, 200);
+  it('keeps serving after every bad request: after each one, the same server answers a good request correctly', { timeout: 30_000 }, async () => {
+    // Its own server: what this checks does not depend on which tests ran before it, or whether they ran.
+    const own = await serve(echo, { bodyLimit: 1024 });
+    const { port } = new URL(own.url);
+    const LIMIT_MS = 3000; // every exchange below is bounded: a server that hangs fails, it does not stall the run
+    const bounded = (promise, what) => {
+      let timer;
+      const late = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what}: no answer within ${LIMIT_MS} ms`)), LIMIT_MS);
+      });
+      return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+    };
+    /** Sends `raw` on a new connection; resolves with all the server wrote once it closes (or `hangUpAfter` ms pass). */
+    const rawExchange = (raw, { hangUpAfter } = {}) => {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      const done = new Promise((resolve, reject) => {
+        let data = '';
+        socket.on('data', (chunk) => (data += chunk));
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+        socket.write(raw);
+        if (hangUpAfter !== undefined) setTimeout(() => socket.destroy(), hangUpAfter);
+      });
+      return bounded(done, 'raw request').finally(() => socket.destroy());
+    };
+    /** POSTs JSON on a new connection (no pooled keep-alive socket can stand in for the listener). */
+    const freshPost = (body) =>
+      new Promise((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: Number(port), method: 'POST', path: '/', agent: false, headers: { 'content-type': 'application/json', connection: 'close' } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode, text }));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.setTimeout(LIMIT_MS, () => req.destroy(new Error(`no answer within ${LIMIT_MS} ms`)));
+        req.end(body);
+      });
+    const postJson = (body, type, extra = {}) =>
+      request(own.url + '/', { method: 'POST', headers: { 'content-type': type, ...extra }, body, signal: AbortSignal.timeout(LIMIT_MS) });
+
+    // Each bad request, and what it must be answered (undefined: the client hangs up, no answer expected).
+    const bad = [
+      ['malformed JSON', async () => (await postJson('{"b": tru}', 'application/json')).status, 400],
+      ['truncated JSON', async () => (await postJson('{"a": [1, 2', 'application/json')).status, 400],
+      ['an unknown charset', async () => (await postJson('x', 'text/plain; charset=klingon')).status, 415],
+      ['bytes that are not UTF-8', async () => (await postJson(Buffer.from([0x61, 0xff]), 'text/plain')).status, 400],
+      ['malformed XML', async () => (await postJson('<order>\n  <item>tea</order>', 'application/xml')).status, 400],
+      ['text that is not XML', async () => (await postJson('just words', 'text/xml')).status, 400],
+      ['a body over the limit', async () => (await postJson('x'.repeat(1025), 'text/plain')).status, 413],
+      ['a compressed body', async () => (await postJson('x', 'text/plain', { 'content-encoding': 'gzip' })).status, 415],
+      ['a chunked body over the limit, never finished', async () => {
+        const answer = await rawExchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n' + '800\r\n' + 'y'.repeat(0x800) + '\r\n');
+        return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+      }, 413],
+      ['a body over the limit with Expect: 100-continue', async () => {
+        const answer = await rawExchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n', { hangUpAfter: 1000 });
+        return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+      }, 413],
+      ['a malformed HTTP request', async () => {
+        const answer = await rawExchange('GARBAGE\r\n\r\n');
+        return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+      }, 400],
+      ['a client that hangs up halfway through its body', async () => {
+        await rawExchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n' + 'z'.repeat(10), { hangUpAfter: 100 });
+        return undefined;
+      }, undefined],
+    ];
+
+    try {
+      for (const [i, [what, send, expected]] of bad.entries()) {
+        let status;
+        try {
+          status = await send();
+        } catch (error) {
+          assert.fail(`${what}: the bad request itself got no answer: ${error.cause?.code ?? error.code ?? ''} ${error.message}`);
+        }
+        assert.equal(status, expected, `${what}: the answer to the bad request itself`);
+        // A good request, different each round (so no earlier answer can pass for it), on a fresh connection.
+        const payload = { after: what, round: i };
+        let good;
+        try {
+          good = await bounded(freshPost(JSON.stringify(payload)), 'good request');
+        } catch (error) {
+          assert.fail(`after ${what}, a good request got no answer: ${error.code ?? ''} ${error.message}`);
+        }
+        assert.equal(good.status, 200, `after ${what}: status of a good request`);
+        assert.deepEqual(JSON.parse(good.text), { kind: 'object', value: payload, proto: 'object', same: true }, `after ${what}: answer to a good request`);
+      }
+    } finally {
+      await own.close();
+    }
   });
 });
 
