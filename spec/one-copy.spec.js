@@ -23,8 +23,9 @@ describe('one copy of funcrun at run time', () => {
 module.exports = {
   routes: {
     'POST /names': () => { throw new HttpError(409, 'name taken', { details: { field: 'name' }, headers: { 'retry-after': '5' } }); },
-    // serve.js itself loaded the module require('funcrun') gives (a bundle would carry its own).
-    'GET /copies': () => ({ same: require.main.children.some((m) => m.exports === require('funcrun')) }),
+    // The context serve.js made is an instance of the Context class require('funcrun') gives:
+    // a second copy of funcrun would have a class of its own (Context carries no brand).
+    'GET /copies': (context) => ({ same: context instanceof require('funcrun').Context }),
   },
 };`,
     });
@@ -74,5 +75,25 @@ module.exports = {
     assert.ok(!(JSON.parse('{"statusCode":404}') instanceof HttpError));
     const trap = new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } });
     assert.equal(trap instanceof HttpError, false);
+  });
+});
+
+describe('lib/runtime.js, the one bundled copy', () => {
+  it('lists every module of lib/ but the command line and funcrun/testing', () => {
+    const source = fs.readFileSync(path.join(checkout, 'lib', 'runtime.ts'), 'utf8');
+    const outside = new Set(['cli', 'configure', 'create', 'invoke', 'testing', 'runtime']);
+    const modules = fs.readdirSync(path.join(checkout, 'lib')).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => f.slice(0, -3));
+    for (const name of modules) {
+      if (!outside.has(name)) assert.match(source, new RegExp(`from '\\./${name}';`), `${name} is not in lib/runtime.ts`);
+    }
+  });
+
+  it('each listed module file re-exports its part of the bundle, and ESM importers find the names', async () => {
+    const { modules } = require('../lib/runtime.js');
+    assert.equal(require('../lib/context.js'), modules.context);
+    assert.equal(require('../lib/index.js'), modules.index);
+    const esm = await import(path.join(checkout, 'lib', 'index.js'));
+    assert.equal(esm.start, modules.index.start);
+    assert.equal(typeof esm.HttpError, 'function');
   });
 });

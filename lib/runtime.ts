@@ -1,0 +1,72 @@
+// The whole runtime as one file (lib/runtime.js, built by esbuild from this list). Each module's
+// own lib/<name>.js is then a one-line re-export of its part of it (lib/build/entries.js), so
+// whichever way funcrun is entered (node lib/serve.js, require('funcrun'), funcrun/testing, the
+// funcrun command) one copy of it runs, and a cold start loads one file rather than thirty.
+// Not here: what the server never needs (funcrun/testing, which loads the CloudEvents SDK, and the
+// funcrun command's cli, create, invoke and configure); their files load the runtime's modules
+// through the re-exports. A spec checks that every other module is listed.
+import * as body from './body';
+import * as brand from './brand';
+import * as cloudevent from './cloudevent';
+import * as compat from './compat';
+import * as config from './config';
+import * as connections from './connections';
+import * as context from './context';
+import * as cors from './cors';
+import * as errors from './errors';
+import * as functions from './functions';
+import * as headers from './headers';
+import * as index from './index';
+import * as invocation from './invocation';
+import * as lifecycle from './lifecycle';
+import * as loader from './loader';
+import * as log from './log';
+import * as mediaType from './media-type';
+import * as metrics from './metrics';
+import * as overload from './overload';
+import * as position from './position';
+import * as probes from './probes';
+import * as provenance from './provenance';
+import * as respond from './respond';
+import * as router from './router';
+import * as send from './send';
+import * as serve from './serve';
+import * as server from './server';
+import * as settings from './settings';
+import * as target from './target';
+import * as types from './types';
+import * as xml from './xml';
+
+export const modules = {
+  body,
+  brand,
+  cloudevent,
+  compat,
+  config,
+  connections,
+  context,
+  cors,
+  errors,
+  functions,
+  headers,
+  index,
+  invocation,
+  lifecycle,
+  loader,
+  log,
+  'media-type': mediaType,
+  metrics,
+  overload,
+  position,
+  probes,
+  provenance,
+  respond,
+  router,
+  send,
+  serve,
+  server,
+  settings,
+  target,
+  types,
+  xml,
+};
