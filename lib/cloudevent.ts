@@ -61,6 +61,14 @@ const BATCH = 'application/cloudevents-batch+json';
 const SPEC_VERSIONS = new Set(['1.0', '0.3']);
 
 /** The content mode of a request, or undefined when it is not a CloudEvent. */
+/**
+ * The mode a returned event is answered in: the request's (binary for a plain HTTP request), or
+ * binary always (faas-js-runtime's way, with `FUNC_COMPAT`). A batch is answered as a batch.
+ */
+export function replyMode(requestMode: Mode | undefined, alwaysBinary: boolean): Mode | undefined {
+  return alwaysBinary && requestMode === 'structured' ? 'binary' : requestMode;
+}
+
 export function detectMode(headers: IncomingHttpHeaders, media: MediaType | undefined): Mode | undefined {
   if (media !== undefined && media.type.startsWith('application/cloudevents')) {
     return media.type.startsWith('application/cloudevents-batch') ? 'batch' : 'structured';

@@ -9,7 +9,7 @@ import type { Context } from './context';
 import { MAX_JSON_DEPTH } from './body';
 import { HttpError } from './errors';
 import { isPartOf } from './provenance';
-import { discard } from './respond';
+import { discard, Prepared } from './respond';
 import { Readable } from 'node:stream';
 import { JSON_TYPE } from './send';
 import type { Function as FunctionModule, Invokable, NamedFunction } from './types';
@@ -202,7 +202,8 @@ function httpOutput(output: unknown): unknown {
   if (Buffer.isBuffer(output) || output instanceof Uint8Array || output instanceof Readable) return output;
   if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
   // Everything else is JSON, strings included: "HELLO" answers "\"HELLO\"", as Funqy does.
-  return { statusCode: 200, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(output) ?? 'null' };
+  // Made here once, as the answer itself, rather than as a return value respond.ts reads again.
+  return new Prepared({ status: 200, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(output) ?? 'null' });
 }
 
 function eventOutput(name: string, output: unknown, request: CloudEvent<unknown>): unknown {

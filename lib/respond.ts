@@ -12,6 +12,14 @@ import { safeHeaders, type Dropped } from './headers';
 import { isInstance, isPartOf } from './provenance';
 import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
 
+/**
+ * A response already made (a named function's JSON output): sent as it is, not read again as a
+ * return value. Recognised by its class, so no returned data can pose as one.
+ */
+export class Prepared {
+  constructor(readonly reply: Reply) {}
+}
+
 /** A response decided but not yet written. */
 export interface Reply {
   status: number;
@@ -87,6 +95,7 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
       return { status: 204 };
   }
   if (value === null) return NOTHING;
+  if (value instanceof Prepared) return value.reply;
   const object = value as object;
   const event = asCloudEvent(object);
   if (event !== undefined) {

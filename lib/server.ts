@@ -9,7 +9,7 @@ import type { CloudEvent } from 'cloudevents';
 import { hasBody, parseBody, rawBodyOf, readBody } from './body';
 import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
-import { detectMode, readEvent, responseDefaults } from './cloudevent';
+import { detectMode, readEvent, replyMode, responseDefaults } from './cloudevent';
 import { Context, sharingQuery } from './context';
 import { namedRoutes } from './functions';
 import { allowAnyOrigin, allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
@@ -206,7 +206,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       }
       // 8. The answer, by the return rules.
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
-      const sent = respond(req, res, value, behaviour.eventsAnsweredBinary && mode === 'structured' ? 'binary' : mode, input, behaviour);
+      const sent = respond(req, res, value, replyMode(mode, behaviour.eventsAnsweredBinary), input, behaviour);
       const reply: Reply = sent instanceof Promise ? await sent : sent;
       if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);
