@@ -54,7 +54,8 @@ describe('funcrun', () => {
   });
 });
 
-describe('funcrun create', () => {
+// The four projects are independent (own folders): their `npm test` runs, the slow part, overlap.
+describe('funcrun create', { concurrency: true }, () => {
   // What `npm install` does for the project, without a registry: funcrun from this working tree,
   // and the project's dev tools (typescript, @types/node) linked from this package's own.
   function install(folder) {
@@ -92,7 +93,14 @@ describe('funcrun create', () => {
         install(folder);
         // The project's own test runner, not a child of this one.
         const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-        const test = spawnSync('npm', ['test'], { cwd: folder, encoding: 'utf8', env });
+        const test = await new Promise((resolve) => {
+          const child = spawn('npm', ['test'], { cwd: folder, env });
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (c) => (stdout += c));
+          child.stderr.on('data', (c) => (stderr += c));
+          child.on('close', (status) => resolve({ status, stdout, stderr }));
+        });
         assert.equal(test.status, 0, test.stdout + test.stderr);
         assert.match(test.stdout, /# pass 4/);
         assert.match(test.stdout, /# fail 0/);
