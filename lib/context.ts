@@ -3,6 +3,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
 import type { Logger } from './log';
+import { parseMediaType } from './media-type';
 import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
 
 export class Context {
@@ -126,6 +127,14 @@ function abortWhenClientGoes(res: ServerResponse, controller: AbortController): 
     });
   }
   controllers.add(controller);
+}
+
+/**
+ * `context.contentType`, one way for the server and funcrun/testing: the parsed media type
+ * (`application/json`), or with FUNC_COMPAT=faas-js-runtime the header as sent.
+ */
+export function contentTypeOf(header: string | undefined, asSent: boolean): string | undefined {
+  return asSent ? header : parseMediaType(header)?.type;
 }
 
 type ContextClass = new (...args: ConstructorParameters<typeof Context>) => Context;

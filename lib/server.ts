@@ -10,7 +10,7 @@ import { hasBody, parseBody, rawBodyOf, readBody } from './body';
 import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
 import { detectMode, readEvent, replyMode, responseDefaults } from './cloudevent';
-import { Context, sharingQuery } from './context';
+import { Context, contentTypeOf, sharingQuery } from './context';
 import { namedRoutes } from './functions';
 import { allowAnyOrigin, allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
 import { HttpError, lastResort, sendError } from './errors';
@@ -169,11 +169,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
       const mode = detectMode(req.headers, media);
       const query = queryOf(search);
+      const contentType = contentTypeOf(req.headers['content-type'], behaviour.rawContentType);
       // Once per request: a batch's events all share it.
       const raw = settings.includeRaw && bytes !== undefined ? rawBodyOf(bytes, media) : undefined;
       let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
       const context = (event?: CloudEvent<unknown>) => {
-        const ctx = new Made(req, reqLog, path, query, params, behaviour.rawContentType ? req.headers['content-type'] : media?.type, defaults, res);
+        const ctx = new Made(req, reqLog, path, query, params, contentType, defaults, res);
         if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;

@@ -4,11 +4,10 @@
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import type { CloudEvent as Event } from 'cloudevents';
-import { Context } from './context';
+import { Context, contentTypeOf } from './context';
 import { responseDefaults } from './cloudevent';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { loadFunction } from './loader';
-import { parseMediaType } from './media-type';
 import { queryOf, readTarget } from './target';
 import { start, stop, type Options } from './index';
 import type { Function as FunctionModule, Invokable } from './types';
@@ -97,7 +96,7 @@ export function createContext(options: ContextOptions = {}): Context {
   const query = queryOf(search);
   const silent = options.logDestination === undefined;
   const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
-  const contentType = parseMediaType(headers['content-type'])?.type;
+  const contentType = contentTypeOf(headers['content-type'], false);
   const context = new Context(req, log.forRequest(1), path, query, options.params ?? {}, contentType, responseDefaults('function'));
   context.body = options.cloudevent?.data ?? options.body;
   context.cloudevent = options.cloudevent;
