@@ -6,7 +6,8 @@
 // parsing the request is data, sent as JSON, not a response spelled out.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { pipeline, Readable, Writable } from 'node:stream';
-import { asCloudEvent, encodeEvent, type Mode } from './cloudevent';
+import { asCloudEvent, type Mode } from './cloudevent';
+import { encodeEvent } from './cloudevent-reply';
 import type { Behaviour } from './compat';
 import { safeHeaders, type Dropped } from './headers';
 import { isInstance, isPartOf } from './provenance';

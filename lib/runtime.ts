@@ -8,6 +8,8 @@
 import * as body from './body';
 import * as brand from './brand';
 import * as cloudevent from './cloudevent';
+import * as cloudeventRead from './cloudevent-read';
+import * as cloudeventReply from './cloudevent-reply';
 import * as compat from './compat';
 import * as config from './config';
 import * as connections from './connections';
@@ -41,6 +43,8 @@ export const modules = {
   body,
   brand,
   cloudevent,
+  'cloudevent-read': cloudeventRead,
+  'cloudevent-reply': cloudeventReply,
   compat,
   config,
   connections,
