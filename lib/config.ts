@@ -144,11 +144,17 @@ export function parseSwitch(value: string | boolean, what: string): boolean {
 
 /** A duration in milliseconds from a number (milliseconds) or text such as `500ms`, `10s`, `2m`. */
 export function parseDuration(value: string | number, what: string): number {
-  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
+  let ms = NaN;
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) ms = value;
   const m = typeof value === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(value) : null;
-  if (m) return Number(m[1]) * (m[2] === 's' ? 1000 : m[2] === 'm' ? 60_000 : 1);
+  if (m) ms = Number(m[1]) * (m[2] === 's' ? 1000 : m[2] === 'm' ? 60_000 : 1);
+  // A timer longer than 2^31 - 1 ms fires at once (node warns and uses 1 ms): refused, not a 504 for every request.
+  if (ms > MAX_TIMER) throw new ConfigError(`invalid ${what} '${value}': at most ${MAX_TIMER} ms (about 24 days)`);
+  if (ms >= 0) return ms;
   throw new ConfigError(`invalid ${what} '${value}': expected milliseconds, or a duration such as 10s`);
 }
+
+const MAX_TIMER = 2 ** 31 - 1;
 
 export function checkLogLevel(value: string, what: string): LogLevel {
   try {

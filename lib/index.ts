@@ -139,7 +139,8 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       metrics: value('metrics')
         ? { path: value('metricsPath'), labels: metricLabels(options.name ?? funcYaml?.name, identityOf(process.env), behaviour.faasMetricLabels) }
         : undefined,
-      headersTimeout: value('headersTimeout'),
+      // node refuses a headers timeout past the request timeout: the headers are due by then anyway.
+      headersTimeout: value('requestTimeout') > 0 ? Math.min(value('headersTimeout'), value('requestTimeout')) : value('headersTimeout'),
       requestTimeout: value('requestTimeout'),
       keepAliveTimeout: value('keepAliveTimeout'),
       probeTimeout: value('probeTimeout'),

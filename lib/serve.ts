@@ -25,7 +25,7 @@ ${flagHelp()}
 // Errors before the server runs are one JSON line on stderr, in the same format as every other line.
 const startupLog: RootLogger = createLogger('fatal', process.stderr);
 
-function fail(err: unknown): never {
+function fail(err: unknown, code = 1): never {
   try {
     // Our own configuration and loading errors say all in their message (with the stack of a
     // failing user module as their cause); anything else, such as a throwing init(), is logged whole.
@@ -37,7 +37,7 @@ function fail(err: unknown): never {
     // What was thrown cannot even be read (a Proxy whose traps throw).
     startupLog.fatal('the function failed to start: it threw a value that cannot be read');
   }
-  process.exit(1);
+  process.exit(code);
 }
 
 function parseCommandLine(argv: string[]): { target: string; flags: Partial<Values> } {
@@ -110,7 +110,9 @@ export async function serve(argv: string[]): Promise<void> {
   try {
     parsed = parseCommandLine(argv);
   } catch (err) {
-    fail(err);
+    // A wrong command line (an unknown flag, a bad value) is one line and exit code 2, as for any command.
+    const usage = err instanceof ConfigError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true;
+    fail(usage ? new ConfigError((err as Error).message) : err, usage ? 2 : 1);
   }
   const { target, flags } = parsed;
   try {

@@ -98,8 +98,13 @@ export function resolve<K extends SettingName>(name: K, option: unknown, env: Pa
 
 /** Refuses a variable's value that funcrun would refuse at start (`funcrun config envs add`). */
 export function checkVariable(name: string, value: string): void {
+  // An empty value is no value (start treats it as unset); a `{{ env:NAME }}` or `{{ secret:... }}`
+  // reference is resolved from elsewhere, by func.yaml's rules, and checked when it is.
+  if (value === '' || /^\{\{[^}]*\}\}$/.test(value.trim())) return;
   if (PROBE_VARIABLES.includes(name)) {
-    if (name.endsWith('_URL') || name === 'FUNC_HEALTH_ROOT_PATH') checkPath(value, name);
+    // The root is joined with `/` whichever way it is written; the others are full or relative paths.
+    if (name === 'FUNC_HEALTH_ROOT_PATH') return;
+    if (name.endsWith('_URL')) checkPath(value, name);
     else if (value.startsWith('/')) checkPath(value, name);
     else relativePath(value, name);
     return;
@@ -141,7 +146,7 @@ export function flagHelp(): string {
     const variables = setting.env?.length ? setting.env.join(', ') : '';
     const fallback = setting.default === undefined || setting.default === false ? '' : `, else ${String(setting.default)}`;
     const also = others.length ? ` (also ${others.join(', ')})` : '';
-    lines.push(`  ${names.padEnd(28)}${setting.help}${also}${variables ? ` [${variables}${fallback}]` : ''}`);
+    lines.push(`  ${names.padEnd(27)} ${setting.help}${also}${variables ? ` [${variables}${fallback}]` : ''}`);
   }
   return lines.join('\n');
 }

@@ -99,10 +99,13 @@ describe('loading a function', () => {
     assert.match(JSON.parse(proc.out.stderr).msg, /\/no\/such\/function: no such file or folder/);
   });
 
-  it('an unknown option: exit code 1 with a message', async () => {
-    const proc = run(['--frobnicate']);
-    assert.equal((await proc.exited).code, 1);
-    assert.match(proc.out.stderr, /frobnicate/);
+  it('an unknown option or a bad flag value: exit code 2, as for any command, with one line naming it', async () => {
+    for (const [args, pattern] of [[['--frobnicate'], /frobnicate/], [['--bodyLimit', '2 parsecs'], /--bodyLimit '2 parsecs'/]]) {
+      const proc = run(args);
+      assert.equal((await proc.exited).code, 2, args.join(' '));
+      assert.match(proc.out.stderr, pattern);
+      assert.equal(proc.out.stderr.trim().split('\n').length, 1);
+    }
   });
 
   it('--help prints the usage and exits 0', async () => {

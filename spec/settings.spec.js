@@ -45,7 +45,7 @@ describe('the settings table', () => {
   });
 
   it('`funcrun config` refuses exactly the values start() refuses, variable by variable', () => {
-    const candidates = ['banana', '-1', '0', '1', '10s', '2mb', 'true', 'off', '/path', 'faas-js-runtime', 'debug', '70000', ' 8080 '];
+    const candidates = ['banana', '-1', '0', '1', '10s', '2mb', 'true', 'off', '/path', 'faas-js-runtime', 'debug', '70000', ' 8080 ', '', '2147483647', '2147483648', '99999999999'];
     for (const setting of Object.values(SETTINGS)) {
       for (const variable of setting.env ?? []) {
         for (const value of candidates) {
@@ -78,6 +78,36 @@ describe('the settings table', () => {
       assert.match(res.stderr + res.stdout, new RegExp(`invalid ${variable} 'banana'`), variable);
     }
     assert.equal(fs.readFileSync(path.join(folder, 'func.yaml'), 'utf8'), 'name: s\n');
+  });
+
+  it('funcrun config takes what func.yaml resolves later: {{ env:NAME }} references and empty values', () => {
+    for (const value of ['{{ env:LVL }}', '{{ secret:s:key }}', '']) {
+      for (const variable of ['FUNC_LOG_LEVEL', 'FUNC_TIMEOUT', 'PORT', 'LIVENESS_URL', 'FUNC_HEALTH_ROOT_PATH']) assert.doesNotThrow(() => checkEnv(variable, value), `${variable}=${value}`);
+    }
+    // A root path is joined with '/' whichever way it is written, at start and here alike.
+    assert.doesNotThrow(() => checkEnv('FUNC_HEALTH_ROOT_PATH', 'q/health'));
+    assert.equal(probePaths({ env: { FUNC_HEALTH_ROOT_PATH: 'q/health' }, module: {}, funcYaml: {} }).liveness, '/q/health/liveness');
+  });
+
+  it('a request timeout shorter than the headers timeout starts (the headers are due by then), and a timer past 2^31 ms is refused', async () => {
+    const server = await start(() => 'ok', { port: 0, host: '127.0.0.1', logLevel: 'silent', requestTimeout: '5s' });
+    try {
+      assert.equal(server.headersTimeout, 5000);
+      assert.equal(server.requestTimeout, 5000);
+    } finally {
+      await stop(server, 100);
+    }
+    await assert.rejects(start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 2 ** 31 }), /at most 2147483647 ms/);
+  });
+
+  it('a wrong command line is one line on stderr and exit code 2; --help lines keep a space before their text', () => {
+    const bad = spawnSync(process.execPath, [path.join(ROOT, 'lib', 'serve.js'), '--bogus'], { encoding: 'utf8' });
+    assert.equal(bad.status, 2);
+    assert.equal(bad.stderr.trim().split('\n').length, 1);
+    assert.match(JSON.parse(bad.stderr).msg, /Unknown option '--bogus'/);
+    const help = spawnSync(process.execPath, [path.join(ROOT, 'lib', 'serve.js'), '--help'], { encoding: 'utf8' }).stdout;
+    for (const line of help.split('\n').filter((l) => /^\s+(-\w, )?--/.test(l))) assert.match(line, /^\s+\S.*\S \S/, line);
+    assert.match(help, /--max-connections <value> open connections/);
   });
 
   it('start() takes each option as text or as a value, checked by the same parser', async () => {
