@@ -82,8 +82,8 @@ function packageJson(name: string, ts: boolean, funcrunVersion: string): string 
     private: true,
     main: ts ? 'build/src/index.js' : 'index.js',
     scripts: ts
-      ? { build: 'tsc', start: 'tsc && funcrun serve .', test: 'tsc && node --test build/test/' }
-      : { start: 'funcrun serve .', test: 'node --test test/' },
+      ? { build: 'tsc', start: 'tsc && funcrun serve .', test: 'tsc && node --test build/test/*.js' }
+      : { start: 'funcrun serve .', test: 'node --test test/*.js' },
     dependencies: { funcrun: funcrunVersion },
     ...(ts ? { devDependencies: { '@types/node': '^20.19.0', typescript: '~5.9.3' } } : {}),
     engines: { node: '>=20' },
