@@ -86,7 +86,7 @@ function packageJson(name: string, ts: boolean, funcrunVersion: string): string 
       : { start: 'funcrun serve .', test: 'node --test test/*.js' },
     dependencies: { funcrun: funcrunVersion },
     ...(ts ? { devDependencies: { '@types/node': '^20.19.0', typescript: '~5.9.3' } } : {}),
-    engines: { node: '>=20' },
+    engines: { node: '>=22' },
   };
   return JSON.stringify(manifest, null, 2) + '\n';
 }
