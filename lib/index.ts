@@ -125,6 +125,9 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const name = options.name ?? funcYaml?.name ?? 'function';
   const behaviour = behaviourOf(value('compat'));
   const cors = options.cors ?? module.cors;
+  const requestTimeout = value('requestTimeout');
+  // node refuses a headers timeout past the request timeout: the headers are due by then anyway.
+  const headersTimeout = requestTimeout > 0 ? Math.min(value('headersTimeout'), requestTimeout) : value('headersTimeout');
   const probes = probePaths({ env: process.env, module: { liveness: module.liveness?.path, readiness: module.readiness?.path }, funcYaml: funcYaml ?? {} });
   const server = createServer(
     cors === module.cors ? module : { ...module, cors },
@@ -139,9 +142,8 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       metrics: value('metrics')
         ? { path: value('metricsPath'), labels: metricLabels(options.name ?? funcYaml?.name, identityOf(process.env), behaviour.faasMetricLabels) }
         : undefined,
-      // node refuses a headers timeout past the request timeout: the headers are due by then anyway.
-      headersTimeout: value('requestTimeout') > 0 ? Math.min(value('headersTimeout'), value('requestTimeout')) : value('headersTimeout'),
-      requestTimeout: value('requestTimeout'),
+      headersTimeout,
+      requestTimeout,
       keepAliveTimeout: value('keepAliveTimeout'),
       probeTimeout: value('probeTimeout'),
       maxConnections: value('maxConnections'),
