@@ -14,8 +14,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# One tarball, installed the way a user would (npm pack runs `prepare`, the build).
-npm pack --pack-destination "$work" >"$work/pack.log" 2>&1 || { tail -n 30 "$work/pack.log"; exit 1; }
+# One tarball of the built checkout (.ci/run builds after npm ci), installed the way a user would.
+npm pack --ignore-scripts --pack-destination "$work" >"$work/pack.log" 2>&1 || { tail -n 30 "$work/pack.log"; exit 1; }
 tarball=$(ls "$work"/*.tgz)
 
 # Readiness, one request and its answer, checked with node's own fetch, on loopback only.

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration, readFuncYaml } from './config';
 import { listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
-import { createProject, type Language, type Template } from './create';
+import { createProject, defaultDependency, functionName, type Language, type Template } from './create';
 import { invoke } from './invoke';
 import { serve, USAGE as SERVE_USAGE } from './serve';
 
@@ -26,12 +26,17 @@ Run funcrun <command> --help for its options. funcrun --version prints the versi
 
 const CREATE_USAGE = `Usage: funcrun create <folder> [--language node|typescript] [--template http|cloudevents]
 
-Writes a function project into folder (created if missing; it must be empty):
-func.yaml, package.json, README.md, the function, and unit and integration tests.
+Writes a function project into folder (created if missing; it must be empty): func.yaml,
+package.json, README.md, the function, unit and integration tests, Dockerfile and .dockerignore.
+Unless funcrun came from a registry, it is packed into the project (funcrun-<version>.tgz) and
+package.json depends on that file, so npm install works where funcrun is not published.
 
 Options:
   -l, --language <l>   node (JavaScript, default) or typescript
   -t, --template <t>   http (default) or cloudevents
+      --funcrun <spec> the dependency on funcrun: a version range (^${VERSION}), a file: or other
+                       npm specifier, or pack (this copy, packed into the project); default:
+                       ^${VERSION} when this funcrun was installed from a registry, else pack
   -h, --help           show this help`;
 
 const INVOKE_USAGE = `Usage: funcrun invoke [options]
@@ -88,16 +93,32 @@ function help(text: string): never {
 }
 
 function create(args: string[]): void {
-  const { values, positionals } = options(args, { language: { type: 'string', short: 'l' }, template: { type: 'string', short: 't' } }, true);
+  const { values, positionals } = options(
+    args,
+    { language: { type: 'string', short: 'l' }, template: { type: 'string', short: 't' }, funcrun: { type: 'string' } },
+    true,
+  );
   if (values.help) help(CREATE_USAGE);
   if (positionals.length !== 1) throw new UsageError('create takes one folder: funcrun create <folder>');
   const language = (values.language ?? 'node') as string;
   const template = (values.template ?? 'http') as string;
+  const funcrun = (values.funcrun ?? defaultDependency()) as string;
   if (language !== 'node' && language !== 'typescript') throw new UsageError(`unknown --language '${language}': expected node or typescript`);
   if (template !== 'http' && template !== 'cloudevents') throw new UsageError(`unknown --template '${template}': expected http or cloudevents`);
+  if (funcrun.trim() === '') throw new UsageError('--funcrun is empty: give a version range, an npm specifier or pack');
   const folder = resolve(positionals[0]);
-  const files = createProject(folder, { language: language as Language, template: template as Template, funcrunVersion: `^${VERSION}` });
-  process.stdout.write(`Created a ${template} function in ${language === 'node' ? 'JavaScript' : 'TypeScript'} in ${folder}:\n${files.map((f) => `  ${f}`).join('\n')}\nNext: cd ${positionals[0]} && npm install && npm test\n`);
+  const files = createProject(folder, { language: language as Language, template: template as Template, funcrun });
+  const kind = `${template === 'http' ? 'an HTTP' : 'a CloudEvent'} function in ${language === 'node' ? 'JavaScript' : 'TypeScript'}`;
+  process.stdout.write(
+    `Created ${kind} in ${folder}:\n${files.map((f) => `  ${f}`).join('\n')}\n` +
+      `Next: cd ${shellWord(positionals[0])} && npm install && npm test && npm start\n` +
+      `Then, for an image: docker build -t ${functionName(folder)} .\n`,
+  );
+}
+
+/** `word` as one shell word, for a command line the user copies. */
+function shellWord(word: string): string {
+  return /^[\w./@%+=:,-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 async function invokeCommand(args: string[]): Promise<void> {
@@ -231,7 +252,8 @@ function watchAndServe(args: string[]): void {
   let child: ChildProcess | undefined;
   let restarting: NodeJS.Timeout | undefined;
   const run = () => {
-    child = spawn(process.execPath, [join(__dirname, 'serve.js'), ...args], { stdio: 'inherit' });
+    // A TypeScript project runs from its source, so an edit needs no tsc (where node strips types).
+    child = spawn(process.execPath, [join(__dirname, 'serve.js'), ...args, '--from-source'], { stdio: 'inherit' });
   };
   const restart = (changed: string) => {
     clearTimeout(restarting);

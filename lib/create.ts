@@ -1,6 +1,9 @@
-// `funcrun create`: the seed's project layouts, for JavaScript and TypeScript, HTTP and CloudEvents.
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+// `funcrun create`: the seed's project layouts, for JavaScript and TypeScript, HTTP and CloudEvents,
+// with the deploy files, and a dependency on funcrun that installs whether or not funcrun is on
+// the npm registry.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 
 export type Language = 'node' | 'typescript';
 export type Template = 'http' | 'cloudevents';
@@ -8,8 +11,45 @@ export type Template = 'http' | 'cloudevents';
 export interface CreateOptions {
   language: Language;
   template: Template;
-  /** The version range of funcrun the project depends on. */
-  funcrunVersion: string;
+  /**
+   * How the project depends on funcrun: a version range (`^0.1.0`), any other npm specifier, or
+   * `pack`: this copy of funcrun packed into the project as `funcrun-<version>.tgz`, `file:` that.
+   */
+  funcrun: string;
+}
+
+/** This copy of funcrun: its folder and version. */
+const PACKAGE_ROOT = join(__dirname, '..');
+const VERSION = (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+// The image build files, copied from the ones funcrun ships, so the project builds with `docker build .`.
+const DEPLOY = join(PACKAGE_ROOT, 'examples', 'deploy');
+const DEPLOY_FILES = ['Dockerfile', '.dockerignore'];
+
+/**
+ * How a new project should depend on funcrun by default: a version range when this copy was
+ * installed from a registry (the range then installs anywhere), else `pack` (a checkout, a
+ * tarball or a link: funcrun may not be on any registry the project can reach).
+ */
+export function defaultDependency(): string {
+  return installedFromRegistry(PACKAGE_ROOT) ? `^${VERSION}` : 'pack';
+}
+
+// npm records where each installed package came from in the install's hidden lockfile,
+// node_modules/.package-lock.json (npx's cache, a project, or a global folder alike).
+function installedFromRegistry(root: string): boolean {
+  const at = root.indexOf(`${sep}node_modules${sep}`);
+  if (at < 0) return false;
+  const install = root.slice(0, at);
+  try {
+    const lock = JSON.parse(readFileSync(join(install, 'node_modules', '.package-lock.json'), 'utf8')) as {
+      packages?: Record<string, { version?: unknown; resolved?: unknown }>;
+    };
+    const entry = lock.packages?.[relative(install, root).split(sep).join('/')];
+    return entry?.version === VERSION && typeof entry.resolved === 'string' && /^https?:\/\//.test(entry.resolved);
+  } catch {
+    return false;
+  }
 }
 
 /** A name func.yaml, package.json and event types can carry: lowercase letters, digits and dashes. */
@@ -27,24 +67,37 @@ export function createProject(folder: string, options: CreateOptions): string[] 
   if (existsSync(root) && readdirSync(root).length > 0) {
     throw new Error(`${root} is not empty: create a function in a new or empty folder`);
   }
-  const files = projectFiles(functionName(root), options);
+  const tarball = `funcrun-${VERSION}.tgz`;
+  const dependency = options.funcrun === 'pack' ? `file:${tarball}` : options.funcrun;
+  const files = projectFiles(functionName(root), { ...options, funcrun: dependency });
   for (const [name, content] of Object.entries(files)) {
     const file = join(root, name);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, content);
   }
-  return Object.keys(files);
+  if (options.funcrun !== 'pack') return Object.keys(files);
+  // npm pack writes exactly what the registry would hold (package.json "files"); no scripts run,
+  // so an installed copy packs as well as a checkout.
+  try {
+    execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', root, PACKAGE_ROOT], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (err) {
+    const stderr = String((err as { stderr?: unknown }).stderr ?? '').trim();
+    throw new Error(`could not pack funcrun into the project with npm pack: ${stderr || (err as Error).message}`);
+  }
+  if (!existsSync(join(root, tarball))) throw new Error(`npm pack did not write ${tarball}`);
+  return [...Object.keys(files), tarball];
 }
 
-export function projectFiles(name: string, { language, template, funcrunVersion }: CreateOptions): Record<string, string> {
+export function projectFiles(name: string, { language, template, funcrun }: CreateOptions): Record<string, string> {
   const events = template === 'cloudevents';
   const ts = language === 'typescript';
   const files: Record<string, string> = {
     'func.yaml': funcYaml(name, language, events),
-    'package.json': packageJson(name, ts, funcrunVersion),
-    'README.md': readme(name, ts, events),
+    'package.json': packageJson(name, ts, funcrun),
+    'README.md': readme(name, ts, events, funcrun),
     '.gitignore': ts ? 'node_modules/\nbuild/\n' : 'node_modules/\n',
   };
+  for (const file of DEPLOY_FILES) files[file] = readFileSync(join(DEPLOY, file), 'utf8');
   if (ts) {
     files['tsconfig.json'] = TSCONFIG;
     files['src/index.ts'] = events ? tsEventHandler(name) : TS_HTTP_HANDLER;
@@ -75,46 +128,70 @@ deploy:
 `;
 }
 
-function packageJson(name: string, ts: boolean, funcrunVersion: string): string {
+// The TypeScript projects' dev tools; funcrun's own development uses the same ranges.
+const TYPESCRIPT_TOOLS = { '@types/node': '^22.18.0', typescript: '~5.9.3' };
+
+function packageJson(name: string, ts: boolean, funcrun: string): string {
   const manifest = {
     name,
     version: '0.1.0',
     private: true,
+    // TypeScript projects are ES modules: node runs src/*.ts as they are, and tsc builds the same.
+    ...(ts ? { type: 'module' } : {}),
     main: ts ? 'build/src/index.js' : 'index.js',
     scripts: ts
-      ? { build: 'tsc', start: 'tsc && funcrun serve .', test: 'tsc && node --test build/test/*.js' }
-      : { start: 'funcrun serve .', test: 'node --test test/*.js' },
-    dependencies: { funcrun: funcrunVersion },
-    ...(ts ? { devDependencies: { '@types/node': '^20.19.0', typescript: '~5.9.3' } } : {}),
-    engines: { node: '>=22' },
+      ? { start: 'funcrun serve .', dev: 'funcrun serve --watch .', test: 'node --test test/*.ts', typecheck: 'tsc --noEmit', build: 'tsc' }
+      : { start: 'funcrun serve .', dev: 'funcrun serve --watch .', test: 'node --test test/*.js' },
+    dependencies: { funcrun },
+    ...(ts ? { devDependencies: TYPESCRIPT_TOOLS } : {}),
+    // Type stripping, which runs the TypeScript source without a build, is on from 22.18.
+    engines: { node: ts ? '>=22.18' : '>=22' },
   };
   return JSON.stringify(manifest, null, 2) + '\n';
 }
 
-function readme(name: string, ts: boolean, events: boolean): string {
+function readme(name: string, ts: boolean, events: boolean, funcrun: string): string {
   const call = events
-    ? `funcrun invoke --format cloudevent --type dev.example.${name} --data '{"message": "hello"}'`
+    ? `npx funcrun invoke --format cloudevent --type dev.example.${name} --data '{"message": "hello"}'`
     : `curl -H 'content-type: application/json' -d '{"message": "hello"}' http://localhost:8080/`;
+  const tarball = funcrun.startsWith('file:') && funcrun.endsWith('.tgz') ? funcrun.slice('file:'.length) : undefined;
   return `# ${name}
 
 A ${events ? 'CloudEvent' : 'HTTP'} function in ${ts ? 'TypeScript' : 'JavaScript'}, served by funcrun.
 
 \`\`\`sh
 npm install
-npm start                 # ${ts ? 'compiles, then serves' : 'serves'} on http://localhost:8080
+npm test                  # unit and integration tests${ts ? ', run from the TypeScript source' : ''}
+npm start                 # serves on http://localhost:8080 (PORT to change it)
 ${call}
-npm test                  # unit and integration tests
+npm run dev               # the same, restarting when a file changes
+docker build -t ${name} . && docker run --rm -p 8080:8080 ${name}
 \`\`\`
 
 - \`${ts ? 'src/index.ts' : 'index.js'}\`: the function. Edit \`handle\`.
 - \`func.yaml\`: \`run.envs\` (such as \`FUNC_LOG_LEVEL\`) and the health endpoints; edit it with
-  \`funcrun config envs add --name NAME --value VALUE\` and \`funcrun config health\`.
+  \`npx funcrun config envs add --name NAME --value VALUE\` and \`npx funcrun config health\`.
 - \`test/unit.${ts ? 'ts' : 'js'}\` calls \`handle\` with a context from \`funcrun/testing\`;
   \`test/integration.${ts ? 'ts' : 'js'}\` serves the function on a free port and calls it over HTTP.
-
-To deploy: build an image with funcrun's \`examples/deploy/Dockerfile\` and apply a Knative
-\`Service\` like \`examples/deploy/service.yaml\`, whose probes use the paths in func.yaml.
-`;
+${
+  ts
+    ? `- No build step while developing: Node 22.18 and later run \`src/*.ts\` as they are (type
+  stripping: types, no enums or namespaces; relative imports name the \`.ts\` file).
+  \`npm run typecheck\` checks the types; \`npm run build\` compiles to \`build/\`, which
+  \`npm start\` then serves, as the image does (funcrun warns when the source is newer).
+`
+    : ''
+}- \`Dockerfile\`, \`.dockerignore\`: the image, as funcrun ships them; non-root, production
+  dependencies only. A Knative \`Service\` like funcrun's \`examples/deploy/service.yaml\` runs it;
+  its probes use the paths in func.yaml.
+${
+  tarball === undefined
+    ? ''
+    : `- \`${tarball}\`: funcrun itself, packed into the project because it was not installed from
+  a registry; commit it with the project (the image build uses it). Once funcrun is on your
+  registry, \`npm install funcrun@latest\` replaces it with a version range; delete the file then.
+`
+}`;
 }
 
 // The integration tests are the same in JavaScript and TypeScript; only their imports differ.
@@ -260,13 +337,17 @@ ${eventIntegrationTests(name)}`;
 }
 
 const TSCONFIG = `{
+  // Only syntax node can strip (no enums, namespaces or parameter properties), and relative imports
+  // that name the .ts file: node runs src/ and test/ as they are, and tsc builds the same code.
   "compilerOptions": {
     "target": "ES2022",
-    "module": "node16",
-    "moduleResolution": "node16",
+    "module": "nodenext",
     "strict": true,
     "esModuleInterop": true,
     "skipLibCheck": true,
+    "verbatimModuleSyntax": true,
+    "erasableSyntaxOnly": true,
+    "rewriteRelativeImportExtensions": true,
     "types": ["node"],
     "rootDir": ".",
     "outDir": "build"
@@ -288,7 +369,7 @@ export const handle: HTTPFunction = (context: Context, body?: unknown) => {
 const TS_HTTP_UNIT = `import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createContext } from 'funcrun/testing';
-import { handle } from '../src/index';
+import { handle } from '../src/index.ts';
 
 test('GET answers with the query', async () => {
   const result = await handle(createContext({ url: '/?name=tiger' }));
@@ -307,11 +388,11 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { startFunction, type RunningFunction } from 'funcrun/testing';
 
-// Compiled to build/test/: the project folder is two levels up.
-const folder = path.join(__dirname, '..', '..');
+// The source, as node runs it (node --test test/*.ts), with the project's func.yaml.
+const folder = path.join(import.meta.dirname, '..');
 let running: RunningFunction;
 before(async () => {
-  running = await startFunction(folder, { config: folder });
+  running = await startFunction(path.join(folder, 'src', 'index.ts'), { config: folder });
 });
 after(() => running.close());
 
@@ -336,7 +417,7 @@ function tsEventUnit(name: string): string {
   return `import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createContext, CloudEvent } from 'funcrun/testing';
-import { handle } from '../src/index';
+import { handle } from '../src/index.ts';
 
 test('an event is answered with an event carrying its data', async () => {
   const event = new CloudEvent({ type: 'dev.example.${name}', source: '/test', data: { message: 'hello' } });
@@ -357,10 +438,11 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { startFunction, type RunningFunction } from 'funcrun/testing';
 
-const folder = path.join(__dirname, '..', '..');
+// The source, as node runs it (node --test test/*.ts), with the project's func.yaml.
+const folder = path.join(import.meta.dirname, '..');
 let running: RunningFunction;
 before(async () => {
-  running = await startFunction(folder, { config: folder });
+  running = await startFunction(path.join(folder, 'src', 'index.ts'), { config: folder });
 });
 after(() => running.close());
 

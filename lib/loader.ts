@@ -1,6 +1,6 @@
 // Finding and loading a function project's module (CommonJS or ESM), and checking its shape
 // once, at start, so a mistake is a one-line error instead of a failed request later.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkFunctions } from './functions';
@@ -24,8 +24,39 @@ export interface LoadedFunction {
 
 const EXPECTED = 'expected a handler: export a function, or an object with handle(), routes or functions';
 
-/** Resolves a project folder or a file to the module file to load. */
-export function resolveEntry(target: string): { folder: string; file: string } {
+export interface Entry {
+  /** The function project's folder (where func.yaml is looked for). */
+  folder: string;
+  /** The module file to load. */
+  file: string;
+  /** A TypeScript source file newer than the build output being loaded: the build is stale. */
+  newerSource?: string;
+}
+
+// The seed's TypeScript layout: the function is src/index.ts, compiled to package.json's "main".
+const TS_SOURCE = join('src', 'index.ts');
+
+/** Whether this node runs TypeScript files itself (type stripping: Node 22.18 and later, 24). */
+export function canRunTypeScript(): boolean {
+  return Boolean((process.features as { typescript?: unknown }).typescript);
+}
+
+const NO_TYPE_STRIPPING = strippingTurnedOff()
+  ? `Node ${process.version} has type stripping turned off (--no-experimental-strip-types): remove that flag`
+  : `Node ${process.version} cannot run TypeScript directly: use Node 22.18 or later (or 24)`;
+
+// Lines that strip types by default: 22.18 and later, 23.6 and later.
+function strippingTurnedOff(): boolean {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  return major > 23 || (major === 23 && minor >= 6) || (major === 22 && minor >= 18);
+}
+
+/**
+ * Resolves a project folder or a file to the module file to load. A TypeScript project (one with
+ * src/index.ts) runs from its source when its build output is missing, or with `preferSource`
+ * (--watch), on a node that strips types; otherwise from the build.
+ */
+export function resolveEntry(target: string, { preferSource = false } = {}): Entry {
   const path = resolve(target);
   let stats;
   try {
@@ -33,8 +64,14 @@ export function resolveEntry(target: string): { folder: string; file: string } {
   } catch {
     throw new LoadError(`${path}: no such file or folder`);
   }
-  if (stats.isFile()) return { folder: dirname(path), file: path };
+  if (stats.isFile()) {
+    if (/\.[cm]?ts$/.test(path) && !canRunTypeScript()) throw new LoadError(`${path}: ${NO_TYPE_STRIPPING}, or compile it and serve the output`);
+    return { folder: dirname(path), file: path };
+  }
 
+  const source = join(path, TS_SOURCE);
+  const hasSource = existsSync(source);
+  if (hasSource && preferSource && canRunTypeScript()) return { folder: path, file: source };
   const manifest = join(path, 'package.json');
   if (existsSync(manifest)) {
     let main: unknown;
@@ -44,24 +81,48 @@ export function resolveEntry(target: string): { folder: string; file: string } {
       throw new LoadError(`${manifest}: not valid JSON (${(err as Error).message})`);
     }
     if (typeof main === 'string' && main !== '') {
+      let file: string | undefined;
       try {
-        return { folder: path, file: require.resolve(resolve(path, main)) };
+        file = require.resolve(resolve(path, main));
       } catch {
-        const hint = existsSync(join(path, 'tsconfig.json')) ? ' (a TypeScript function is compiled first: npm run build)' : '';
-        throw new LoadError(`${manifest}: "main" is ${JSON.stringify(main)}, and no such file exists${hint}`);
+        // Not built yet: a TypeScript project runs from its source.
       }
+      if (file !== undefined) return { folder: path, file, newerSource: hasSource ? newerThan(join(path, 'src'), file) : undefined };
+      if (!hasSource) throw new LoadError(`${manifest}: "main" is ${JSON.stringify(main)}, and no such file exists`);
+      if (canRunTypeScript()) return { folder: path, file: source };
+      throw new LoadError(`${manifest}: "main" is ${JSON.stringify(main)}, which is not built, and ${NO_TYPE_STRIPPING} to run ${TS_SOURCE} without a build, or build it first (npm run build)`);
     }
   }
   for (const name of ['index.js', 'index.mjs', 'index.cjs']) {
     const file = join(path, name);
     if (existsSync(file)) return { folder: path, file };
   }
-  const ts = existsSync(join(path, 'src', 'index.ts'));
+  if (hasSource && canRunTypeScript()) return { folder: path, file: source };
   throw new LoadError(
-    ts
-      ? `${path}: src/index.ts is not compiled; build it (npm run build) and set "main" in package.json to the output`
+    hasSource
+      ? `${path}: ${NO_TYPE_STRIPPING} to run ${TS_SOURCE}, or build it (npm run build) and set "main" in package.json to the output`
       : `${path}: no function found: expected index.js, or "main" in package.json`,
   );
+}
+
+/** The first TypeScript file under `folder` modified after `file` was, if any (looked at once, at start). */
+function newerThan(folder: string, file: string): string | undefined {
+  const built = statSync(file).mtimeMs;
+  const pending = [folder];
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    let names;
+    try {
+      names = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const entry of names) {
+      const child = join(dir, entry.name);
+      if (entry.isDirectory()) pending.push(child);
+      else if (/\.[cm]?ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') && statSync(child).mtimeMs > built) return child;
+    }
+  }
+  return undefined;
 }
 
 /** Loads the module at `target` (a project folder or a file). */

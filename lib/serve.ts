@@ -19,7 +19,10 @@ Serves the function in path (a project folder or a module file; default: the cur
 
 Options (the variable each reads when the flag is not given, and its default, in brackets):
 ${flagHelp()}
-      --watch                 restart when a file of the function changes (funcrun serve only)
+      --watch                 restart when a file of the function changes (funcrun serve only);
+                              implies --from-source
+      --from-source           run a TypeScript project's src/index.ts even when it is built
+                              (Node 22.18 or later); without it the source runs only unbuilt
   -h, --help                  show this help`;
 
 // Errors before the server runs are one JSON line on stderr, in the same format as every other line.
@@ -40,19 +43,20 @@ function fail(err: unknown, code = 1): never {
   process.exit(code);
 }
 
-function parseCommandLine(argv: string[]): { target: string; flags: Partial<Values> } {
+function parseCommandLine(argv: string[]): { target: string; flags: Partial<Values>; preferSource: boolean } {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: { ...flagOptions(), help: { type: 'boolean', short: 'h' } },
+    options: { ...flagOptions(), 'from-source': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) {
     process.stdout.write(USAGE + '\n');
     process.exit(0);
   }
   if (positionals.length > 1) throw new Error(`expected one path, got ${positionals.length}: ${positionals.join(' ')}`);
-  return { target: positionals[0] ?? '.', flags: fromFlags(values) };
+  const { 'from-source': preferSource, ...settings } = values;
+  return { target: positionals[0] ?? '.', flags: fromFlags(settings), preferSource: preferSource === true };
 }
 
 /** Serves the function named by `argv` (the command line after `serve`) until a signal stops it. */
@@ -114,15 +118,17 @@ export async function serve(argv: string[]): Promise<void> {
     const usage = err instanceof ConfigError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true;
     fail(usage ? new ConfigError((err as Error).message) : err, usage ? 2 : 1);
   }
-  const { target, flags } = parsed;
+  const { target, flags, preferSource } = parsed;
+  let entry;
   try {
     // func.yaml's envs are set before the module loads: its top level may read them.
-    const { folder } = resolveEntry(target);
+    entry = resolveEntry(target, { preferSource });
+    const { folder } = entry;
     const funcYaml = readFuncYaml(folder);
     if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
     const env = fromEnvironment(process.env);
     gracePeriod = flags.gracePeriod ?? env.gracePeriod ?? gracePeriod;
-    const { module } = await loadFunction(target);
+    const { module } = await loadFunction(entry.file);
     const pretty = flags.pretty ?? env.pretty ?? false;
     // serve's own settings stay here; the rest are start()'s options, from the flags.
     const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
@@ -132,6 +138,10 @@ export async function serve(argv: string[]): Promise<void> {
   }
   started = true;
   log = loggerOf(server);
+  log.debug({ file: entry.file }, 'loaded the function');
+  if (entry.newerSource !== undefined) {
+    log.warn({ file: entry.file, source: entry.newerSource }, 'the build is older than the source: serving the build (npm run build, or --from-source)');
+  }
 }
 
 if (require.main === module) void serve(process.argv.slice(2));

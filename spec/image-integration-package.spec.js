@@ -2,29 +2,39 @@
 // examples/image-integration stands alone: copied out of the checkout, with funcrun installed
 // from the tarball `npm pack` makes, `npm install && npm run build && npm start` serve it, and its
 // specs find everything they use (funcrun/testing included) in its own dependencies.
-const { describe, it } = require('node:test');
+const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn, execFileSync } = require('node:child_process');
+const { spawn, execFile, execFileSync } = require('node:child_process');
+const { promisify } = require('node:util');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { freePort, waitUntilListening } = require('./helpers');
+const { startRegistry } = require('./registry');
 
 const ROOT = path.join(__dirname, '..');
 const EXAMPLE = path.join(ROOT, 'examples', 'image-integration');
 
-// npm's own variables from the `npm test` running this would steer the npm runs below.
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(npm_|INIT_CWD$|FUNC_|PORT$)/i.test(k)));
+// npm installs from a loopback registry holding this checkout's packages (spec/registry.js), with
+// none of the variables of the `npm test` running this, and none of funcrun's own.
+let registry;
+let ENV;
+before(async () => {
+  registry = await startRegistry();
+  ENV = Object.fromEntries(Object.entries(registry.env).filter(([k]) => !/^(INIT_CWD$|FUNC_|PORT$)/i.test(k)));
+});
+after(() => registry.close());
 
-function npm(args, cwd) {
-  return execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+// Asynchronous: the registry answers from this process's event loop.
+async function npm(args, cwd) {
+  return (await promisify(execFile)('npm', [...args, '--loglevel=error'], { cwd, env: ENV, encoding: 'utf8' })).stdout;
 }
 
 describe('examples/image-integration outside the checkout', () => {
   it('installs funcrun from its tarball, builds, serves with npm start, and its specs run', { timeout: 180_000 }, async () => {
     const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-package-'));
     // lib/ is built already (npm test builds first); the tarball is what npm publishes.
-    const [{ filename }] = JSON.parse(npm(['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], ROOT));
+    const [{ filename }] = JSON.parse(await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], ROOT));
     const outside = path.join(scratch, 'image-integration');
     fs.cpSync(EXAMPLE, outside, { recursive: true, filter: (from) => !/[/\\](node_modules|build)$/.test(from) });
     const manifestFile = path.join(outside, 'package.json');
@@ -32,9 +42,9 @@ describe('examples/image-integration outside the checkout', () => {
     manifest.dependencies.funcrun = `file:${path.join(scratch, filename)}`;
     fs.writeFileSync(manifestFile, JSON.stringify(manifest, null, 2));
 
-    npm(['install', '--prefer-offline'], outside);
+    await npm(['install'], outside);
     assert.ok(!fs.lstatSync(path.join(outside, 'node_modules', 'funcrun')).isSymbolicLink(), 'funcrun comes from the tarball, not a link');
-    npm(['run', 'build'], outside);
+    await npm(['run', 'build'], outside);
     assert.ok(fs.existsSync(path.join(outside, 'build', 'index.js')));
 
     const port = await freePort();

@@ -74,7 +74,6 @@ describe('loading a function', () => {
     'a module with a syntax error': [{ 'index.js': 'module.exports = () => {' }, /index\.js: failed to load/],
     'a module that throws when loaded': [{ 'index.js': "throw new Error('top-level boom');" }, /index\.js: failed to load: top-level boom/],
     'a folder without index.js': [{ 'other.js': '' }, /expected index\.js, or "main" in package\.json/],
-    'a TypeScript project not yet compiled': [{ 'src/index.ts': 'export const handle = () => 1;' }, /src\/index\.ts is not compiled/],
     'a handle that is not a function': [{ 'index.js': 'module.exports = { handle: 5, routes: {} };' }, /'handle' must be a function/],
     'an invalid logLevel export': [{ 'index.js': "module.exports = { handle() {}, logLevel: 'loud' };" }, /'logLevel' is 'loud'/],
   };

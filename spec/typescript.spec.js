@@ -1,0 +1,146 @@
+'use strict';
+// TypeScript without a build step: a project's src/index.ts runs as it is where node strips types
+// (22.18 and later, 24) when its build output is missing, with --from-source, and under --watch;
+// otherwise the build runs, and where node cannot strip types the error says what to do.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { project, freePort, waitUntilListening, run, runServing, request } = require('./helpers');
+
+const CLI = path.join(__dirname, '..', 'lib', 'cli.js');
+const SERVE = path.join(__dirname, '..', 'lib', 'serve.js');
+const strips = Boolean(process.features.typescript);
+
+// The seed's TypeScript layout, ESM as `funcrun create` writes it: main names the build output.
+function tsProject(answer, extra = {}) {
+  return project({
+    'package.json': JSON.stringify({ name: 'ts-fn', type: 'module', main: 'build/src/index.js' }),
+    'src/index.ts': `import type { IncomingHttpHeaders } from 'node:http';
+import { shout } from './shout.ts';
+interface Answer { from: string; loud: string }
+export function handle(context: { headers: IncomingHttpHeaders }, body?: unknown): Answer {
+  return { from: ${JSON.stringify(answer)}, loud: shout(String(context.headers['x-word'] ?? 'hi')) };
+}
+`,
+    'src/shout.ts': 'export const shout = (word: string): string => word.toUpperCase();\n',
+    ...extra,
+  });
+}
+
+const BUILT = { 'build/src/index.js': 'export const handle = () => ({ from: "build" });\n' };
+
+async function answer(url) {
+  return (await request(url, { headers: { 'x-word': 'hey' } })).json;
+}
+
+/** Serves `args` with serve.js, gives `check` the running process, then stops it. */
+async function serving(args, check, options) {
+  const proc = await runServing(args, options);
+  try {
+    return await check(proc);
+  } finally {
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+  }
+}
+
+/** Runs serve.js expecting it to fail at start: its exit code and its last stderr line, parsed. */
+async function failedStart(args, options) {
+  const proc = run([...args, '--port', '0'], options);
+  const { code } = await proc.exited;
+  return { code, line: JSON.parse(proc.out.stderr.trim().split('\n').at(-1)) };
+}
+
+describe('TypeScript without a build step', { skip: !strips && 'this node does not strip types (see the last case)' }, () => {
+  it('an unbuilt project runs src/index.ts, relative .ts imports and all', async () => {
+    await serving([tsProject('source')], async ({ url }) => assert.deepEqual(await answer(url), { from: 'source', loud: 'HEY' }));
+  });
+
+  it('a built project runs its build, and warns when a source file is newer', async () => {
+    const dir = tsProject('source', BUILT);
+    const old = new Date(Date.now() - 60_000);
+    fs.utimesSync(path.join(dir, 'build/src/index.js'), old, old);
+    await serving([dir], async (proc) => {
+      assert.deepEqual(await answer(proc.url), { from: 'build' });
+      const warning = await proc.waitFor((l) => l.level === 40);
+      assert.equal(warning.file, path.join(dir, 'build/src/index.js'));
+      assert.ok([path.join(dir, 'src/index.ts'), path.join(dir, 'src/shout.ts')].includes(warning.source));
+      assert.match(warning.msg, /the build is older than the source/);
+    });
+    // A fresh build: no warning.
+    const fresh = tsProject('source', BUILT);
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(path.join(fresh, 'build/src/index.js'), later, later);
+    const quiet = await serving([fresh], async (proc) => {
+      await answer(proc.url);
+      return proc;
+    });
+    assert.ok(!quiet.lines().some((l) => l.level >= 40), quiet.out.stdout);
+  });
+
+  it('--from-source runs the source although a build exists', async () => {
+    await serving([tsProject('source', BUILT), '--from-source'], async ({ url }) => assert.deepEqual(await answer(url), { from: 'source', loud: 'HEY' }));
+  });
+
+  it('a .ts file given as the target runs', async () => {
+    const file = path.join(tsProject('file'), 'src', 'index.ts');
+    await serving([file], async ({ url }) => assert.deepEqual(await answer(url), { from: 'file', loud: 'HEY' }));
+  });
+
+  it('funcrun serve --watch runs the source and restarts on an edit, with no tsc', async () => {
+    const dir = tsProject('first', BUILT);
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, 'serve', dir, '--watch', '--port', String(port), '--host', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = { stdout: '', stderr: '' };
+    child.stdout.on('data', (c) => (out.stdout += c));
+    child.stderr.on('data', (c) => (out.stderr += c));
+    const exited = new Promise((resolve) => child.on('close', resolve));
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      await waitUntilListening(port, { child, out });
+      assert.deepEqual(await answer(url), { from: 'first', loud: 'HEY' });
+      fs.writeFileSync(path.join(dir, 'src', 'shout.ts'), 'export const shout = (word: string): string => `${word}!`;\n');
+      let seen;
+      for (let i = 0; i < 200 && seen?.loud !== 'hey!'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        seen = await answer(url).catch(() => seen);
+      }
+      assert.deepEqual(seen, { from: 'first', loud: 'hey!' });
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('syntax node cannot strip (an enum) stops the start with one line naming the file', async () => {
+    const dir = tsProject('x', { 'src/index.ts': 'enum Colour { Red }\nexport const handle = () => Colour.Red;\n' });
+    const { code, line } = await failedStart([dir]);
+    assert.equal(code, 1);
+    assert.equal(line.level, 60);
+    assert.match(line.msg, /src\/index\.ts: failed to load: .*(enum|TypeScript)/i);
+  });
+});
+
+describe('where node cannot strip types', () => {
+  // On a node that strips types, turning it off is the same situation; on an older one, it is as it is.
+  const execArgv = strips ? ['--no-experimental-strip-types'] : [];
+  const expected = strips ? /type stripping turned off \(--no-experimental-strip-types\)/ : /use Node 22\.18 or later/;
+
+  for (const [what, files, target] of [
+    ['an unbuilt project', {}, (dir) => dir],
+    ['a .ts file', {}, (dir) => path.join(dir, 'src', 'index.ts')],
+  ]) {
+    it(`${what}: the start fails with one line saying what to do`, async () => {
+      const { code, line } = await failedStart([target(tsProject('x', files))], { execArgv });
+      assert.equal(code, 1);
+      assert.match(line.msg, expected);
+      if (what === 'an unbuilt project') assert.match(line.msg, /npm run build/);
+    });
+  }
+
+  it('a built project still runs its build', async () => {
+    await serving([tsProject('x', BUILT)], async ({ url }) => assert.deepEqual(await answer(url), { from: 'build' }), { execArgv });
+  });
+});
