@@ -118,7 +118,9 @@ function create(args: string[]): void {
 
 /** `word` as one shell word, for a command line the user copies. */
 function shellWord(word: string): string {
-  return /^[\w./@%+=:,-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+  // A leading dash would be read as an option of cd.
+  const path = word.startsWith('-') ? `./${word}` : word;
+  return /^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
 }
 
 async function invokeCommand(args: string[]): Promise<void> {

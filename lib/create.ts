@@ -2,7 +2,8 @@
 // with the deploy files, and a dependency on funcrun that installs whether or not funcrun is on
 // the npm registry.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 
 export type Language = 'node' | 'typescript';
@@ -46,7 +47,10 @@ function installedFromRegistry(root: string): boolean {
       packages?: Record<string, { version?: unknown; resolved?: unknown }>;
     };
     const entry = lock.packages?.[relative(install, root).split(sep).join('/')];
-    return entry?.version === VERSION && typeof entry.resolved === 'string' && /^https?:\/\//.test(entry.resolved);
+    // A registry's tarball address is <registry>/funcrun/-/funcrun-<version>.tgz; a tarball
+    // installed from any other address (or a file, a link, git) is not one a range can find.
+    const resolved = entry?.resolved;
+    return entry?.version === VERSION && typeof resolved === 'string' && /^https?:\/\//.test(resolved) && resolved.endsWith(`/funcrun/-/funcrun-${VERSION}.tgz`);
   } catch {
     return false;
   }
@@ -64,28 +68,42 @@ export function functionName(folder: string): string {
 /** Writes the project into `folder` (created if missing; refused if not empty). Returns the files written. */
 export function createProject(folder: string, options: CreateOptions): string[] {
   const root = resolve(folder);
+  if (existsSync(root) && !statSync(root).isDirectory()) throw new Error(`${root} is not a folder`);
   if (existsSync(root) && readdirSync(root).length > 0) {
     throw new Error(`${root} is not empty: create a function in a new or empty folder`);
   }
   const tarball = `funcrun-${VERSION}.tgz`;
   const dependency = options.funcrun === 'pack' ? `file:${tarball}` : options.funcrun;
   const files = projectFiles(functionName(root), { ...options, funcrun: dependency });
-  for (const [name, content] of Object.entries(files)) {
-    const file = join(root, name);
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, content);
-  }
-  if (options.funcrun !== 'pack') return Object.keys(files);
-  // npm pack writes exactly what the registry would hold (package.json "files"); no scripts run,
-  // so an installed copy packs as well as a checkout.
+  // Packed first, so that a failure leaves no half-written project behind.
+  const packed = options.funcrun === 'pack' ? packThisCopy(tarball) : undefined;
   try {
-    execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', root, PACKAGE_ROOT], { stdio: ['ignore', 'ignore', 'pipe'] });
+    for (const [name, content] of Object.entries(files)) {
+      const file = join(root, name);
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, content);
+    }
+    if (packed === undefined) return Object.keys(files);
+    copyFileSync(join(packed, tarball), join(root, tarball));
+    return [...Object.keys(files), tarball];
+  } finally {
+    if (packed !== undefined) rmSync(packed, { recursive: true, force: true });
+  }
+}
+
+// npm pack writes exactly what the registry would hold (package.json "files"); no scripts run,
+// so an installed copy packs as well as a checkout. Returns the temporary folder holding it.
+function packThisCopy(tarball: string): string {
+  const scratch = mkdtempSync(join(tmpdir(), 'funcrun-pack-'));
+  try {
+    execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', scratch, PACKAGE_ROOT], { stdio: ['ignore', 'ignore', 'pipe'] });
+    if (!existsSync(join(scratch, tarball))) throw new Error(`it did not write ${tarball}`);
+    return scratch;
   } catch (err) {
+    rmSync(scratch, { recursive: true, force: true });
     const stderr = String((err as { stderr?: unknown }).stderr ?? '').trim();
     throw new Error(`could not pack funcrun into the project with npm pack: ${stderr || (err as Error).message}`);
   }
-  if (!existsSync(join(root, tarball))) throw new Error(`npm pack did not write ${tarball}`);
-  return [...Object.keys(files), tarball];
 }
 
 export function projectFiles(name: string, { language, template, funcrun }: CreateOptions): Record<string, string> {
@@ -157,7 +175,7 @@ function readme(name: string, ts: boolean, events: boolean, funcrun: string): st
   const tarball = funcrun.startsWith('file:') && funcrun.endsWith('.tgz') ? funcrun.slice('file:'.length) : undefined;
   return `# ${name}
 
-A ${events ? 'CloudEvent' : 'HTTP'} function in ${ts ? 'TypeScript' : 'JavaScript'}, served by funcrun.
+${events ? 'A CloudEvent' : 'An HTTP'} function in ${ts ? 'TypeScript' : 'JavaScript'}, served by funcrun.
 
 \`\`\`sh
 npm install

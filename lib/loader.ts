@@ -31,6 +31,8 @@ export interface Entry {
   file: string;
   /** A TypeScript source file newer than the build output being loaded: the build is stale. */
   newerSource?: string;
+  /** Why the TypeScript source runs rather than the build, or why it does not although asked. */
+  note?: string;
 }
 
 // The seed's TypeScript layout: the function is src/index.ts, compiled to package.json's "main".
@@ -71,7 +73,8 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
 
   const source = join(path, TS_SOURCE);
   const hasSource = existsSync(source);
-  if (hasSource && preferSource && canRunTypeScript()) return { folder: path, file: source };
+  if (hasSource && preferSource && canRunTypeScript()) return { folder: path, file: source, note: 'asked to run the source (--from-source or --watch)' };
+  const ignored = hasSource && preferSource ? `${NO_TYPE_STRIPPING}: running the build, not ${TS_SOURCE}` : undefined;
   const manifest = join(path, 'package.json');
   if (existsSync(manifest)) {
     let main: unknown;
@@ -87,9 +90,9 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
       } catch {
         // Not built yet: a TypeScript project runs from its source.
       }
-      if (file !== undefined) return { folder: path, file, newerSource: hasSource ? newerThan(join(path, 'src'), file) : undefined };
+      if (file !== undefined) return { folder: path, file, newerSource: hasSource ? newerThan(join(path, 'src'), file) : undefined, note: ignored };
       if (!hasSource) throw new LoadError(`${manifest}: "main" is ${JSON.stringify(main)}, and no such file exists`);
-      if (canRunTypeScript()) return { folder: path, file: source };
+      if (canRunTypeScript()) return { folder: path, file: source, note: `"main" (${main}) is not built` };
       throw new LoadError(`${manifest}: "main" is ${JSON.stringify(main)}, which is not built, and ${NO_TYPE_STRIPPING} to run ${TS_SOURCE} without a build, or build it first (npm run build)`);
     }
   }
@@ -97,7 +100,7 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
     const file = join(path, name);
     if (existsSync(file)) return { folder: path, file };
   }
-  if (hasSource && canRunTypeScript()) return { folder: path, file: source };
+  if (hasSource && canRunTypeScript()) return { folder: path, file: source, note: 'there is no build' };
   throw new LoadError(
     hasSource
       ? `${path}: ${NO_TYPE_STRIPPING} to run ${TS_SOURCE}, or build it (npm run build) and set "main" in package.json to the output`
@@ -105,7 +108,21 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
   );
 }
 
-/** The first TypeScript file under `folder` modified after `file` was, if any (looked at once, at start). */
+const SOURCE_FILE = /^[^.].*(?<!\.d)\.[cm]?ts$/;
+
+function modifiedAt(file: string): number {
+  try {
+    return statSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The first TypeScript source under `folder` modified after `file` was, if any (looked at once,
+ * at start). Hidden files (an editor's lock files) and declarations are not sources; a file that
+ * cannot be read (a dangling link) is skipped: this is a hint, never a reason not to start.
+ */
 function newerThan(folder: string, file: string): string | undefined {
   const built = statSync(file).mtimeMs;
   const pending = [folder];
@@ -119,7 +136,7 @@ function newerThan(folder: string, file: string): string | undefined {
     for (const entry of names) {
       const child = join(dir, entry.name);
       if (entry.isDirectory()) pending.push(child);
-      else if (/\.[cm]?ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') && statSync(child).mtimeMs > built) return child;
+      else if (SOURCE_FILE.test(entry.name) && modifiedAt(child) > built) return child;
     }
   }
   return undefined;

@@ -77,6 +77,22 @@ export async function serve(argv: string[]): Promise<void> {
     );
   };
 
+  // A closed stdout or stderr (`funcrun serve | head`, a log collector gone) must not become an
+  // uncaught exception: logging it would fail the same way, forever. The lines are dropped, the
+  // function goes on serving, and stderr (while it is open) says so once.
+  let dropping = false;
+  const closedOutput = (err: NodeJS.ErrnoException) => {
+    if (dropping) return;
+    dropping = true;
+    try {
+      process.stderr.write(`funcrun: an output stream failed (${err.code ?? err.message}): log lines are dropped from now on\n`);
+    } catch {
+      // stderr is gone too.
+    }
+  };
+  process.stdout.on('error', closedOutput);
+  process.stderr.on('error', closedOutput);
+
   let gracePeriod: number = defaults.gracePeriod;
   let failed = false;
   // A function's own async code threw (a timer, an unhandled rejection): requests in flight still
@@ -138,6 +154,8 @@ export async function serve(argv: string[]): Promise<void> {
   }
   started = true;
   log = loggerOf(server);
+  if (/\.[cm]?ts$/.test(entry.file) && entry.note !== undefined) log.info({ file: entry.file }, `running the TypeScript source: ${entry.note}`);
+  else if (entry.note !== undefined) log.warn({ file: entry.file }, entry.note);
   log.debug({ file: entry.file }, 'loaded the function');
   if (entry.newerSource !== undefined) {
     log.warn({ file: entry.file, source: entry.newerSource }, 'the build is older than the source: serving the build (npm run build, or --from-source)');

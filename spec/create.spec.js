@@ -214,11 +214,57 @@ describe('funcrun create: how the project depends on funcrun', () => {
     assert.ok(!fs.existsSync(path.join(parent, 'empty')));
   });
 
-  it('a folder with spaces is quoted in the Next: line', async () => {
+  it('a copy installed from a tarball at some address is not a registry install: it packs', async () => {
+    const published = scratch();
+    const pack = await exec('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', published, ROOT], { cwd: ROOT, env: registry.env });
+    assert.equal(pack.code, 0, pack.stderr);
+    const server = require('node:http').createServer((req, res) => res.end(fs.readFileSync(path.join(published, TARBALL))));
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const tools = scratch();
+      const url = `http://127.0.0.1:${server.address().port}/downloads/${TARBALL}`;
+      const install = await exec('npm', ['install', url], { cwd: tools, env: registry.env });
+      assert.equal(install.code, 0, install.stdout + install.stderr);
+      const parent = scratch();
+      const created = await exec(process.execPath, [path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js'), 'create', 'fn'], { cwd: parent, env: registry.env });
+      assert.equal(created.code, 0, created.stderr);
+      assert.equal(JSON.parse(fs.readFileSync(path.join(parent, 'fn', 'package.json'), 'utf8')).dependencies.funcrun, `file:${TARBALL}`);
+      assert.ok(fs.existsSync(path.join(parent, 'fn', TARBALL)));
+    } finally {
+      server.close();
+    }
+  });
+
+  it('the Next: line quotes what the shell would split, and keeps a leading dash from being an option', async () => {
     const parent = scratch();
-    const res = await exec(process.execPath, [CLI, 'create', "my fn's", '--funcrun', '^0.1.0'], { cwd: parent, env: registry.env });
-    assert.equal(res.code, 0, res.stderr);
-    assert.match(res.stdout, /\nNext: cd 'my fn'\\''s' && npm install/);
+    const quoted = await exec(process.execPath, [CLI, 'create', "my fn's", '--funcrun', '^0.1.0'], { cwd: parent, env: registry.env });
+    assert.equal(quoted.code, 0, quoted.stderr);
+    assert.match(quoted.stdout, /\nNext: cd 'my fn'\\''s' && npm install/);
+    const dashed = await exec(process.execPath, [CLI, 'create', '--funcrun', '^0.1.0', '--', '-dash'], { cwd: parent, env: registry.env });
+    assert.equal(dashed.code, 0, dashed.stderr);
+    assert.match(dashed.stdout, /\nNext: cd \.\/-dash && npm install/);
+    assert.ok(fs.existsSync(path.join(parent, '-dash', 'package.json')));
+  });
+
+  it('when npm pack fails, nothing is written, so the same command can run again', async () => {
+    const parent = scratch();
+    // A PATH with node and no npm.
+    const bin = scratch();
+    fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+    const res = await exec(process.execPath, [CLI, 'create', 'fn'], { cwd: parent, env: { ...registry.env, PATH: bin } });
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /could not pack funcrun into the project with npm pack/);
+    assert.ok(!fs.existsSync(path.join(parent, 'fn')) || fs.readdirSync(path.join(parent, 'fn')).length === 0);
+    const again = await exec(process.execPath, [CLI, 'create', 'fn'], { cwd: parent, env: registry.env });
+    assert.equal(again.code, 0, again.stderr);
+  });
+
+  it('a file where the folder should be: one line saying so', async () => {
+    const parent = scratch();
+    fs.writeFileSync(path.join(parent, 'taken'), '');
+    const res = await exec(process.execPath, [CLI, 'create', 'taken'], { cwd: parent, env: registry.env });
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /taken is not a folder/);
   });
 
   it('refuses a folder that is not empty', async () => {

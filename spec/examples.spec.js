@@ -149,6 +149,16 @@ describe('examples', () => {
     typescriptBuilt = true;
   }
 
+  it('typescript: unbuilt, runs src/index.ts as it is (type stripping)', { skip: !process.features.typescript && 'this node does not strip types' }, async () => {
+    fs.rmSync(path.join(EXAMPLES, 'typescript', 'build'), { recursive: true, force: true });
+    typescriptBuilt = false;
+    await withExample('typescript', async (url) => {
+      const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"customerId": 1, "productId": 2}' });
+      assert.equal(res.status, 201);
+      assert.deepEqual(res.json, { customerId: 1, productId: 2, total: 20 });
+    });
+  });
+
   it('typescript: compiles with its own tsc config and answers 201 with the total', async () => {
     buildTypescript();
     await withExample('typescript', async (url) => {

@@ -107,6 +107,20 @@ describe('loading a function', () => {
     }
   });
 
+  it('a closed stdout (serve | head) drops log lines: the function goes on answering and stops on SIGTERM', async () => {
+    const dir = project({ 'index.js': 'module.exports = (ctx) => { ctx.log.info("a line"); return "still here"; };' });
+    const proc = await runServing([dir]);
+    proc.child.stdout.destroy();
+    for (let i = 0; i < 5; i++) assert.equal((await request(proc.url)).text, 'still here');
+    // Timers still run: the event loop is not stuck re-logging the failed write.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal((await request(proc.url)).text, 'still here');
+    proc.child.kill('SIGTERM');
+    const { code } = await proc.exited;
+    assert.equal(code, 0);
+    assert.equal(proc.out.stderr.match(/log lines are dropped/g)?.length, 1, proc.out.stderr);
+  });
+
   it('--help prints the usage and exits 0', async () => {
     const proc = run(['--help']);
     assert.equal((await proc.exited).code, 0);

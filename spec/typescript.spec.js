@@ -54,8 +54,29 @@ async function failedStart(args, options) {
 }
 
 describe('TypeScript without a build step', { skip: !strips && 'this node does not strip types (see the last case)' }, () => {
-  it('an unbuilt project runs src/index.ts, relative .ts imports and all', async () => {
-    await serving([tsProject('source')], async ({ url }) => assert.deepEqual(await answer(url), { from: 'source', loud: 'HEY' }));
+  it('an unbuilt project runs src/index.ts, relative .ts imports and all, and says so', async () => {
+    await serving([tsProject('source')], async (proc) => {
+      assert.deepEqual(await answer(proc.url), { from: 'source', loud: 'HEY' });
+      const line = await proc.waitFor((l) => /running the TypeScript source/.test(l.msg));
+      assert.match(line.msg, /"main" \(build\/src\/index\.js\) is not built/);
+      assert.match(line.file, /src\/index\.ts$/);
+    });
+  });
+
+  it("an editor's dangling lock link or a newer declaration under src/ is not a reason to warn, nor to fail", async () => {
+    const dir = tsProject('source', BUILT);
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(path.join(dir, 'build/src/index.js'), later, later);
+    fs.symlinkSync('user@host.1234:1700000000', path.join(dir, 'src', '.#index.ts'));
+    fs.symlinkSync('loop.ts', path.join(dir, 'src', 'loop.ts'));
+    fs.writeFileSync(path.join(dir, 'src', 'types.d.ts'), 'export type X = 1;\n');
+    const latest = new Date(Date.now() + 120_000);
+    fs.utimesSync(path.join(dir, 'src', 'types.d.ts'), latest, latest);
+    const proc = await serving([dir], async (p) => {
+      assert.deepEqual(await answer(p.url), { from: 'build' });
+      return p;
+    });
+    assert.ok(!proc.lines().some((l) => l.level >= 40), proc.out.stdout);
   });
 
   it('a built project runs its build, and warns when a source file is newer', async () => {
