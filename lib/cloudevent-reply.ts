@@ -3,21 +3,25 @@
 import { BATCH, STRUCTURED, type Mode } from './cloudevent';
 import { bodyKind, parseMediaType } from './media-type';
 import type { CloudEvent } from 'cloudevents';
+import type { Trace } from './trace';
 
 export interface EncodedEvent {
   headers: Record<string, string>;
   body: string | Buffer | undefined;
 }
 
-/** An event as an HTTP message in the given mode. */
-export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], mode: Mode): EncodedEvent {
+/**
+ * An event as an HTTP message in the given mode. With a trace, an event that has no
+ * `traceparent` of its own carries the invocation's (the distributed tracing extension).
+ */
+export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], mode: Mode, trace?: Trace): EncodedEvent {
   if (Array.isArray(event)) {
-    return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event.map(structuredJson)) };
+    return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event.map((e) => structuredJson(e, trace))) };
   }
-  const headers = mode === 'binary' ? binaryHeaders(event) : undefined;
+  const headers = mode === 'binary' ? binaryHeaders(event, trace) : undefined;
   // An event binary mode cannot carry (a datacontenttype that is no media type, or attributes
   // past a header block's size, as an event that came structured may have) goes structured.
-  if (headers === undefined) return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: JSON.stringify(structuredJson(event)) };
+  if (headers === undefined) return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: JSON.stringify(structuredJson(event, trace)) };
   const { data } = event;
   if (data === undefined || data === null) {
     delete headers['content-type'];
@@ -42,12 +46,16 @@ export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], 
  * leap second or a 0.3 attribute it let in) and reformat or invent `time`. Binary data goes out
  * as `data_base64`.
  */
-function structuredJson(event: CloudEvent<unknown>): Record<string, unknown> {
+function structuredJson(event: CloudEvent<unknown>, trace: Trace | undefined): Record<string, unknown> {
   const json: Record<string, unknown> = {};
   const attributes = event as unknown as Record<string, unknown>;
   for (const name of Object.keys(attributes)) {
     const value = attributes[name];
     if (value !== undefined) json[name] = value instanceof Date ? value.toISOString() : value;
+  }
+  if (trace !== undefined && json.traceparent === undefined) {
+    json.traceparent = trace.traceparent;
+    if (trace.traceState !== undefined) json.tracestate = trace.traceState;
   }
   if (json.data_base64 === undefined && ArrayBuffer.isView(json.data)) {
     const view = json.data as ArrayBufferView;
@@ -62,8 +70,12 @@ function structuredJson(event: CloudEvent<unknown>): Record<string, unknown> {
  * Content-Type. Values are percent-encoded outside printable ASCII, and `"` and `%`, as the
  * binding says (the SDK's encoder sends them raw, which node refuses for non-ASCII).
  */
-function binaryHeaders(event: CloudEvent<unknown>): Record<string, string> | undefined {
+function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Record<string, string> | undefined {
   const headers: Record<string, string> = {};
+  if (trace !== undefined && (event as { traceparent?: unknown }).traceparent === undefined) {
+    headers['ce-traceparent'] = trace.traceparent;
+    if (trace.traceState !== undefined) headers['ce-tracestate'] = trace.traceState;
+  }
   const attributes = event as unknown as Record<string, unknown>;
   let size = 0;
   for (const name of Object.keys(attributes)) {

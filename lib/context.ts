@@ -5,6 +5,7 @@ import type { CloudEvent } from 'cloudevents';
 import type { Logger } from './log';
 import { parseMediaType } from './media-type';
 import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
+import type { Trace } from './trace';
 
 export class Context {
   readonly method: string;
@@ -33,6 +34,7 @@ export class Context {
   readonly #req: IncomingMessage;
   readonly #defaults: ResponseDefaults;
   readonly #res: ServerResponse | undefined;
+  readonly #trace: Trace | undefined;
   #controller: AbortController | undefined;
 
   // Query keys are also set on the context itself, as the seed says.
@@ -47,8 +49,10 @@ export class Context {
     contentType: string | undefined,
     defaults: ResponseDefaults,
     res?: ServerResponse,
+    trace?: Trace,
   ) {
     this.#log = log;
+    this.#trace = trace;
     this.#req = req;
     this.method = req.method ?? 'GET';
     this.headers = req.headers;
@@ -77,6 +81,20 @@ export class Context {
   /** The logger; its lines carry this request's `reqId`. A getter, so a copy of the context holds no logger internals. */
   get log(): Logger {
     return this.#log;
+  }
+
+  /**
+   * The W3C `traceparent` for calls this invocation makes: the trace the request (or its event)
+   * arrived in, with this invocation's span. Undefined when none arrived.
+   * `fetch(url, { headers: { traceparent: context.traceparent } })` continues the trace.
+   */
+  get traceparent(): string | undefined {
+    return this.#trace?.traceparent;
+  }
+
+  /** The `tracestate` that came with the trace, to pass on beside `traceparent`. */
+  get tracestate(): string | undefined {
+    return this.#trace?.traceState;
   }
 
   /**

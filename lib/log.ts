@@ -46,8 +46,11 @@ export interface LogDestination {
 }
 
 export interface RootLogger extends Logger {
-  /** A logger whose lines carry `reqId`; one small object, cheap enough to make per request. */
-  forRequest(reqId: number): Logger;
+  /**
+   * A logger whose lines carry `reqId` (and a trace's fields, JSON text made by trace.ts); one
+   * small object, cheap enough to make per request.
+   */
+  forRequest(reqId: number, traceFields?: string): Logger;
   isEnabled(method: Method): boolean;
 }
 
@@ -272,7 +275,8 @@ function scalarJson(value: unknown): string | undefined {
 // --- The parts of a line ---
 
 /** Keys that are the line's own: a logged object or bindings never set them. */
-const RESERVED = ['level', 'time', 'pid', 'hostname', 'reqId', 'msg'];
+// The trace fields are funcrun's too (trace.ts): a logged object cannot contradict them.
+const RESERVED = ['level', 'time', 'pid', 'hostname', 'reqId', 'trace_id', 'span_id', 'trace_flags', 'msg'];
 type Skip = Record<string, true>;
 
 function skipOf(keys: Iterable<string>): Skip {
@@ -560,9 +564,10 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
   const Root = shape(level);
   const root = new Root(base, undefined, '', ROOT_SKIP, null);
   Object.defineProperty(root, 'forRequest', {
-    value: (reqId: number): Logger => {
-      if (typeof reqId === 'number' && Number.isFinite(reqId)) return new Root(base, reqId, '', ROOT_SKIP, null) as unknown as Logger;
-      const baked = ',"reqId":' + escapeSeparators(valueJson(reqId) ?? 'null');
+    value: (reqId: number, traceFields?: string): Logger => {
+      const traced = typeof traceFields === 'string' && traceFields !== '';
+      if (!traced && typeof reqId === 'number' && Number.isFinite(reqId)) return new Root(base, reqId, '', ROOT_SKIP, null) as unknown as Logger;
+      const baked = ',"reqId":' + escapeSeparators(valueJson(reqId) ?? 'null') + (traced ? traceFields : '');
       return make(level, base + baked, undefined, baked, ROOT_SKIP, null);
     },
   });

@@ -8,6 +8,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { pipeline, Readable, Writable } from 'node:stream';
 import { asCloudEvent, type Mode } from './cloudevent';
 import { encodeEvent } from './cloudevent-reply';
+import type { Trace } from './trace';
 import type { Behaviour } from './compat';
 import { safeHeaders, type Dropped } from './headers';
 import { isInstance, isPartOf } from './provenance';
@@ -41,10 +42,10 @@ function isXmlDocument(value: object): boolean {
  * a promise when the body is a stream: it settles when the stream has been sent, rejects when
  * the stream fails, and resolves early when the client goes away (the stream is then destroyed).
  */
-export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour): Reply | Promise<Reply> {
+export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour, trace?: Trace): Reply | Promise<Reply> {
   let reply: Reply;
   try {
-    reply = toReply(value, mode, input, behaviour);
+    reply = toReply(value, mode, input, behaviour, trace);
   } catch (err) {
     discard(value);
     throw err;
@@ -79,7 +80,8 @@ function ignore(): void {}
 const NOTHING: Reply = Object.freeze({ status: 204, headers: Object.freeze({ 'content-type': 'text/plain' }) });
 const EMPTY_200: Reply = Object.freeze({ status: 200 });
 
-export function toReply(value: unknown, mode: Mode | undefined, input: readonly unknown[] = [], behaviour?: Behaviour): Reply {
+/** `trace`: the invocation's, which an event it answers with carries (when it has none of its own). */
+export function toReply(value: unknown, mode: Mode | undefined, input: readonly unknown[] = [], behaviour?: Behaviour, trace?: Trace): Reply {
   switch (typeof value) {
     case 'undefined':
       return NOTHING;
@@ -100,13 +102,13 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
   const object = value as object;
   const event = asCloudEvent(object);
   if (event !== undefined) {
-    const { headers, body } = encodeEvent(event, mode ?? 'binary');
+    const { headers, body } = encodeEvent(event, mode ?? 'binary', trace);
     return { status: 200, headers, body };
   }
   if (Array.isArray(object) && mode === 'batch' && object.length > 0) {
     const events = object.map((item) => (item !== null && typeof item === 'object' ? asCloudEvent(item) : undefined));
     if (events.every((e) => e !== undefined)) {
-      const { headers, body } = encodeEvent(events as NonNullable<(typeof events)[number]>[], 'batch');
+      const { headers, body } = encodeEvent(events as NonNullable<(typeof events)[number]>[], 'batch', trace);
       return { status: 200, headers, body };
     }
   }
@@ -116,7 +118,7 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': BINARY }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
   if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) {
-    const reply = structured(object, mode, input, behaviour);
+    const reply = structured(object, mode, input, behaviour, trace);
     if (reply !== undefined) return reply;
   }
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(object) };
@@ -129,7 +131,7 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
  * headers), or it has a `statusCode` but neither `headers` nor `body` (faas-js-runtime sends such
  * an object whole, with its status).
  */
-function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour): Reply | undefined {
+function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour, trace?: Trace): Reply | undefined {
   const { statusCode, body } = value;
   const { headers: given } = value;
   if (given !== null && typeof given === 'object' && isPartOf(given, input)) return undefined;
@@ -149,14 +151,14 @@ function structured(value: { statusCode?: unknown; headers?: unknown; body?: unk
     return reply;
   }
   const userType = headers['content-type'] !== undefined;
-  const content = bodyOf(body, mode);
+  const content = bodyOf(body, mode, trace);
   if (content.type !== undefined && !userType) headers['content-type'] = content.type;
   if (content.headers) for (const name in content.headers) if (!(name in headers)) headers[name] = content.headers[name];
   const status = (statusCode as number | undefined) ?? (content.body === undefined ? 204 : 200);
   return dropped.length === 0 ? { status, headers, body: content.body } : { status, headers, body: content.body, dropped };
 }
 
-function bodyOf(body: unknown, mode: Mode | undefined): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
+function bodyOf(body: unknown, mode: Mode | undefined, trace: Trace | undefined): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
   if (body === undefined || body === null) return {};
   switch (typeof body) {
     case 'string':
@@ -171,7 +173,7 @@ function bodyOf(body: unknown, mode: Mode | undefined): { body?: string | Buffer
       if (isXmlDocument(body)) return { body: String(body), type: XML };
       const event = asCloudEvent(body);
       if (event !== undefined) {
-        const encoded = encodeEvent(event, mode ?? 'binary');
+        const encoded = encodeEvent(event, mode ?? 'binary', trace);
         return { body: encoded.body, type: encoded.headers['content-type'], headers: encoded.headers };
       }
       return { body: stringify(body), type: JSON_TYPE };

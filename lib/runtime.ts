@@ -36,6 +36,7 @@ import * as serve from './serve';
 import * as server from './server';
 import * as settings from './settings';
 import * as target from './target';
+import * as trace from './trace';
 import * as types from './types';
 import * as xml from './xml';
 
@@ -71,6 +72,7 @@ export const modules = {
   server,
   settings,
   target,
+  trace,
   types,
   xml,
 };

@@ -19,6 +19,7 @@ import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
 import { respond, type Reply } from './respond';
+import { eventTrace, requestTrace } from './trace';
 import { JSON_TYPE, send } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
@@ -99,13 +100,13 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const runtime: Runtime = { module, log, draining: false, metrics };
   let requests = 0;
   // Each request's logger carries its own reqId.
-  const newRequestLog = () => {
-    const reqId = ++requests;
-    return log.forRequest(reqId);
-  };
+  const newRequestLog = () => log.forRequest(++requests);
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const reqLog = newRequestLog();
+    const reqId = ++requests;
+    // The trace the request arrived in, if any: its lines carry it, and so does this invocation's span.
+    const trace = requestTrace(req.headers);
+    const reqLog = trace === undefined ? log.forRequest(reqId) : log.forRequest(reqId, trace.logFields);
     const socket = req.socket as CountedSocket;
     socket[PENDING] = (socket[PENDING] ?? 0) + 1;
     socket[LATEST] = req;
@@ -174,8 +175,15 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // Once per request: a batch's events all share it.
       const raw = settings.includeRaw && bytes !== undefined ? rawBodyOf(bytes, media) : undefined;
       let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
+      // The trace of the invocation answering last: an event it answers with carries it.
+      let replyTrace = trace;
       const context = (event?: CloudEvent<unknown>) => {
-        const ctx = new Made(req, reqLog, path, query, params, contentType, defaults, res);
+        // A structured event brings its trace in its attributes, when the request had none.
+        const own = trace === undefined && event !== undefined ? eventTrace(event) : undefined;
+        if (own !== undefined) replyTrace = own;
+        const ctx = own === undefined
+          ? new Made(req, reqLog, path, query, params, contentType, defaults, res, trace)
+          : new Made(req, log.forRequest(reqId, own.logFields), path, query, params, contentType, defaults, res, own);
         if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;
@@ -205,10 +213,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         value = Array.isArray(event)
           ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed, behaviour.eventAsArgument)
           : await invoke(target.fn, context(event), behaviour.eventAsArgument ? event : event.data, deadline);
+        // A batch's answer is the request's: its events' own traces stay with their invocations.
+        if (Array.isArray(event)) replyTrace = trace;
       }
       // 8. The answer, by the return rules.
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
-      const sent = respond(req, res, value, replyMode(mode, behaviour.eventsAnsweredBinary), input, behaviour);
+      const sent = respond(req, res, value, replyMode(mode, behaviour.eventsAnsweredBinary), input, behaviour, replyTrace);
       const reply: Reply = sent instanceof Promise ? await sent : sent;
       if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);

@@ -1,0 +1,94 @@
+// W3C Trace Context (www.w3.org/TR/trace-context): the trace a request arrived in, and this
+// invocation's own span in it. Nothing is made up: without a valid traceparent there is no trace.
+import { randomFillSync } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface Trace {
+  /** 32 lowercase hex digits, never all zero. */
+  readonly traceId: string;
+  /** This invocation's span: 16 lowercase hex digits, new for each invocation. */
+  readonly spanId: string;
+  /** The caller's span, from the traceparent that arrived. */
+  readonly parentSpanId: string;
+  /** Two hex digits; `01` is sampled. */
+  readonly flags: string;
+  /** The vendors' state, passed on as it came (when valid). */
+  readonly traceState: string | undefined;
+  /** `00-<traceId>-<spanId>-<flags>`: the header for calls this invocation makes. */
+  readonly traceparent: string;
+  /** The log fields, as OpenTelemetry names them, as JSON text: `,"trace_id":...`. */
+  readonly logFields: string;
+}
+
+const LOWER_HEX = /^[0-9a-f]+$/;
+const ALL_ZERO = /^0+$/;
+// tracestate: at most 32 list members of at most 256 characters each; printable ASCII only.
+const MAX_TRACESTATE = 32 * 257;
+const PRINTABLE = /^[\x20-\x7e]*$/;
+
+/**
+ * The trace of a traceparent value, with a new span for this invocation; undefined when the
+ * value is missing or invalid (ignored, never an error: the request is served all the same).
+ */
+export function traceOf(traceparent: unknown, tracestate: unknown): Trace | undefined {
+  if (typeof traceparent !== 'string' || traceparent.length < 55) return undefined;
+  const version = traceparent.slice(0, 2);
+  // Version 00 is exactly 55 characters; a later version may add fields after a dash. ff is invalid.
+  if (version === 'ff' || !LOWER_HEX.test(version)) return undefined;
+  if (traceparent.length > 55 && (version === '00' || traceparent[55] !== '-' || traceparent.length > 512)) return undefined;
+  if (traceparent[2] !== '-' || traceparent[35] !== '-' || traceparent[52] !== '-') return undefined;
+  const traceId = traceparent.slice(3, 35);
+  const parentSpanId = traceparent.slice(36, 52);
+  const flags = traceparent.slice(53, 55);
+  if (!LOWER_HEX.test(traceId) || !LOWER_HEX.test(parentSpanId) || !LOWER_HEX.test(flags)) return undefined;
+  if (ALL_ZERO.test(traceId) || ALL_ZERO.test(parentSpanId)) return undefined;
+  const state = typeof tracestate === 'string' && tracestate.length <= MAX_TRACESTATE && PRINTABLE.test(tracestate) && tracestate.trim() !== '' ? tracestate : undefined;
+  return newSpan(traceId, parentSpanId, flags, state);
+}
+
+function newSpan(traceId: string, parentSpanId: string, flags: string, traceState: string | undefined): Trace {
+  const spanId = newSpanId();
+  return {
+    traceId,
+    spanId,
+    parentSpanId,
+    flags,
+    traceState,
+    traceparent: `00-${traceId}-${spanId}-${flags}`,
+    logFields: `,"trace_id":"${traceId}","span_id":"${spanId}","trace_flags":"${flags}"`,
+  };
+}
+
+// Span ids from a pool of random bytes, refilled 512 ids at a time: one system call per 512
+// traced invocations rather than one each.
+const pool = Buffer.alloc(8 * 512);
+let next = pool.length;
+
+function newSpanId(): string {
+  for (;;) {
+    if (next === pool.length) {
+      randomFillSync(pool);
+      next = 0;
+    }
+    const id = pool.toString('hex', next, next + 8);
+    next += 8;
+    if (id !== '0000000000000000') return id;
+  }
+}
+
+/**
+ * The trace a request arrived in: the HTTP `traceparent` header, else a binary CloudEvent's
+ * `ce-traceparent` (the distributed tracing extension), each with its own tracestate.
+ */
+export function requestTrace(headers: IncomingHttpHeaders): Trace | undefined {
+  const http = headers.traceparent;
+  const event = headers['ce-traceparent'];
+  if (http === undefined && event === undefined) return undefined;
+  return traceOf(http, headers.tracestate) ?? traceOf(event, headers['ce-tracestate']);
+}
+
+/** A structured event's trace (its `traceparent` attribute), when the request brought none. */
+export function eventTrace(event: object): Trace | undefined {
+  const { traceparent, tracestate } = event as { traceparent?: unknown; tracestate?: unknown };
+  return traceparent === undefined ? undefined : traceOf(traceparent, tracestate);
+}
