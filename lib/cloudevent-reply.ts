@@ -55,7 +55,7 @@ function structuredJson(event: CloudEvent<unknown>, trace: Trace | undefined): R
   }
   if (trace !== undefined && json.traceparent === undefined) {
     json.traceparent = trace.traceparent;
-    if (trace.traceState !== undefined) json.tracestate = trace.traceState;
+    if (trace.traceState !== undefined && json.tracestate === undefined) json.tracestate = trace.traceState;
   }
   if (json.data_base64 === undefined && ArrayBuffer.isView(json.data)) {
     const view = json.data as ArrayBufferView;
@@ -72,11 +72,12 @@ function structuredJson(event: CloudEvent<unknown>, trace: Trace | undefined): R
  */
 function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Record<string, string> | undefined {
   const headers: Record<string, string> = {};
-  if (trace !== undefined && (event as { traceparent?: unknown }).traceparent === undefined) {
-    headers['ce-traceparent'] = trace.traceparent;
-    if (trace.traceState !== undefined) headers['ce-tracestate'] = trace.traceState;
+  let attributes = event as unknown as Record<string, unknown>;
+  // The invocation's trace, for an event without one of its own: attributes like any other.
+  if (trace !== undefined && attributes.traceparent === undefined) {
+    attributes = { ...attributes, traceparent: trace.traceparent };
+    if (trace.traceState !== undefined) attributes.tracestate ??= trace.traceState;
   }
-  const attributes = event as unknown as Record<string, unknown>;
   let size = 0;
   for (const name of Object.keys(attributes)) {
     const value = attributes[name];

@@ -19,7 +19,7 @@ import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
 import { respond, type Reply } from './respond';
-import { eventTrace, requestTrace } from './trace';
+import { eventTrace, requestTrace, sibling, type Trace } from './trace';
 import { JSON_TYPE, send } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
@@ -106,11 +106,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const reqId = ++requests;
     // The trace the request arrived in, if any: its lines carry it, and so does this invocation's span.
     const trace = requestTrace(req.headers);
-    const reqLog = trace === undefined ? log.forRequest(reqId) : log.forRequest(reqId, trace.logFields);
+    // Replaced by a single event's own trace once the event is read, for the runtime's lines after it.
+    let reqLog = trace === undefined ? log.forRequest(reqId) : log.forRequest(reqId, trace.logFields);
     const socket = req.socket as CountedSocket;
     socket[PENDING] = (socket[PENDING] ?? 0) + 1;
     socket[LATEST] = req;
-    if (debug) access(req, res, reqLog);
+    if (debug) access(req, res, () => reqLog);
     // Set when the request reaches the function: it then counts as an invocation in the metrics.
     let began = -1;
     // Set once the function has been called: from then on an error is the function's.
@@ -175,21 +176,29 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // Once per request: a batch's events all share it.
       const raw = settings.includeRaw && bytes !== undefined ? rawBodyOf(bytes, media) : undefined;
       let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
-      // The trace of the invocation answering last: an event it answers with carries it.
+      // The trace of the single invocation: an event it answers with carries it.
       let replyTrace = trace;
-      const context = (event?: CloudEvent<unknown>) => {
-        // A structured event brings its trace in its attributes, when the request had none.
-        const own = trace === undefined && event !== undefined ? eventTrace(event) : undefined;
-        if (own !== undefined) replyTrace = own;
-        const ctx = own === undefined
-          ? new Made(req, reqLog, path, query, params, contentType, defaults, res, trace)
-          : new Made(req, log.forRequest(reqId, own.logFields), path, query, params, contentType, defaults, res, own);
+      let inBatch = false;
+      const made = (ctxLog: Logger, ctxTrace: Trace | undefined, event: CloudEvent<unknown> | undefined) => {
+        const ctx = new Made(req, ctxLog, path, query, params, contentType, defaults, res, ctxTrace);
         if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;
           ctx.body = event.data;
         }
         return ctx;
+      };
+      const context = (event?: CloudEvent<unknown>) => {
+        // An event brings its trace in its attributes, when the request had none; a batch's events
+        // under the request's trace are each an invocation of their own, with a span of their own.
+        const own = event === undefined ? undefined : trace === undefined ? eventTrace(event) : inBatch ? sibling(trace) : undefined;
+        if (own === undefined) return made(reqLog, trace, event);
+        const ownLog = log.forRequest(reqId, own.logFields);
+        if (!inBatch) {
+          replyTrace = own;
+          reqLog = ownLog;
+        }
+        return made(ownLog, own, event);
       };
 
       // 7. The function: with the request's data, or once per event.
@@ -205,6 +214,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       } else {
         const event = readEvent(mode, req.headers, bytes, media);
         // A batch's events share the request's query: one prototype holds its keys for all of them.
+        inBatch = Array.isArray(event);
         if (Array.isArray(event) && search !== undefined) Made = sharingQuery(query);
         // An event is recognised by its class; its data is parsed request data like any body.
         input = [event, Array.isArray(event) ? event.map((e) => e.data) : event.data, query, req, params];
@@ -213,8 +223,6 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         value = Array.isArray(event)
           ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed, behaviour.eventAsArgument)
           : await invoke(target.fn, context(event), behaviour.eventAsArgument ? event : event.data, deadline);
-        // A batch's answer is the request's: its events' own traces stay with their invocations.
-        if (Array.isArray(event)) replyTrace = trace;
       }
       // 8. The answer, by the return rules.
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
@@ -302,11 +310,11 @@ export function withoutQueryValues(url: string): string {
   return `${url.slice(0, q)}?${names.join('&')}`;
 }
 
-function access(req: IncomingMessage, res: ServerResponse, log: Logger): void {
+function access(req: IncomingMessage, res: ServerResponse, log: () => Logger): void {
   const started = process.hrtime.bigint();
   res.once('finish', () => {
     const responseTime = Number(process.hrtime.bigint() - started) / 1e6;
-    log.debug({ method: req.method, url: withoutQueryValues(req.url ?? ''), statusCode: res.statusCode, responseTime }, 'request completed');
+    log().debug({ method: req.method, url: withoutQueryValues(req.url ?? ''), statusCode: res.statusCode, responseTime }, 'request completed');
   });
 }
 

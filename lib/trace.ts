@@ -1,5 +1,5 @@
-// W3C Trace Context (www.w3.org/TR/trace-context): the trace a request arrived in, and this
-// invocation's own span in it. Nothing is made up: without a valid traceparent there is no trace.
+// W3C Trace Context (www.w3.org/TR/trace-context): the trace a request or event arrived in, and
+// each invocation's own span in it. Nothing is made up: without a valid traceparent there is no trace.
 import { randomFillSync } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -76,19 +76,21 @@ function newSpanId(): string {
   }
 }
 
-/**
- * The trace a request arrived in: the HTTP `traceparent` header, else a binary CloudEvent's
- * `ce-traceparent` (the distributed tracing extension), each with its own tracestate.
- */
+/** The trace a request arrived in: its HTTP `traceparent` header, with its `tracestate`. */
 export function requestTrace(headers: IncomingHttpHeaders): Trace | undefined {
-  const http = headers.traceparent;
-  const event = headers['ce-traceparent'];
-  if (http === undefined && event === undefined) return undefined;
-  return traceOf(http, headers.tracestate) ?? traceOf(event, headers['ce-tracestate']);
+  return headers.traceparent === undefined ? undefined : traceOf(headers.traceparent, headers.tracestate);
 }
 
-/** A structured event's trace (its `traceparent` attribute), when the request brought none. */
+/**
+ * An event's trace: its `traceparent` attribute (the distributed tracing extension), as the
+ * binding decoded it from `ce-traceparent` or read it from a structured event.
+ */
 export function eventTrace(event: object): Trace | undefined {
   const { traceparent, tracestate } = event as { traceparent?: unknown; tracestate?: unknown };
   return traceparent === undefined ? undefined : traceOf(traceparent, tracestate);
+}
+
+/** Another invocation in the same trace, under the same parent: a batch's events, each its own span. */
+export function sibling(trace: Trace): Trace {
+  return newSpan(trace.traceId, trace.parentSpanId, trace.flags, trace.traceState);
 }

@@ -204,4 +204,88 @@ describe('trace context with CloudEvents', () => {
       await server.close();
     }
   });
+
+  it("a batch under the request's trace: each event's invocation has a span of its own", async () => {
+    const server = await answering();
+    try {
+      const events = [1, 2].map((n) => ({ specversion: '1.0', id: String(n), source: '/spec', type: 'dev.example.ask', data: { n } }));
+      const res = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json', traceparent: TRACEPARENT }, body: JSON.stringify(events) });
+      assert.equal(res.status, 200);
+      const lines = handledLines(server);
+      assert.equal(lines.length, 2);
+      assert.ok(lines.every((l) => l.trace_id === TRACE_ID));
+      assert.notEqual(lines[0].span_id, lines[1].span_id);
+      const answers = await res.json();
+      assert.deepEqual(answers.map((a) => a.data.traceparent).sort(), lines.map((l) => `00-${TRACE_ID}-${l.span_id}-01`).sort());
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('binary: the trace is read from the decoded attributes; the answer percent-encodes tracestate as every attribute', async () => {
+    const server = await answering();
+    try {
+      const res = await fetch(server.url, {
+        method: 'POST',
+        headers: { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/spec', 'ce-type': 'dev.example.ask', 'ce-traceparent': TRACEPARENT, 'ce-tracestate': 'a=%41%20b', 'content-type': 'application/json' },
+        body: '{}',
+      });
+      // The binding's percent-encoding (the SDK's own reader does not decode it; funcrun's does).
+      assert.equal(res.headers.get('ce-tracestate'), 'a=A%20b');
+      // A tracestate that decodes to a line break is no tracestate.
+      const crlf = await fetch(server.url, {
+        method: 'POST',
+        headers: { 'ce-specversion': '1.0', 'ce-id': '2', 'ce-source': '/spec', 'ce-type': 'dev.example.ask', 'ce-traceparent': TRACEPARENT, 'ce-tracestate': 'a=%0D%0Ab', 'content-type': 'application/json' },
+        body: '{}',
+      });
+      assert.equal(crlf.status, 200);
+      assert.equal(crlf.headers.get('ce-tracestate'), null);
+      assert.match(crlf.headers.get('ce-traceparent'), new RegExp(`^00-${TRACE_ID}-`));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("the trace headers count toward the answer's header block: past it, the answer goes structured", async () => {
+    const server = await serve((context) => new CloudEvent({ type: 'dev.example.answer', source: '/answer', big: 'x'.repeat(12_000) }));
+    try {
+      const message = HTTP.binary(new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: {}, traceparent: TRACEPARENT, tracestate: `a=${'z'.repeat(6000)}` }));
+      const res = await fetch(server.url, { method: 'POST', headers: message.headers, body: message.body });
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type'), /^application\/cloudevents\+json/);
+      const answer = JSON.parse(await res.text());
+      assert.match(answer.traceparent, new RegExp(`^00-${TRACE_ID}-`));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a structured event's trace is on the runtime's own lines too (the error line)", async () => {
+    const server = await serve(() => {
+      throw new Error('broken');
+    });
+    try {
+      const message = HTTP.structured(new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: {}, traceparent: TRACEPARENT }));
+      const res = await fetch(server.url, { method: 'POST', headers: message.headers, body: message.body });
+      assert.equal(res.status, 500);
+      const errorLine = server.log.entries().find((l) => l.level === 50);
+      assert.equal(errorLine.trace_id, TRACE_ID);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("an answered event's own tracestate is kept, binary and structured alike", async () => {
+    const server = await serve(() => new CloudEvent({ type: 'dev.example.answer', source: '/answer', tracestate: 'own=1' }));
+    try {
+      for (const encode of [HTTP.binary, HTTP.structured]) {
+        const message = encode(new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: {}, traceparent: TRACEPARENT, tracestate: 'x=1' }));
+        const res = await fetch(server.url, { method: 'POST', headers: message.headers, body: message.body });
+        const answer = HTTP.toEvent({ headers: Object.fromEntries(res.headers), body: await res.text() });
+        assert.equal(answer.tracestate, 'own=1');
+      }
+    } finally {
+      await server.close();
+    }
+  });
 });
