@@ -6,6 +6,7 @@ import type { Logger } from './log';
 import { parseMediaType } from './media-type';
 import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
 import type { Trace } from './trace';
+import { keepInFlight, type Runtime } from './lifecycle';
 
 export class Context {
   readonly method: string;
@@ -35,6 +36,7 @@ export class Context {
   readonly #defaults: ResponseDefaults;
   readonly #res: ServerResponse | undefined;
   readonly #trace: Trace | undefined;
+  readonly #runtime: Runtime | undefined;
   #controller: AbortController | undefined;
 
   // Query keys are also set on the context itself, as the seed says.
@@ -50,9 +52,11 @@ export class Context {
     defaults: ResponseDefaults,
     res?: ServerResponse,
     trace?: Trace,
+    runtime?: Runtime,
   ) {
     this.#log = log;
     this.#trace = trace;
+    this.#runtime = runtime;
     this.#req = req;
     this.method = req.method ?? 'GET';
     this.headers = req.headers;
@@ -95,6 +99,18 @@ export class Context {
   /** The `tracestate` that came with the trace, to pass on beside `traceparent`. */
   get tracestate(): string | undefined {
     return this.#trace?.traceState;
+  }
+
+  /**
+   * Work to finish after the answer: the function returns at once, and `promise` goes on. It
+   * counts as in flight: a SIGTERM (stop()) waits for it within the grace period, and shutdown()
+   * runs after it. Its failure is logged with this invocation's reqId and trace, never an
+   * unhandled rejection.
+   */
+  waitUntil(promise: PromiseLike<unknown>): void {
+    if (this.#runtime !== undefined) return keepInFlight(this.#runtime, promise, this.#log);
+    // A context made for a unit test: no server to keep it, but a failure is still logged.
+    Promise.resolve(promise).catch((err: unknown) => this.#log.error(err instanceof Error ? err : { err }, 'waitUntil: the work failed'));
   }
 
   /**

@@ -1,7 +1,7 @@
 // A server's life after start: the state its requests read (draining), its shutdown() run once,
 // and stop(), the graceful drain.
 import type { Server } from 'node:http';
-import type { RootLogger } from './log';
+import type { Logger, RootLogger } from './log';
 import type { Metrics } from './metrics';
 import type { Function as FunctionModule } from './types';
 
@@ -13,6 +13,33 @@ export interface Runtime {
   draining: boolean;
   shutdown?: Promise<void>;
   metrics?: Metrics;
+  /** Work functions handed to `context.waitUntil`, still running: stop() waits for it. */
+  readonly background: Set<Promise<void>>;
+}
+
+/**
+ * Keeps `work` (a function's `context.waitUntil`) in flight until it settles: stop() waits for it
+ * within the grace period, and its failure is logged with the invocation's logger, never an
+ * unhandled rejection.
+ */
+export function keepInFlight(runtime: Runtime, work: unknown, log: Logger): void {
+  const tracked = Promise.resolve(work).then(
+    () => undefined,
+    (err: unknown) => log.error(err instanceof Error ? err : { err }, 'waitUntil: the work failed'),
+  );
+  runtime.background.add(tracked);
+  void tracked.finally(() => runtime.background.delete(tracked));
+}
+
+// The background work still running, awaited for at most `limit` ms; past that it is left to run
+// and the drain goes on.
+async function backgroundDone(runtime: Runtime, limit: number): Promise<void> {
+  if (runtime.background.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), Math.max(0, limit))));
+  const done = Promise.all(runtime.background).then(() => false);
+  if (await Promise.race([done, late])) runtime.log.warn({ running: runtime.background.size }, 'waitUntil work still running after the grace period');
+  clearTimeout(timer);
 }
 
 const runtimes = new WeakMap<Server, Runtime>();
@@ -38,7 +65,8 @@ export function runShutdown(runtime: Runtime): Promise<void> {
 /**
  * Stops gracefully: readiness turns 503, no new connections are accepted, requests in flight
  * finish (keep-alive connections close after their current response, and as soon as they go
- * idle), and after the last one the module's `shutdown()` runs. Past `gracePeriod` ms the
+ * idle), then work handed to `context.waitUntil`, and after the last of it the module's
+ * `shutdown()` runs. Past `gracePeriod` ms the
  * remaining connections are cut; `shutdown()` then has `gracePeriod` ms of its own. Resolves
  * when `shutdown()` has finished; rejects with its error, or when it does not finish in time.
  */
@@ -46,7 +74,8 @@ export function stop(server: Server, gracePeriod = 10_000): Promise<void> {
   const runtime = runtimes.get(server);
   if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
   runtime.draining = true;
-  if (!server.listening) return bounded(runShutdown(runtime), gracePeriod, runtime.log);
+  const deadline = Date.now() + gracePeriod;
+  if (!server.listening) return backgroundDone(runtime, gracePeriod).then(() => bounded(runShutdown(runtime), gracePeriod, runtime.log));
   const cut = setTimeout(() => server.closeAllConnections(), gracePeriod);
   // A response that was already streaming when the drain began could not say `connection: close`:
   // its connection is closed when it goes idle, rather than kept for the keep-alive timeout.
@@ -56,9 +85,11 @@ export function stop(server: Server, gracePeriod = 10_000): Promise<void> {
   return new Promise<void>((resolve) => {
     server.close(() => resolve());
     server.closeIdleConnections();
-  }).then(() => {
+  }).then(async () => {
     clearTimeout(cut);
     clearInterval(sweep);
+    // Work the functions go on with after answering is in flight too, within the same grace period.
+    await backgroundDone(runtime, deadline - Date.now());
     return bounded(runShutdown(runtime), gracePeriod, runtime.log);
   });
 }

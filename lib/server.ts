@@ -97,7 +97,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const defaults = responseDefaults(settings.name);
   const authorize = module.authorize;
   const debug = log.isEnabled('debug');
-  const runtime: Runtime = { module, log, draining: false, metrics };
+  const runtime: Runtime = { module, log, draining: false, metrics, background: new Set() };
   let requests = 0;
   // Each request's logger carries its own reqId.
   const newRequestLog = () => log.forRequest(++requests);
@@ -180,7 +180,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       let replyTrace = trace;
       let inBatch = false;
       const made = (ctxLog: Logger, ctxTrace: Trace | undefined, event: CloudEvent<unknown> | undefined) => {
-        const ctx = new Made(req, ctxLog, path, query, params, contentType, defaults, res, ctxTrace);
+        const ctx = new Made(req, ctxLog, path, query, params, contentType, defaults, res, ctxTrace, runtime);
         if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;
@@ -285,7 +285,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
   // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
   server.on('connect', (_req: IncomingMessage, socket: Socket) => rawError(socket, 405, 'CONNECT is not supported'));
-  server.once('close', () => runShutdown(runtime).catch((err) => log.error(err, 'shutdown() failed')));
+  // shutdown() runs once the work handed to waitUntil has settled too (stop() bounds that wait).
+  server.once('close', () => Promise.all(runtime.background).then(() => runShutdown(runtime)).catch((err) => log.error(err, 'shutdown() failed')));
   register(server, runtime);
   return server;
 
