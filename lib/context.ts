@@ -108,9 +108,7 @@ export class Context {
    * unhandled rejection.
    */
   waitUntil(promise: PromiseLike<unknown>): void {
-    if (this.#runtime !== undefined) return keepInFlight(this.#runtime, promise, this.#log);
-    // A context made for a unit test: no server to keep it, but a failure is still logged.
-    Promise.resolve(promise).catch((err: unknown) => this.#log.error(err instanceof Error ? err : { err }, 'waitUntil: the work failed'));
+    keepInFlight(this.#runtime, promise, this.#log);
   }
 
   /**

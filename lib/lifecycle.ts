@@ -22,11 +22,13 @@ export interface Runtime {
  * within the grace period, and its failure is logged with the invocation's logger, never an
  * unhandled rejection.
  */
-export function keepInFlight(runtime: Runtime, work: unknown, log: Logger): void {
+export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: Logger): void {
   const tracked = Promise.resolve(work).then(
     () => undefined,
     (err: unknown) => log.error(err instanceof Error ? err : { err }, 'waitUntil: the work failed'),
   );
+  // Without a server (a unit test's context) the work is only watched for failure.
+  if (runtime === undefined) return;
   runtime.background.add(tracked);
   void tracked.finally(() => runtime.background.delete(tracked));
 }

@@ -19,7 +19,7 @@ import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
 import { respond, type Reply } from './respond';
-import { eventTrace, requestTrace, sibling, type Trace } from './trace';
+import { eventTrace, requestTrace, sibling } from './trace';
 import { JSON_TYPE, send } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
@@ -179,26 +179,25 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // The trace of the single invocation: an event it answers with carries it.
       let replyTrace = trace;
       let inBatch = false;
-      const made = (ctxLog: Logger, ctxTrace: Trace | undefined, event: CloudEvent<unknown> | undefined) => {
-        const ctx = new Made(req, ctxLog, path, query, params, contentType, defaults, res, ctxTrace, runtime);
+      const context = (event?: CloudEvent<unknown>) => {
+        // An event brings its trace in its attributes, when the request had none; a batch's events
+        // under the request's trace are each an invocation of their own, with a span of their own.
+        const own = event === undefined ? undefined : trace === undefined ? eventTrace(event) : inBatch ? sibling(trace) : undefined;
+        let ctxLog = reqLog;
+        if (own !== undefined) {
+          ctxLog = log.forRequest(reqId, own.logFields);
+          if (!inBatch) {
+            replyTrace = own;
+            reqLog = ctxLog;
+          }
+        }
+        const ctx = new Made(req, ctxLog, path, query, params, contentType, defaults, res, own ?? trace, runtime);
         if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;
           ctx.body = event.data;
         }
         return ctx;
-      };
-      const context = (event?: CloudEvent<unknown>) => {
-        // An event brings its trace in its attributes, when the request had none; a batch's events
-        // under the request's trace are each an invocation of their own, with a span of their own.
-        const own = event === undefined ? undefined : trace === undefined ? eventTrace(event) : inBatch ? sibling(trace) : undefined;
-        if (own === undefined) return made(reqLog, trace, event);
-        const ownLog = log.forRequest(reqId, own.logFields);
-        if (!inBatch) {
-          replyTrace = own;
-          reqLog = ownLog;
-        }
-        return made(ownLog, own, event);
       };
 
       // 7. The function: with the request's data, or once per event.
