@@ -8,7 +8,27 @@ import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
 import type { Trace } from './trace';
 import { keepInFlight, type Runtime } from './lifecycle';
 
+/** What the runtime itself needs back from a context (faults.ts): not part of its public face. */
+export interface InvocationParts {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse | undefined;
+  readonly log: Logger;
+  readonly runtime: Runtime | undefined;
+}
+
+let partsOf: (ctx: Context) => InvocationParts;
+
+/** The request, response, logger and runtime a context was made with. */
+export function invocationParts(ctx: Context): InvocationParts {
+  return partsOf(ctx);
+}
+
 export class Context {
+  static {
+    // Set here, inside the class, where its private fields can be read; nothing is added to it.
+    partsOf = (ctx) => ({ req: ctx.#req, res: ctx.#res, log: ctx.#log, runtime: ctx.#runtime });
+  }
+
   readonly method: string;
   readonly headers: IncomingHttpHeaders;
   readonly httpVersion: string;

@@ -9,6 +9,7 @@ import { checkFunction, LoadError, toFunction } from './loader';
 import { createLogger, type LogDestination, type LogLevel } from './log';
 import { createServer } from './server';
 import { stop } from './lifecycle';
+import { setProcessLogger } from './scope';
 import { useApplicationSdk } from './cloudevent';
 import { dirname } from 'node:path';
 import { behaviourOf, type Compat } from './compat';
@@ -152,6 +153,8 @@ export async function start(func: Invokable | FunctionModule, options: Options =
     log,
   );
 
+  // Outside an invocation, `log` writes with this server's logger (init() and shutdown() included).
+  setProcessLogger(log);
   await module.init?.({ log });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -184,6 +187,8 @@ function metricLabels(name: string | undefined, env: Identity, asFaas: boolean):
 }
 
 export { stop, ConfigError, LoadError };
+/** The request-scoped logger: in an invocation, wherever it is called, its lines carry that invocation's reqId and trace. */
+export { log } from './scope';
 // The parsers funcrun reads its own settings with, for services built on it (sizes, durations).
 export { parseBytes, parseCount, parseDuration, parseSwitch } from './config';
 export { Context } from './context';

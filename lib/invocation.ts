@@ -5,6 +5,7 @@ import { asCloudEvent } from './cloudevent';
 import type { Context } from './context';
 import { HttpError } from './errors';
 import { discard } from './respond';
+import { invocationScope } from './scope';
 import type { Invokable } from './types';
 
 // A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
@@ -23,7 +24,9 @@ export function invoker(timeout: number): Invoke {
     const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
     const left = deadline - performance.now();
     if (timeout > 0 && left <= 0) throw tooLate();
-    const result = fn.call(HANDLER_THIS, ctx, data);
+    // In the invocation's scope (scope.ts), when it is on: `log` and fault attribution find ctx.
+    const scope = invocationScope();
+    const result = scope === undefined ? fn.call(HANDLER_THIS, ctx, data) : scope.run(ctx, call, fn, ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
     let timer: NodeJS.Timeout | undefined;
     let late = false;
@@ -66,6 +69,10 @@ export async function batch(
 }
 
 function ignore(): void {}
+
+function call(fn: Invokable, ctx: Context, data: unknown): unknown {
+  return fn.call(HANDLER_THIS, ctx, data);
+}
 /** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */
 export function within(value: unknown, ms: number, message: string): Promise<unknown> {
   if (!isThenable(value)) return Promise.resolve(value);

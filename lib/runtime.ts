@@ -16,6 +16,7 @@ import * as connections from './connections';
 import * as context from './context';
 import * as cors from './cors';
 import * as errors from './errors';
+import * as faults from './faults';
 import * as functions from './functions';
 import * as headers from './headers';
 import * as index from './index';
@@ -31,6 +32,7 @@ import * as probes from './probes';
 import * as provenance from './provenance';
 import * as respond from './respond';
 import * as router from './router';
+import * as scope from './scope';
 import * as send from './send';
 import * as serve from './serve';
 import * as server from './server';
@@ -39,6 +41,19 @@ import * as target from './target';
 import * as trace from './trace';
 import * as types from './types';
 import * as xml from './xml';
+
+// The public entry, as index.ts exports it but for `log`: reaching for it (`require('funcrun').log`,
+// or an ESM import of funcrun, which reads every name) turns request scoping on (see scope.ts).
+const publicIndex = Object.defineProperties({}, {
+  ...Object.getOwnPropertyDescriptors(index),
+  log: {
+    enumerable: true,
+    get() {
+      scope.useScope();
+      return scope.log;
+    },
+  },
+});
 
 export const modules = {
   body,
@@ -52,9 +67,10 @@ export const modules = {
   context,
   cors,
   errors,
+  faults,
   functions,
   headers,
-  index,
+  index: publicIndex as typeof index,
   invocation,
   lifecycle,
   loader,
@@ -67,6 +83,7 @@ export const modules = {
   provenance,
   respond,
   router,
+  scope,
   send,
   serve,
   server,

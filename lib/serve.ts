@@ -6,6 +6,7 @@ import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import { applyEnvs, ConfigError, readFuncYaml } from './config';
 import { describe } from './errors';
+import { reportFault } from './faults';
 import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop } from './index';
@@ -95,10 +96,11 @@ export async function serve(argv: string[]): Promise<void> {
 
   let gracePeriod: number = defaults.gracePeriod;
   let failed = false;
-  // A function's own async code threw (a timer, an unhandled rejection): requests in flight still
-  // get the grace period, then the process exits 1 so the platform restarts it.
-  process.on('uncaughtException', (err) => {
-    log.fatal(err, 'uncaught exception');
+  // A function's own async code threw (a timer, an unhandled rejection): logged with the invocation
+  // it came from, whose request is answered 500 (faults.ts); the others still get the grace
+  // period, then shutdown() runs and the process exits 1 so the platform restarts it.
+  process.on('uncaughtException', (err, origin) => {
+    reportFault(err, origin, log);
     failed = true;
     if (stopping) return;
     stopping = true;

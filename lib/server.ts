@@ -18,7 +18,7 @@ import { HttpError, lastResort, sendError } from './errors';
 import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
-import { respond, type Reply } from './respond';
+import { discard, respond, type Reply } from './respond';
 import { eventTrace, requestTrace, sibling } from './trace';
 import { JSON_TYPE, send } from './send';
 import { Router } from './router';
@@ -223,7 +223,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
           ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed, behaviour.eventAsArgument)
           : await invoke(target.fn, context(event), behaviour.eventAsArgument ? event : event.data, deadline);
       }
-      // 8. The answer, by the return rules.
+      // 8. The answer, by the return rules; unless a fault in the invocation was answered 500 (faults.ts).
+      if (res.writableEnded) return discard(value);
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
       const sent = respond(req, res, value, replyMode(mode, behaviour.eventsAnsweredBinary), input, behaviour, replyTrace);
       const reply: Reply = sent instanceof Promise ? await sent : sent;

@@ -1,0 +1,26 @@
+// Faults: an exception nothing caught, or a rejection nothing handled. The entry point
+// (serve.ts) owns the process's handlers and hands each fault here. Raised inside an invocation
+// (scope.ts tells which), it is logged with that invocation's reqId and trace, and its request,
+// if still open, is answered 500; the entry point then drains the rest and exits 1.
+import { describe, HttpError, quietly, sendError } from './errors';
+import { invocationParts } from './context';
+import type { Logger } from './log';
+import { currentInvocation } from './scope';
+
+/** Logs a fault fatal where it belongs and answers its request. Never throws. */
+export function reportFault(err: unknown, origin: string, processLog: Logger): void {
+  const what = origin === 'unhandledRejection' ? 'unhandled rejection' : 'uncaught exception';
+  const logged = err instanceof Error ? err : { thrown: describe(err) };
+  try {
+    const ctx = currentInvocation();
+    if (ctx === undefined) return processLog.fatal(logged, what);
+    const { req, res, log, runtime } = invocationParts(ctx);
+    log.fatal(logged, `${what} in this invocation`);
+    // Answered already (or after the answer, in its waitUntil work): nothing more to say to it.
+    if (res === undefined || res.writableEnded) return;
+    // A 500 whatever the thrown value says of itself: the function crashed, it did not answer.
+    sendError(req, res, new HttpError(500, `the function crashed: ${what}`), log, runtime?.module.errorBody);
+  } catch {
+    quietly(() => processLog.fatal(logged, what));
+  }
+}

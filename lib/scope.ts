@@ -1,0 +1,127 @@
+// Which invocation the running code belongs to, wherever it runs (a helper module, a timer, a
+// promise chain): an AsyncLocalStorage entered once per invocation, holding its context. It gives
+// `log`, the logger that writes with the current invocation's reqId and trace, and tells the
+// entry point which request a stray exception belongs to.
+//
+// Where AsyncLocalStorage is built on AsyncContextFrame (Node 24; Node 22 with
+// --experimental-async-context-frame), entering it costs next to nothing and it is always on.
+// Node 22's own is built on promise hooks, which slow every promise of the process (some 15% of a
+// small function's throughput, measured): there it is turned on only when a function reaches for
+// `log` (see runtime.ts), and faults are then attributed too.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createLogger, type ChildOptions, type Logger, type LogLevel } from './log';
+import type { Context } from './context';
+
+// The promise-hook implementation has `_enable`; AsyncContextFrame's has not.
+const CHEAP = !('_enable' in AsyncLocalStorage.prototype);
+
+let storage: AsyncLocalStorage<Context> | undefined = CHEAP ? new AsyncLocalStorage() : undefined;
+
+/** The storage invocations run in, or undefined while scoping is off (see above). */
+export function invocationScope(): AsyncLocalStorage<Context> | undefined {
+  return storage;
+}
+
+/** Turns scoping on, for the invocations that start from now on. */
+export function useScope(): void {
+  storage ??= new AsyncLocalStorage();
+}
+
+/** The context of the invocation the calling code runs in, if any (and scoping is on). */
+export function currentInvocation(): Context | undefined {
+  return storage?.getStore();
+}
+
+// Outside an invocation: the logger of the server started last, else one of its own at info.
+let processLog: Logger | undefined;
+
+/** Called by start(): outside any invocation, `log` writes with this server's logger. */
+export function setProcessLogger(log: Logger): void {
+  processLog = log;
+}
+
+function current(): Logger {
+  return storage?.getStore()?.log ?? (processLog ??= createLogger('info'));
+}
+
+type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+
+/**
+ * A logger that resolves, at each call, to the current invocation's logger (so its lines carry
+ * that invocation's reqId and trace fields), or outside any invocation to the process's logger.
+ * A child keeps its bindings and resolves the same way, made once per invocation it writes in.
+ */
+class ScopedLogger implements Logger {
+  // Children of each invocation's logger, made on first use there and dropped with it.
+  readonly #children = new WeakMap<Logger, Logger>();
+
+  constructor(
+    private readonly bindings?: Record<string, unknown>,
+    private readonly options?: ChildOptions,
+  ) {}
+
+  #target(): Logger {
+    const base = current();
+    if (this.bindings === undefined) return base;
+    let child = this.#children.get(base);
+    if (child === undefined) this.#children.set(base, (child = base.child(this.bindings, this.options)));
+    return child;
+  }
+
+  #write(level: Level, args: IArguments): void {
+    const target = this.#target();
+    // Logging never throws, as the loggers it resolves to.
+    (target[level] as (...a: unknown[]) => void).apply(target, Array.prototype.slice.call(args));
+  }
+
+  trace(): void {
+    this.#write('trace', arguments);
+  }
+  debug(): void {
+    this.#write('debug', arguments);
+  }
+  info(): void {
+    this.#write('info', arguments);
+  }
+  warn(): void {
+    this.#write('warn', arguments);
+  }
+  error(): void {
+    this.#write('error', arguments);
+  }
+  fatal(): void {
+    this.#write('fatal', arguments);
+  }
+
+  get level(): LogLevel {
+    return this.#target().level;
+  }
+
+  isLevelEnabled(level: string): boolean {
+    return this.#target().isLevelEnabled(level);
+  }
+
+  child(bindings: Record<string, unknown>, options?: ChildOptions): Logger {
+    // Bindings are read now, as any logger's child reads them.
+    const own = { ...this.bindings, ...copy(bindings) };
+    useScope();
+    return new ScopedLogger(own, options ?? this.options);
+  }
+}
+
+function copy(bindings: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  try {
+    if (bindings !== null && typeof bindings === 'object') for (const key of Object.keys(bindings)) out[key] = (bindings as Record<string, unknown>)[key];
+  } catch {
+    // Unreadable bindings: none, as a logger's child() takes them.
+  }
+  return out;
+}
+
+/**
+ * The request-scoped logger: `import { log } from 'funcrun'`. In an invocation (and anything it
+ * started: timers, promises, helper modules) its lines carry that invocation's reqId and trace
+ * fields; elsewhere it is the process's logger.
+ */
+export const log: Logger = new ScopedLogger();

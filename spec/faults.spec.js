@@ -1,0 +1,162 @@
+'use strict';
+// Faults attributed to their request: an exception nothing caught or a rejection nothing
+// handled, raised in an invocation's async context, is logged fatal with that invocation's reqId
+// and trace, its request answered 500, the others finish, shutdown() runs, and the process
+// exits 1. Real processes (serve.js), real HTTP.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { AsyncLocalStorage } = require('node:async_hooks');
+const { request, project, runServing } = require('./helpers');
+
+const FUNCRUN = JSON.stringify(path.join(__dirname, '..', 'lib', 'index.js'));
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const TRACEPARENT = `00-${TRACE_ID}-00f067aa0ba902b7-01`;
+// Where AsyncLocalStorage is cheap (AsyncContextFrame: Node 24) scoping is always on; on Node 22's
+// promise-hook storage it is on once the function uses `log` (the fixtures below all do, but one).
+const ALWAYS_SCOPED = !('_enable' in AsyncLocalStorage.prototype);
+
+// A function module that uses funcrun's `log`, crashes on ?crash=, sleeps on ?slow=, and whose
+// shutdown() says that it ran (an error reporter would flush there).
+const MODULE = `
+const { log } = require(${FUNCRUN});
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+module.exports = {
+  async handle(context) {
+    log.info({ q: context.query }, 'invoked');
+    const how = context.query.crash;
+    if (how === 'timer') { setTimeout(() => { throw new Error('a timer threw: secret-ish detail'); }, 5); return new Promise(() => {}); }
+    if (how === 'rejection') { Promise.reject(new Error('nobody handled this')); await sleep(300); return 'too late'; }
+    if (how === 'status') { setTimeout(() => { const e = new Error('not found, it says'); e.statusCode = 404; throw e; }, 5); return new Promise(() => {}); }
+    if (how === 'value') { setTimeout(() => { throw { not: 'an Error' }; }, 5); return new Promise(() => {}); }
+    if (how === 'stream') {
+      const { Readable } = require('node:stream');
+      const body = new Readable({ read() {} });
+      body.push('part one,');
+      setTimeout(() => { throw new Error('mid-stream'); }, 50);
+      return { body, headers: { 'content-type': 'text/plain' } };
+    }
+    if (how === 'after') { context.waitUntil(sleep(30).then(() => { setTimeout(() => { throw new Error('after the answer'); }, 1); })); return 'answered'; }
+    if (context.query.slow) await sleep(Number(context.query.slow));
+    return { ok: context.query.n ?? true };
+  },
+  shutdown() { log.info('shutdown ran'); },
+};
+`;
+
+async function crash(how, { extra = [] } = {}) {
+  const proc = await runServing([project({ 'index.js': MODULE }), '--grace-period', '5s']);
+  const slow = request(`${proc.url}/?slow=400&n=slow`);
+  await new Promise((r) => setTimeout(r, 50));
+  const others = extra.map((n) => request(`${proc.url}/?slow=100&n=${n}`));
+  const crashed = await request(`${proc.url}/?crash=${how}`, { headers: { traceparent: TRACEPARENT } }).catch((err) => ({ error: err }));
+  const { code } = await proc.exited;
+  return { proc, crashed, slow: await slow, others: await Promise.all(others), code, lines: proc.lines() };
+}
+
+function crashedInvocation(lines) {
+  return lines.find((l) => l.msg === 'invoked' && l.q.crash !== undefined);
+}
+
+describe('faults attributed to their request', () => {
+  it('an exception from a timer: fatal with its reqId and trace, its request 500, the others answered, shutdown(), exit 1', async () => {
+    const { crashed, slow, others, code, lines } = await crash('timer', { extra: ['a', 'b', 'c'] });
+    assert.equal(crashed.status, 500);
+    assert.deepEqual(crashed.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+    assert.ok(!crashed.text.includes('secret-ish'), 'the 500 says nothing of the error');
+    assert.equal(slow.status, 200, 'a request in flight finishes');
+    assert.deepEqual(slow.json, { ok: 'slow' });
+    assert.deepEqual(others.map((r) => r.json), [{ ok: 'a' }, { ok: 'b' }, { ok: 'c' }]);
+    assert.equal(code, 1);
+    const fatal = lines.find((l) => l.level === 60);
+    const invoked = crashedInvocation(lines);
+    assert.equal(fatal.msg, 'uncaught exception in this invocation');
+    assert.equal(fatal.err.message, 'a timer threw: secret-ish detail');
+    assert.equal(fatal.reqId, invoked.reqId);
+    assert.equal(fatal.trace_id, TRACE_ID);
+    assert.equal(fatal.span_id, invoked.span_id);
+    const order = (msg) => lines.findIndex((l) => l.msg === msg);
+    assert.ok(order('shutdown ran') > lines.indexOf(fatal), 'shutdown() ran after the fault');
+    assert.ok(order('stopped') > order('shutdown ran'));
+  });
+
+  it('an unhandled rejection: the same, named as such', async () => {
+    const { crashed, slow, code, lines } = await crash('rejection');
+    assert.equal(crashed.status, 500);
+    assert.equal(slow.status, 200);
+    assert.equal(code, 1);
+    const fatal = lines.find((l) => l.level === 60);
+    assert.equal(fatal.msg, 'unhandled rejection in this invocation');
+    assert.equal(fatal.err.message, 'nobody handled this');
+    assert.equal(fatal.reqId, crashedInvocation(lines).reqId);
+    assert.equal(fatal.trace_id, TRACE_ID);
+  });
+
+  it('a crash is a 500 whatever the thrown value says of itself (a statusCode, a non-Error)', async () => {
+    for (const how of ['status', 'value']) {
+      const { crashed, code, lines } = await crash(how);
+      assert.equal(crashed.status, 500, how);
+      assert.equal(code, 1);
+      const fatal = lines.find((l) => l.level === 60);
+      assert.equal(fatal.reqId, crashedInvocation(lines).reqId, how);
+    }
+  });
+
+  it('mid-stream, the answer already begun is cut, not finished as if whole', async () => {
+    const { crashed, code, lines } = await crash('stream');
+    assert.ok(crashed.error !== undefined || crashed.status === 200, 'a cut connection, or a body cut short');
+    if (crashed.error === undefined) assert.notEqual(crashed.text, 'part one,', 'fetch saw a complete body');
+    assert.equal(code, 1);
+    assert.equal(lines.find((l) => l.level === 60).reqId, crashedInvocation(lines).reqId);
+  });
+
+  it('in work after the answer (waitUntil): the answer stands; the fatal line names the invocation', async () => {
+    const { crashed, code, lines } = await crash('after');
+    assert.equal(crashed.status, 200);
+    assert.equal(crashed.text, 'answered');
+    assert.equal(code, 1);
+    const fatal = lines.find((l) => l.level === 60);
+    assert.equal(fatal.err.message, 'after the answer');
+    assert.equal(fatal.reqId, crashedInvocation(lines).reqId);
+    assert.equal(fatal.trace_id, TRACE_ID);
+  });
+
+  it('outside any invocation: fatal without a reqId, requests in flight finish, shutdown(), exit 1', async () => {
+    const dir = project({
+      'index.js': `${MODULE}\nsetTimeout(() => { throw new Error('a stray timer at load'); }, 600);\n`,
+    });
+    const proc = await runServing([dir]);
+    const slow = await request(`${proc.url}/?slow=900&n=late`);
+    const { code } = await proc.exited;
+    assert.equal(slow.status, 200);
+    assert.equal(code, 1);
+    const lines = proc.lines();
+    const fatal = lines.find((l) => l.level === 60);
+    assert.equal(fatal.msg, 'uncaught exception');
+    assert.equal(fatal.reqId, undefined);
+    assert.equal(fatal.trace_id, undefined);
+    assert.ok(lines.some((l) => l.msg === 'shutdown ran'));
+  });
+
+  it(`a function that never uses log: ${ALWAYS_SCOPED ? 'attributed all the same (AsyncContextFrame)' : 'not attributed on promise-hook storage (Node 22): fatal without a reqId'}`, async () => {
+    const dir = project({
+      'index.js': `module.exports = (context) => { if (context.query.crash) { setTimeout(() => { throw new Error('unscoped'); }, 5); return new Promise(() => {}); } return 'ok'; };\n`,
+    });
+    const proc = await runServing([dir, '--grace-period', '500ms']);
+    const crashed = await request(`${proc.url}/?crash=1`, { headers: { traceparent: TRACEPARENT } }).catch((err) => ({ error: err }));
+    const { code } = await proc.exited;
+    assert.equal(code, 1);
+    const fatal = proc.lines().find((l) => l.level === 60);
+    assert.equal(fatal.err.message, 'unscoped');
+    if (ALWAYS_SCOPED) {
+      assert.equal(crashed.status, 500);
+      assert.equal(fatal.trace_id, TRACE_ID);
+      assert.equal(typeof fatal.reqId, 'number');
+    } else {
+      // Unattributed: no request is guessed at; the crashed one is cut when the grace period ends.
+      assert.ok(crashed.error !== undefined, 'the request was cut');
+      assert.equal(fatal.reqId, undefined);
+      assert.equal(fatal.msg, 'uncaught exception');
+    }
+  });
+});

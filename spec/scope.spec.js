@@ -1,0 +1,189 @@
+'use strict';
+// `log` from funcrun: wherever it is called during an invocation (a helper module, a timer, work
+// after the answer), its lines carry that invocation's reqId and trace; elsewhere it is the
+// process's logger. Concurrent requests must not mix.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { log } = require('../lib/index.js');
+const { serve, request, project, runServing } = require('./helpers');
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const traceOf = (n) => `${'0af7651916cd43dd8448eb211c8031'}${n.toString(16).padStart(2, '0')}`;
+const traceparent = (n) => `00-${traceOf(n)}-b7ad6b7169203331-01`;
+
+// A helper module's code: it knows nothing of the request, only `log`.
+async function chargeOrder(n) {
+  log.info({ n, step: 'start' }, 'charging');
+  await sleep(5 + ((n * 7) % 23));
+  await Promise.resolve();
+  setImmediate(() => log.info({ n, step: 'immediate' }, 'charging'));
+  await new Promise((resolve) => setTimeout(resolve, (n * 3) % 11));
+  log.info({ n, step: 'end' }, 'charging');
+  return n;
+}
+
+describe('request-scoped log', () => {
+  it('under 40 concurrent requests, every helper line carries its own request\'s reqId and trace', async () => {
+    const server = await serve(async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, n) => request(`${server.url}/?n=${n}`, { headers: { traceparent: traceparent(n) } })),
+      );
+      answers.forEach((res, n) => assert.deepEqual(res.json, { n }));
+      await sleep(50);
+      const lines = server.log.entries().filter((l) => l.msg === 'charging');
+      assert.equal(lines.length, 120);
+      const reqIdOf = new Map();
+      for (const line of lines) {
+        assert.equal(line.trace_id, traceOf(line.n), JSON.stringify(line));
+        assert.match(line.span_id, /^[0-9a-f]{16}$/);
+        assert.notEqual(line.span_id, 'b7ad6b7169203331', 'the invocation\'s own span, not the caller\'s');
+        assert.equal(typeof line.reqId, 'number');
+        if (!reqIdOf.has(line.n)) reqIdOf.set(line.n, line.reqId);
+        assert.equal(line.reqId, reqIdOf.get(line.n), 'one reqId per request');
+      }
+      assert.equal(new Set(reqIdOf.values()).size, 40);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('without a traceparent the lines carry the reqId and no trace fields', async () => {
+    const server = await serve(async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
+    try {
+      await Promise.all([1, 2, 3].map((n) => request(`${server.url}/?n=${n}`)));
+      await sleep(30);
+      const lines = server.log.entries().filter((l) => l.msg === 'charging');
+      assert.equal(lines.length, 9);
+      for (const line of lines) {
+        assert.equal(typeof line.reqId, 'number');
+        assert.equal(line.trace_id, undefined);
+        assert.equal(line.span_id, undefined);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('outside an invocation (init, shutdown) it writes with the server\'s logger, without a reqId', async () => {
+    const server = await serve(
+      {
+        init: () => log.info('warming up'),
+        handle: () => 'ok',
+        shutdown: () => log.info('closing'),
+      },
+      { logLevel: 'info' },
+    );
+    await request(server.url);
+    await server.close();
+    const entries = server.log.entries();
+    for (const msg of ['warming up', 'closing']) {
+      const line = entries.find((l) => l.msg === msg);
+      assert.ok(line, msg);
+      assert.equal(line.reqId, undefined);
+      assert.equal(line.pid, process.pid);
+    }
+  });
+
+  it('a child made at load time keeps its bindings and takes the invocation\'s fields', async () => {
+    const db = log.child({ component: 'db' });
+    const server = await serve(
+      async () => {
+        await sleep(1);
+        db.info('query ran');
+        db.child({ table: 'orders' }).warn('slow');
+        return 'ok';
+      },
+      { logLevel: 'info' },
+    );
+    try {
+      await request(server.url, { headers: { traceparent: traceparent(9) } });
+      const entries = server.log.entries();
+      const ran = entries.find((l) => l.msg === 'query ran');
+      assert.equal(ran.component, 'db');
+      assert.equal(ran.trace_id, traceOf(9));
+      assert.equal(typeof ran.reqId, 'number');
+      const slow = entries.find((l) => l.msg === 'slow');
+      assert.deepEqual([slow.component, slow.table, slow.reqId, slow.level], ['db', 'orders', ran.reqId, 40]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('follows the server\'s level, and a child\'s own level', async () => {
+    const verbose = log.child({ part: 'verbose' }, { level: 'debug' });
+    let seen;
+    const server = await serve(
+      () => {
+        log.info('not written');
+        log.warn('written');
+        verbose.debug('written by the child');
+        seen = { level: log.level, info: log.isLevelEnabled('info'), warn: log.isLevelEnabled('warn'), child: verbose.level };
+        return 'ok';
+      },
+      { logLevel: 'warn' },
+    );
+    try {
+      await request(server.url);
+      assert.deepEqual(seen, { level: 'warn', info: false, warn: true, child: 'debug' });
+      const msgs = server.log.entries().map((l) => l.msg);
+      assert.ok(msgs.includes('written') && msgs.includes('written by the child'));
+      assert.ok(!msgs.includes('not written'));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('each event of a batch writes with its own span; work after the answer keeps the reqId', async () => {
+    const server = await serve(
+      async (context, data) => {
+        await sleep(data.wait);
+        log.info({ event: context.cloudevent.id }, 'handled');
+        context.waitUntil(sleep(20).then(() => log.info({ event: context.cloudevent.id }, 'after the answer')));
+      },
+      { logLevel: 'info' },
+    );
+    try {
+      const events = ['a', 'b'].map((id, i) => ({ specversion: '1.0', id, source: '/spec', type: 'spec.batch', datacontenttype: 'application/json', data: { wait: 10 - i * 5 } }));
+      const res = await request(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents-batch+json', traceparent: traceparent(3) },
+        body: JSON.stringify(events),
+      });
+      assert.ok(res.status < 300, res.text);
+      await sleep(60);
+      const entries = server.log.entries();
+      const handled = entries.filter((l) => l.msg === 'handled');
+      const after = entries.filter((l) => l.msg === 'after the answer');
+      assert.equal(handled.length, 2);
+      assert.equal(after.length, 2);
+      assert.notEqual(handled[0].span_id, handled[1].span_id);
+      for (const line of [...handled, ...after]) assert.equal(line.trace_id, traceOf(3));
+      for (const id of ['a', 'b']) {
+        assert.equal(after.find((l) => l.event === id).span_id, handled.find((l) => l.event === id).span_id);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an ES module imports it by name and serve.js scopes it', async () => {
+    const root = path.join(__dirname, '..');
+    const dir = project({
+      'package.json': JSON.stringify({ name: 'esm-scope', type: 'module', main: 'index.js' }),
+      'helper.js': `import { log } from ${JSON.stringify(path.join(root, 'lib', 'index.js'))};\nexport async function work(n) { await new Promise((r) => setTimeout(r, 10 - n)); log.info({ n }, 'helper'); return n; }\n`,
+      'index.js': `import { work } from './helper.js';\nexport default async function handle(context) { return { n: await work(Number(context.query.n)) }; }\n`,
+    });
+    const proc = await runServing([dir]);
+    try {
+      await Promise.all([1, 2, 3, 4].map((n) => request(`${proc.url}/?n=${n}`, { headers: { traceparent: traceparent(n) } })));
+      const lines = proc.lines().filter((l) => l.msg === 'helper');
+      assert.equal(lines.length, 4);
+      for (const line of lines) assert.equal(line.trace_id, traceOf(line.n));
+    } finally {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+    }
+  });
+});
