@@ -17,16 +17,23 @@ export interface InvocationParts {
 }
 
 let partsOf: (ctx: Context) => InvocationParts;
+let traceOf: (ctx: Context) => Trace | undefined;
 
 /** The request, response, logger and runtime a context was made with. */
 export function invocationParts(ctx: Context): InvocationParts {
   return partsOf(ctx);
 }
 
+/** The trace a context was made with (its OpenTelemetry span, when there is one). */
+export function invocationTrace(ctx: Context): Trace | undefined {
+  return traceOf(ctx);
+}
+
 export class Context {
   static {
     // Set here, inside the class, where its private fields can be read; nothing is added to it.
     partsOf = (ctx) => ({ req: ctx.#req, res: ctx.#res, log: ctx.#log, runtime: ctx.#runtime });
+    traceOf = (ctx) => ctx.#trace;
   }
 
   readonly method: string;

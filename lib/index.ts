@@ -11,6 +11,7 @@ import { createServer } from './server';
 import { stop } from './lifecycle';
 import { setProcessLogger } from './scope';
 import { useApplicationSdk } from './cloudevent';
+import { loadTracing } from './otel';
 import { dirname } from 'node:path';
 import { behaviourOf, type Compat } from './compat';
 import { fromEnvironment, probePaths, resolve, SETTINGS, type SettingName, type Values } from './settings';
@@ -117,7 +118,9 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   if (module === undefined) throw new TypeError('start() needs a handler: a function, or an object with handle(), routes or functions');
   checkFunction(module, '<start()>');
   const funcYaml = options.funcYaml ?? (options.config === undefined ? undefined : readFuncYaml(options.config));
-  useApplicationSdk(options.config ?? (funcYaml === undefined ? process.cwd() : dirname(funcYaml.file)));
+  // The application's own packages (its CloudEvents SDK, its OpenTelemetry API) are found from its folder.
+  const folder = options.config ?? (funcYaml === undefined ? process.cwd() : dirname(funcYaml.file));
+  useApplicationSdk(folder);
   if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
   const env = fromEnvironment(process.env);
   const value = <K extends SettingName>(name: K, fallback?: Values[K]) => resolve(name, options[name as keyof Options], env, fallback);
@@ -149,6 +152,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       probeTimeout: value('probeTimeout'),
       maxConnections: value('maxConnections'),
       behaviour,
+      tracing: loadTracing(folder),
     },
     log,
   );

@@ -2,7 +2,8 @@
 // timeout, and once per event of a batch.
 import type { CloudEvent } from 'cloudevents';
 import { asCloudEvent } from './cloudevent';
-import type { Context } from './context';
+import type { AsyncLocalStorage } from 'node:async_hooks';
+import { invocationTrace, type Context } from './context';
 import { HttpError } from './errors';
 import { discard } from './respond';
 import { invocationScope } from './scope';
@@ -24,9 +25,12 @@ export function invoker(timeout: number): Invoke {
     const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
     const left = deadline - performance.now();
     if (timeout > 0 && left <= 0) throw tooLate();
-    // In the invocation's scope (scope.ts), when it is on: `log` and fault attribution find ctx.
+    // In the invocation's scope (scope.ts), when it is on: `log` and fault attribution find ctx;
+    // and in its OpenTelemetry span's context, when the application traces (otel.ts).
     const scope = invocationScope();
-    const result = scope === undefined ? fn.call(HANDLER_THIS, ctx, data) : scope.run(ctx, call, fn, ctx, data);
+    const otel = invocationTrace(ctx)?.otel;
+    const result =
+      otel !== undefined ? otel.within(enter, scope, fn, ctx, data) : scope === undefined ? fn.call(HANDLER_THIS, ctx, data) : scope.run(ctx, call, fn, ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
     let timer: NodeJS.Timeout | undefined;
     let late = false;
@@ -72,6 +76,10 @@ function ignore(): void {}
 
 function call(fn: Invokable, ctx: Context, data: unknown): unknown {
   return fn.call(HANDLER_THIS, ctx, data);
+}
+
+function enter(scope: AsyncLocalStorage<Context> | undefined, fn: Invokable, ctx: Context, data: unknown): unknown {
+  return scope === undefined ? call(fn, ctx, data) : scope.run(ctx, call, fn, ctx, data);
 }
 /** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */
 export function within(value: unknown, ms: number, message: string): Promise<unknown> {

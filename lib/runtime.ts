@@ -26,6 +26,7 @@ import * as loader from './loader';
 import * as log from './log';
 import * as mediaType from './media-type';
 import * as metrics from './metrics';
+import * as otel from './otel';
 import * as overload from './overload';
 import * as position from './position';
 import * as probes from './probes';
@@ -77,6 +78,7 @@ export const modules = {
   log,
   'media-type': mediaType,
   metrics,
+  otel,
   overload,
   position,
   probes,

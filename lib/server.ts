@@ -19,7 +19,8 @@ import { parseRouteKey } from './loader';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType } from './media-type';
 import { discard, respond, type Reply } from './respond';
-import { eventTrace, requestTrace, sibling } from './trace';
+import { eventTrace, requestTrace, sibling, type Trace } from './trace';
+import type { Tracing } from './otel';
 import { JSON_TYPE, send } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
@@ -54,6 +55,8 @@ export interface Settings {
   probeTimeout: number;
   /** Where the seed and faas-js-runtime disagree, which one to follow (compat.ts). */
   behaviour: Behaviour;
+  /** The application's OpenTelemetry, when it has the API installed (otel.ts). */
+  tracing?: Tracing;
 }
 
 
@@ -62,7 +65,7 @@ const SENDS_BODY = new Set(['POST', 'PUT', 'PATCH']);
 const EMPTY = Buffer.alloc(0);
 
 type Target =
-  | { kind: 'function'; fn: Invokable }
+  | { kind: 'function'; fn: Invokable; route?: string }
   | { kind: 'probe'; check?: HealthCheck; readiness: boolean }
   | { kind: 'metrics' };
 
@@ -83,12 +86,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const { method, path } = parseRouteKey(key, (message) => {
       throw new Error(`routes['${key}']: ${message}`);
     });
-    router.add(method, path, { kind: 'function', fn });
+    router.add(method, path, { kind: 'function', fn, route: path });
     claimed.add(path);
   }
   for (const { method, path, handler } of namedRoutes(module)) {
     if (claimed.has(path)) throw new Error(`routes and functions both claim ${path}`);
-    router.add(method, path, { kind: 'function', fn: handler });
+    router.add(method, path, { kind: 'function', fn: handler, route: path });
   }
   const fallback: Target | undefined = module.handle ? { kind: 'function', fn: module.handle } : undefined;
   const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;
@@ -97,6 +100,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const defaults = responseDefaults(settings.name);
   const authorize = module.authorize;
   const debug = log.isEnabled('debug');
+  const tracing = settings.tracing;
   const runtime: Runtime = { module, log, draining: false, metrics, background: new Set() };
   let requests = 0;
   // Each request's logger carries its own reqId.
@@ -179,10 +183,19 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // The trace of the single invocation: an event it answers with carries it.
       let replyTrace = trace;
       let inBatch = false;
+      // With the application's OpenTelemetry, each invocation is a span of its tracer, ended with the response.
+      const otel = tracing?.active() === true ? tracing : undefined;
+      let spans: Trace[] | undefined;
+      const route = target.route;
       const context = (event?: CloudEvent<unknown>) => {
-        // An event brings its trace in its attributes, when the request had none; a batch's events
-        // under the request's trace are each an invocation of their own, with a span of their own.
-        const own = event === undefined ? undefined : trace === undefined ? eventTrace(event) : inBatch ? sibling(trace) : undefined;
+        let own = otel?.begin(method, path, route, req.headers, event);
+        if (own !== undefined) {
+          if ((spans ??= []).push(own) === 1) otel!.endWith(res, spans);
+        } else if (event !== undefined) {
+          // An event brings its trace in its attributes, when the request had none; a batch's events
+          // under the request's trace are each an invocation of their own, with a span of their own.
+          own = trace === undefined ? eventTrace(event) : inBatch ? sibling(trace) : undefined;
+        }
         let ctxLog = reqLog;
         if (own !== undefined) {
           ctxLog = log.forRequest(reqId, own.logFields);

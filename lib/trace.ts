@@ -18,6 +18,14 @@ export interface Trace {
   readonly traceparent: string;
   /** The log fields, as OpenTelemetry names them, as JSON text: `,"trace_id":...`. */
   readonly logFields: string;
+  /** The OpenTelemetry span this trace is, when the application traces (otel.ts). */
+  readonly otel?: OtelSpan;
+}
+
+export interface OtelSpan {
+  readonly span: unknown;
+  /** Runs `fn` in the span's OpenTelemetry context, so that spans the function starts nest under it. */
+  within<A extends unknown[], R>(fn: (...args: A) => R, ...args: A): R;
 }
 
 const LOWER_HEX = /^[0-9a-f]+$/;
@@ -47,7 +55,10 @@ export function traceOf(traceparent: unknown, tracestate: unknown): Trace | unde
 }
 
 function newSpan(traceId: string, parentSpanId: string, flags: string, traceState: string | undefined): Trace {
-  const spanId = newSpanId();
+  return made(traceId, newSpanId(), parentSpanId, flags, traceState, undefined);
+}
+
+function made(traceId: string, spanId: string, parentSpanId: string, flags: string, traceState: string | undefined, otel: OtelSpan | undefined): Trace {
   return {
     traceId,
     spanId,
@@ -56,7 +67,17 @@ function newSpan(traceId: string, parentSpanId: string, flags: string, traceStat
     traceState,
     traceparent: `00-${traceId}-${spanId}-${flags}`,
     logFields: `,"trace_id":"${traceId}","span_id":"${spanId}","trace_flags":"${flags}"`,
+    otel,
   };
+}
+
+/**
+ * The trace of an OpenTelemetry span (ids as the API validated them: lowercase hex). Its
+ * tracestate is kept only when it is what a header may carry.
+ */
+export function fromSpan(traceId: string, spanId: string, parentSpanId: string, flags: number, traceState: string | undefined, otel: OtelSpan): Trace {
+  const state = traceState !== undefined && traceState.length <= MAX_TRACESTATE && PRINTABLE.test(traceState) ? traceState : undefined;
+  return made(traceId, spanId, parentSpanId, (flags & 0xff).toString(16).padStart(2, '0'), state, otel);
 }
 
 // Span ids from a pool of random bytes, refilled 512 ids at a time: one system call per 512

@@ -1,0 +1,153 @@
+// OpenTelemetry, when the application wants it. `@opentelemetry/api` is an optional peer
+// dependency, found from the function's folder at start: without it nothing is loaded and the
+// request path only checks `tracing === undefined`. With it, and once the application registers a
+// tracer provider, each invocation is a SERVER span: its parent from the incoming context through
+// the registered propagator, its name and attributes by the HTTP semantic conventions, and the
+// function runs in its context (so its own spans nest under it). The invocation's Trace (log
+// fields, context.traceparent, answered events) is then that span's.
+//
+// The API's types are written out here, as much of them as is used: funcrun's declarations must
+// not need the package.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { CloudEvent } from 'cloudevents';
+import { fromSpan, type Trace } from './trace';
+
+interface SpanContext {
+  traceId: string;
+  spanId: string;
+  traceFlags: number;
+  traceState?: { serialize(): string };
+}
+interface Span {
+  spanContext(): SpanContext;
+  setAttribute(key: string, value: string | number): unknown;
+  setStatus(status: { code: number; message?: string }): unknown;
+  end(): void;
+}
+type OtelContext = object;
+interface Api {
+  ROOT_CONTEXT: OtelContext;
+  SpanKind: { SERVER: number };
+  SpanStatusCode: { ERROR: number };
+  ProxyTracerProvider: new () => { getDelegate(): unknown };
+  trace: {
+    getTracerProvider(): { getDelegate?(): unknown };
+    getTracer(name: string, version?: string): { startSpan(name: string, options: object, context: OtelContext): Span };
+    setSpan(context: OtelContext, span: Span): OtelContext;
+    getSpanContext(context: OtelContext): SpanContext | undefined;
+    isSpanContextValid(spanContext: SpanContext): boolean;
+  };
+  propagation: { extract(context: OtelContext, carrier: object): OtelContext };
+  context: { with<A extends unknown[], R>(context: OtelContext, fn: (...args: A) => R, thisArg?: unknown, ...args: A): R };
+}
+
+export interface Tracing {
+  /** Whether a tracer provider is registered now (the application may register one in init()). */
+  active(): boolean;
+  /**
+   * Starts an invocation's SERVER span: the parent from `headers` through the registered
+   * propagator, or from the event's trace attributes when the request brought no traceparent.
+   * Undefined when the tracer fails: the request is served untraced rather than not at all.
+   */
+  begin(method: string, path: string, route: string | undefined, headers: IncomingHttpHeaders, event: CloudEvent<unknown> | undefined): Trace | undefined;
+  /** Ends the spans of a request when its response is done, with its status. */
+  endWith(res: ServerResponse, traces: Trace[]): void;
+}
+
+// The tracer's version (the instrumentation scope's): this copy's, read only when tracing.
+function funcrunVersion(): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version?: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+// HTTP's methods by the semantic conventions; any other is recorded as `_OTHER`.
+const KNOWN_METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE', 'QUERY']);
+
+/** The application's OpenTelemetry API, found from `folder` upwards, or undefined when it has none. */
+export function loadTracing(folder: string): Tracing | undefined {
+  let api: Api;
+  try {
+    api = createRequire(join(resolve(folder), 'package.json'))('@opentelemetry/api') as Api;
+    if (typeof api.trace?.getTracer !== 'function' || typeof api.ProxyTracerProvider !== 'function') return undefined;
+  } catch {
+    return undefined;
+  }
+  // What an unregistered provider delegates to: a fresh proxy's delegate, the API's no-op.
+  const noop = new api.ProxyTracerProvider().getDelegate();
+  const tracer = api.trace.getTracer('funcrun', funcrunVersion());
+  const { SERVER } = api.SpanKind;
+  const { ERROR } = api.SpanStatusCode;
+
+  function spanOf(trace: Trace): Span {
+    return (trace.otel as { span: Span }).span;
+  }
+
+  return {
+    active() {
+      try {
+        return api.trace.getTracerProvider().getDelegate?.() !== noop;
+      } catch {
+        return false;
+      }
+    },
+
+    begin(method, path, route, headers, event) {
+      try {
+        const carrier = event !== undefined && headers.traceparent === undefined ? { traceparent: event.traceparent, tracestate: event.tracestate } : headers;
+        const parent = api.propagation.extract(api.ROOT_CONTEXT, carrier);
+        const known = KNOWN_METHODS.has(method);
+        const attributes: Record<string, string> = { 'http.request.method': known ? method : '_OTHER', 'url.path': path };
+        if (!known) attributes['http.request.method_original'] = method;
+        if (route !== undefined) attributes['http.route'] = route;
+        if (event !== undefined) {
+          attributes['cloudevents.event_id'] = event.id;
+          attributes['cloudevents.event_type'] = event.type;
+          attributes['cloudevents.event_source'] = event.source;
+          attributes['cloudevents.event_spec_version'] = event.specversion;
+          if (typeof event.subject === 'string') attributes['cloudevents.event_subject'] = event.subject;
+        }
+        const name = route === undefined ? (known ? method : 'HTTP') : `${known ? method : 'HTTP'} ${route}`;
+        const span = tracer.startSpan(name, { kind: SERVER, attributes }, parent);
+        const own = span.spanContext();
+        if (!api.trace.isSpanContextValid(own)) {
+          span.end();
+          return undefined;
+        }
+        const context = api.trace.setSpan(parent, span);
+        return fromSpan(own.traceId, own.spanId, api.trace.getSpanContext(parent)?.spanId ?? '', own.traceFlags, own.traceState?.serialize() || undefined, {
+          span,
+          within: (fn, ...args) => api.context.with(context, fn, undefined, ...args),
+        });
+      } catch {
+        return undefined;
+      }
+    },
+
+    endWith(res, traces) {
+      res.once('close', () => {
+        const status = res.statusCode;
+        const whole = res.writableFinished;
+        for (const trace of traces) {
+          try {
+            const span = spanOf(trace);
+            span.setAttribute('http.response.status_code', status);
+            if (status >= 500) {
+              span.setAttribute('error.type', String(status));
+              span.setStatus({ code: ERROR });
+            }
+            else if (!whole) span.setStatus({ code: ERROR, message: 'the connection closed before the answer was sent' });
+            span.end();
+          } catch {
+            // The application's tracer failed: its span is lost, the request is not.
+          }
+        }
+      });
+    },
+  };
+}
