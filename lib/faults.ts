@@ -4,13 +4,14 @@
 // if still open, is answered 500; the entry point then drains the rest and exits 1.
 import { describe, HttpError, quietly, sendError } from './errors';
 import { invocationParts } from './context';
-import type { Logger } from './log';
+import { isError, type Logger } from './log';
 import { currentInvocation } from './scope';
 
 /** Logs a fault fatal where it belongs and answers its request. Never throws. */
 export function reportFault(err: unknown, origin: string, processLog: Logger): void {
   const what = origin === 'unhandledRejection' ? 'unhandled rejection' : 'uncaught exception';
-  const logged = err instanceof Error ? err : { thrown: describe(err) };
+  // A thrown Proxy may throw even when asked what it is: isError and describe never do.
+  const logged = isError(err) ? err : { thrown: describe(err) };
   try {
     const ctx = currentInvocation();
     if (ctx === undefined) return processLog.fatal(logged, what);

@@ -4,6 +4,7 @@ import type { CloudEvent } from 'cloudevents';
 import { asCloudEvent } from './cloudevent';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { invocationTrace, type Context } from './context';
+import type { Trace } from './trace';
 import { HttpError } from './errors';
 import { discard } from './respond';
 import { invocationScope } from './scope';
@@ -64,18 +65,39 @@ export async function batch(
   for (const event of events) {
     // The client went away: the answer cannot be sent, so the rest of the batch is not run.
     if (gone()) return undefined;
-    const value = await invoke(fn, context(event), eventAsArgument ? event : event.data);
+    const ctx = context(event);
+    const value = await invoke(fn, ctx, eventAsArgument ? event : event.data);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
-    if (reply !== undefined) replies.push(reply);
+    if (reply !== undefined) replies.push(withTrace(reply, invocationTrace(ctx)));
     else discard(value);
   }
   return replies.length === 0 ? undefined : replies;
+}
+
+// A batch's answered event carries the trace of the invocation that made it (one it set itself is
+// kept), as a single event's does (cloudevent-reply.ts).
+function withTrace(reply: CloudEvent<unknown>, trace: Trace | undefined): CloudEvent<unknown> {
+  if (trace === undefined || reply.traceparent !== undefined) return reply;
+  const state = trace.traceState === undefined || reply.tracestate !== undefined ? {} : { tracestate: trace.traceState };
+  return reply.cloneWith({ traceparent: trace.traceparent, ...state }, false);
 }
 
 function ignore(): void {}
 
 function call(fn: Invokable, ctx: Context, data: unknown): unknown {
   return fn.call(HANDLER_THIS, ctx, data);
+}
+
+/**
+ * Runs `fn` as part of the invocation of `ctx`: in its scope and its OpenTelemetry span's context,
+ * when they are on. The answer is sent this way, so that a returned stream's code (a generator
+ * that logs, a read() that fails) belongs to the invocation too.
+ */
+export function inInvocation<A extends unknown[], R>(ctx: Context, fn: (...args: A) => R, ...args: A): R {
+  const scope = invocationScope();
+  const otel = invocationTrace(ctx)?.otel;
+  if (otel !== undefined) return otel.within(() => (scope === undefined ? fn(...args) : scope.run(ctx, fn, ...args)));
+  return scope === undefined ? fn(...args) : scope.run(ctx, fn, ...args);
 }
 
 function enter(scope: AsyncLocalStorage<Context> | undefined, fn: Invokable, ctx: Context, data: unknown): unknown {

@@ -1,7 +1,8 @@
 // A server's life after start: the state its requests read (draining), its shutdown() run once,
 // and stop(), the graceful drain.
 import type { Server } from 'node:http';
-import type { Logger, RootLogger } from './log';
+import { isError, type Logger, type RootLogger } from './log';
+import { describe } from './errors';
 import type { Metrics } from './metrics';
 import type { Function as FunctionModule } from './types';
 
@@ -15,6 +16,11 @@ export interface Runtime {
   metrics?: Metrics;
   /** Work functions handed to `context.waitUntil`, still running: stop() waits for it. */
   readonly background: Set<Promise<void>>;
+  /**
+   * Runs a callback in the async context the server was made in: shutdown() must not run as part
+   * of whichever invocation happened to close the last connection (its reqId, trace, span).
+   */
+  readonly outside: (run: () => unknown) => unknown;
 }
 
 /**
@@ -25,7 +31,8 @@ export interface Runtime {
 export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: Logger): void {
   const tracked = Promise.resolve(work).then(
     () => undefined,
-    (err: unknown) => log.error(err instanceof Error ? err : { err }, 'waitUntil: the work failed'),
+    // Read with helpers that never throw: a rejection value may be a hostile Proxy.
+    (err: unknown) => log.error(isError(err) ? err : { thrown: describe(err) }, 'waitUntil: the work failed'),
   );
   // Without a server (a unit test's context) the work is only watched for failure.
   if (runtime === undefined) return;
@@ -60,7 +67,7 @@ export function loggerOf(server: Server): RootLogger {
 // The module's shutdown() runs once, when the server has closed, however it was closed.
 export function runShutdown(runtime: Runtime): Promise<void> {
   return (runtime.shutdown ??= (async () => {
-    await runtime.module.shutdown?.();
+    await runtime.outside(() => runtime.module.shutdown?.());
   })());
 }
 

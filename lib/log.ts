@@ -85,7 +85,8 @@ function get(obj: unknown, key: PropertyKey): unknown {
   }
 }
 
-function isError(value: unknown): value is Error {
+/** Whether `value` is an Error; never throws (a Proxy's traps may). */
+export function isError(value: unknown): value is Error {
   try {
     return value instanceof Error || Object.prototype.toString.call(value) === '[object Error]';
   } catch {
@@ -434,6 +435,27 @@ function tailOf(skip: Skip, args: ArrayLike<unknown>): string {
   }
   const msg = typeof given === 'string' ? format(given, args, from) : given === undefined ? fallback : given;
   return escapeSeparators(fields + msgJson(msg));
+}
+
+/**
+ * Bindings as they are now: each value serialised as a line would write it and read back, so
+ * that later changes to the objects do not show in lines (a child's bindings are read once).
+ * Never throws.
+ */
+export function snapshot(bindings: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  visits = MAX_VISITS;
+  try {
+    if (bindings === null || typeof bindings !== 'object') return out;
+    for (const key of Object.keys(bindings)) {
+      if (ROOT_SKIP[key] === true) continue;
+      const json = valueJson(get(bindings, key), bindings);
+      if (json !== undefined) out[key] = JSON.parse(json);
+    }
+  } catch {
+    // Unreadable bindings: those read so far.
+  }
+  return out;
 }
 
 function noop(): void {}

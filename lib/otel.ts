@@ -1,7 +1,7 @@
 // OpenTelemetry, when the application wants it. `@opentelemetry/api` is an optional peer
-// dependency, found from the function's folder at start: without it nothing is loaded and the
-// request path only checks `tracing === undefined`. With it, and once the application registers a
-// tracer provider, each invocation is a SERVER span: its parent from the incoming context through
+// dependency: nothing of it is loaded until the application registers a tracer provider (the API
+// keeps its registrations on a global, which each request reads: one property lookup), and then
+// it is found from the function's folder. From then on each invocation is a SERVER span: its parent from the incoming context through
 // the registered propagator, its name and attributes by the HTTP semantic conventions, and the
 // function runs in its context (so its own spans nest under it). The invocation's Trace (log
 // fields, context.traceparent, answered events) is then that span's.
@@ -45,7 +45,7 @@ interface Api {
 }
 
 export interface Tracing {
-  /** Whether a tracer provider is registered now (the application may register one in init()). */
+  /** Whether a tracer provider is registered now (the application may register one in init(), or later). */
   active(): boolean;
   /**
    * Starts an invocation's SERVER span: the parent from `headers` through the registered
@@ -69,20 +69,47 @@ function funcrunVersion(): string | undefined {
 // HTTP's methods by the semantic conventions; any other is recorded as `_OTHER`.
 const KNOWN_METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE', 'QUERY']);
 
-/** The application's OpenTelemetry API, found from `folder` upwards, or undefined when it has none. */
-export function loadTracing(folder: string): Tracing | undefined {
-  let api: Api;
-  try {
-    api = createRequire(join(resolve(folder), 'package.json'))('@opentelemetry/api') as Api;
-    if (typeof api.trace?.getTracer !== 'function' || typeof api.ProxyTracerProvider !== 'function') return undefined;
-  } catch {
-    return undefined;
+// Where every copy of the API (major version 1) keeps what the application registered.
+const REGISTRY = Symbol.for('opentelemetry.js.api.1');
+
+/** The application's API, from `folder` upwards (else from the working folder), or undefined. */
+function loadApi(folder: string): Api | undefined {
+  for (const from of [folder, process.cwd()]) {
+    try {
+      const api = createRequire(join(resolve(from), 'package.json'))('@opentelemetry/api') as Api;
+      if (typeof api.trace?.getTracer === 'function' && typeof api.ProxyTracerProvider === 'function') return api;
+    } catch {
+      // Not installed there.
+    }
   }
-  // What an unregistered provider delegates to: a fresh proxy's delegate, the API's no-op.
-  const noop = new api.ProxyTracerProvider().getDelegate();
-  const tracer = api.trace.getTracer('funcrun', funcrunVersion());
-  const { SERVER } = api.SpanKind;
-  const { ERROR } = api.SpanStatusCode;
+  return undefined;
+}
+
+/** OpenTelemetry for a function in `folder`: inactive, and nothing loaded, until the application registers a provider. */
+export function loadTracing(folder: string): Tracing {
+  let api: Api | undefined;
+  let noop: unknown;
+  let tracer: ReturnType<Api['trace']['getTracer']>;
+  let SERVER = 0;
+  let ERROR = 0;
+  let unavailable = false;
+
+  function ready(): boolean {
+    if (api !== undefined) return true;
+    if (unavailable) return false;
+    api = loadApi(folder);
+    if (api === undefined) {
+      // Registered by a copy funcrun cannot find: no spans (the request keeps funcrun's own trace).
+      unavailable = true;
+      return false;
+    }
+    // What an unregistered provider delegates to: a fresh proxy's delegate, the API's no-op.
+    noop = new api.ProxyTracerProvider().getDelegate();
+    tracer = api.trace.getTracer('funcrun', funcrunVersion());
+    SERVER = api.SpanKind.SERVER;
+    ERROR = api.SpanStatusCode.ERROR;
+    return true;
+  }
 
   function spanOf(trace: Trace): Span {
     return (trace.otel as { span: Span }).span;
@@ -91,16 +118,19 @@ export function loadTracing(folder: string): Tracing | undefined {
   return {
     active() {
       try {
-        return api.trace.getTracerProvider().getDelegate?.() !== noop;
+        const registry = (globalThis as Record<symbol, { trace?: unknown } | undefined>)[REGISTRY];
+        if (registry?.trace === undefined || !ready()) return false;
+        return api!.trace.getTracerProvider().getDelegate?.() !== noop;
       } catch {
         return false;
       }
     },
 
     begin(method, path, route, headers, event) {
+      const otel = api!;
       try {
         const carrier = event !== undefined && headers.traceparent === undefined ? { traceparent: event.traceparent, tracestate: event.tracestate } : headers;
-        const parent = api.propagation.extract(api.ROOT_CONTEXT, carrier);
+        const parent = otel.propagation.extract(otel.ROOT_CONTEXT, carrier);
         const known = KNOWN_METHODS.has(method);
         const attributes: Record<string, string> = { 'http.request.method': known ? method : '_OTHER', 'url.path': path };
         if (!known) attributes['http.request.method_original'] = method;
@@ -115,14 +145,14 @@ export function loadTracing(folder: string): Tracing | undefined {
         const name = route === undefined ? (known ? method : 'HTTP') : `${known ? method : 'HTTP'} ${route}`;
         const span = tracer.startSpan(name, { kind: SERVER, attributes }, parent);
         const own = span.spanContext();
-        if (!api.trace.isSpanContextValid(own)) {
+        if (!otel.trace.isSpanContextValid(own)) {
           span.end();
           return undefined;
         }
-        const context = api.trace.setSpan(parent, span);
-        return fromSpan(own.traceId, own.spanId, api.trace.getSpanContext(parent)?.spanId ?? '', own.traceFlags, own.traceState?.serialize() || undefined, {
+        const context = otel.trace.setSpan(parent, span);
+        return fromSpan(own.traceId, own.spanId, otel.trace.getSpanContext(parent)?.spanId ?? '', own.traceFlags, own.traceState?.serialize() || undefined, {
           span,
-          within: (fn, ...args) => api.context.with(context, fn, undefined, ...args),
+          within: (fn, ...args) => otel.context.with(context, fn, undefined, ...args),
         });
       } catch {
         return undefined;

@@ -9,7 +9,7 @@
 // small function's throughput, measured): there it is turned on only when a function reaches for
 // `log` (see runtime.ts), and faults are then attributed too.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createLogger, type ChildOptions, type Logger, type LogLevel } from './log';
+import { createLogger, snapshot, type ChildOptions, type Logger, type LogLevel } from './log';
 import type { Context } from './context';
 
 // The promise-hook implementation has `_enable`; AsyncContextFrame's has not.
@@ -102,21 +102,11 @@ class ScopedLogger implements Logger {
   }
 
   child(bindings: Record<string, unknown>, options?: ChildOptions): Logger {
-    // Bindings are read now, as any logger's child reads them.
-    const own = { ...this.bindings, ...copy(bindings) };
+    // Bindings are read and serialised now, as any logger's child reads them.
+    const own = { ...this.bindings, ...snapshot(bindings) };
     useScope();
     return new ScopedLogger(own, options ?? this.options);
   }
-}
-
-function copy(bindings: unknown): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  try {
-    if (bindings !== null && typeof bindings === 'object') for (const key of Object.keys(bindings)) out[key] = (bindings as Record<string, unknown>)[key];
-  } catch {
-    // Unreadable bindings: none, as a logger's child() takes them.
-  }
-  return out;
 }
 
 /**

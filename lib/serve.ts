@@ -3,6 +3,7 @@
 // point: it reads the command line, func.yaml and the logging variables, and sets up signals;
 // start() reads the rest of the environment.
 import type { Server } from 'node:http';
+import { AsyncResource } from 'node:async_hooks';
 import { parseArgs } from 'node:util';
 import { applyEnvs, ConfigError, readFuncYaml } from './config';
 import { describe } from './errors';
@@ -60,23 +61,40 @@ function parseCommandLine(argv: string[]): { target: string; flags: Partial<Valu
   return { target: positionals[0] ?? '.', flags: fromFlags(settings), preferSource: preferSource === true };
 }
 
+/**
+ * Exits once stdout has taken the lines written so far (the fatal line of a fault, the last
+ * ones of a drain): node queues what a full pipe cannot take, and process.exit() drops the queue.
+ * A reader that never catches up gets `limit` ms.
+ */
+function exitFlushed(code: number, limit: number): void {
+  const out = process.stdout;
+  if (out.writableLength === 0 || out.destroyed || !out.writable) process.exit(code);
+  setTimeout(() => process.exit(code), Math.max(limit, 1000));
+  // An empty write's callback runs once everything queued before it is written.
+  out.write('', () => process.exit(code));
+}
+
 /** Serves the function named by `argv` (the command line after `serve`) until a signal stops it. */
 export async function serve(argv: string[]): Promise<void> {
   let server: Server | undefined;
   let log: RootLogger = startupLog;
   let stopping = false;
 
-  const shutdownThen = (code: number, gracePeriod: number) => {
-    if (server === undefined) process.exit(code);
-    stop(server, gracePeriod).then(
-      () => {
-        log.info('stopped');
-        process.exit(failed ? 1 : code);
-      },
-      // The server has logged shutdown()'s error (or that it did not finish in time) already.
-      () => process.exit(1),
-    );
-  };
+  // Bound now, outside any invocation: a fault's drain and shutdown() must not run in the context
+  // of the invocation that crashed (its reqId, trace and OpenTelemetry span).
+  const outsideInvocations = AsyncResource.bind((run: () => void) => run());
+  const shutdownThen = (code: number, gracePeriod: number) =>
+    outsideInvocations(() => {
+      if (server === undefined) return exitFlushed(code, gracePeriod);
+      stop(server, gracePeriod).then(
+        () => {
+          log.info('stopped');
+          exitFlushed(failed ? 1 : code, gracePeriod);
+        },
+        // The server has logged shutdown()'s error (or that it did not finish in time) already.
+        () => exitFlushed(1, gracePeriod),
+      );
+    });
 
   // A closed stdout or stderr (`funcrun serve | head`, a log collector gone) must not become an
   // uncaught exception: logging it would fail the same way, forever. The lines are dropped, the

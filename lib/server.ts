@@ -5,6 +5,7 @@
 // rules), errors.ts (sendError, the one place errors become responses), lifecycle.ts (stop).
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { AsyncResource } from 'node:async_hooks';
 import type { CloudEvent } from 'cloudevents';
 import { hasBody, parseBody, rawBodyOf, readBody } from './body';
 import { queryOf, readTarget } from './target';
@@ -27,7 +28,7 @@ import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
 import { monitorLoop } from './overload';
 import { register, runShutdown, type Runtime } from './lifecycle';
 import { answerProbe } from './probes';
-import { batch, invoker } from './invocation';
+import { batch, inInvocation, invoker } from './invocation';
 import { answered, clientError, closeAfter, CLOSING, LATEST, PENDING, rawError, type CountedSocket } from './connections';
 import type { Function as FunctionModule, HealthCheck, Invokable } from './types';
 
@@ -55,7 +56,7 @@ export interface Settings {
   probeTimeout: number;
   /** Where the seed and faas-js-runtime disagree, which one to follow (compat.ts). */
   behaviour: Behaviour;
-  /** The application's OpenTelemetry, when it has the API installed (otel.ts). */
+  /** The application's OpenTelemetry, active once it registers a tracer provider (otel.ts). */
   tracing?: Tracing;
 }
 
@@ -101,7 +102,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const authorize = module.authorize;
   const debug = log.isEnabled('debug');
   const tracing = settings.tracing;
-  const runtime: Runtime = { module, log, draining: false, metrics, background: new Set() };
+  const runtime: Runtime = { module, log, draining: false, metrics, background: new Set(), outside: AsyncResource.bind((run) => run()) };
   let requests = 0;
   // Each request's logger carries its own reqId.
   const newRequestLog = () => log.forRequest(++requests);
@@ -215,10 +216,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
       // 7. The function: with the request's data, or once per event.
       let value: unknown;
+      // The single invocation's context (not a batch's): its answer is sent as part of it.
+      let single: Context | undefined;
       if (mode === undefined) {
         const data = bytes === undefined ? undefined : parseBody(bytes, media);
         input = [data, query, req, params];
-        const ctx = context();
+        const ctx = (single = context());
         ctx.body = data;
         if (metrics !== undefined) metrics.queued((performance.now() - began) / 1000);
         invoked = true;
@@ -234,12 +237,13 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         invoked = true;
         value = Array.isArray(event)
           ? await batch(event, target.fn, context, (fn, ctx, data) => invoke(fn, ctx, data, deadline), () => res.destroyed, behaviour.eventAsArgument)
-          : await invoke(target.fn, context(event), behaviour.eventAsArgument ? event : event.data, deadline);
+          : await invoke(target.fn, (single = context(event)), behaviour.eventAsArgument ? event : event.data, deadline);
       }
       // 8. The answer, by the return rules; unless a fault in the invocation was answered 500 (faults.ts).
       if (res.writableEnded) return discard(value);
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
-      const sent = respond(req, res, value, replyMode(mode, behaviour.eventsAnsweredBinary), input, behaviour, replyTrace);
+      const how = replyMode(mode, behaviour.eventsAnsweredBinary);
+      const sent = single === undefined ? respond(req, res, value, how, input, behaviour, replyTrace) : inInvocation(single, respond, req, res, value, how, input, behaviour, replyTrace);
       const reply: Reply = sent instanceof Promise ? await sent : sent;
       if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);

@@ -4,6 +4,7 @@ const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
+const http = require('node:http');
 const { spawnSync } = require('node:child_process');
 const { CloudEvent, HTTP } = require('cloudevents');
 const { runServing, request } = require('./helpers');
@@ -300,5 +301,42 @@ describe('examples', () => {
       await proc.exited;
     }
   });
+  it("observability: orders calls prices in the same trace; both functions' lines carry it", async () => {
+    const prices = await runServing([path.join(EXAMPLES, 'observability', 'prices')]);
+    // Between the two, a loopback relay notes the traceparent orders sends.
+    const sent = [];
+    const relay = http.createServer((req, res) => {
+      sent.push(req.headers.traceparent);
+      req.pipe(http.request(prices.url, { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      }));
+    });
+    await new Promise((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const orders = await runServing([path.join(EXAMPLES, 'observability', 'orders')], { env: { PRICES_URL: `http://127.0.0.1:${relay.address().port}` } });
+    try {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const res = await request(orders.url, {
+        method: 'POST',
+        headers: { ...JSON_HEADERS, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+        body: JSON.stringify({ id: 17 }),
+      });
+      assert.deepEqual(res.json, { cents: 300 });
+      const pricing = orders.lines().find((l) => l.msg === 'pricing');
+      const asked = await prices.waitFor((l) => l.msg === 'price asked');
+      assert.equal(pricing.trace_id, traceId);
+      assert.equal(asked.trace_id, traceId);
+      assert.equal(asked.id, 17);
+      assert.equal(typeof asked.reqId, 'number');
+      // orders sent its own span as the parent; prices' helper line has a span of its own.
+      assert.deepEqual(sent, [`00-${traceId}-${pricing.span_id}-01`]);
+      assert.notEqual(asked.span_id, pricing.span_id);
+    } finally {
+      relay.close();
+      for (const proc of [orders, prices]) {
+        proc.child.kill('SIGTERM');
+        await proc.exited;
+      }
+    }
+  });
 });
-

@@ -29,6 +29,11 @@ module.exports = {
     if (how === 'rejection') { Promise.reject(new Error('nobody handled this')); await sleep(300); return 'too late'; }
     if (how === 'status') { setTimeout(() => { const e = new Error('not found, it says'); e.statusCode = 404; throw e; }, 5); return new Promise(() => {}); }
     if (how === 'value') { setTimeout(() => { throw { not: 'an Error' }; }, 5); return new Promise(() => {}); }
+    if (how === 'proxy') { setTimeout(() => { const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); throw proxy; }, 5); return new Promise(() => {}); }
+    if (how === 'generator') {
+      const { Readable } = require('node:stream');
+      return { body: Readable.from((async function* () { yield 'row,'; log.info('producing'); await sleep(20); setTimeout(() => { throw new Error('from the stream'); }, 1); await sleep(200); yield 'never'; })()) };
+    }
     if (how === 'stream') {
       const { Readable } = require('node:stream');
       const body = new Readable({ read() {} });
@@ -40,7 +45,7 @@ module.exports = {
     if (context.query.slow) await sleep(Number(context.query.slow));
     return { ok: context.query.n ?? true };
   },
-  shutdown() { log.info('shutdown ran'); },
+  shutdown() { log.info('shutdown ran'); setTimeout(() => log.info('after shutdown'), 1); },
 };
 `;
 
@@ -75,6 +80,9 @@ describe('faults attributed to their request', () => {
     assert.equal(fatal.reqId, invoked.reqId);
     assert.equal(fatal.trace_id, TRACE_ID);
     assert.equal(fatal.span_id, invoked.span_id);
+    // shutdown() runs outside the invocation that crashed: its lines carry no reqId.
+    assert.equal(lines.find((l) => l.msg === 'shutdown ran').reqId, undefined);
+    assert.equal(lines.find((l) => l.msg === 'shutdown ran').trace_id, undefined);
     const order = (msg) => lines.findIndex((l) => l.msg === msg);
     assert.ok(order('shutdown ran') > lines.indexOf(fatal), 'shutdown() ran after the fault');
     assert.ok(order('stopped') > order('shutdown ran'));
@@ -93,7 +101,7 @@ describe('faults attributed to their request', () => {
   });
 
   it('a crash is a 500 whatever the thrown value says of itself (a statusCode, a non-Error)', async () => {
-    for (const how of ['status', 'value']) {
+    for (const how of ['status', 'value', 'proxy']) {
       const { crashed, code, lines } = await crash(how);
       assert.equal(crashed.status, 500, how);
       assert.equal(code, 1);
@@ -108,6 +116,40 @@ describe('faults attributed to their request', () => {
     if (crashed.error === undefined) assert.notEqual(crashed.text, 'part one,', 'fetch saw a complete body');
     assert.equal(code, 1);
     assert.equal(lines.find((l) => l.level === 60).reqId, crashedInvocation(lines).reqId);
+  });
+
+  it("in a returned stream's own code (a generator): attributed, the answer begun is cut", async () => {
+    const { crashed, code, lines } = await crash('generator');
+    assert.ok(crashed.error !== undefined || crashed.text !== 'row,never', 'not a whole answer');
+    assert.equal(code, 1);
+    const invoked = crashedInvocation(lines);
+    assert.equal(lines.find((l) => l.msg === 'producing').reqId, invoked.reqId, "the generator's log line");
+    const fatal = lines.find((l) => l.level === 60);
+    assert.equal(fatal.err.message, 'from the stream');
+    assert.equal(fatal.reqId, invoked.reqId);
+    assert.equal(fatal.trace_id, TRACE_ID);
+  });
+
+  it('the lines written before the exit all reach a reader that reads late (the fatal line last but one)', async () => {
+    const { spawn } = require('node:child_process');
+    const dir = project({
+      'index.js': `const { log } = require(${FUNCRUN});\nmodule.exports = () => { for (let i = 0; i < 300; i++) log.info({ i, pad: 'x'.repeat(1000) }, 'busy'); setTimeout(() => { throw new Error('after the burst'); }, 1); return new Promise(() => {}); };\n`,
+    });
+    const port = await require('./helpers').freePort();
+    // The shell's pipe reader sleeps a second before reading: node queues what the pipe cannot take.
+    const script = `"${process.execPath}" "${path.join(__dirname, '..', 'lib', 'serve.js')}" "${dir}" --port ${port} --host 127.0.0.1 --grace-period 1s | (sleep 1; cat)`;
+    const child = spawn('sh', ['-c', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    const exited = new Promise((resolve) => child.on('close', resolve));
+    await require('./helpers').waitUntilListening(port, { child: { exitCode: null } });
+    const res = await request(`http://127.0.0.1:${port}/`).catch((err) => ({ error: err }));
+    await exited;
+    assert.equal(res.status, 500);
+    const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    assert.equal(lines.filter((l) => l.msg === 'busy').length, 300);
+    assert.equal(lines.filter((l) => l.level === 60).length, 1);
+    assert.equal(lines.at(-1).msg, 'stopped');
   });
 
   it('in work after the answer (waitUntil): the answer stands; the fatal line names the invocation', async () => {

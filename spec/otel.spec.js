@@ -215,16 +215,20 @@ describe('OpenTelemetry', () => {
     });
   });
 
-  it('without the API installed, nothing of it is loaded', () => {
+  it('until a tracer provider is registered, nothing of the API is loaded, installed or not', () => {
     const { execFileSync } = require('node:child_process');
     const os = require('node:os');
-    const script = `
-      const { loadTracing } = require(${JSON.stringify(require.resolve('../lib/otel.js'))});
-      const tracing = loadTracing(${JSON.stringify(os.tmpdir())});
-      const loaded = Object.keys(require.cache).filter((f) => f.includes('opentelemetry'));
-      process.stdout.write(JSON.stringify({ tracing: tracing === undefined ? 'none' : 'some', loaded }));`;
-    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: os.tmpdir() }).toString());
-    assert.deepEqual(out, { tracing: 'none', loaded: [] });
+    const path = require('node:path');
+    for (const folder of [os.tmpdir(), path.join(__dirname, '..')]) {
+      const script = `
+        const { loadTracing } = require(${JSON.stringify(require.resolve('../lib/otel.js'))});
+        const tracing = loadTracing(${JSON.stringify(folder)});
+        const active = tracing.active();
+        const loaded = Object.keys(require.cache).filter((f) => f.includes('opentelemetry'));
+        process.stdout.write(JSON.stringify({ active, loaded }));`;
+      const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: folder }).toString());
+      assert.deepEqual(out, { active: false, loaded: [] }, folder);
+    }
   });
 
   it("a tracer that throws costs the request nothing: it is served with funcrun's own trace context", async () => {

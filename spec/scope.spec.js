@@ -111,6 +111,50 @@ describe('request-scoped log', () => {
     }
   });
 
+  it("a child's bindings are read once, when it is made", async () => {
+    const config = { version: 1 };
+    const configured = log.child({ config });
+    config.version = 2;
+    const server = await serve(() => (configured.info('configured'), 'ok'), { logLevel: 'info' });
+    try {
+      await request(server.url);
+      config.version = 3;
+      await request(server.url);
+      const lines = server.log.entries().filter((l) => l.msg === 'configured');
+      assert.deepEqual(lines.map((l) => l.config.version), [1, 1]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a returned stream's code writes with the invocation's fields", async () => {
+    const { Readable } = require('node:stream');
+    const server = await serve(
+      () => ({
+        body: Readable.from(
+          (async function* () {
+            for (let row = 0; row < 3; row++) {
+              log.info({ row }, 'producing row');
+              await sleep(2);
+              yield `${row},`;
+            }
+          })(),
+        ),
+      }),
+      { logLevel: 'info' },
+    );
+    try {
+      const answers = await Promise.all([1, 2].map((n) => request(server.url, { headers: { traceparent: traceparent(n) } })));
+      for (const res of answers) assert.equal(res.text, '0,1,2,');
+      const lines = server.log.entries().filter((l) => l.msg === 'producing row');
+      assert.equal(lines.length, 6);
+      for (const line of lines) assert.ok(line.trace_id === traceOf(1) || line.trace_id === traceOf(2), JSON.stringify(line));
+      assert.equal(new Set(lines.map((l) => `${l.reqId}/${l.trace_id}`)).size, 2);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('follows the server\'s level, and a child\'s own level', async () => {
     const verbose = log.child({ part: 'verbose' }, { level: 'debug' });
     let seen;

@@ -217,6 +217,8 @@ describe('trace context with CloudEvents', () => {
       assert.notEqual(lines[0].span_id, lines[1].span_id);
       const answers = await res.json();
       assert.deepEqual(answers.map((a) => a.data.traceparent).sort(), lines.map((l) => `00-${TRACE_ID}-${l.span_id}-01`).sort());
+      // Each answered event carries the trace of the invocation that made it.
+      for (const answer of answers) assert.equal(answer.traceparent, answer.data.traceparent);
     } finally {
       await server.close();
     }

@@ -117,6 +117,32 @@ describe('context.waitUntil', () => {
     assert.ok(done >= 0 && stopped > done, proc.out.stdout);
   });
 
+  it('a rejection with a value that fights back (a revoked Proxy) is still logged, never unhandled', async () => {
+    const server = await serve(
+      (context) => {
+        const { proxy, revoke } = Proxy.revocable({}, {});
+        revoke();
+        context.waitUntil(Promise.reject(proxy));
+        return 'ok';
+      },
+      { logLevel: 'info' },
+    );
+    const unhandled = [];
+    const onUnhandled = (reason) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      assert.equal((await request(server.url)).status, 200);
+      await sleep(30);
+      const failure = server.log.entries().find((l) => l.msg === 'waitUntil: the work failed');
+      assert.equal(typeof failure.reqId, 'number');
+      assert.equal(unhandled.length, 0);
+      assert.equal((await request(server.url)).status, 200, 'still serving');
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await server.close();
+    }
+  });
+
   it('in a unit test (createContext), a failure is still logged, not unhandled', async () => {
     const { createContext, createLogSink } = require('../lib/testing.js');
     const sink = createLogSink();
