@@ -6,10 +6,10 @@
 // Load: wrk when it is installed, else autocannon (a dev dependency).
 const { spawn, spawnSync, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
+const { order, ce, freePort, untilUp } = require('./common');
 
 const ROOT = path.join(__dirname, '..');
 const { values: args } = parseArgs({
@@ -31,8 +31,6 @@ const PIN = has('taskset') && os.cpus().length >= 2;
 const pinned = (cpu, command, argv) => (PIN ? ['taskset', ['-c', String(cpu), command, ...argv]] : [command, argv]);
 const LOADER = has('wrk') ? 'wrk' : 'autocannon';
 
-const order = JSON.stringify({ customerId: 1, productId: 2, name: 'a bench order' });
-const ce = { 'ce-id': 'b-1', 'ce-source': '/bench', 'ce-type': 'dev.bench.order', 'ce-specversion': '1.0' };
 const WORKLOADS = [
   { name: 'json', label: 'JSON POST', path: '/json', method: 'POST', headers: { 'content-type': 'application/json' }, body: order, target: 0.85 },
   { name: 'text', label: 'text POST', path: '/text', method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'a line of plain text to count' },
@@ -51,27 +49,6 @@ const WORKLOADS = [
   { name: 'xml', label: 'XML POST', path: '/xml', method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<order><customer>1</customer><product>2</product></order>' },
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {}, target: 0.85 },
 ].filter((w) => !args.only || args.only.split(',').includes(w.name));
-
-function freePort() {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function untilUp(port, child) {
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`a server exited (${child.exitCode})`);
-    const up = await new Promise((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
-      s.on('error', () => resolve(false));
-    });
-    if (up) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 // The servers: command lines by name. Peers are installed into a scratch folder with --peers.
 function servers(peersDir) {

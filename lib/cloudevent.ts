@@ -94,6 +94,19 @@ export function responseDefaults(name: string): ResponseDefaults {
 }
 
 /** The seed's response chain: `context.cloudEventResponse(data).type(t).source(s).response()`. */
+// `new Date().toISOString()` costs some 0.6 µs on Node 24, more than the rest of the answer
+// event: under load many answers share a millisecond, and so share its text.
+let isoMs = -1;
+let isoText = '';
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== isoMs) {
+    isoMs = now;
+    isoText = new Date(now).toISOString();
+  }
+  return isoText;
+}
+
 export class CloudEventResponse {
   #attributes: Record<string, unknown>;
 
@@ -126,7 +139,7 @@ export class CloudEventResponse {
     if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) throw new TypeError('cloudEventResponse(): version must be 1.0 or 0.3');
     const event = Object.create(cloudevents().CloudEvent.prototype) as Record<string, unknown>;
     event.id = attributes.id ?? randomUUID();
-    event.time = new Date().toISOString();
+    event.time = isoNow();
     event.type = type;
     event.source = source;
     event.specversion = specversion;

@@ -5,6 +5,7 @@
 // rules), errors.ts (sendError, the one place errors become responses), lifecycle.ts (stop).
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { AsyncResource } from 'node:async_hooks';
 import type { CloudEvent } from 'cloudevents';
 import { hasBody, parseBody, rawBodyOf, readBody } from './body';
@@ -243,7 +244,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       if (res.writableEnded) return discard(value);
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
       const how = replyMode(mode, behaviour.eventsAnsweredBinary);
-      const sent = single === undefined ? respond(req, res, value, how, input, behaviour, replyTrace) : inInvocation(single, respond, req, res, value, how, input, behaviour, replyTrace);
+      // A returned stream's code (a generator that logs, a read() that fails) runs while the answer
+      // is sent: as part of the invocation. Other answers run no code of the function's after it returned.
+      const sent =
+        single !== undefined && streams(value)
+          ? inInvocation(single, respond, req, res, value, how, input, behaviour, replyTrace)
+          : respond(req, res, value, how, input, behaviour, replyTrace);
       const reply: Reply = sent instanceof Promise ? await sent : sent;
       if (reply.dropped !== undefined) reqLog.warn({ headers: reply.dropped }, 'response headers left out');
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, false);
@@ -313,6 +319,17 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
 
 
+
+/** Whether a returned value is, or holds as its body, a stream (read after the function returned). */
+function streams(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  try {
+    return value instanceof Readable || (value as { body?: unknown }).body instanceof Readable;
+  } catch {
+    // A Proxy's trap or a getter threw: respond() reads the value again and answers the failure.
+    return false;
+  }
+}
 
 /** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept. */
 export function withoutQueryValues(url: string): string {

@@ -1,0 +1,30 @@
+'use strict';
+// What bench/run.js and bench/instructions.js share: the request bodies, and the servers' ports.
+const net = require('node:net');
+
+const order = JSON.stringify({ customerId: 1, productId: 2, name: 'a bench order' });
+const ce = { 'ce-id': 'b-1', 'ce-source': '/bench', 'ce-type': 'dev.bench.order', 'ce-specversion': '1.0' };
+
+function freePort() {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once `port` accepts connections; rejects if `child` exits first. */
+async function untilUp(port, child, every = 5) {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`a server exited (${child.exitCode})`);
+    const up = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
+      s.on('error', () => resolve(false));
+    });
+    if (up) return;
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+module.exports = { order, ce, freePort, untilUp };
