@@ -1,9 +1,10 @@
 // OpenTelemetry, when the application wants it. `@opentelemetry/api` is an optional peer
 // dependency: nothing of it is loaded until the application registers a tracer provider (the API
 // keeps its registrations on a global, which each request reads: one property lookup), and then
-// it is found from the function's folder. From then on each invocation is a SERVER span: its parent from the incoming context through
-// the registered propagator, its name and attributes by the HTTP semantic conventions, and the
-// function runs in its context (so its own spans nest under it). The invocation's Trace (log
+// it is found from the function's folder. From then on each invocation is a SERVER span: its
+// parent from the incoming context through the registered propagator, its name and attributes by
+// the HTTP semantic conventions, and the function runs in its context (so its own spans nest
+// under it). The invocation's Trace (log
 // fields, context.traceparent, answered events) is then that span's.
 //
 // The API's types are written out here, as much of them as is used: funcrun's declarations must
@@ -50,7 +51,7 @@ export interface Tracing {
   /**
    * Starts an invocation's SERVER span: the parent from `headers` through the registered
    * propagator, or from the event's trace attributes when the request brought no traceparent.
-   * Undefined when the tracer fails: the request is served untraced rather than not at all.
+   * Undefined when the tracer fails: the request is served with funcrun's own trace context.
    */
   begin(method: string, path: string, route: string | undefined, headers: IncomingHttpHeaders, event: CloudEvent<unknown> | undefined): Trace | undefined;
   /** Ends the spans of a request when its response is done, with its status. */
@@ -170,8 +171,7 @@ export function loadTracing(folder: string): Tracing {
             if (status >= 500) {
               span.setAttribute('error.type', String(status));
               span.setStatus({ code: ERROR });
-            }
-            else if (!whole) span.setStatus({ code: ERROR, message: 'the connection closed before the answer was sent' });
+            } else if (!whole) span.setStatus({ code: ERROR, message: 'the connection closed before the answer was sent' });
             span.end();
           } catch {
             // The application's tracer failed: its span is lost, the request is not.

@@ -5,7 +5,7 @@
 //
 // Where AsyncLocalStorage is built on AsyncContextFrame (Node 24; Node 22 with
 // --experimental-async-context-frame), entering it costs next to nothing and it is always on.
-// Node 22's own is built on promise hooks, which slow every promise of the process (some 15% of a
+// Node 22's own is built on promise hooks, which slow every promise of the process (about 18% of a
 // small function's throughput, measured): there it is turned on only when a function reaches for
 // `log` (see runtime.ts), and faults are then attributed too.
 import { AsyncLocalStorage } from 'node:async_hooks';
