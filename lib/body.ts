@@ -56,9 +56,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       settled = true;
       resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
     });
-    req.on('error', (err: Error) => {
-      if (!settled) fail(new HttpError(400, 'the request body could not be read', { cause: err }));
-    });
+    // No 'error' listener: node emits a request's 'error' only to listeners, and 'close' follows
+    // every failure (an abort, malformed chunked framing) as it follows the end.
     req.on('close', () => {
       if (!settled) fail(new HttpError(400, 'the client closed the connection before the body was complete'));
     });
@@ -128,7 +127,9 @@ export const MAX_JSON_DEPTH = 512;
 
 /** Parses JSON text; an empty or blank text is `undefined`; malformed text is a 400 saying where. */
 export function parseJson(text: string): unknown {
-  if (text.trim() === '') return undefined;
+  // Most texts start with a visible ASCII character: only the others pay for trim()'s copy.
+  const first = text.charCodeAt(0);
+  if (!(first > 0x20 && first < 0x7f) && text.trim() === '') return undefined;
   // Nesting deeper than the bound needs more characters than the bound: short texts skip the scan.
   if (text.length > MAX_JSON_DEPTH) {
     const at = tooDeep(text, MAX_JSON_DEPTH);

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The `funcrun` command: create, invoke, config and serve. An entry point: it reads the command
 // line (node:util parseArgs), and the files and variables its commands name.
+// First: the compile cache, on before anything else is loaded.
+import './compile-cache';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, watch } from 'node:fs';
 import { join, resolve } from 'node:path';

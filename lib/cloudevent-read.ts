@@ -40,10 +40,23 @@ function sameMediaType(a: string, b: string | undefined): boolean {
   return keys.length === Object.keys(y.params).length && keys.every((k) => x.params[k] === y.params[k] || (k === 'charset' && x.charset === y.charset));
 }
 
+// The attribute each common `ce-*` header carries, so that reading them makes no new strings.
+const HEADER_ATTRIBUTES: Record<string, string> = Object.assign(Object.create(null), {
+  'ce-id': 'id',
+  'ce-source': 'source',
+  'ce-type': 'type',
+  'ce-specversion': 'specversion',
+  'ce-time': 'time',
+  'ce-subject': 'subject',
+  'ce-dataschema': 'dataschema',
+  'ce-traceparent': 'traceparent',
+  'ce-tracestate': 'tracestate',
+});
+
 function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined): CloudEvent<unknown> {
   const attributes: Record<string, unknown> = {};
   for (const name in headers) {
-    if (!name.startsWith('ce-')) continue;
+    if (name.charCodeAt(0) !== 0x63 || !name.startsWith('ce-')) continue;
     // In binary mode datacontenttype is the Content-Type header (HTTP binding 3.1.1). Clients
     // that send both (faas-js-runtime's suite does) are accepted when the two agree; one that
     // disagrees, or a percent-decoded value holding what no header may (CR LF), is refused.
@@ -52,7 +65,7 @@ function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, med
       throw invalid('in binary mode datacontenttype is the Content-Type header: ce-datacontenttype disagrees with it', 'datacontenttype');
     }
     // Values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
-    attributes[name.slice(3)] = decodeComponent(String(headers[name]));
+    attributes[HEADER_ATTRIBUTES[name] ?? name.slice(3)] = decodeComponent(String(headers[name]));
   }
   const contentType = headers['content-type'];
   if (contentType !== undefined) attributes.datacontenttype = contentType;
@@ -146,6 +159,7 @@ export function isTimestamp(value: unknown): boolean {
   return month >= 1 && month <= 12 && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 60 && offsetOk;
 }
 const ATTRIBUTE_NAME = /^[a-z0-9]+$/;
+const REQUIRED = ['id', 'source', 'type'] as const;
 // RFC 3986: an absolute URI (a URI reference, the source, is checked with URI_REFERENCE).
 const ABSOLUTE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
@@ -160,21 +174,16 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
   if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) {
     throw invalid(`${where}unsupported 'specversion' ${JSON.stringify(specversion)}: expected 1.0 or 0.3`, 'specversion');
   }
-  for (const name of ['id', 'source', 'type']) {
+  for (const name of REQUIRED) {
     const value = attributes[name];
     if (value === undefined) throw invalid(`${where}missing required attribute '${name}'`, name);
     if (typeof value !== 'string' || value === '') throw invalid(`${where}attribute '${name}' must be a non-empty string`, name);
   }
-  if (!URI_REFERENCE.test(attributes.source as string)) throw invalid(`${where}attribute 'source' must be a URI reference`, 'source');
+  if (!isUriReference(attributes.source as string)) throw invalid(`${where}attribute 'source' must be a URI reference`, 'source');
   for (const name in attributes) {
     const value = attributes[name];
-    if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
-    // An attribute named like a method of the event (`validate`, `emit`, `constructor`) would
-    // hide that method on `context.cloudevent`.
-    if (methodNames().has(name)) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
     switch (name) {
       case 'data':
-      case 'data_base64':
         // Data travels in the body (binary) or the data members (structured), never as an attribute.
         throw invalid(`${where}'${name}' is not a context attribute`, name);
       case 'id':
@@ -196,6 +205,10 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
         if (typeof value !== 'string' || value === '') throw invalid(`${where}attribute '${name}' must be a non-empty string`, name);
         break;
       default:
+        if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
+        // An attribute named like a method of the event (`validate`, `emit`, `constructor`) would
+        // hide that method on `context.cloudevent`.
+        if (methodNames().has(name)) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
         // Extension attributes take the CloudEvents type system's scalar values.
         if (typeof value !== 'string' && typeof value !== 'boolean' && !isInt32(value)) {
           throw invalid(`${where}extension attribute '${name}' must be a string, a 32-bit integer or a boolean`, name);
@@ -209,6 +222,16 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
     if (Buffer.isBuffer(data)) event.data_base64 = data.toString('base64');
   }
   return Object.freeze(event) as unknown as CloudEvent<unknown>;
+}
+
+// Events from one sender repeat their source: the last one found valid is not scanned again.
+let validSource = '';
+function isUriReference(source: string): boolean {
+  if (source === validSource) return true;
+  if (!URI_REFERENCE.test(source)) return false;
+  // Only header-sized values are kept, so that no large text stays referenced.
+  if (source.length <= 256) validSource = source;
+  return true;
 }
 
 let methods: Set<string> | undefined;

@@ -82,17 +82,24 @@ function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Re
   for (const name of Object.keys(attributes)) {
     const value = attributes[name];
     if (value === undefined || value === null || name === 'data' || name === 'data_base64') continue;
-    const text = value instanceof Date ? value.toISOString() : String(value);
+    const text = typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value);
     let header: string;
     if (name === 'datacontenttype') {
       if (!PRINTABLE.test(text) || parseMediaType(text) === undefined) return undefined;
       header = headers['content-type'] = text;
-    } else header = headers[`ce-${name}`] = /[^\x21-\x7e]|["%]/.test(text) ? text.replace(/[^\x21-\x7e]|["%]/gu, (c) => encodeURIComponent(c).replace(/'/g, '%27')) : text;
+    } else header = headers[HEADER_NAMES[name] ?? `ce-${name}`] = ENCODED.test(text) ? text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27')) : text;
     size += name.length + header.length + 6;
     if (size > MAX_BINARY_HEADERS) return undefined;
   }
   return headers;
 }
+
+// What binary mode percent-encodes in a value: anything outside printable ASCII but space, `"` and `%`.
+const ENCODED = /[^\x21-\x7e]|["%]/;
+const ENCODED_ALL = /[^\x21-\x7e]|["%]/gu;
+// The header of each common attribute, made once rather than per answer.
+const HEADER_NAMES: Record<string, string> = Object.create(null);
+for (const name of ['id', 'source', 'type', 'specversion', 'time', 'subject', 'dataschema', 'traceparent', 'tracestate']) HEADER_NAMES[name] = `ce-${name}`;
 
 // A header value a media type can be: printable ASCII only (no CR, LF or NUL).
 const PRINTABLE = /^[\x20-\x7e]*$/;

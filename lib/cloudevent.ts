@@ -2,7 +2,7 @@
 // its answer goes in, the response chain, and recognising a returned event. Reading an event
 // strictly is cloudevent-read.ts; writing one back, cloudevent-reply.ts.
 import type { IncomingHttpHeaders } from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from './random';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { CloudEvent } from 'cloudevents';

@@ -3,7 +3,7 @@
 // `ce-type`. Everything here is built once at start: schemas compiled, routes and the ce-type
 // table made; a request only looks things up.
 import type { CloudEvent } from 'cloudevents';
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from './random';
 import { asCloudEvent, cloudevents } from './cloudevent';
 import type { Context } from './context';
 import { MAX_JSON_DEPTH } from './body';

@@ -1,6 +1,6 @@
 // funcrun's public entry: `start(func, options)` as in faas-js-runtime, `stop(server)`, the
 // defaults, and the types function authors use.
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from './random';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Server } from 'node:http';
@@ -181,9 +181,13 @@ export async function start(func: Invokable | FunctionModule, options: Options =
 function metricLabels(name: string | undefined, env: Identity, asFaas: boolean): MetricLabels {
   const { faas } = env;
   const instance = faas.faas_instance ?? env.instance ?? (asFaas ? 'undefined' : hostname());
+  let id = faas.faas_id;
   return {
     faas_name: name ?? faas.faas_name ?? env.service ?? 'anonymous',
-    faas_id: faas.faas_id ?? `${asFaas ? String(env.instance) : instance}-${randomUUID()}`,
+    // Made when first read (the first scrape): node:crypto is not loaded at start for it.
+    get faas_id() {
+      return (id ??= `${asFaas ? String(env.instance) : instance}-${randomUUID()}`);
+    },
     faas_instance: instance,
     faas_version: faas.faas_version ?? env.revision ?? (asFaas ? 'undefined' : ''),
     faas_runtime: faas.faas_runtime ?? 'Node.js',

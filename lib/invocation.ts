@@ -22,10 +22,10 @@ export type Invoke = (fn: Invokable, ctx: Context, data: unknown, deadline: numb
  * result is dropped). The timeout is the request's: a batch's events share it.
  */
 export function invoker(timeout: number): Invoke {
+  const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
   return function invoke(fn, ctx, data, deadline) {
-    const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
-    const left = deadline - performance.now();
-    if (timeout > 0 && left <= 0) throw tooLate();
+    const left = timeout > 0 ? deadline - performance.now() : Infinity;
+    if (left <= 0) throw tooLate();
     // In the invocation's scope (scope.ts), when it is on: `log` and fault attribution find ctx;
     // and in its OpenTelemetry span's context, when the application traces (otel.ts).
     const scope = invocationScope();

@@ -38,7 +38,8 @@ export class Metrics {
   readonly #latency = new Histogram();
   readonly #queue = new Histogram();
   readonly #coldStart = new Histogram();
-  readonly #labels: string;
+  readonly #given: MetricLabels;
+  #labels: string | undefined;
   #lag = () => 0;
   // Network I/O: bytes of connections that have closed, and the connections still open.
   #closedBytes = 0;
@@ -47,8 +48,7 @@ export class Metrics {
   #last = { at: performance.now(), cpu: process.cpuUsage(), bytes: 0 };
 
   constructor(labels: MetricLabels) {
-    // Rendered once: every series carries the same labels, in faas-js-runtime's order.
-    this.#labels = (['faas_name', 'faas_id', 'faas_instance', 'faas_version', 'faas_runtime'] as const).map((k) => `${k}="${escape(labels[k])}"`).join(',');
+    this.#given = labels;
   }
 
   /** Time from the request's arrival to the function's call (reading and parsing the body). */
@@ -83,7 +83,9 @@ export class Metrics {
   }
 
   render(): string {
-    const l = this.#labels;
+    // Rendered at the first scrape, once: every series carries the same labels, in faas-js-runtime's
+    // order (the instance id is a random UUID, made then rather than at start).
+    const l = (this.#labels ??= (['faas_name', 'faas_id', 'faas_instance', 'faas_version', 'faas_runtime'] as const).map((k) => `${k}="${escape(this.#given[k])}"`).join(','));
     const lines: string[] = [];
     const metric = (name: string, type: string, help: string, series: string[]) => lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...series);
     const histogram = (name: string, help: string, h: Histogram) => {

@@ -98,8 +98,11 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
       return { status: 204 };
   }
   if (value === null) return NOTHING;
-  if (value instanceof Prepared) return value.reply;
   const object = value as object;
+  // The common answer, an object literal or parsed data: no class, so no event, stream, bytes or
+  // document; only the spelled-out response is left to look for.
+  if (Object.getPrototypeOf(object) === Object.prototype) return plainReply(object, mode, input, behaviour, trace);
+  if (value instanceof Prepared) return value.reply;
   const event = asCloudEvent(object);
   if (event !== undefined) {
     const { headers, body } = encodeEvent(event, mode ?? 'binary', trace);
@@ -117,6 +120,11 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
   }
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': BINARY }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
+  return plainReply(object, mode, input, behaviour, trace);
+}
+
+/** An object that is none of the kinds above: a spelled-out response, or data sent as JSON. */
+function plainReply(object: object, mode: Mode | undefined, input: readonly unknown[], behaviour: Behaviour | undefined, trace: Trace | undefined): Reply {
   if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) {
     const reply = structured(object, mode, input, behaviour, trace);
     if (reply !== undefined) return reply;

@@ -31,6 +31,7 @@ import * as overload from './overload';
 import * as position from './position';
 import * as probes from './probes';
 import * as provenance from './provenance';
+import * as random from './random';
 import * as respond from './respond';
 import * as router from './router';
 import * as scope from './scope';
@@ -83,6 +84,7 @@ export const modules = {
   position,
   probes,
   provenance,
+  random,
   respond,
   router,
   scope,

@@ -1,6 +1,6 @@
 // W3C Trace Context (www.w3.org/TR/trace-context): the trace a request or event arrived in, and
 // each invocation's own span in it. Nothing is made up: without a valid traceparent there is no trace.
-import { randomFillSync } from 'node:crypto';
+import { randomFillSync } from './random';
 import type { IncomingHttpHeaders } from 'node:http';
 
 export interface Trace {

@@ -22,6 +22,18 @@ describe('parseMediaType', () => {
     assert.equal(media.charset, 'latin1');
   });
 
+  it('answers each value for itself when values alternate, repeat or are long (the last value is remembered)', () => {
+    const long = `application/json; name="${'x'.repeat(300)}"`;
+    for (let round = 0; round < 3; round++) {
+      assert.equal(parseMediaType('application/json').type, 'application/json');
+      assert.equal(parseMediaType('application/json').charset, undefined);
+      assert.equal(parseMediaType('text/plain; charset=latin1').charset, 'latin1');
+      assert.equal(parseMediaType('not a type'), undefined);
+      assert.equal(parseMediaType(long).params.name, 'x'.repeat(300));
+      assert.equal(parseMediaType('Text/XML').type, 'text/xml');
+    }
+  });
+
   it('gives undefined for a missing or malformed value', () => {
     assert.equal(parseMediaType(undefined), undefined);
     assert.equal(parseMediaType(''), undefined);
