@@ -13,7 +13,11 @@ export const LATEST = Symbol('funcrun latest request');
 export type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
 
 export function answered(socket: CountedSocket): void {
-  if (--socket[PENDING]! === 0 && socket[CLOSING]) socket.destroySoon();
+  if (--socket[PENDING]! > 0) return;
+  // Read only while a request is pending: holding it longer would keep the request, its headers
+  // and its stream alive between requests, through the young generation's collections (RSS).
+  socket[LATEST] = undefined;
+  if (socket[CLOSING]) socket.destroySoon();
 }
 
 /**
