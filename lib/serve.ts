@@ -74,8 +74,11 @@ function exitFlushed(code: number, limit: number): void {
   out.write('', () => process.exit(code));
 }
 
-/** Serves the function named by `argv` (the command line after `serve`) until a signal stops it. */
-export async function serve(argv: string[]): Promise<void> {
+/**
+ * Serves the function named by `argv` (the command line after `serve`) until a signal stops it.
+ * `command` is the program as it was started: `faas-js-runtime` turns compatibility on.
+ */
+export async function serve(argv: string[], command?: string): Promise<void> {
   let server: Server | undefined;
   let log: RootLogger = startupLog;
   let stopping = false;
@@ -168,7 +171,7 @@ export async function serve(argv: string[]): Promise<void> {
     const pretty = flags.pretty ?? env.pretty ?? false;
     // serve's own settings stay here; the rest are start()'s options, from the flags.
     const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
-    server = await start(module, { ...options, config: folder, funcYaml, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
+    server = await start(module, { ...options, config: folder, funcYaml, command, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
   } catch (err) {
     fail(err);
   }
@@ -182,4 +185,4 @@ export async function serve(argv: string[]): Promise<void> {
   }
 }
 
-if (require.main === module) void serve(process.argv.slice(2));
+if (require.main === module) void serve(process.argv.slice(2), process.argv[1]);

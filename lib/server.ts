@@ -55,8 +55,10 @@ export interface Settings {
   maxConnections: number;
   /** A liveness or readiness check that has not answered after this many ms counts as failed. */
   probeTimeout: number;
-  /** Where the seed and faas-js-runtime disagree, which one to follow (compat.ts). */
+  /** Where the function contract and faas-js-runtime differ, which one to follow (compat.ts). */
   behaviour: Behaviour;
+  /** An info line per answered request (else a debug one). */
+  accessLog: boolean;
   /** The application's OpenTelemetry, active once it registers a tracer provider (otel.ts). */
   tracing?: Tracing;
 }
@@ -101,7 +103,9 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const corsForEveryOrigin = behaviour.corsForEveryOrigin && cors === undefined;
   const defaults = responseDefaults(settings.name);
   const authorize = module.authorize;
-  const debug = log.isEnabled('debug');
+  // One line per answered request: at info when asked for (FUNC_ACCESS_LOG), else at debug.
+  const accessLevel = settings.accessLog ? 'info' : 'debug';
+  const logAccess = log.isEnabled(accessLevel);
   const tracing = settings.tracing;
   const runtime: Runtime = { module, log, draining: false, metrics, background: new Set(), outside: AsyncResource.bind((run) => run()) };
   let requests = 0;
@@ -117,7 +121,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const socket = req.socket as CountedSocket;
     socket[PENDING] = (socket[PENDING] ?? 0) + 1;
     socket[LATEST] = req;
-    if (debug) access(req, res, () => reqLog);
+    if (logAccess) access(req, res, () => reqLog, accessLevel);
     // Set when the request reaches the function: it then counts as an invocation in the metrics.
     let began = -1;
     // Set once the function has been called: from then on an error is the function's.
@@ -345,11 +349,11 @@ export function withoutQueryValues(url: string): string {
   return `${url.slice(0, q)}?${names.join('&')}`;
 }
 
-function access(req: IncomingMessage, res: ServerResponse, log: () => Logger): void {
+function access(req: IncomingMessage, res: ServerResponse, log: () => Logger, level: 'info' | 'debug'): void {
   const started = process.hrtime.bigint();
   res.once('finish', () => {
     const responseTime = Number(process.hrtime.bigint() - started) / 1e6;
-    log().debug({ method: req.method, url: withoutQueryValues(req.url ?? ''), statusCode: res.statusCode, responseTime }, 'request completed');
+    log()[level]({ method: req.method, url: withoutQueryValues(req.url ?? ''), statusCode: res.statusCode, responseTime }, 'request completed');
   });
 }
 
