@@ -109,6 +109,23 @@ export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown 
   }
 }
 
+// faas-js-runtime's parsers (fastify's JSON and text ones, its own for forms); any other body
+// reaches its functions as bytes.
+const FASTIFY_PARSED = new Set(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
+
+/**
+ * The media type a body is parsed as in faas-js-runtime compatibility: its own where fastify has a
+ * parser for it, else none (the bytes). An empty `application/json` body is refused as fastify
+ * refuses it, with its code.
+ */
+export function fastifyParsing(media: MediaType | undefined, bytes: Buffer | undefined): MediaType | undefined {
+  if (media === undefined || !FASTIFY_PARSED.has(media.type)) return undefined;
+  if (media.type === 'application/json' && bytes?.length === 0) {
+    throw new HttpError(400, "Body cannot be empty when content-type is set to 'application/json'", { details: { code: 'FST_ERR_CTP_EMPTY_JSON_BODY' } });
+  }
+  return media;
+}
+
 /**
  * The body as `context.rawBody` holds it: text (as faas-js-runtime gives it) for textual media
  * types, which were checked to be valid in their charset; the bytes for anything else, which text

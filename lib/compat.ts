@@ -16,12 +16,24 @@ export interface Behaviour {
   readonly headersWithoutBodyAsJson: boolean;
   /** A number or boolean returned directly: the contract's 204, or faas-js-runtime's (falsy 204, else an empty 200). */
   readonly scalarsAsEmpty200: boolean;
-  /** Every answer allows every origin (`Access-Control-Allow-Origin: *`) unless the function has `cors()`. */
+  /** The function's answers allow every origin (`Access-Control-Allow-Origin: *`) unless it has `cors()`; errors, probes and metrics do not. */
   readonly corsForEveryOrigin: boolean;
-  /** Errors raised once the function ran are answered as text (the message at 4xx), not JSON. */
+  /**
+   * Errors raised once the function ran are answered as text (the message at 4xx), not JSON; the
+   * status comes from a numeric `code` only (a `statusCode` alone is a 500), and no headers of
+   * the thrown value are sent.
+   */
   readonly errorsAsText: boolean;
   /** A returned CloudEvent is answered in binary mode always, not in the mode the request came in. */
   readonly eventsAnsweredBinary: boolean;
+  /** A CloudEvent returned to a plain HTTP request is answered as its JSON (`application/json`), not as an event. */
+  readonly eventsToPlainRequestsAsJson: boolean;
+  /**
+   * Request bodies are parsed only where faas-js-runtime (fastify) parses them: `application/json`
+   * (an empty one is a 400), `text/plain` and forms; anything else (XML, `+json`, other `text/*`)
+   * reaches the function as bytes.
+   */
+  readonly fastifyBodyParsers: boolean;
   /** `context.contentType` is the raw Content-Type header (`application/json; charset=utf-8`), not the parsed media type. */
   readonly rawContentType: boolean;
   /** Metric labels exactly as faas-js-runtime prints them (`faas_instance="undefined"` without POD_NAME). */
@@ -43,6 +55,8 @@ const CONTRACT: Behaviour = Object.freeze({
   corsForEveryOrigin: false,
   errorsAsText: false,
   eventsAnsweredBinary: false,
+  eventsToPlainRequestsAsJson: false,
+  fastifyBodyParsers: false,
   rawContentType: false,
   faasMetricLabels: false,
   defaultLogLevel: 'info',
@@ -56,6 +70,8 @@ const FAAS_JS_RUNTIME: Behaviour = Object.freeze({
   corsForEveryOrigin: true,
   errorsAsText: true,
   eventsAnsweredBinary: true,
+  eventsToPlainRequestsAsJson: true,
+  fastifyBodyParsers: true,
   rawContentType: true,
   faasMetricLabels: true,
   defaultLogLevel: 'warn',

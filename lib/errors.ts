@@ -60,12 +60,13 @@ function errorStatus(value: unknown): number | undefined {
 
 /**
  * The status for a thrown value: its own numeric `statusCode` (400 to 599), else a numeric
- * `code` in that range (faas-js-runtime's convention), else 500.
+ * `code` in that range (faas-js-runtime's convention), else 500. `codeOnly`: faas-js-runtime's
+ * own reading, where a `statusCode` alone is a 500.
  */
-export function statusOf(thrown: unknown): number {
+export function statusOf(thrown: unknown, codeOnly = false): number {
   if (thrown === null || (typeof thrown !== 'object' && typeof thrown !== 'function')) return 500;
   const value = thrown as { statusCode?: unknown; code?: unknown };
-  return errorStatus(read(() => value.statusCode)) ?? errorStatus(read(() => value.code)) ?? 500;
+  return (codeOnly ? undefined : errorStatus(read(() => value.statusCode))) ?? errorStatus(read(() => value.code)) ?? 500;
 }
 
 // Messages are the client's to read below 500; a runaway one is cut rather than echoed whole.
@@ -74,9 +75,10 @@ const MAX_MESSAGE = 1024;
 /**
  * Reads a thrown value into plain facts. Never throws. `input` is what the request was parsed
  * into: a function that throws that (or a part of it) has failed; the client does not get to
- * pick the status, message or headers.
+ * pick the status, message or headers. `asFaasJsRuntime`: a function's error as faas-js-runtime
+ * reads it, the status from `code` only and no headers (funcrun's own errors keep theirs).
  */
-export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly unknown[]): Thrown {
+export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly unknown[], asFaasJsRuntime = false): Thrown {
   const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
   // Parsed data is plain objects and arrays, walked; a class instance (every Error) is compared
   // only with the request's own objects, such as the received event, so throwing costs no walk.
@@ -85,8 +87,9 @@ export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly u
   if (isObject && input !== undefined && read(fromRequest) !== false) {
     return { status: 500, logged: { thrown: describe(thrown) } };
   }
-  const status = statusOf(thrown);
   const ours = isObject && read(() => thrown instanceof HttpError) === true;
+  const faas = asFaasJsRuntime && !ours;
+  const status = statusOf(thrown, faas);
   const isError = ours || (isObject && read(() => thrown instanceof Error) === true);
   const facts: Thrown = { status, logged: isError ? thrown : { thrown: describe(thrown) } };
   if (!isObject) return facts;
@@ -98,7 +101,7 @@ export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly u
   // Headers a thrown error asks for (`Allow` on a 405, `WWW-Authenticate` on a 401): from funcrun's
   // HttpError, or from an error that chose its own 4xx status (a library error that happens to
   // carry `headers` and no status adds none).
-  if (ours || status < 500) {
+  if (ours || (status < 500 && !faas)) {
     const headers = read(() => value.headers);
     if (headers !== null && typeof headers === 'object') {
       // Headers that came from the request (`headers: context.headers`, a part of the body): the
@@ -186,7 +189,7 @@ export function errorJson(facts: Thrown, thrown: unknown, log: Logger, format?: 
 export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, format?: ErrorFormat, input?: readonly unknown[], asText = false): void {
   try {
     const dropped: Dropped[] = [];
-    const facts = inspect(thrown, dropped, input);
+    const facts = inspect(thrown, dropped, input, asText);
     if (facts.status >= 500) quietly(() => log.error(facts.logged, 'request failed'));
     else quietly(() => log.debug({ statusCode: facts.status, message: facts.message }, 'request rejected'));
     if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));

@@ -78,7 +78,8 @@ function ignore(): void {}
 
 // Nothing to send: 204, with the content type faas-js-runtime gives it.
 const NOTHING: Reply = Object.freeze({ status: 204, headers: Object.freeze({ 'content-type': 'text/plain' }) });
-const EMPTY_200: Reply = Object.freeze({ status: 200 });
+// faas-js-runtime's answer to a truthy number or boolean: its default content type, no body.
+const EMPTY_200: Reply = Object.freeze({ status: 200, headers: Object.freeze({ 'content-type': JSON_TYPE }) });
 
 /** `trace`: the invocation's, which an event it answers with carries (when it has none of its own). */
 export function toReply(value: unknown, mode: Mode | undefined, input: readonly unknown[] = [], behaviour?: Behaviour, trace?: Trace): Reply {
@@ -105,6 +106,8 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
   if (value instanceof Prepared) return value.reply;
   const event = asCloudEvent(object);
   if (event !== undefined) {
+    // faas-js-runtime sends an event returned to a plain HTTP request as JSON data.
+    if (mode === undefined && behaviour?.eventsToPlainRequestsAsJson) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(event) };
     const { headers, body } = encodeEvent(event, mode ?? 'binary', trace);
     return { status: 200, headers, body };
   }

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { AsyncResource } from 'node:async_hooks';
 import type { CloudEvent } from 'cloudevents';
-import { hasBody, parseBody, rawBodyOf, readBody } from './body';
+import { fastifyParsing, hasBody, parseBody, rawBodyOf, readBody } from './body';
 import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
 import { detectMode, replyMode, responseDefaults } from './cloudevent';
@@ -146,10 +146,10 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
           if (!allowed) throw new HttpError(403, `origin '${req.headers.origin}' is not allowed`);
           return send(req, res, 204, undefined, undefined);
         }
-      } else if (corsForEveryOrigin) {
-        allowAnyOrigin(res);
+      } else if (corsForEveryOrigin && method === 'OPTIONS') {
         // faas-js-runtime answers OPTIONS itself, whoever asks, without calling the function.
-        if (method === 'OPTIONS') return send(req, res, 204, { 'content-type': JSON_TYPE, 'access-control-allow-headers': '*' }, undefined);
+        allowAnyOrigin(res);
+        return send(req, res, 204, { 'content-type': JSON_TYPE, 'access-control-allow-headers': '*' }, undefined);
       }
       // 3. The route, and 4. the module's access check.
       const match = router.find(method, path);
@@ -181,6 +181,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const media = parseMediaType(req.headers['content-type']);
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
       const mode = detectMode(req.headers, media);
+      // What the body is parsed as: in faas-js-runtime compatibility, only what fastify parses (an event's data aside).
+      const parseAs = behaviour.fastifyBodyParsers ? fastifyParsing(media, bytes) : media;
       const query = queryOf(search);
       const contentType = contentTypeOf(req.headers['content-type'], behaviour.rawContentType);
       // Once per request: a batch's events all share it.
@@ -224,7 +226,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // The single invocation's context (not a batch's): its answer is sent as part of it.
       let single: Context | undefined;
       if (mode === undefined) {
-        const data = bytes === undefined ? undefined : parseBody(bytes, media);
+        const data = bytes === undefined ? undefined : parseBody(bytes, parseAs);
         input = [data, query, req, params];
         const ctx = (single = context());
         ctx.body = data;
@@ -248,6 +250,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       if (res.writableEnded) return discard(value);
       if (runtime.draining || socket[CLOSING]) closeAfter(req, res);
       const how = replyMode(mode, behaviour.eventsAnsweredBinary);
+      // faas-js-runtime's blanket CORS is on the function's answers only: not on errors, probes or its 404s.
+      if (corsForEveryOrigin) allowAnyOrigin(res);
       // A returned stream's code (a generator that logs, a read() that fails) runs while the answer
       // is sent: as part of the invocation. Other answers run no code of the function's after it returned.
       const sent =

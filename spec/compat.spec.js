@@ -162,10 +162,11 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     }
   });
 
-  it('every answer allows every origin, and OPTIONS is answered without the function', async () => {
+  it("the function's answers allow every origin, errors and probes do not, and OPTIONS is answered without the function", async () => {
     let calls = 0;
-    const server = await serve(() => {
+    const server = await serve((ctx) => {
       calls++;
+      if (ctx.query.fail !== undefined) throw Object.assign(new Error('no'), { code: 400 });
       return '';
     }, compat);
     try {
@@ -177,6 +178,16 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
       assert.equal(options.status, 204);
       assert.equal(options.headers.get('access-control-allow-headers'), '*');
       assert.equal(calls, 1);
+      // As faas-js-runtime: its error answers, probes and fastify's own 400s carry no CORS headers.
+      for (const [path, init, status] of [
+        ['/?fail', undefined, 400],
+        ['/health/readiness', undefined, 200],
+        ['/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' }, 400],
+      ]) {
+        const answer = await request(server.url + path, init);
+        assert.equal(answer.status, status, path);
+        assert.equal(answer.headers.get('access-control-allow-origin'), null, path);
+      }
     } finally {
       await server.close();
     }
@@ -191,6 +202,12 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
         'GET /boom': () => {
           throw new Error('password=hunter2 at db.internal:5432');
         },
+        'GET /forbidden': () => {
+          throw Object.assign(new Error('forbidden'), { statusCode: 403 });
+        },
+        'GET /login': () => {
+          throw Object.assign(new Error('log in first'), { code: 401, headers: { 'www-authenticate': 'Bearer' } });
+        },
       },
     }, compat);
     try {
@@ -202,6 +219,11 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
       assert.equal(boom.status, 500);
       assert.equal(boom.text, 'Internal Server Error');
       assert.doesNotMatch(boom.text, /hunter2|db\.internal/);
+      // As faas-js-runtime reads a thrown error: the status from `code` only, none of its headers.
+      const forbidden = await request(server.url + '/forbidden');
+      assert.deepEqual([forbidden.status, forbidden.text], [500, 'Internal Server Error']);
+      const login = await request(server.url + '/login');
+      assert.deepEqual([login.status, login.text, login.headers.get('www-authenticate')], [401, 'log in first', null]);
       // funcrun's own errors (no route, malformed data) stay JSON, as fastify's are in faas-js-runtime.
       const malformed = await request(server.url + '/legal', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
       assert.match(malformed.headers.get('content-type'), /^application\/json/);
@@ -237,8 +259,45 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
       assert.equal(headers.headers.get('x-announce-action'), 'Saying hello');
       assert.equal(headers.json.message, 'Well hello there');
       const number = await request(server.url + '/number');
-      assert.deepEqual([number.status, number.text], [200, '']);
+      assert.deepEqual([number.status, number.text, number.headers.get('content-type')], [200, '', 'application/json; charset=utf-8']);
       assert.equal((await request(server.url + '/zero')).status, 204);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an event returned to a plain HTTP request is answered as its JSON, not as an event', async () => {
+    const server = await serve(() => new CloudEvent({ id: 'a1', source: '/shop', type: 'order.accepted', time: '2024-05-06T07:08:09.000Z', data: { ok: true } }), compat);
+    try {
+      const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+      assert.equal(res.headers.get('ce-id'), null);
+      assert.deepEqual(res.json, { id: 'a1', source: '/shop', type: 'order.accepted', specversion: '1.0', time: '2024-05-06T07:08:09.000Z', data: { ok: true } });
+      // To an event, an event (binary mode).
+      assert.equal((await request(server.url, binary(order))).headers.get('ce-id'), 'a1');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('bodies are parsed where fastify parses them: JSON, text/plain and forms; others arrive as bytes; an empty JSON body is a 400', async () => {
+    const server = await serve((ctx, data) => ({ bytes: Buffer.isBuffer(data), data: Buffer.isBuffer(data) ? data.toString() : data }), compat);
+    try {
+      const post = (type, body) => request(server.url, { method: 'POST', headers: { 'content-type': type }, body });
+      assert.deepEqual((await post('application/json; charset=utf-8', '{"a":1}')).json, { bytes: false, data: { a: 1 } });
+      assert.deepEqual((await post('text/plain', 'hi')).json, { bytes: false, data: 'hi' });
+      assert.deepEqual((await post('application/x-www-form-urlencoded', 'a=1')).json, { bytes: false, data: { a: '1' } });
+      for (const [type, body] of [
+        ['application/merge-patch+json', '{"a":1}'],
+        ['text/csv', 'a,b'],
+        ['application/xml', '<a/>'],
+      ]) {
+        assert.deepEqual((await post(type, body)).json, { bytes: true, data: body }, type);
+      }
+      const empty = await post('application/json', '');
+      assert.equal(empty.status, 400);
+      assert.deepEqual(empty.json, { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY', error: 'Bad Request', message: "Body cannot be empty when content-type is set to 'application/json'" });
     } finally {
       await server.close();
     }

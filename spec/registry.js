@@ -2,7 +2,8 @@
 // A loopback npm registry, so that a created project's plain `npm install` runs for real (npm
 // resolving ranges, fetching tarballs, checking integrity, writing the lockfile) without leaving
 // the machine. It holds the packages this checkout has installed (every copy under node_modules,
-// links such as the workspace's funcrun excepted), plus any tarball a spec publishes to it.
+// an aliased one under its own name, links such as the workspace's funcrun excepted), plus any
+// tarball a spec publishes to it.
 const { execFileSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -19,9 +20,33 @@ function installedCopies(name) {
     const scoped = entry.startsWith('@') ? fs.readdirSync(path.join(MODULES, entry)).map((n) => `${entry}/${n}`) : [entry];
     for (const pkg of scoped) parents.push(path.join(MODULES, pkg, 'node_modules'));
   }
-  return parents
+  const copies = parents
     .map((parent) => path.join(parent, name))
     .filter((dir) => fs.existsSync(path.join(dir, 'package.json')) && !fs.lstatSync(dir).isSymbolicLink());
+  return [...copies, ...(aliased().get(name) ?? [])];
+}
+
+let aliases;
+/**
+ * Packages installed under another name (`"faas-js-runtime-4": "npm:faas-js-runtime@4.0.1"`, so
+ * that a peer's version sits beside another copy), by their own name: the registry serves them as
+ * the package they are. Top-level folders only; read once.
+ */
+function aliased() {
+  if (aliases !== undefined) return aliases;
+  aliases = new Map();
+  for (const entry of fs.readdirSync(MODULES)) {
+    const dir = path.join(MODULES, entry);
+    if (entry.startsWith('.') || entry.startsWith('@') || fs.lstatSync(dir).isSymbolicLink()) continue;
+    let name;
+    try {
+      ({ name } = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')));
+    } catch {
+      continue;
+    }
+    if (typeof name === 'string' && name !== entry) aliases.set(name, [...(aliases.get(name) ?? []), dir]);
+  }
+  return aliases;
 }
 
 /**
