@@ -33,7 +33,7 @@ export async function startFunction(func: FunctionModule | Invokable | string, o
   const module = typeof func === 'string' ? (await loadFunction(func)).module : func;
   const server = await start(module, { port: 0, host: '127.0.0.1', logLevel: options.logDestination ? 'trace' : 'silent', ...options });
   const { port } = server.address() as import('node:net').AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000) };
+  return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000).then(() => undefined) };
 }
 
 export interface LogSink extends LogDestination {

@@ -156,11 +156,11 @@ describe('funcrun config', () => {
     assert.match(again.stderr, /no variable EXISTING in run\.envs/);
   });
 
-  it('refuses values funcrun would refuse, and leaves the file alone', async () => {
+  it('refuses values funcrun would refuse as bad use (exit code 2), and leaves the file alone', async () => {
     const dir = folder();
     for (const [name, value, message] of [['FUNC_LOG_LEVEL', 'loud', /unknown log level 'loud'/], ['LIVENESS_URL', 'alive', /expected a path starting with '\/'/], ['bad-name', 'x', /invalid variable name/], ['FUNC_BODY_LIMIT', 'huge', /invalid FUNC_BODY_LIMIT/]]) {
       const res = await funcrun(['config', 'envs', 'add', '--name', name, '--value', value, '--path', dir]);
-      assert.equal(res.code, 1, name);
+      assert.equal(res.code, 2, name);
       assert.match(res.stderr, message);
     }
     assert.equal(fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8'), original);

@@ -71,7 +71,7 @@ describe('loading a function', () => {
   const failures = {
     'a module without a handler': [{ 'index.js': 'module.exports = { nothing: 1 };' }, /index\.js: expected a handler/],
     'an ESM module without a handler': [{ 'index.mjs': 'export const x = 1;', 'package.json': '{"main":"index.mjs"}' }, /index\.mjs: expected a handler/],
-    'a module with a syntax error': [{ 'index.js': 'module.exports = () => {' }, /index\.js: failed to load/],
+    'a module with a syntax error': [{ 'index.js': 'module.exports = () => {' }, /index\.js:1:\d+: SyntaxError: Unexpected end of input/],
     'a module that throws when loaded': [{ 'index.js': "throw new Error('top-level boom');" }, /index\.js: failed to load: top-level boom/],
     'a folder without index.js': [{ 'other.js': '' }, /expected index\.js, or "main" in package\.json/],
     'a handle that is not a function': [{ 'index.js': 'module.exports = { handle: 5, routes: {} };' }, /'handle' must be a function/],
