@@ -222,5 +222,8 @@ export type {
   NamedFunction,
   LogLevel,
   ResponseBody,
+  ResponseHeaders,
+  ReturnedEvent,
+  ReturnedObject,
   StructuredReturn,
 } from './types';
