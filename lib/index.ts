@@ -245,5 +245,8 @@ export type {
   NamedFunction,
   LogLevel,
   ResponseBody,
+  ResponseHeaders,
+  ReturnedEvent,
+  ReturnedObject,
   StructuredReturn,
 } from './types';
