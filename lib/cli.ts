@@ -10,7 +10,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, parseDuration, readFuncYaml } from './config';
 import { EXIT, unsupportedNode } from './exit';
 import { nearest, usageMessage } from './suggest';
-import { listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
+import { describeEnv, listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
 import { createProject, defaultDependency, functionName, type Language, type Template } from './create';
 import { invoke } from './invoke';
 import { serve, USAGE as SERVE_USAGE } from './serve';
@@ -221,7 +221,7 @@ function config(args: string[]): void {
     const name = values.name as string | undefined;
     if (action === 'list') {
       const file = openFuncYaml(folder);
-      for (const { name: n, value } of listEnvs(file.doc)) process.stdout.write(`${n}=${value}\n`);
+      for (const entry of listEnvs(file.doc)) process.stdout.write(`${describeEnv(entry)}\n`);
       return;
     }
     if (action !== 'add' && action !== 'remove') throw new UsageError(`unknown config envs action '${action ?? ''}': expected add, remove or list`);

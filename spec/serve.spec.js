@@ -261,7 +261,7 @@ globalThis.atLoad = process.env.FROM_YAML ?? null;`;
   const malformed = {
     'broken YAML': ['name: x\nrun:\n  envs: [unclosed\n', /func\.yaml:4: Flow sequence/],
     'envs that are not a list': ['run:\n  envs: FOO=bar\n', /func\.yaml:2: run\.envs must be a list/],
-    'an env without a name': ['run:\n  envs:\n    - value: x\n', /func\.yaml:3: each run\.envs entry needs a name/],
+    'an env without a name whose value imports nothing': ['run:\n  envs:\n    - value: x\n', /func\.yaml:3: a run\.envs entry without a name imports every key of a secret or config map/],
     'a probe path without a leading slash': ['deploy:\n  healthEndpoints:\n    liveness: alive\n', /func\.yaml:3: deploy\.healthEndpoints\.liveness must be a path/],
     'a duplicated key': ['name: a\nname: b\n', /func\.yaml:2: /],
   };
