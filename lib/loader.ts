@@ -43,8 +43,10 @@ export interface Entry {
   note?: string;
 }
 
-// The seed's TypeScript layout: the function is src/index.ts, compiled to package.json's "main".
+// The function contract's TypeScript layout: the function is src/index.ts, compiled to
+// package.json's "main", else to one of these.
 const TS_SOURCE = join('src', 'index.ts');
+const TS_BUILDS = [join('build', 'index.js'), join('build', 'src', 'index.js')];
 
 /** Whether this node runs TypeScript files itself (type stripping: Node 22.18 and later, 24). */
 export function canRunTypeScript(): boolean {
@@ -107,6 +109,12 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
   for (const name of ['index.js', 'index.mjs', 'index.cjs']) {
     const file = join(path, name);
     if (existsSync(file)) return { folder: path, file };
+  }
+  // A TypeScript project without "main": its build where Knative's template compiles it (what its
+  // `npm start` serves), or where tsc puts it with rootDir at the project.
+  for (const built of hasSource ? TS_BUILDS : []) {
+    const file = join(path, built);
+    if (existsSync(file)) return { folder: path, file, newerSource: newerThan(join(path, 'src'), file), note: ignored };
   }
   if (hasSource && canRunTypeScript()) return { folder: path, file: source, note: 'there is no build' };
   throw new LoadError(

@@ -377,12 +377,14 @@ module.exports = { handle: (ctx, data) => ({ data, mine: ctx.cloudevent instance
 
 describe('funcrun entered as faas-js-runtime follows faas-js-runtime', () => {
   const ROOT = path.join(__dirname, '..');
+  const made = [];
+  after(() => made.forEach((app) => fs.rmSync(app, { recursive: true, force: true })));
   // A copy of the package as the one-line move installs it: node_modules/faas-js-runtime (its
   // package.json and lib/), in a folder inside the checkout so that its own dependencies resolve.
   function installedAs(name) {
     fs.mkdirSync(path.join(ROOT, '.tmp'), { recursive: true });
     const app = fs.mkdtempSync(path.join(ROOT, '.tmp', 'moved-'));
-    after(() => fs.rmSync(app, { recursive: true, force: true }));
+    made.push(app);
     const pkg = path.join(app, 'node_modules', name);
     fs.mkdirSync(path.join(pkg, 'lib'), { recursive: true });
     fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(pkg, 'package.json'));
