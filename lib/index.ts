@@ -127,7 +127,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   // The application's own packages (its CloudEvents SDK, its OpenTelemetry API) are found from its folder.
   const folder = options.config ?? (funcYaml === undefined ? process.cwd() : dirname(funcYaml.file));
   useApplicationSdk(folder);
-  if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
+  const skipped = funcYaml === undefined ? undefined : applyEnvs(funcYaml, process.env);
   const env = fromEnvironment(process.env);
   const value = <K extends SettingName>(name: K, fallback?: Values[K]) => resolve(name, options[name as keyof Options], env, fallback);
 
@@ -136,6 +136,9 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const behaviour = behaviourOf(chosen ?? (byName ? 'faas-js-runtime' : 'none'));
   const log = createLogger(value('logLevel', module.logLevel ?? behaviour.defaultLogLevel), options.logDestination);
   if (behaviour.eventAsArgument) announceCompatibility(log, byName);
+  // Debug, not info: a deployed function's secret and config map references are normal, and set by the platform.
+  if (skipped?.platform.length) log.debug({ skipped: skipped.platform }, 'run.envs entries left to the platform');
+  if (skipped?.unresolved.length) log.debug({ skipped: skipped.unresolved }, 'run.envs entries not set: the variable they copy is not set');
   const name = options.name ?? funcYaml?.name ?? 'function';
   const cors = options.cors ?? module.cors;
   const requestTimeout = value('requestTimeout');
@@ -245,5 +248,8 @@ export type {
   NamedFunction,
   LogLevel,
   ResponseBody,
+  ResponseHeaders,
+  ReturnedEvent,
+  ReturnedObject,
   StructuredReturn,
 } from './types';

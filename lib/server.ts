@@ -107,7 +107,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const accessLevel = settings.accessLog ? 'info' : 'debug';
   const logAccess = log.isEnabled(accessLevel);
   const tracing = settings.tracing;
-  const runtime: Runtime = { module, log, draining: false, metrics, background: new Set(), outside: AsyncResource.bind((run) => run()) };
+  const runtime: Runtime = { module, log, draining: false, metrics, background: new Set(), inFlight: new Map(), outside: AsyncResource.bind((run) => run()) };
   let requests = 0;
   // Each request's logger carries its own reqId.
   const newRequestLog = () => log.forRequest(++requests);
@@ -121,6 +121,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const socket = req.socket as CountedSocket;
     socket[PENDING] = (socket[PENDING] ?? 0) + 1;
     socket[LATEST] = req;
+    runtime.inFlight.set(req, reqId);
     if (logAccess) access(req, res, () => reqLog, accessLevel);
     // Set when the request reaches the function: it then counts as an invocation in the metrics.
     let began = -1;
@@ -269,6 +270,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       sendError(req, res, err, reqLog, module.errorBody, input, invoked && behaviour.errorsAsText);
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
     } finally {
+      runtime.inFlight.delete(req);
       // A pipelined response waits in node's queue until those before it are sent: it is
       // pending until then. Otherwise the answer is with the socket now.
       if (res.socket === null) res.once('close', () => answered(socket));
