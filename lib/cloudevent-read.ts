@@ -11,8 +11,11 @@ import { decodeText, parseBody, parseForm, parseJson, parseXml } from './body';
 import { MAX_XML_NODES, type XmlBudget } from './xml';
 import { decodeComponent } from './router';
 
-/** Reads the event (or, in batch mode, the events) a request carries. Throws 400 or 415. */
-export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined): CloudEvent<unknown> | CloudEvent<unknown>[] {
+/**
+ * Reads the event (or, in batch mode, the events) a request carries. Throws 400 or 415.
+ * `base64AsUint8Array`: `data_base64` decoded as the SDK decodes it, to a plain Uint8Array.
+ */
+export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined, base64AsUint8Array = false): CloudEvent<unknown> | CloudEvent<unknown>[] {
   if (mode === 'binary') return binaryEvent(headers, body, media);
   if (media?.type !== (mode === 'batch' ? BATCH : STRUCTURED)) {
     throw new HttpError(415, `unsupported CloudEvents format '${media?.type}': expected ${STRUCTURED} or ${BATCH}`);
@@ -20,14 +23,14 @@ export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer
   const json = body === undefined ? undefined : parseJson(decodeText(body, media.charset));
   if (mode === 'structured') {
     if (!isPlainObject(json)) throw invalid('a structured CloudEvent must be a JSON object');
-    return eventFromJson(json, '', { nodes: MAX_XML_NODES });
+    return eventFromJson(json, '', { nodes: MAX_XML_NODES }, base64AsUint8Array);
   }
   if (!Array.isArray(json)) throw invalid('a CloudEvents batch must be a JSON array');
   // The batch's XML documents share one node budget: together no more than one XML body may hold.
   const budget = { nodes: MAX_XML_NODES };
   return json.map((item, index) => {
     if (!isPlainObject(item)) throw invalid(`event [${index}] of the batch is not a JSON object`);
-    return eventFromJson(item, `event [${index}]: `, budget);
+    return eventFromJson(item, `event [${index}]: `, budget, base64AsUint8Array);
   });
 }
 
@@ -80,12 +83,14 @@ function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, med
   return build(attributes, data, '');
 }
 
-function eventFromJson(json: Record<string, unknown>, where: string, budget: XmlBudget): CloudEvent<unknown> {
+function eventFromJson(json: Record<string, unknown>, where: string, budget: XmlBudget, base64AsUint8Array: boolean): CloudEvent<unknown> {
   const { data, data_base64: base64, ...attributes } = json;
   if (data !== undefined && base64 !== undefined) throw invalid(`${where}an event has either 'data' or 'data_base64', not both`, 'data_base64');
   let value: unknown;
   if (base64 !== undefined) {
-    value = decodeBase64(base64, `${where}attribute 'data_base64'`, 'data_base64');
+    const bytes = decodeBase64(base64, `${where}attribute 'data_base64'`, 'data_base64');
+    // A copy, so that the array's buffer holds these bytes only (a Buffer's may be a shared pool).
+    value = base64AsUint8Array ? new Uint8Array(bytes) : bytes;
   } else if (data !== undefined) {
     try {
       // CloudEvents 0.3 carried binary data as a base64 string with `datacontentencoding: base64`.
@@ -219,7 +224,7 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
   Object.assign(event, attributes);
   if (data !== undefined) {
     event.data = data;
-    if (Buffer.isBuffer(data)) event.data_base64 = data.toString('base64');
+    if (data instanceof Uint8Array) event.data_base64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
   }
   return Object.freeze(event) as unknown as CloudEvent<unknown>;
 }

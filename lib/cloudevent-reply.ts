@@ -4,6 +4,7 @@ import { BATCH, STRUCTURED, type Mode } from './cloudevent';
 import { bodyKind, parseMediaType } from './media-type';
 import type { CloudEvent } from 'cloudevents';
 import type { Trace } from './trace';
+import { JSON_TYPE } from './send';
 
 export interface EncodedEvent {
   headers: Record<string, string>;
@@ -13,8 +14,9 @@ export interface EncodedEvent {
 /**
  * An event as an HTTP message in the given mode. With a trace, an event that has no
  * `traceparent` of its own carries the invocation's (the distributed tracing extension).
+ * `asSdk`: binary mode as the SDK's `HTTP.binary` writes it (faas-js-runtime's answers).
  */
-export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], mode: Mode, trace?: Trace): EncodedEvent {
+export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], mode: Mode, trace?: Trace, asSdk = false): EncodedEvent {
   if (Array.isArray(event)) {
     return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event.map((e) => structuredJson(e, trace))) };
   }
@@ -23,6 +25,7 @@ export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], 
   // past a header block's size, as an event that came structured may have) goes structured.
   if (headers === undefined) return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: JSON.stringify(structuredJson(event, trace)) };
   const { data } = event;
+  if (asSdk) return sdkBinary(headers, data);
   if (data === undefined || data === null) {
     delete headers['content-type'];
     return { headers, body: undefined };
@@ -39,6 +42,21 @@ export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], 
     return { headers, body: String(data) };
   }
   return { headers, body: JSON.stringify(data) };
+}
+
+/**
+ * The SDK's binary body: JSON for objects (`null` too), bytes as they are, any other value as its
+ * text, under the event's datacontenttype or `application/json; charset=utf-8` (with no data too).
+ */
+function sdkBinary(headers: Record<string, string>, data: unknown): EncodedEvent {
+  headers['content-type'] ??= JSON_TYPE;
+  if (data === undefined) return { headers, body: undefined };
+  if (ArrayBuffer.isView(data)) return { headers, body: Buffer.from(data.buffer, data.byteOffset, data.byteLength) };
+  if (typeof data === 'string') return { headers, body: data };
+  if (typeof data === 'object' && typeof (data as { nodeType?: unknown }).nodeType === 'number' && bodyKind(parseMediaType(headers['content-type'])) === 'xml') {
+    return { headers, body: String(data) };
+  }
+  return { headers, body: JSON.stringify(data) ?? 'null' };
 }
 
 /**

@@ -58,11 +58,16 @@ export const SPEC_VERSIONS = new Set(['1.0', '0.3']);
 // RFC 3986 characters, percent escapes whole: a URI reference (an event's source).
 export const URI_REFERENCE = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
 
-/** The content mode of a request, or undefined when it is not a CloudEvent. */
-export function detectMode(headers: IncomingHttpHeaders, media: MediaType | undefined): Mode | undefined {
+/**
+ * The content mode of a request, or undefined when it is not a CloudEvent. `byId`: binary mode
+ * only with `ce-id`, as the SDK tells (faas-js-runtime's way); else any of the required
+ * attributes' headers makes it binary, and a missing one is then refused by name.
+ */
+export function detectMode(headers: IncomingHttpHeaders, media: MediaType | undefined, byId = false): Mode | undefined {
   if (media !== undefined && media.type.startsWith('application/cloudevents')) {
     return media.type.startsWith('application/cloudevents-batch') ? 'batch' : 'structured';
   }
+  if (byId) return headers['ce-id'] !== undefined ? 'binary' : undefined;
   if (
     headers['ce-specversion'] !== undefined ||
     headers['ce-id'] !== undefined ||
@@ -86,14 +91,16 @@ export function replyMode(requestMode: Mode | undefined, alwaysBinary: boolean):
 export interface ResponseDefaults {
   source: string;
   type: string;
+  /** No datacontenttype on the event, as the SDK's CloudEvent has none unless given (faas-js-runtime's chain). */
+  untyped?: boolean;
 }
 
 /** The defaults for a function named `name`: source `/<name>`, type `dev.funcrun.response`. */
-export function responseDefaults(name: string): ResponseDefaults {
-  return { source: `/${name}`, type: 'dev.funcrun.response' };
+export function responseDefaults(name: string, untyped = false): ResponseDefaults {
+  return { source: `/${name}`, type: 'dev.funcrun.response', untyped };
 }
 
-/** The seed's response chain: `context.cloudEventResponse(data).type(t).source(s).response()`. */
+/** The function contract's response chain: `context.cloudEventResponse(data).type(t).source(s).response()`. */
 // `new Date().toISOString()` costs some 0.6 µs on Node 24, more than the rest of the answer
 // event: under load many answers share a millisecond, and so share its text.
 let isoMs = -1;
@@ -117,8 +124,11 @@ export class CloudEventResponse<T = unknown> {
   declare readonly [responseChain]: T;
   #attributes: Record<string, unknown>;
 
+  readonly #untyped: boolean;
+
   constructor(data: T, defaults: ResponseDefaults) {
     this.#attributes = { source: defaults.source, type: defaults.type, specversion: '1.0', data };
+    this.#untyped = defaults.untyped === true;
   }
   id(id: string): this {
     this.#attributes.id = id;
@@ -132,8 +142,9 @@ export class CloudEventResponse<T = unknown> {
     this.#attributes.type = type;
     return this;
   }
+  /** `undefined` (or empty) leaves 1.0, as the SDK's CloudEvent does with no specversion. */
   version(version: string): this {
-    this.#attributes.specversion = version;
+    if (version !== undefined && version !== null && version !== '') this.#attributes.specversion = version;
     return this;
   }
   /** The event: a new id unless one was set, specversion 1.0 unless set, the time now. */
@@ -152,7 +163,7 @@ export class CloudEventResponse<T = unknown> {
     event.specversion = specversion;
     if (data !== undefined) {
       const binary = Buffer.isBuffer(data);
-      event.datacontenttype = binary ? 'application/octet-stream' : 'application/json';
+      if (!this.#untyped) event.datacontenttype = binary ? 'application/octet-stream' : 'application/json';
       event.data = data;
       if (binary) event.data_base64 = (data as Buffer).toString('base64');
     }

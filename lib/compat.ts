@@ -29,6 +29,24 @@ export interface Behaviour {
   /** A CloudEvent returned to a plain HTTP request is answered as its JSON (`application/json`), not as an event. */
   readonly eventsToPlainRequestsAsJson: boolean;
   /**
+   * A returned event is written as the SDK's `HTTP.binary` writes it: without a datacontenttype
+   * its Content-Type is `application/json; charset=utf-8` (also with no data) and string data goes
+   * as it is; the response chain sets no datacontenttype.
+   */
+  readonly eventsWrittenAsSdk: boolean;
+  /** A request is a binary CloudEvent only with a `ce-id` header (the SDK's test); without one it is a plain request. */
+  readonly binaryEventsById: boolean;
+  /** An event's `data_base64` reaches the function as a plain `Uint8Array` (the SDK's decoding), not a `Buffer`. */
+  readonly base64DataAsUint8Array: boolean;
+  /**
+   * Answers are `application/json` unless the function says otherwise or returns a string
+   * directly: returned bytes and streams too, and a `{ body }` of any kind (a number or `null`
+   * body is sent as JSON).
+   */
+  readonly jsonByDefault: boolean;
+  /** `handle` answers `/` only, to GET, HEAD and POST: any other path or method no route claims is fastify's 404. */
+  readonly rootOnly: boolean;
+  /**
    * Request bodies are parsed only where faas-js-runtime (fastify) parses them: `application/json`
    * (an empty one is a 400), `text/plain` and forms; anything else (XML, `+json`, other `text/*`)
    * reaches the function as bytes.
@@ -56,6 +74,11 @@ const CONTRACT: Behaviour = Object.freeze({
   errorsAsText: false,
   eventsAnsweredBinary: false,
   eventsToPlainRequestsAsJson: false,
+  eventsWrittenAsSdk: false,
+  binaryEventsById: false,
+  base64DataAsUint8Array: false,
+  jsonByDefault: false,
+  rootOnly: false,
   fastifyBodyParsers: false,
   rawContentType: false,
   faasMetricLabels: false,
@@ -71,6 +94,11 @@ const FAAS_JS_RUNTIME: Behaviour = Object.freeze({
   errorsAsText: true,
   eventsAnsweredBinary: true,
   eventsToPlainRequestsAsJson: true,
+  eventsWrittenAsSdk: true,
+  binaryEventsById: true,
+  base64DataAsUint8Array: true,
+  jsonByDefault: true,
+  rootOnly: true,
   fastifyBodyParsers: true,
   rawContentType: true,
   faasMetricLabels: true,

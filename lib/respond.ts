@@ -1,4 +1,4 @@
-// Turning whatever a handler returned into a response: the seed's return rules.
+// Turning whatever a handler returned into a response: the function contract's return rules.
 //
 // Two rules keep a client from steering its own answer through a function that echoes input:
 // CloudEvents and XML documents are recognised by what they are (their class), never by the
@@ -38,10 +38,11 @@ function isXmlDocument(value: object): boolean {
 }
 
 /**
- * Sends a handler's return value by the seed's return rules. `mode` is the request's CloudEvents
- * mode; `input` holds what the request was parsed into (body, query, headers, params). Returns
- * a promise when the body is a stream: it settles when the stream has been sent, rejects when
- * the stream fails, and resolves early when the client goes away (the stream is then destroyed).
+ * Sends a handler's return value by the function contract's return rules. `mode` is the
+ * request's CloudEvents mode; `input` holds what the request was parsed into (body, query,
+ * headers, params). Returns a promise when the body is a stream: it settles when the stream has
+ * been sent, rejects when the stream fails, and resolves early when the client goes away (the
+ * stream is then destroyed).
  */
 export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour, trace?: Trace): Reply | Promise<Reply> {
   let reply: Reply;
@@ -91,7 +92,7 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
       return value === '' ? NOTHING : { status: 200, headers: { 'content-type': TEXT }, body: value };
     case 'number':
     case 'boolean':
-      // The seed: a number or boolean returned directly, not wrapped, gives an empty 204.
+      // The function contract: a number or boolean returned directly, not wrapped, gives an empty 204.
       // faas-js-runtime: a falsy one gives 204, any other an empty 200.
       return behaviour?.scalarsAsEmpty200 && value ? EMPTY_200 : { status: 204 };
     case 'bigint':
@@ -109,7 +110,7 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
   if (event !== undefined) {
     // faas-js-runtime sends an event returned to a plain HTTP request as JSON data.
     if (mode === undefined && behaviour?.eventsToPlainRequestsAsJson) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(event) };
-    const { headers, body } = encodeEvent(event, mode ?? 'binary', trace);
+    const { headers, body } = encodeEvent(event, mode ?? 'binary', trace, behaviour?.eventsWrittenAsSdk);
     return { status: 200, headers, body };
   }
   if (Array.isArray(object) && mode === 'batch' && object.length > 0) {
@@ -119,10 +120,12 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
       return { status: 200, headers, body };
     }
   }
+  // faas-js-runtime labels bytes and streams with its default type, JSON.
+  const bytesType = behaviour?.jsonByDefault ? JSON_TYPE : BINARY;
   if (Buffer.isBuffer(object) || object instanceof Uint8Array) {
-    return { status: 200, headers: { 'content-type': BINARY }, body: asBuffer(object) };
+    return { status: 200, headers: { 'content-type': bytesType }, body: asBuffer(object) };
   }
-  if (object instanceof Readable) return { status: 200, headers: { 'content-type': BINARY }, body: object };
+  if (object instanceof Readable) return { status: 200, headers: { 'content-type': bytesType }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
   return plainReply(object, mode, input, behaviour, trace);
 }
@@ -163,15 +166,18 @@ function structured(value: { statusCode?: unknown; headers?: unknown; body?: unk
     return reply;
   }
   const userType = headers['content-type'] !== undefined;
-  const content = bodyOf(body, mode, trace);
-  if (content.type !== undefined && !userType) headers['content-type'] = content.type;
+  const content = bodyOf(body, mode, trace, behaviour);
+  // faas-js-runtime's type for a body the function gave no type: JSON, whatever the body.
+  if (content.type !== undefined && !userType) headers['content-type'] = behaviour?.jsonByDefault && content.headers === undefined ? JSON_TYPE : content.type;
   if (content.headers) for (const name in content.headers) if (!(name in headers)) headers[name] = content.headers[name];
   const status = (statusCode as number | undefined) ?? (content.body === undefined ? 204 : 200);
   return dropped.length === 0 ? { status, headers, body: content.body } : { status, headers, body: content.body, dropped };
 }
 
-function bodyOf(body: unknown, mode: Mode | undefined, trace: Trace | undefined): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
-  if (body === undefined || body === null) return {};
+function bodyOf(body: unknown, mode: Mode | undefined, trace: Trace | undefined, behaviour: Behaviour | undefined): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
+  if (body === undefined) return {};
+  // faas-js-runtime sends a null body as JSON `null`.
+  if (body === null) return behaviour?.jsonByDefault ? { body: 'null', type: JSON_TYPE } : {};
   switch (typeof body) {
     case 'string':
       return { body, type: TEXT };
@@ -185,7 +191,7 @@ function bodyOf(body: unknown, mode: Mode | undefined, trace: Trace | undefined)
       if (isXmlDocument(body)) return { body: String(body), type: XML };
       const event = asCloudEvent(body);
       if (event !== undefined) {
-        const encoded = encodeEvent(event, mode ?? 'binary', trace);
+        const encoded = encodeEvent(event, mode ?? 'binary', trace, behaviour?.eventsWrittenAsSdk);
         return { body: encoded.body, type: encoded.headers['content-type'], headers: encoded.headers };
       }
       return { body: stringify(body), type: JSON_TYPE };

@@ -67,6 +67,8 @@ export interface Settings {
 // Methods whose empty body is still a body: with a Content-Type it is parsed ('' for text, {} for a form).
 const SENDS_BODY = new Set(['POST', 'PUT', 'PATCH']);
 const EMPTY = Buffer.alloc(0);
+// The methods faas-js-runtime routes to the function (fastify answers HEAD for a GET route).
+const ROOT_METHODS = new Set(['GET', 'HEAD', 'POST']);
 
 type Target =
   | { kind: 'function'; fn: Invokable; route?: string }
@@ -101,7 +103,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;
   const behaviour = settings.behaviour;
   const corsForEveryOrigin = behaviour.corsForEveryOrigin && cors === undefined;
-  const defaults = responseDefaults(settings.name);
+  const defaults = responseDefaults(settings.name, behaviour.eventsWrittenAsSdk);
   const authorize = module.authorize;
   // One line per answered request: at info when asked for (FUNC_ACCESS_LOG), else at debug.
   const accessLevel = settings.accessLog ? 'info' : 'debug';
@@ -147,7 +149,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
           if (!allowed) throw new HttpError(403, `origin '${req.headers.origin}' is not allowed`);
           return send(req, res, 204, undefined, undefined);
         }
-      } else if (corsForEveryOrigin && method === 'OPTIONS') {
+      } else if (corsForEveryOrigin && method === 'OPTIONS' && (path === '/' || !behaviour.rootOnly)) {
         // faas-js-runtime answers OPTIONS itself, whoever asks, without calling the function.
         allowAnyOrigin(res);
         return send(req, res, 204, { 'content-type': JSON_TYPE, 'access-control-allow-headers': '*' }, undefined);
@@ -167,8 +169,11 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         params = match.params;
       } else if (match.kind === 'method') {
         throw new HttpError(405, `method ${method} is not allowed on ${path}`, { headers: { allow: match.allow.join(', ') } });
-      } else if (fallback !== undefined) {
+      } else if (fallback !== undefined && (!behaviour.rootOnly || (path === '/' && ROOT_METHODS.has(method)))) {
         target = fallback;
+      } else if (behaviour.rootOnly) {
+        // fastify's own 404, as faas-js-runtime answers a path or method it has no route for.
+        throw new HttpError(404, `Route ${method}:${req.url} not found`);
       } else {
         throw new HttpError(404, `no route for ${method} ${path}`);
       }
@@ -181,7 +186,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // 6. The body, read within the limit, and the context the function gets.
       const media = parseMediaType(req.headers['content-type']);
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
-      const mode = detectMode(req.headers, media);
+      const mode = detectMode(req.headers, media, behaviour.binaryEventsById);
       // What the body is parsed as: in faas-js-runtime compatibility, only what fastify parses (an event's data aside).
       const parseAs = behaviour.fastifyBodyParsers ? fastifyParsing(media, bytes) : media;
       const query = queryOf(search);
@@ -235,7 +240,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         invoked = true;
         value = await invoke(target.fn, ctx, data, deadline);
       } else {
-        const event = readEvent(mode, req.headers, bytes, media);
+        const event = readEvent(mode, req.headers, bytes, media, behaviour.base64DataAsUint8Array);
         // A batch's events share the request's query: one prototype holds its keys for all of them.
         inBatch = Array.isArray(event);
         if (Array.isArray(event) && search !== undefined) Made = sharingQuery(query);

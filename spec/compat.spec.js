@@ -119,6 +119,18 @@ describe('funcrun by default, where the function contract is silent: as faas-js-
     }
   });
 
+  it("cloudEventResponse().version(undefined) leaves specversion 1.0, as the SDK's CloudEvent does", async () => {
+    const server = await serve((ctx, data) => ctx.cloudEventResponse(data).version(undefined).type('reply').response());
+    try {
+      const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}' });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('ce-specversion'), '1.0');
+      assert.deepEqual(res.json, { a: 1 });
+    } finally {
+      await server.close();
+    }
+  });
+
   it('the function contract still rules where it speaks: the data is the second argument, numbers and headers alone give 204', async () => {
     const server = await serve({
       routes: {
@@ -299,6 +311,135 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
       const empty = await post('application/json', '');
       assert.equal(empty.status, 400);
       assert.deepEqual(empty.json, { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY', error: 'Bad Request', message: "Body cannot be empty when content-type is set to 'application/json'" });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('handle answers / only, to GET, HEAD and POST: another path or method is fastify\'s 404 (OPTIONS too); routes are still served', async () => {
+    let calls = 0;
+    const server = await serve({ routes: { 'PUT /orders': () => 'stored' }, handle: () => (calls++, 'ok') }, compat);
+    try {
+      for (const method of ['GET', 'HEAD', 'POST']) assert.equal((await request(server.url + '/?a=1', { method })).status, 200, method);
+      assert.equal(calls, 3);
+      for (const [method, target] of [
+        ['PUT', '/'],
+        ['DELETE', '/'],
+        ['PATCH', '/'],
+        ['GET', '/other?x=1'],
+        ['POST', '/other'],
+        ['OPTIONS', '/other'],
+      ]) {
+        const res = await request(server.url + target, { method });
+        assert.equal(res.status, 404, `${method} ${target}`);
+        assert.deepEqual(res.json, { statusCode: 404, error: 'Not Found', message: `Route ${method}:${target} not found` });
+        assert.equal(res.headers.get('access-control-allow-origin'), null);
+      }
+      assert.equal(calls, 3);
+      assert.equal((await request(server.url + '/', { method: 'OPTIONS' })).status, 204);
+      assert.equal((await request(server.url + '/orders', { method: 'PUT' })).text, 'stored');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a request is a binary CloudEvent by its ce-id, as the SDK tells: without one it is plain HTTP', async () => {
+    const server = await serve((ctx, data) => ({ event: ctx.cloudevent !== undefined, data }), compat);
+    try {
+      const headers = { 'ce-source': '/shop', 'ce-type': 'order.placed', 'ce-specversion': '1.0', 'content-type': 'application/json' };
+      const plain = await request(server.url, { method: 'POST', headers, body: '{"lunch":"tacos"}' });
+      assert.deepEqual([plain.status, plain.json], [200, { event: false, data: { lunch: 'tacos' } }]);
+      const event = await request(server.url, { method: 'POST', headers: { ...headers, 'ce-id': '1' }, body: '{"lunch":"tacos"}' });
+      assert.equal(event.json.event, true);
+      assert.equal(event.json.data.data.lunch, 'tacos');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("an event's data_base64 arrives as a Uint8Array of its bytes, as the SDK decodes it", async () => {
+    const server = await serve((ctx, event) => ({ uint8: Object.getPrototypeOf(event.data) === Uint8Array.prototype, bytes: [...event.data] }), compat);
+    try {
+      const body = JSON.stringify({ specversion: '1.0', id: '1', source: '/s', type: 't', datacontenttype: 'image/png', data_base64: Buffer.from([0x89, 0, 0xff]).toString('base64') });
+      const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body });
+      assert.deepEqual(res.json, { uint8: true, bytes: [0x89, 0, 0xff] });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers are JSON unless a string is returned directly or the function names a type: bytes, streams and any { body }; a null or number body is JSON', async () => {
+    const { Readable } = require('node:stream');
+    const returns = {
+      string: () => 'hi',
+      buffer: () => Buffer.from([1, 2, 255]),
+      uint8array: () => new Uint8Array([1, 2, 255]),
+      stream: () => Readable.from(['a', 'b']),
+      'body-string': () => ({ body: 'hi' }),
+      'body-buffer': () => ({ body: Buffer.from('hi') }),
+      'body-number': () => ({ body: 42 }),
+      'body-true': () => ({ body: true }),
+      'body-null': () => ({ statusCode: 200, body: null }),
+      'body-typed': () => ({ headers: { 'Content-Type': 'text/html' }, body: '<b>hi</b>' }),
+    };
+    const server = await serve((ctx) => returns[ctx.query.kind](), compat);
+    try {
+      const answers = {};
+      for (const kind of Object.keys(returns)) {
+        const res = await request(`${server.url}/?kind=${kind}`);
+        answers[kind] = [res.status, res.headers.get('content-type'), res.text];
+      }
+      const JSON_TYPE = 'application/json; charset=utf-8';
+      assert.deepEqual(answers, {
+        string: [200, 'text/plain; charset=utf-8', 'hi'],
+        buffer: [200, JSON_TYPE, '\x01\x02\ufffd'],
+        uint8array: [200, JSON_TYPE, '\x01\x02\ufffd'],
+        stream: [200, JSON_TYPE, 'ab'],
+        'body-string': [200, JSON_TYPE, 'hi'],
+        'body-buffer': [200, JSON_TYPE, 'hi'],
+        'body-number': [200, JSON_TYPE, '42'],
+        'body-true': [200, JSON_TYPE, 'true'],
+        'body-null': [200, JSON_TYPE, 'null'],
+        'body-typed': [200, 'text/html', '<b>hi</b>'],
+      });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a returned event is written as the SDK's HTTP.binary writes it: application/json; charset=utf-8 without a datacontenttype, string data as it is; the chain sets no datacontenttype", async () => {
+    const source = '/shop';
+    const returns = {
+      object: () => new CloudEvent({ source, type: 'object', data: { ok: true } }),
+      text: () => new CloudEvent({ source, type: 'text', data: 'plain words' }),
+      bytes: () => new CloudEvent({ source, type: 'bytes', data: Buffer.from([1, 2, 3]) }),
+      none: () => new CloudEvent({ source, type: 'none' }),
+      typed: () => new CloudEvent({ source, type: 'typed', datacontenttype: 'text/csv', data: 'a,b' }),
+      chain: (ctx) => ctx.cloudEventResponse({ ok: true }).source(source).type('chain').response(),
+    };
+    const server = await serve((ctx, event) => returns[event.type](ctx), compat);
+    try {
+      const answers = {};
+      for (const type of Object.keys(returns)) {
+        const res = await fetch(server.url, binary(new CloudEvent({ source, type, data: {} })));
+        answers[type] = [res.headers.get('ce-type'), res.headers.get('content-type'), Buffer.from(await res.arrayBuffer()).toString('latin1')];
+      }
+      const JSON_TYPE = 'application/json; charset=utf-8';
+      assert.deepEqual(answers, {
+        object: ['object', JSON_TYPE, '{"ok":true}'],
+        text: ['text', JSON_TYPE, 'plain words'],
+        bytes: ['bytes', JSON_TYPE, '\x01\x02\x03'],
+        none: ['none', JSON_TYPE, ''],
+        typed: ['typed', 'text/csv', 'a,b'],
+        chain: ['chain', JSON_TYPE, '{"ok":true}'],
+      });
+      // The chain's event, as the handler holds it.
+      const chained = await serve((ctx) => ({ datacontenttype: ctx.cloudEventResponse({ ok: true }).response().datacontenttype ?? null }), compat);
+      try {
+        assert.deepEqual((await request(chained.url)).json, { datacontenttype: null });
+      } finally {
+        await chained.close();
+      }
     } finally {
       await server.close();
     }
