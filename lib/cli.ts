@@ -3,8 +3,7 @@
 // line (node:util parseArgs), and the files and variables its commands name.
 // First: the compile cache, on before anything else is loaded.
 import './compile-cache';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, watch } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration, readFuncYaml } from './config';
@@ -12,6 +11,7 @@ import { listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } fr
 import { createProject, defaultDependency, functionName, type Language, type Template } from './create';
 import { invoke } from './invoke';
 import { serve, USAGE as SERVE_USAGE } from './serve';
+import { watchAndServe } from './watch';
 
 const VERSION = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -246,41 +246,7 @@ function config(args: string[]): void {
 async function serveCommand(args: string[]): Promise<void> {
   if (args.includes('--help') || args.includes('-h')) help(SERVE_USAGE);
   if (!args.includes('--watch')) return serve(args);
-  watchAndServe(args.filter((a) => a !== '--watch'));
-}
-
-// --watch: the function runs in a child process, restarted when a file of its folder changes.
-function watchAndServe(args: string[]): void {
-  const target = resolve(args.find((a) => !a.startsWith('-') && existsSync(a)) ?? '.');
-  const folder = existsSync(join(target, 'package.json')) || !target.endsWith('.js') ? target : resolve(target, '..');
-  let child: ChildProcess | undefined;
-  let restarting: NodeJS.Timeout | undefined;
-  const run = () => {
-    // A TypeScript project runs from its source, so an edit needs no tsc (where node strips types).
-    child = spawn(process.execPath, [join(__dirname, 'serve.js'), ...args, '--from-source'], { stdio: 'inherit' });
-  };
-  const restart = (changed: string) => {
-    clearTimeout(restarting);
-    restarting = setTimeout(() => {
-      process.stderr.write(`funcrun: ${changed} changed, restarting\n`);
-      const old = child;
-      if (old === undefined || old.exitCode !== null) return run();
-      old.once('exit', run);
-      old.kill('SIGTERM');
-    }, 150);
-  };
-  watch(folder, { recursive: true }, (_event, file) => {
-    const name = String(file ?? '');
-    if (!/(^|[\\/])(node_modules|\.git)([\\/]|$)/.test(name)) restart(name);
-  });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
-      if (child === undefined || child.exitCode !== null) process.exit(0);
-      child.once('exit', (code) => process.exit(code ?? 0));
-      child.kill(signal);
-    });
-  }
-  run();
+  return watchAndServe(args.filter((a) => a !== '--watch'));
 }
 
 async function main(argv: string[]): Promise<void> {
