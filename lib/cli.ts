@@ -6,8 +6,10 @@ import './compile-cache';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { parseDuration, readFuncYaml } from './config';
-import { listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
+import { ConfigError, parseDuration, readFuncYaml } from './config';
+import { EXIT, unsupportedNode } from './exit';
+import { nearest, usageMessage } from './suggest';
+import { describeEnv, listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
 import { createProject, defaultDependency, functionName, type Language, type Template } from './create';
 import { invoke } from './invoke';
 import { serve, USAGE as SERVE_USAGE } from './serve';
@@ -81,17 +83,17 @@ Options:
 /** A mistake in how the command was called: a one-line message and exit code 2. */
 class UsageError extends Error {}
 
-function options<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], spec: T, allowPositionals: boolean) {
+function options<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], spec: T, allowPositionals: boolean, command: string) {
   try {
     return parseArgs({ args, options: { ...spec, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message.split('\n')[0]);
+    throw new UsageError(usageMessage(err, [...Object.keys(spec), 'help'], `funcrun ${command} --help`));
   }
 }
 
 function help(text: string): never {
   process.stdout.write(text + '\n');
-  process.exit(0);
+  process.exit(EXIT.OK);
 }
 
 function create(args: string[]): void {
@@ -99,6 +101,7 @@ function create(args: string[]): void {
     args,
     { language: { type: 'string', short: 'l' }, template: { type: 'string', short: 't' }, funcrun: { type: 'string' } },
     true,
+    'create',
   );
   if (values.help) help(CREATE_USAGE);
   if (positionals.length !== 1) throw new UsageError('create takes one folder: funcrun create <folder>');
@@ -143,6 +146,7 @@ async function invokeCommand(args: string[]): Promise<void> {
       timeout: { type: 'string' },
     },
     false,
+    'invoke',
   );
   if (values.help) help(INVOKE_USAGE);
   if (positionals.length > 0) throw new UsageError(`invoke takes no arguments, got ${positionals.join(' ')}`);
@@ -167,6 +171,8 @@ async function invokeCommand(args: string[]): Promise<void> {
     }
   }
   if (data === undefined && method === 'POST') data = '{"message":"Hello World"}';
+  const target = (values.target as string | undefined) ?? 'http://localhost:8080';
+  if (!URL.canParse(target) || !/^https?:$/.test(new URL(target).protocol)) throw new UsageError(`invalid --target '${target}': expected a URL such as http://localhost:8080`);
   let timeout: number;
   try {
     timeout = parseDuration((values.timeout as string | undefined) ?? '30s', '--timeout');
@@ -174,7 +180,7 @@ async function invokeCommand(args: string[]): Promise<void> {
     throw new UsageError((err as Error).message);
   }
   const result = await invoke({
-    target: (values.target as string | undefined) ?? 'http://localhost:8080',
+    target,
     format,
     method,
     data,
@@ -188,7 +194,7 @@ async function invokeCommand(args: string[]): Promise<void> {
   process.stdout.write(result.text + '\n');
   if (!result.ok) {
     process.stderr.write(`funcrun: the function answered ${result.status}\n`);
-    process.exit(1);
+    process.exit(EXIT.FAILED);
   }
 }
 
@@ -206,6 +212,7 @@ function config(args: string[]): void {
       path: { type: 'string' },
     },
     false,
+    'config',
   );
   if (values.help || area === '--help' || area === '-h') help(CONFIG_USAGE);
   if (positionals.length > 0) throw new UsageError(`unexpected ${positionals.join(' ')}`);
@@ -214,7 +221,7 @@ function config(args: string[]): void {
     const name = values.name as string | undefined;
     if (action === 'list') {
       const file = openFuncYaml(folder);
-      for (const { name: n, value } of listEnvs(file.doc)) process.stdout.write(`${n}=${value}\n`);
+      for (const entry of listEnvs(file.doc)) process.stdout.write(`${describeEnv(entry)}\n`);
       return;
     }
     if (action !== 'add' && action !== 'remove') throw new UsageError(`unknown config envs action '${action ?? ''}': expected add, remove or list`);
@@ -222,7 +229,13 @@ function config(args: string[]): void {
     const file = openFuncYaml(folder);
     if (action === 'add') {
       if (values.value === undefined) throw new UsageError('config envs add needs --value');
-      const done = setEnv(file.doc, name, values.value as string);
+      let done;
+      try {
+        done = setEnv(file.doc, name, values.value as string);
+      } catch (err) {
+        // A value the server would refuse at start: the command line is wrong.
+        throw err instanceof ConfigError ? new UsageError(err.message) : err;
+      }
       saveFuncYaml(file);
       process.stdout.write(`${done} ${name} in ${file.file}\n`);
     } else {
@@ -251,6 +264,9 @@ async function serveCommand(args: string[]): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  // serve warns in its own log's format.
+  const old = command === 'serve' ? undefined : unsupportedNode();
+  if (old !== undefined) process.stderr.write(`funcrun: warning: ${old}\n`);
   switch (command) {
     case 'create':
       return create(rest);
@@ -270,14 +286,17 @@ async function main(argv: string[]): Promise<void> {
       return help(USAGE);
     case undefined:
       process.stderr.write(USAGE + '\n');
-      process.exit(2);
+      process.exit(EXIT.USAGE);
   }
   // `funcrun <folder>`, as the binary was first used: serve it.
   if (existsSync(command)) return serveCommand(argv);
-  throw new UsageError(`unknown command '${command}': expected create, invoke, config or serve (funcrun --help)`);
+  const meant = nearest(command.replace(/^-+/, ''), COMMANDS, { prefixes: true });
+  throw new UsageError(`unknown command '${command}'${meant === undefined ? '' : `: did you mean ${meant}?`} (funcrun --help lists the commands)`);
 }
+
+const COMMANDS = ['create', 'invoke', 'config', 'serve', 'help', 'version'];
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   process.stderr.write(`funcrun: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(err instanceof UsageError ? 2 : 1);
+  process.exit(err instanceof UsageError ? EXIT.USAGE : EXIT.FAILED);
 });

@@ -107,10 +107,17 @@ function isoNow(): string {
   return isoText;
 }
 
-export class CloudEventResponse {
+/**
+ * Marks the response chain's type (types only, nothing at run time), so a handler's return type
+ * can tell the chain from an object sent as JSON.
+ */
+export declare const responseChain: unique symbol;
+
+export class CloudEventResponse<T = unknown> {
+  declare readonly [responseChain]: T;
   #attributes: Record<string, unknown>;
 
-  constructor(data: unknown, defaults: ResponseDefaults) {
+  constructor(data: T, defaults: ResponseDefaults) {
     this.#attributes = { source: defaults.source, type: defaults.type, specversion: '1.0', data };
   }
   id(id: string): this {
@@ -130,7 +137,7 @@ export class CloudEventResponse {
     return this;
   }
   /** The event: a new id unless one was set, specversion 1.0 unless set, the time now. */
-  response(): CloudEvent<unknown> {
+  response(): CloudEvent<T> {
     const attributes = this.#attributes;
     const { data, source, type, specversion } = attributes;
     // Checked here rather than by the SDK's constructor, which would validate its schema per event.
@@ -149,7 +156,7 @@ export class CloudEventResponse {
       event.data = data;
       if (binary) event.data_base64 = (data as Buffer).toString('base64');
     }
-    return Object.freeze(event) as unknown as CloudEvent<unknown>;
+    return Object.freeze(event) as unknown as CloudEvent<T>;
   }
 }
 brand(CloudEventResponse, 'CloudEventResponse');

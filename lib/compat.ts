@@ -1,15 +1,20 @@
-// Where the seed and faas-js-runtime disagree, funcrun follows the seed; `FUNC_COMPAT=faas-js-runtime`
-// follows faas-js-runtime instead, so a function written for it runs unchanged. The switch is read
-// once at start into this table of plain flags: the request path tests a boolean, never the mode.
+// Where the function contract and faas-js-runtime disagree, funcrun follows the contract; in
+// faas-js-runtime compatibility it follows faas-js-runtime, so a function written for it runs as
+// it did. Compatibility is on when funcrun is entered under faas-js-runtime's name (installed as
+// `faas-js-runtime` by the one-line move, or started by its `faas-js-runtime` binary) unless
+// FUNC_COMPAT says otherwise. It is read once at start into this table of plain flags: the
+// request path tests a boolean, never the mode.
+import { basename, join } from 'node:path';
 import { ConfigError } from './config';
+import type { LogLevel } from './log';
 
-/** What differs between the two behaviours. Each flag is one row of the README's table. */
+/** What differs between the two behaviours. Each flag is one row of the migration table. */
 export interface Behaviour {
-  /** The handler's second argument for a CloudEvent: the event's data (the seed) or the event itself. */
+  /** The handler's second argument for a CloudEvent: the event's data (the contract) or the event itself. */
   readonly eventAsArgument: boolean;
-  /** `{ headers }` with no body: the seed's 204, or faas-js-runtime's 200 with the whole object as JSON. */
+  /** `{ headers }` with no body: the contract's 204, or faas-js-runtime's 200 with the whole object as JSON. */
   readonly headersWithoutBodyAsJson: boolean;
-  /** A number or boolean returned directly: the seed's 204, or faas-js-runtime's (falsy 204, else an empty 200). */
+  /** A number or boolean returned directly: the contract's 204, or faas-js-runtime's (falsy 204, else an empty 200). */
   readonly scalarsAsEmpty200: boolean;
   /** Every answer allows every origin (`Access-Control-Allow-Origin: *`) unless the function has `cors()`. */
   readonly corsForEveryOrigin: boolean;
@@ -21,12 +26,17 @@ export interface Behaviour {
   readonly rawContentType: boolean;
   /** Metric labels exactly as faas-js-runtime prints them (`faas_instance="undefined"` without POD_NAME). */
   readonly faasMetricLabels: boolean;
+  /** The log level when none is configured: faas-js-runtime's is `warn`. */
+  readonly defaultLogLevel: LogLevel;
+  /** An info line per answered request unless FUNC_ACCESS_LOG says otherwise, as faas-js-runtime (fastify) logs one. */
+  readonly accessLog: boolean;
 }
 
-export const COMPAT_MODES = ['faas-js-runtime'] as const;
+export const COMPAT_MODES = ['faas-js-runtime', 'none'] as const;
+/** `faas-js-runtime`, or `none` for funcrun's own behaviour (also when funcrun is entered as faas-js-runtime). */
 export type Compat = (typeof COMPAT_MODES)[number];
 
-const SEED: Behaviour = Object.freeze({
+const CONTRACT: Behaviour = Object.freeze({
   eventAsArgument: false,
   headersWithoutBodyAsJson: false,
   scalarsAsEmpty200: false,
@@ -35,6 +45,8 @@ const SEED: Behaviour = Object.freeze({
   eventsAnsweredBinary: false,
   rawContentType: false,
   faasMetricLabels: false,
+  defaultLogLevel: 'info',
+  accessLog: false,
 });
 
 const FAAS_JS_RUNTIME: Behaviour = Object.freeze({
@@ -46,17 +58,37 @@ const FAAS_JS_RUNTIME: Behaviour = Object.freeze({
   eventsAnsweredBinary: true,
   rawContentType: true,
   faasMetricLabels: true,
+  defaultLogLevel: 'warn',
+  accessLog: true,
 });
 
-/** The behaviour for a `compat` setting: undefined (or empty) is funcrun's own. */
+/** The behaviour for a `compat` setting: `none` (or nothing) is funcrun's own. */
 export function behaviourOf(compat: Compat | undefined): Behaviour {
-  return compat === 'faas-js-runtime' ? FAAS_JS_RUNTIME : SEED;
+  return compat === 'faas-js-runtime' ? FAAS_JS_RUNTIME : CONTRACT;
 }
 
-/** `compat` from text (an option, a flag, FUNC_COMPAT); an empty value or `none` is funcrun's own behaviour. */
+/**
+ * `compat` from text (an option, a flag, FUNC_COMPAT): `faas-js-runtime`, or `none` (also
+ * `funcrun`); empty is no choice, left to the name funcrun was entered under.
+ */
 export function parseCompat(value: string, what: string): Compat | undefined {
   const text = value.trim().toLowerCase();
-  if (text === '' || text === 'none' || text === 'funcrun') return undefined;
-  if ((COMPAT_MODES as readonly string[]).includes(text)) return text as Compat;
-  throw new ConfigError(`invalid ${what} '${value}': expected faas-js-runtime (or none)`);
+  if (text === '') return undefined;
+  if (text === 'none' || text === 'funcrun') return 'none';
+  if (text === 'faas-js-runtime') return text;
+  throw new ConfigError(`invalid ${what} '${value}': expected faas-js-runtime or none`);
 }
+
+/**
+ * The name funcrun was entered under, when it is faas-js-runtime's: this copy installed as
+ * `node_modules/faas-js-runtime` (the move's one line in package.json, so `require()` in a
+ * function's tests finds it too), or `binary`, the command that started the process, is
+ * `faas-js-runtime`.
+ */
+export function enteredAsFaasJsRuntime(binary?: string): boolean {
+  return INSTALLED_AS === FAAS_JS_RUNTIME_NAME || (binary !== undefined && basename(binary) === FAAS_JS_RUNTIME_NAME);
+}
+
+const FAAS_JS_RUNTIME_NAME = 'faas-js-runtime';
+// lib/ is in the package's folder, whose name is the one it was installed under.
+const INSTALLED_AS = basename(join(__dirname, '..'));

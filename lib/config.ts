@@ -3,12 +3,21 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseLogLevel, type LogLevel } from './log';
 
+/**
+ * A `run.envs` entry as Knative func reads it. An entry without a name imports every key of a
+ * secret or config map (`value: '{{ secret:NAME }}'`), which only the platform can do.
+ */
+export interface EnvEntry {
+  name?: string;
+  value: string;
+}
+
 /** What funcrun reads from func.yaml. */
 export interface FuncYaml {
   file: string;
   name?: string;
   invoke?: string;
-  envs: { name: string; value: string }[];
+  envs: EnvEntry[];
   liveness?: string;
   readiness?: string;
 }
@@ -35,7 +44,7 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
   }
   // Only functions with a func.yaml load the YAML parser: the yaml package bundled at build time
   // into one file (lib/yaml.js), which loads in a third of the time of its sixty modules.
-  const { parseDocument, LineCounter, isMap, isSeq, isScalar } = require('./yaml') as YamlModule;
+  const { parseDocument, LineCounter, isAlias, isMap, isSeq, isScalar } = require('./yaml') as YamlModule;
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const fail = (message: string, offset?: number): never => {
@@ -51,23 +60,38 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
   if (!isMap(root)) fail('expected a mapping at the top level', root.range?.[0]);
 
   const config: FuncYaml = { file, envs: [] };
-  const name = doc.getIn(['name']);
-  if (name !== undefined && name !== null) config.name = String(name);
+  const functionName = doc.getIn(['name']);
+  if (functionName !== undefined && functionName !== null) config.name = String(functionName);
   const invoke = doc.getIn(['invoke']);
   if (typeof invoke === 'string') config.invoke = invoke;
 
   const envs = doc.getIn(['run', 'envs'], true);
   if (envs != null && !(isScalar(envs) && envs.value === null)) {
     if (!isSeq(envs)) fail('run.envs must be a list of { name, value }', (envs as { range?: number[] }).range?.[0]);
-    for (const item of (envs as import('yaml').YAMLSeq).items) {
+    const seen = new Map<string, number>();
+    // An alias (`*name`) stands for the node it names, as in func's YAML reader.
+    const resolved = (node: unknown): unknown => (isAlias(node) ? node.resolve(doc) : node);
+    for (const item of (envs as import('yaml').YAMLSeq).items.map(resolved)) {
       const at = (item as { range?: number[] }).range?.[0];
       if (!isMap(item)) fail('each run.envs entry must be a mapping with name and value', at);
-      const entry = (item as import('yaml').YAMLMap).toJSON() as { name?: unknown; value?: unknown };
-      if (typeof entry.name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(entry.name)) {
-        fail('each run.envs entry needs a name that is a valid environment variable name', at);
+      const text = (key: string): string | undefined => {
+        const node = resolved((item as import('yaml').YAMLMap).get(key, true));
+        if (node === undefined || node === null) return undefined;
+        if (!isScalar(node)) return fail(`run.envs ${key} must be text, not a list or mapping`, (node as { range?: number[] }).range?.[0]);
+        // As func's YAML reader gives it: a number or a boolean as written (`1.0`, not `1`); null is no value.
+        if (node.value === null || node.value === undefined) return undefined;
+        return typeof node.value === 'string' ? node.value : (node.source ?? String(node.value));
+      };
+      const name = text('name');
+      const value = text('value');
+      const problem = envProblem(name, value);
+      if (problem !== undefined) fail(problem, at);
+      if (name !== undefined) {
+        const first = seen.get(name);
+        if (first !== undefined) fail(`run.envs names ${name} twice (first on line ${first})`, at);
+        seen.set(name, lines.linePos(at ?? 0).line);
       }
-      const value = entry.value === undefined || entry.value === null ? '' : String(entry.value);
-      config.envs.push({ name: entry.name as string, value });
+      config.envs.push(name === undefined ? { value: value! } : { name, value: value! });
     }
   }
   for (const probe of ['liveness', 'readiness'] as const) {
@@ -81,21 +105,66 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
   return config;
 }
 
+// Knative func's reference syntax (pkg/functions/function.go), with Go's \s: space, \t, \n, \f, \r.
+const LOCAL_ENV = /^\{\{[ \t\n\f\r]*env:(\w+)[ \t\n\f\r]*\}\}$/;
+const KEY_FROM = /^\{\{[ \t\n\f\r]*(?:secret|configMap):(?:\w|['-]\w)+:[-._a-zA-Z0-9]+[ \t\n\f\r]*\}\}$/;
+const WHOLE = /^\{\{[ \t\n\f\r]*(?:secret|configMap):(?:\w|['-]\w)+[ \t\n\f\r]*\}\}$/;
+// Kubernetes' rule for a variable's name (IsEnvVarName), which func applies.
+const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+
+/** Whether `name` is a variable name Kubernetes and func accept. */
+export function isEnvName(name: string): boolean {
+  return ENV_NAME.test(name) && !name.startsWith('..') && name !== '.';
+}
+
+/**
+ * Why Knative func refuses a run.envs entry (its ValidateEnvs), or undefined when it takes it.
+ * `{{` starts a reference: a named entry takes `{{ env:NAME }}`, `{{ secret:NAME:KEY }}` or
+ * `{{ configMap:NAME:KEY }}`; an entry without a name only `{{ secret:NAME }}` or `{{ configMap:NAME }}`.
+ */
+export function envProblem(name: string | undefined, value: string | undefined): string | undefined {
+  if (name === undefined) {
+    if (value === undefined) return 'a run.envs entry needs a name and a value, or a value alone that imports a secret or config map';
+    if (!WHOLE.test(value)) return "a run.envs entry without a name imports every key of a secret or config map: its value must be '{{ secret:NAME }}' or '{{ configMap:NAME }}'";
+    return undefined;
+  }
+  if (!isEnvName(name)) return `invalid variable name '${quote(name)}' in run.envs: letters, digits, '_', '-' and '.', not starting with a digit`;
+  if (value === undefined) return `run.envs entry ${name} needs a value ('' for an empty one)`;
+  if (value.startsWith('{{') && !LOCAL_ENV.test(value) && !KEY_FROM.test(value)) {
+    return `the value of run.envs entry ${name} starts with '{{': it must be '{{ env:NAME }}', '{{ secret:NAME:KEY }}' or '{{ configMap:NAME:KEY }}'`;
+  }
+  return undefined;
+}
+
+/** At most a few dozen characters of a value that came from a file, for a message. */
+function quote(text: string): string {
+  return text.length > 40 ? `${text.slice(0, 40)}...` : text;
+}
+
+/** The run.envs entries funcrun did not set, and why. */
+export interface SkippedEnvs {
+  /** Secret and config map references: resolved by the platform at deploy time. */
+  platform: EnvEntry[];
+  /** `{{ env:NAME }}` entries whose NAME is not set here. */
+  unresolved: EnvEntry[];
+}
+
 /**
  * Puts func.yaml's `run.envs` into `env` where a variable is not already set. A value
- * `{{ env:NAME }}` takes NAME from `env`, as `func` does; other references (secrets, config
- * maps) are resolved by the platform at deploy time and skipped here.
+ * `{{ env:NAME }}` takes NAME from `env`, as `func` does; secret and config map references,
+ * named or not, are the platform's to resolve: they are returned, not applied.
  */
-export function applyEnvs(config: FuncYaml, env: NodeJS.ProcessEnv): string[] {
-  const skipped: string[] = [];
-  for (const { name, value } of config.envs) {
-    if (env[name] !== undefined) continue;
-    const reference = /^\{\{\s*(\w+):([^}]*?)\s*\}\}$/.exec(value);
-    if (reference === null) env[name] = value;
-    else if (reference[1] === 'env') {
-      const from = env[reference[2]];
-      if (from !== undefined) env[name] = from;
-    } else skipped.push(name);
+export function applyEnvs(config: FuncYaml, env: NodeJS.ProcessEnv): SkippedEnvs {
+  const skipped: SkippedEnvs = { platform: [], unresolved: [] };
+  for (const entry of config.envs) {
+    const { name, value } = entry;
+    const reference = value.startsWith('{{');
+    const local = reference ? LOCAL_ENV.exec(value) : null;
+    if (name === undefined || (reference && local === null)) skipped.platform.push(entry);
+    else if (env[name] !== undefined) continue;
+    else if (local === null) env[name] = value;
+    else if (env[local[1]] !== undefined) env[name] = env[local[1]];
+    else skipped.unresolved.push(entry);
   }
   return skipped;
 }

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Document, YAMLMap, YAMLSeq } from 'yaml';
-import { ConfigError, readFuncYaml } from './config';
+import { ConfigError, envProblem, isEnvName, readFuncYaml, type EnvEntry } from './config';
 import { checkVariable } from './settings';
 
 type YamlModule = typeof import('yaml');
@@ -26,11 +26,11 @@ export function saveFuncYaml({ file, doc }: FuncYamlFile): void {
   writeFileSync(file, doc.toString());
 }
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** Refuses a value funcrun would refuse at start (an unknown log level, a probe path without `/`). */
+/** Refuses a value funcrun would refuse at start (an unknown log level, a probe path without `/`, a reference func refuses). */
 export function checkEnv(name: string, value: string): void {
-  if (!NAME.test(name)) throw new ConfigError(`invalid variable name '${name}': letters, digits and _, not starting with a digit`);
+  if (!isEnvName(name)) throw new ConfigError(`invalid variable name '${name}': letters, digits, '_', '-' and '.', not starting with a digit`);
+  const problem = envProblem(name, value);
+  if (problem !== undefined) throw new ConfigError(problem);
   // The same parsers start() uses, from the one table of settings.
   checkVariable(name, value);
 }
@@ -48,9 +48,23 @@ function envs(doc: Document, create: boolean): YAMLSeq<YAMLMap> | undefined {
   return seq;
 }
 
-export function listEnvs(doc: Document): { name: string; value: string }[] {
+/** run.envs as written; an entry without a name imports a whole secret or config map. */
+export function listEnvs(doc: Document): EnvEntry[] {
   const { isMap } = yaml();
-  return (envs(doc, false)?.items ?? []).filter((item) => isMap(item)).map((item) => ({ name: String(item.get('name')), value: String(item.get('value') ?? '') }));
+  return (envs(doc, false)?.items ?? [])
+    .filter((item) => isMap(item))
+    .map((item) => {
+      const name = item.get('name');
+      const value = String(item.get('value') ?? '');
+      return name === undefined || name === null ? { value } : { name: String(name), value };
+    });
+}
+
+/** One line of `funcrun config envs list`: `NAME=value`, or what an entry without a name imports. */
+export function describeEnv({ name, value }: EnvEntry): string {
+  if (name !== undefined) return `${name}=${value}`;
+  const whole = /^\{\{\s*(secret|configMap):(\S+?)\s*\}\}$/.exec(value);
+  return whole === null ? value : `${value} (every key of ${whole[1] === 'secret' ? 'secret' : 'config map'} ${whole[2]}, set by the platform)`;
 }
 
 /** Sets a variable in run.envs: its value in place when it is there, else a new entry at the end. */

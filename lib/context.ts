@@ -29,7 +29,13 @@ export function invocationTrace(ctx: Context): Trace | undefined {
   return traceOf(ctx);
 }
 
-export class Context {
+/**
+ * `Data` is the type of the incoming event's data (`CloudEventFunction<Data>` sets it). Query
+ * keys are also set on the context itself at run time, as the function contract says, but the
+ * type leaves them out: a misspelt member (`context.qeury`) is then an error, not an `unknown`.
+ * Typed code reads them from `context.query`.
+ */
+export class Context<Data = unknown> {
   static {
     // Set here, inside the class, where its private fields can be read; nothing is added to it.
     partsOf = (ctx) => ({ req: ctx.#req, res: ctx.#res, log: ctx.#log, runtime: ctx.#runtime });
@@ -57,7 +63,7 @@ export class Context {
    */
   rawBody: string | Buffer | undefined;
   /** The incoming CloudEvent, when the request is one. */
-  cloudevent: CloudEvent<unknown> | undefined;
+  cloudevent: CloudEvent<Data> | undefined;
   readonly #log: Logger;
   readonly #req: IncomingMessage;
   readonly #defaults: ResponseDefaults;
@@ -65,9 +71,6 @@ export class Context {
   readonly #trace: Trace | undefined;
   readonly #runtime: Runtime | undefined;
   #controller: AbortController | undefined;
-
-  // Query keys are also set on the context itself, as the seed says.
-  [key: string]: unknown;
 
   constructor(
     req: IncomingMessage,
@@ -103,8 +106,9 @@ export class Context {
     // `context.method` alone) nor anything inherited (`?constructor=x`). Contexts made by
     // `sharingQuery` have the keys on their prototype already.
     if (new.target === Context) {
+      const self = this as unknown as Record<string, unknown>;
       for (const key in query) {
-        if (!(key in this)) this[key] = query[key];
+        if (!(key in self)) self[key] = query[key];
       }
     }
   }
@@ -163,9 +167,12 @@ export class Context {
     (this.#controller ??= new AbortController()).abort(reason);
   }
 
-  /** Starts a CloudEvent response: chain `.id()`, `.source()`, `.type()`, `.version()`, end with `.response()`. */
-  cloudEventResponse(data?: unknown): CloudEventResponse {
-    return new CloudEventResponse(data, this.#defaults);
+  /**
+   * Starts a CloudEvent response: chain `.id()`, `.source()`, `.type()`, `.version()`, end with
+   * `.response()`, a `CloudEvent<T>` of the data given here.
+   */
+  cloudEventResponse<T = undefined>(data?: T): CloudEventResponse<T> {
+    return new CloudEventResponse(data as T, this.#defaults);
   }
 }
 

@@ -106,11 +106,12 @@ function packThisCopy(tarball: string): string {
   }
 }
 
-export function projectFiles(name: string, { language, template, funcrun }: CreateOptions): Record<string, string> {
+/** The project's files by path. `created` is func.yaml's creation time. */
+export function projectFiles(name: string, { language, template, funcrun }: CreateOptions, created = new Date()): Record<string, string> {
   const events = template === 'cloudevents';
   const ts = language === 'typescript';
   const files: Record<string, string> = {
-    'func.yaml': funcYaml(name, language, events),
+    'func.yaml': funcYaml(name, language, events, created),
     'package.json': packageJson(name, ts, funcrun),
     'README.md': readme(name, ts, events, funcrun),
     '.gitignore': ts ? 'node_modules/\nbuild/\n' : 'node_modules/\n',
@@ -129,10 +130,21 @@ export function projectFiles(name: string, { language, template, funcrun }: Crea
   return files;
 }
 
-function funcYaml(name: string, language: Language, events: boolean): string {
-  return `# The function's configuration: funcrun reads run.envs and deploy.healthEndpoints.
+// What Knative func writes at the top of a new func.yaml. Its schema requires specVersion, the
+// version of func's last migration (a file below it is migrated as func reads it), and created
+// (without it a function is "not initialized" to func). The schema link is to the commit whose
+// schema spec/peers keeps and the specs check every func.yaml against.
+const SPEC_VERSION = '0.36.0';
+const SCHEMA = 'https://raw.githubusercontent.com/knative/func/c18d6045a1b0cb6c2b411f03082ab9ed20ba90b3/schema/func_yaml-schema.json';
+
+function funcYaml(name: string, language: Language, events: boolean, created: Date): string {
+  return `# $schema: ${SCHEMA}
+# yaml-language-server: $schema=${SCHEMA}
+# The function's configuration, as Knative func reads it: funcrun reads run.envs and deploy.healthEndpoints.
+specVersion: ${SPEC_VERSION}
 name: ${name}
 runtime: ${language}
+created: ${created.toISOString()}
 invoke: ${events ? 'cloudevent' : 'http'}
 run:
   envs:

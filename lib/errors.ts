@@ -42,8 +42,8 @@ export interface Thrown {
   message?: string;
   details?: Record<string, unknown>;
   headers?: OutgoingHttpHeaders;
-  /** What the log gets: the Error itself, or a description of a value that is not one. */
-  logged: unknown;
+  /** What the log gets: `{ err }` for an Error, or `{ thrown }` describing a value that is not one. */
+  logged: { err: unknown } | { thrown: string };
 }
 
 function read<T>(get: () => T): T | undefined {
@@ -88,7 +88,7 @@ export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly u
   const status = statusOf(thrown);
   const ours = isObject && read(() => thrown instanceof HttpError) === true;
   const isError = ours || (isObject && read(() => thrown instanceof Error) === true);
-  const facts: Thrown = { status, logged: isError ? thrown : { thrown: describe(thrown) } };
+  const facts: Thrown = { status, logged: isError ? { err: thrown } : { thrown: describe(thrown) } };
   if (!isObject) return facts;
   const value = thrown as { message?: unknown; details?: unknown; headers?: unknown };
   // Read at any status; bodyOf() shows them below 500 only.
@@ -187,8 +187,9 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
   try {
     const dropped: Dropped[] = [];
     const facts = inspect(thrown, dropped, input);
-    if (facts.status >= 500) quietly(() => log.error(facts.logged, 'request failed'));
-    else quietly(() => log.debug({ statusCode: facts.status, message: facts.message }, 'request rejected'));
+    const request = { method: req.method, path: pathOf(req.url), statusCode: facts.status };
+    if (facts.status >= 500) quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));
+    else quietly(() => log.debug({ ...request, message: facts.message }, 'request rejected'));
     if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));
     if (res.headersSent || res.destroyed) {
       // Part of another answer is on the wire: the only honest signal left is a cut connection.
@@ -208,6 +209,13 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
   } catch (err) {
     lastResort(res, log, err);
   }
+}
+
+/** The request's path for the log: without the query string, whose values often carry tokens. */
+export function pathOf(url: string | undefined): string {
+  if (url === undefined) return '';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
 }
 
 const INTERNAL = JSON.stringify({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });

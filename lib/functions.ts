@@ -12,7 +12,7 @@ import { isPartOf } from './provenance';
 import { discard, Prepared } from './respond';
 import { Readable } from 'node:stream';
 import { JSON_TYPE } from './send';
-import type { Function as FunctionModule, Invokable, NamedFunction } from './types';
+import type { Function as FunctionModule, HTTPFunctionReturn, Invokable, NamedFunction } from './types';
 
 type Ajv = import('ajv').default;
 type Schema = Record<string, unknown>;
@@ -197,7 +197,7 @@ const allErrors = (ajv: Ajv) => variant(ajv, 'all errors', { allErrors: true });
 /** Query values are text: coerced to the schema's types, and a single value to a list. */
 const withCoercion = (ajv: Ajv) => variant(ajv, 'coercion', { coerceTypes: 'array' });
 
-function httpOutput(output: unknown): unknown {
+function httpOutput(output: unknown): HTTPFunctionReturn {
   if (output === undefined) return undefined;
   if (Buffer.isBuffer(output) || output instanceof Uint8Array || output instanceof Readable) return output;
   if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
@@ -206,7 +206,7 @@ function httpOutput(output: unknown): unknown {
   return new Prepared({ status: 200, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(output) ?? 'null' });
 }
 
-function eventOutput(name: string, output: unknown, request: CloudEvent<unknown>): unknown {
+function eventOutput(name: string, output: unknown, request: CloudEvent<unknown>): HTTPFunctionReturn {
   if (output === undefined) return undefined;
   if (output instanceof Readable) {
     discard(output);

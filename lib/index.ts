@@ -6,14 +6,14 @@ import { hostname } from 'node:os';
 import type { Server } from 'node:http';
 import { applyEnvs, ConfigError, readFuncYaml, type FuncYaml } from './config';
 import { checkFunction, LoadError, toFunction } from './loader';
-import { createLogger, type LogDestination, type LogLevel } from './log';
+import { createLogger, type LogDestination, type LogLevel, type RootLogger } from './log';
 import { createServer } from './server';
 import { stop } from './lifecycle';
 import { setProcessLogger } from './scope';
 import { useApplicationSdk } from './cloudevent';
 import { loadTracing } from './otel';
 import { dirname } from 'node:path';
-import { behaviourOf, type Compat } from './compat';
+import { behaviourOf, enteredAsFaasJsRuntime, type Compat } from './compat';
 import { fromEnvironment, probePaths, resolve, SETTINGS, type SettingName, type Values } from './settings';
 import type { MetricLabels } from './metrics';
 import type { CorsOrigin, Function as FunctionModule, Invokable } from './types';
@@ -55,10 +55,16 @@ export interface Options {
   /** A liveness or readiness check that has not answered after this long counts as failed (503). Default 5s. */
   probeTimeout?: number | string;
   /**
-   * `'faas-js-runtime'`: where the seed and faas-js-runtime disagree, behave as faas-js-runtime
-   * (the whole event as the second argument, blanket CORS, text error answers, ...). Default: the seed.
+   * `'faas-js-runtime'`: where the function contract and faas-js-runtime differ, behave as
+   * faas-js-runtime (the whole event as the second argument, blanket CORS, text error answers,
+   * ...); `'none'`: funcrun's own behaviour. Default: `'faas-js-runtime'` when funcrun is
+   * installed under that name (or started by its `faas-js-runtime` command), else `'none'`.
    */
-  compat?: Compat | 'none';
+  compat?: Compat;
+  /** An info line for every answered request. Default: on in faas-js-runtime compatibility, else off. */
+  accessLog?: boolean;
+  /** The command that started the process (`serve` passes it): `faas-js-runtime` means compatibility, unless `compat` says otherwise. */
+  command?: string;
   /** The origins allowed to call the function from a browser, as a module's `cors()` gives them (faas-js-runtime's option). */
   cors?: () => CorsOrigin[];
 }
@@ -121,13 +127,19 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   // The application's own packages (its CloudEvents SDK, its OpenTelemetry API) are found from its folder.
   const folder = options.config ?? (funcYaml === undefined ? process.cwd() : dirname(funcYaml.file));
   useApplicationSdk(folder);
-  if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
+  const skipped = funcYaml === undefined ? undefined : applyEnvs(funcYaml, process.env);
   const env = fromEnvironment(process.env);
   const value = <K extends SettingName>(name: K, fallback?: Values[K]) => resolve(name, options[name as keyof Options], env, fallback);
 
-  const log = createLogger(value('logLevel', module.logLevel), options.logDestination);
+  const chosen = value('compat');
+  const byName = chosen === undefined && enteredAsFaasJsRuntime(options.command);
+  const behaviour = behaviourOf(chosen ?? (byName ? 'faas-js-runtime' : 'none'));
+  const log = createLogger(value('logLevel', module.logLevel ?? behaviour.defaultLogLevel), options.logDestination);
+  if (behaviour.eventAsArgument) announceCompatibility(log, byName);
+  // Debug, not info: a deployed function's secret and config map references are normal, and set by the platform.
+  if (skipped?.platform.length) log.debug({ skipped: skipped.platform }, 'run.envs entries left to the platform');
+  if (skipped?.unresolved.length) log.debug({ skipped: skipped.unresolved }, 'run.envs entries not set: the variable they copy is not set');
   const name = options.name ?? funcYaml?.name ?? 'function';
-  const behaviour = behaviourOf(value('compat'));
   const cors = options.cors ?? module.cors;
   const requestTimeout = value('requestTimeout');
   // node refuses a headers timeout past the request timeout: the headers are due by then anyway.
@@ -152,6 +164,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       probeTimeout: value('probeTimeout'),
       maxConnections: value('maxConnections'),
       behaviour,
+      accessLog: value('accessLog') ?? behaviour.accessLog,
       tracing: loadTracing(folder),
     },
     log,
@@ -171,6 +184,19 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const host = address.includes(':') ? `[${address}]` : address;
   log.info({ port: bound, address }, `listening on http://${host}:${bound}`);
   return server;
+}
+
+/**
+ * Says once at start that faas-js-runtime's behaviour is on, and how to leave it. Chosen by the
+ * name funcrun was entered under, the line is a warning, so that faas-js-runtime's default level
+ * (warn) shows it; chosen with FUNC_COMPAT or the option, it is information.
+ */
+function announceCompatibility(log: RootLogger, byName: boolean): void {
+  const message =
+    'faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, CORS and the log level are faas-js-runtime\'s ' +
+    '(README: Moving from faas-js-runtime); FUNC_COMPAT=none for funcrun\'s own behaviour';
+  if (byName) log.warn({ compat: 'faas-js-runtime', because: 'funcrun runs under the name faas-js-runtime' }, message);
+  else log.info({ compat: 'faas-js-runtime', because: 'FUNC_COMPAT' }, message);
 }
 
 /**
@@ -222,5 +248,8 @@ export type {
   NamedFunction,
   LogLevel,
   ResponseBody,
+  ResponseHeaders,
+  ReturnedEvent,
+  ReturnedObject,
   StructuredReturn,
 } from './types';

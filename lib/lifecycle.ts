@@ -1,8 +1,8 @@
 // A server's life after start: the state its requests read (draining), its shutdown() run once,
 // and stop(), the graceful drain.
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { isError, type Logger, type RootLogger } from './log';
-import { describe } from './errors';
+import { describe, pathOf } from './errors';
 import type { Metrics } from './metrics';
 import type { Function as FunctionModule } from './types';
 
@@ -16,6 +16,8 @@ export interface Runtime {
   metrics?: Metrics;
   /** Work functions handed to `context.waitUntil`, still running: stop() waits for it. */
   readonly background: Set<Promise<void>>;
+  /** Requests not yet answered, with their reqId: those the grace period cuts are logged by it. */
+  readonly inFlight: Map<IncomingMessage, number>;
   /**
    * Runs a callback in the async context the server was made in: shutdown() must not run as part
    * of whichever invocation happened to close the last connection (its reqId, trace, span).
@@ -40,15 +42,36 @@ export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: L
   void tracked.finally(() => runtime.background.delete(tracked));
 }
 
+/** How a stop went: complete when every request was answered and all waitUntil work settled in time. */
+export interface Drain {
+  complete: boolean;
+  /** Requests still unanswered at the end of the grace period, whose connections were cut. */
+  cut: number;
+  /** waitUntil work still running at the end of the grace period (left to run). */
+  unfinished: number;
+}
+
 // The background work still running, awaited for at most `limit` ms; past that it is left to run
-// and the drain goes on.
-async function backgroundDone(runtime: Runtime, limit: number): Promise<void> {
-  if (runtime.background.size === 0) return;
+// and the drain goes on. Resolves with how much was left.
+async function backgroundDone(runtime: Runtime, limit: number): Promise<number> {
+  if (runtime.background.size === 0) return 0;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), Math.max(0, limit))));
   const done = Promise.all(runtime.background).then(() => false);
-  if (await Promise.race([done, late])) runtime.log.warn({ running: runtime.background.size }, 'waitUntil work still running after the grace period');
+  const left = (await Promise.race([done, late])) ? runtime.background.size : 0;
+  if (left > 0) runtime.log.warn({ running: left }, 'waitUntil work still running after the grace period');
   clearTimeout(timer);
+  return left;
+}
+
+// The end of the grace period: each request still unanswered is logged, then every connection closed.
+function cutConnections(server: Server, runtime: Runtime): number {
+  const cut = runtime.inFlight.size;
+  for (const [req, reqId] of runtime.inFlight) {
+    runtime.log.forRequest(reqId).error({ method: req.method, path: pathOf(req.url) }, 'request cut at the end of the grace period: its connection is closed unanswered');
+  }
+  server.closeAllConnections();
+  return cut;
 }
 
 const runtimes = new WeakMap<Server, Runtime>();
@@ -75,17 +98,20 @@ export function runShutdown(runtime: Runtime): Promise<void> {
  * Stops gracefully: readiness turns 503, no new connections are accepted, requests in flight
  * finish (keep-alive connections close after their current response, and as soon as they go
  * idle), then work handed to `context.waitUntil`, and after the last of it the module's
- * `shutdown()` runs. Past `gracePeriod` ms the
- * remaining connections are cut; `shutdown()` then has `gracePeriod` ms of its own. Resolves
- * when `shutdown()` has finished; rejects with its error, or when it does not finish in time.
+ * `shutdown()` runs. Past `gracePeriod` ms the remaining connections are cut, each unanswered
+ * request logged; `shutdown()` then has `gracePeriod` ms of its own. Resolves when `shutdown()`
+ * has finished, with how complete the drain was; rejects with its error, or when it does not
+ * finish in time.
  */
-export function stop(server: Server, gracePeriod = 10_000): Promise<void> {
+export function stop(server: Server, gracePeriod = 10_000): Promise<Drain> {
   const runtime = runtimes.get(server);
   if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
   runtime.draining = true;
   const deadline = Date.now() + gracePeriod;
-  if (!server.listening) return backgroundDone(runtime, gracePeriod).then(() => bounded(runShutdown(runtime), gracePeriod, runtime.log));
-  const cut = setTimeout(() => server.closeAllConnections(), gracePeriod);
+  const drained = (cut: number, unfinished: number) => bounded(runShutdown(runtime), gracePeriod, runtime.log).then((): Drain => ({ complete: cut + unfinished === 0, cut, unfinished }));
+  if (!server.listening) return backgroundDone(runtime, gracePeriod).then((unfinished) => drained(0, unfinished));
+  let cutCount = 0;
+  const cut = setTimeout(() => (cutCount = cutConnections(server, runtime)), gracePeriod);
   // A response that was already streaming when the drain began could not say `connection: close`:
   // its connection is closed when it goes idle, rather than kept for the keep-alive timeout.
   const sweep = setInterval(() => server.closeIdleConnections(), 50);
@@ -98,8 +124,7 @@ export function stop(server: Server, gracePeriod = 10_000): Promise<void> {
     clearTimeout(cut);
     clearInterval(sweep);
     // Work the functions go on with after answering is in flight too, within the same grace period.
-    await backgroundDone(runtime, deadline - Date.now());
-    return bounded(runShutdown(runtime), gracePeriod, runtime.log);
+    return drained(cutCount, await backgroundDone(runtime, deadline - Date.now()));
   });
 }
 

@@ -5,12 +5,18 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkFunctions } from './functions';
 import { isLogLevel } from './log';
+import { kindOf } from './kind';
+import { nearest } from './suggest';
 import type { Function as FunctionModule, Invokable } from './types';
 
 export class LoadError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** The module file that failed to load, when it got that far. */
+  readonly file?: string;
+
+  constructor(message: string, options?: { cause?: unknown; file?: string }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'LoadError';
+    this.file = options?.file;
   }
 }
 
@@ -20,6 +26,8 @@ export interface LoadedFunction {
   /** The module file that was loaded. */
   file: string;
   module: FunctionModule;
+  /** Exports that look like a misspelled part of the function (`livness`), for a warning at start. */
+  misspelled: string[];
 }
 
 const EXPECTED = 'expected a handler: export a function, or an object with handle(), routes or functions';
@@ -35,8 +43,10 @@ export interface Entry {
   note?: string;
 }
 
-// The seed's TypeScript layout: the function is src/index.ts, compiled to package.json's "main".
+// The function contract's TypeScript layout: the function is src/index.ts, compiled to
+// package.json's "main", else to one of these.
 const TS_SOURCE = join('src', 'index.ts');
+const TS_BUILDS = [join('build', 'index.js'), join('build', 'src', 'index.js')];
 
 /** Whether this node runs TypeScript files itself (type stripping: Node 22.18 and later, 24). */
 export function canRunTypeScript(): boolean {
@@ -100,6 +110,12 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
     const file = join(path, name);
     if (existsSync(file)) return { folder: path, file };
   }
+  // A TypeScript project without "main": its build where Knative's template compiles it (what its
+  // `npm start` serves), or where tsc puts it with rootDir at the project.
+  for (const built of hasSource ? TS_BUILDS : []) {
+    const file = join(path, built);
+    if (existsSync(file)) return { folder: path, file, newerSource: newerThan(join(path, 'src'), file), note: ignored };
+  }
   if (hasSource && canRunTypeScript()) return { folder: path, file: source, note: 'there is no build' };
   throw new LoadError(
     hasSource
@@ -150,12 +166,27 @@ export async function loadFunction(target: string): Promise<LoadedFunction> {
     // CommonJS is required directly: starting node's ESM loader costs a cold start ~10 ms.
     namespace = isCommonJs(file) ? require(file) : await import(pathToFileURL(file).href);
   } catch (err) {
-    throw new LoadError(`${file}: failed to load: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    throw new LoadError(`${relativeName(file)}: failed to load: ${(err as Error)?.message ?? String(err)}`, { cause: err, file });
   }
   const module = toFunction(namespace);
-  if (module === undefined) throw new LoadError(`${relativeName(file)}: ${EXPECTED}`);
+  if (module === undefined) throw new LoadError(`${relativeName(file)}: ${EXPECTED}; ${foundInstead(namespace)}`, { file });
   checkFunction(module, file);
-  return { folder, file, module };
+  return { folder, file, module, misspelled: misspelledExports(namespace) };
+}
+
+/** `livness: fn` beside `handle`: an export near a name funcrun reads, that funcrun will never call. */
+function misspelledExports(exported: unknown): string[] {
+  const out: string[] = [];
+  const ns = exported as Record<string, unknown>;
+  const scopes = [ns, ns.default].filter((value): value is Record<string, unknown> => value !== null && (typeof value === 'object' || typeof value === 'function'));
+  for (const scope of scopes) {
+    for (const name of Object.keys(scope)) {
+      if ((PROPERTIES as readonly string[]).includes(name) || name === 'default' || name === '__esModule') continue;
+      const meant = nearest(name, PROPERTIES);
+      if (meant !== undefined && scope[meant] === undefined) out.push(`'${name}' is exported, but funcrun reads '${meant}': did you mean ${meant}?`);
+    }
+  }
+  return out;
 }
 
 /** Whether node would load `file` as CommonJS: `.cjs`, or `.js` outside a `"type": "module"` package. */
@@ -173,6 +204,24 @@ function isCommonJs(file: string): boolean {
     }
     if (dirname(dir) === dir) return true;
   }
+}
+
+/**
+ * What a module without a handler exported instead, in words, with the export it most likely
+ * meant as `handle` (`handler`, `hadle`, a default export without one).
+ */
+function foundInstead(exported: unknown): string {
+  if (exported === null || (typeof exported !== 'object' && typeof exported !== 'function')) return `it exports ${kindOf(exported)}`;
+  const ns = exported as Record<string, unknown>;
+  // ESM: the default export, when there is one, is what the module means.
+  const target = ns.default !== undefined && ns.default !== null && typeof ns.default === 'object' ? (ns.default as Record<string, unknown>) : ns;
+  const names = Object.keys(target).filter((name) => name !== '__esModule');
+  if (target.handle !== undefined) return `handle is ${kindOf(target.handle)}: it must be a function`;
+  if (names.length === 0) return 'it exports nothing: module.exports = { handle } (or export function handle)';
+  const shown = names.slice(0, 6).map((name) => `${name} (${kindOf(target[name], { shown: false })})`);
+  const found = `found ${target === ns ? '' : 'a default export with '}${shown.join(', ')}${names.length > 6 ? ', …' : ''}`;
+  const meant = nearest('handle', names.filter((name) => typeof target[name] === 'function'), { prefixes: true });
+  return meant === undefined ? found : `${found}: did you mean handle? Rename ${meant} to handle`;
 }
 
 function relativeName(file: string): string {
@@ -228,7 +277,7 @@ export function checkFunction(module: FunctionModule, file: string): void {
     throw new LoadError(`${relativeName(file)}: ${message}`);
   };
   for (const key of ['handle', 'init', 'shutdown', 'liveness', 'readiness', 'cors', 'errorBody', 'authorize'] as const) {
-    if (module[key] !== undefined && typeof module[key] !== 'function') fail(`'${key}' must be a function`);
+    if (module[key] !== undefined && typeof module[key] !== 'function') fail(`'${key}' must be a function, found ${kindOf(module[key])}`);
   }
   if (module.logLevel !== undefined && !isLogLevel(module.logLevel)) {
     fail(`'logLevel' is '${String(module.logLevel)}': expected one of fatal, error, warn, info, debug, trace, silent`);

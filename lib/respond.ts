@@ -13,6 +13,7 @@ import type { Behaviour } from './compat';
 import { safeHeaders, type Dropped } from './headers';
 import { isInstance, isPartOf } from './provenance';
 import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
+import { kindOf } from './kind';
 
 /**
  * A response already made (a named function's JSON output): sent as it is, not read again as a
@@ -144,10 +145,10 @@ function structured(value: { statusCode?: unknown; headers?: unknown; body?: unk
   const { headers: given } = value;
   if (given !== null && typeof given === 'object' && isPartOf(given, input)) return undefined;
   if (statusCode !== undefined && !(Number.isInteger(statusCode) && (statusCode as number) >= 200 && (statusCode as number) <= 599)) {
-    throw new Error(`the function returned an invalid statusCode ${String(statusCode).slice(0, 40)}: expected an integer from 200 to 599`);
+    throw new Error(`the function returned statusCode as ${kindOf(statusCode)}: expected a number from 200 to 599`);
   }
   if (value.headers !== undefined && (value.headers === null || typeof value.headers !== 'object')) {
-    throw new Error('the function returned headers that are not an object');
+    throw new Error(`the function returned headers as ${kindOf(value.headers)}: expected an object of header names to values`);
   }
   const dropped: Dropped[] = [];
   const headers = safeHeaders(value.headers, dropped);

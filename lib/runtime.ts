@@ -16,11 +16,13 @@ import * as connections from './connections';
 import * as context from './context';
 import * as cors from './cors';
 import * as errors from './errors';
+import * as exit from './exit';
 import * as faults from './faults';
 import * as functions from './functions';
 import * as headers from './headers';
 import * as index from './index';
 import * as invocation from './invocation';
+import * as kind from './kind';
 import * as lifecycle from './lifecycle';
 import * as loader from './loader';
 import * as log from './log';
@@ -39,6 +41,8 @@ import * as send from './send';
 import * as serve from './serve';
 import * as server from './server';
 import * as settings from './settings';
+import * as startFailure from './start-failure';
+import * as suggest from './suggest';
 import * as target from './target';
 import * as trace from './trace';
 import * as types from './types';
@@ -69,11 +73,13 @@ export const modules = {
   context,
   cors,
   errors,
+  exit,
   faults,
   functions,
   headers,
   index: publicIndex as typeof index,
   invocation,
+  kind,
   lifecycle,
   loader,
   log,
@@ -92,6 +98,8 @@ export const modules = {
   serve,
   server,
   settings,
+  'start-failure': startFailure,
+  suggest,
   target,
   trace,
   types,

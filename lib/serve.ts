@@ -5,8 +5,10 @@
 import type { Server } from 'node:http';
 import { AsyncResource } from 'node:async_hooks';
 import { parseArgs } from 'node:util';
-import { applyEnvs, ConfigError, readFuncYaml } from './config';
-import { describe } from './errors';
+import { applyEnvs, ConfigError, parseSwitch, readFuncYaml } from './config';
+import { EXIT, unsupportedNode } from './exit';
+import { explainStartFailure, type StartFailure } from './start-failure';
+import { usageMessage } from './suggest';
 import { reportFault } from './faults';
 import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
@@ -27,31 +29,64 @@ ${flagHelp()}
                               (Node 22.18 or later); without it the source runs only unbuilt
   -h, --help                  show this help`;
 
-// Errors before the server runs are one JSON line on stderr, in the same format as every other line.
-const startupLog: RootLogger = createLogger('fatal', process.stderr);
+/**
+ * Before the server runs, problems go to stderr: a JSON line each, in the format of every other
+ * line, or readable text on a terminal and with --pretty (FUNC_LOG_PRETTY).
+ */
+class StartupReport {
+  /** Until the server's own logger exists: warnings and signals before the start. */
+  readonly log: RootLogger;
 
-function fail(err: unknown, code = 1): never {
-  try {
-    // Our own configuration and loading errors say all in their message (with the stack of a
-    // failing user module as their cause); anything else, such as a throwing init(), is logged whole.
-    const ours = err instanceof ConfigError || err instanceof LoadError;
-    const cause = ours ? (err as Error).cause : err;
-    const message = err instanceof Error ? err.message : describe(err);
-    startupLog.fatal(cause instanceof Error ? { err: cause } : {}, message);
-  } catch {
-    // What was thrown cannot even be read (a Proxy whose traps throw).
-    startupLog.fatal('the function failed to start: it threw a value that cannot be read');
+  constructor(readonly readable: boolean) {
+    this.log = createLogger('warn', readable ? prettyDestination(process.stderr) : process.stderr);
   }
-  process.exit(code);
+
+  /** Says why the start failed, then exits with `code`. Never throws. */
+  fail(err: unknown, code: number = EXIT.FAILED): never {
+    const failure = explainStartFailure(err);
+    try {
+      if (this.readable) process.stderr.write(readableFailure(failure));
+      else {
+        const { message, hint, at, excerpt, stack } = failure;
+        this.log.fatal({ ...(stack instanceof Error ? { err: stack } : {}), ...(hint ? { hint } : {}), ...at, ...(excerpt ? { excerpt } : {}) }, message);
+      }
+    } catch {
+      process.stderr.write(`funcrun: ${failure.message}\n`);
+    }
+    process.exit(code);
+  }
+}
+
+function readableFailure({ message, hint, excerpt, stack }: StartFailure): string {
+  const indent = (text: string) => text.replace(/^/gm, '    ');
+  let text = `funcrun: ${message}\n`;
+  if (excerpt !== undefined) text += `\n${indent(excerpt)}\n\n`;
+  if (hint !== undefined) text += `  ${hint}\n`;
+  // The function's own error: its stack says where, below funcrun's line.
+  if (stack instanceof Error && typeof stack.stack === 'string') text += `\n${indent(stack.stack)}\n`;
+  return text;
+}
+
+/** Whether start problems are written as text: on a terminal, or asked for with --pretty or FUNC_LOG_PRETTY. */
+function wantsText(argv: string[], env: NodeJS.ProcessEnv): boolean {
+  if (argv.includes('--pretty')) return true;
+  try {
+    if (env.FUNC_LOG_PRETTY !== undefined && env.FUNC_LOG_PRETTY !== '') return parseSwitch(env.FUNC_LOG_PRETTY, 'FUNC_LOG_PRETTY');
+  } catch {
+    // An invalid value is reported by the settings, with the rest of them.
+  }
+  return process.stderr.isTTY === true;
 }
 
 function parseCommandLine(argv: string[]): { target: string; flags: Partial<Values>; preferSource: boolean } {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: { ...flagOptions(), 'from-source': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-  });
+  const options = { ...flagOptions(), 'from-source': { type: 'boolean' as const }, help: { type: 'boolean' as const, short: 'h' } };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options });
+  } catch (err) {
+    throw new ConfigError(usageMessage(err, [...Object.keys(options), 'watch'], 'funcrun serve --help'));
+  }
+  const { values, positionals } = parsed;
   if (values.help) {
     process.stdout.write(USAGE + '\n');
     process.exit(0);
@@ -74,11 +109,17 @@ function exitFlushed(code: number, limit: number): void {
   out.write('', () => process.exit(code));
 }
 
-/** Serves the function named by `argv` (the command line after `serve`) until a signal stops it. */
-export async function serve(argv: string[]): Promise<void> {
+/**
+ * Serves the function named by `argv` (the command line after `serve`) until a signal stops it.
+ * `command` is the program as it was started: `faas-js-runtime` turns compatibility on.
+ */
+export async function serve(argv: string[], command?: string): Promise<void> {
+  const report: StartupReport = new StartupReport(wantsText(argv, process.env));
   let server: Server | undefined;
-  let log: RootLogger = startupLog;
+  let log: RootLogger = report.log;
   let stopping = false;
+  const old = unsupportedNode();
+  if (old !== undefined) log.warn(old);
 
   // Bound now, outside any invocation: a fault's drain and shutdown() must not run in the context
   // of the invocation that crashed (its reqId, trace and OpenTelemetry span).
@@ -87,12 +128,13 @@ export async function serve(argv: string[]): Promise<void> {
     outsideInvocations(() => {
       if (server === undefined) return exitFlushed(code, gracePeriod);
       stop(server, gracePeriod).then(
-        () => {
-          log.info('stopped');
-          exitFlushed(failed ? 1 : code, gracePeriod);
+        (drain) => {
+          if (drain.complete) log.info('stopped');
+          else log.warn({ cut: drain.cut, unfinished: drain.unfinished }, `stopped, but the drain was incomplete: exit code ${EXIT.INCOMPLETE_DRAIN}`);
+          exitFlushed(failed ? EXIT.FAILED : drain.complete ? code : EXIT.INCOMPLETE_DRAIN, gracePeriod);
         },
         // The server has logged shutdown()'s error (or that it did not finish in time) already.
-        () => exitFlushed(1, gracePeriod),
+        () => exitFlushed(EXIT.FAILED, gracePeriod),
       );
     });
 
@@ -122,14 +164,13 @@ export async function serve(argv: string[]): Promise<void> {
     failed = true;
     if (stopping) return;
     stopping = true;
-    shutdownThen(1, gracePeriod);
+    shutdownThen(EXIT.FAILED, gracePeriod);
   });
   // An init() that never settles and holds nothing would otherwise end the process silently, with 0.
   let started = false;
   process.once('beforeExit', () => {
     if (started) return;
-    startupLog.fatal('the function never finished starting: init() (or the module\'s top-level await) never settled, and nothing was left to run');
-    process.exit(1);
+    report.fail(new LoadError("the function never finished starting: init() (or the module's top-level await) never settled, and nothing was left to run"));
   });
 
   // Installed before anything starts, so no signal can find the process without them. Before
@@ -137,12 +178,12 @@ export async function serve(argv: string[]): Promise<void> {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       if (stopping) {
-        log.warn(`${signal} again: exiting now`);
-        process.exit(1);
+        log.warn(`${signal} again: exiting now, without waiting for the requests in flight (exit code ${EXIT.INCOMPLETE_DRAIN})`);
+        process.exit(EXIT.INCOMPLETE_DRAIN);
       }
       stopping = true;
       log.info(`${signal}: draining requests in flight, then running shutdown()`);
-      shutdownThen(0, gracePeriod);
+      shutdownThen(EXIT.OK, gracePeriod);
     });
   }
 
@@ -150,12 +191,13 @@ export async function serve(argv: string[]): Promise<void> {
   try {
     parsed = parseCommandLine(argv);
   } catch (err) {
-    // A wrong command line (an unknown flag, a bad value) is one line and exit code 2, as for any command.
-    const usage = err instanceof ConfigError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true;
-    fail(usage ? new ConfigError((err as Error).message) : err, usage ? 2 : 1);
+    // A wrong command line (an unknown flag, a bad value) is bad use, as for any command.
+    report.fail(err, err instanceof ConfigError ? EXIT.USAGE : EXIT.FAILED);
   }
   const { target, flags, preferSource } = parsed;
   let entry;
+  let module;
+  let misspelled: string[] = [];
   try {
     // func.yaml's envs are set before the module loads: its top level may read them.
     entry = resolveEntry(target, { preferSource });
@@ -164,22 +206,25 @@ export async function serve(argv: string[]): Promise<void> {
     if (funcYaml !== undefined) applyEnvs(funcYaml, process.env);
     const env = fromEnvironment(process.env);
     gracePeriod = flags.gracePeriod ?? env.gracePeriod ?? gracePeriod;
-    const { module } = await loadFunction(entry.file);
+    const loaded = await loadFunction(entry.file);
+    module = loaded.module;
+    misspelled = loaded.misspelled;
     const pretty = flags.pretty ?? env.pretty ?? false;
     // serve's own settings stay here; the rest are start()'s options, from the flags.
     const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
-    server = await start(module, { ...options, config: folder, funcYaml, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
+    server = await start(module, { ...options, config: folder, funcYaml, command, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
   } catch (err) {
-    fail(err);
+    report.fail(err);
   }
   started = true;
   log = loggerOf(server);
   if (/\.[cm]?ts$/.test(entry.file) && entry.note !== undefined) log.info({ file: entry.file }, `running the TypeScript source: ${entry.note}`);
   else if (entry.note !== undefined) log.warn({ file: entry.file }, entry.note);
   log.debug({ file: entry.file }, 'loaded the function');
+  for (const warning of misspelled) log.warn({ file: entry.file }, warning);
   if (entry.newerSource !== undefined) {
     log.warn({ file: entry.file, source: entry.newerSource }, 'the build is older than the source: serving the build (npm run build, or --from-source)');
   }
 }
 
-if (require.main === module) void serve(process.argv.slice(2));
+if (require.main === module) void serve(process.argv.slice(2), process.argv[1]);

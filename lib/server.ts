@@ -55,8 +55,10 @@ export interface Settings {
   maxConnections: number;
   /** A liveness or readiness check that has not answered after this many ms counts as failed. */
   probeTimeout: number;
-  /** Where the seed and faas-js-runtime disagree, which one to follow (compat.ts). */
+  /** Where the function contract and faas-js-runtime differ, which one to follow (compat.ts). */
   behaviour: Behaviour;
+  /** An info line per answered request (else a debug one). */
+  accessLog: boolean;
   /** The application's OpenTelemetry, active once it registers a tracer provider (otel.ts). */
   tracing?: Tracing;
 }
@@ -101,9 +103,11 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const corsForEveryOrigin = behaviour.corsForEveryOrigin && cors === undefined;
   const defaults = responseDefaults(settings.name);
   const authorize = module.authorize;
-  const debug = log.isEnabled('debug');
+  // One line per answered request: at info when asked for (FUNC_ACCESS_LOG), else at debug.
+  const accessLevel = settings.accessLog ? 'info' : 'debug';
+  const logAccess = log.isEnabled(accessLevel);
   const tracing = settings.tracing;
-  const runtime: Runtime = { module, log, draining: false, metrics, background: new Set(), outside: AsyncResource.bind((run) => run()) };
+  const runtime: Runtime = { module, log, draining: false, metrics, background: new Set(), inFlight: new Map(), outside: AsyncResource.bind((run) => run()) };
   let requests = 0;
   // Each request's logger carries its own reqId.
   const newRequestLog = () => log.forRequest(++requests);
@@ -117,7 +121,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     const socket = req.socket as CountedSocket;
     socket[PENDING] = (socket[PENDING] ?? 0) + 1;
     socket[LATEST] = req;
-    if (debug) access(req, res, () => reqLog);
+    runtime.inFlight.set(req, reqId);
+    if (logAccess) access(req, res, () => reqLog, accessLevel);
     // Set when the request reaches the function: it then counts as an invocation in the metrics.
     let began = -1;
     // Set once the function has been called: from then on an error is the function's.
@@ -261,6 +266,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       sendError(req, res, err, reqLog, module.errorBody, input, invoked && behaviour.errorsAsText);
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
     } finally {
+      runtime.inFlight.delete(req);
       // A pipelined response waits in node's queue until those before it are sent: it is
       // pending until then. Otherwise the answer is with the socket now.
       if (res.socket === null) res.once('close', () => answered(socket));
@@ -345,11 +351,11 @@ export function withoutQueryValues(url: string): string {
   return `${url.slice(0, q)}?${names.join('&')}`;
 }
 
-function access(req: IncomingMessage, res: ServerResponse, log: () => Logger): void {
+function access(req: IncomingMessage, res: ServerResponse, log: () => Logger, level: 'info' | 'debug'): void {
   const started = process.hrtime.bigint();
   res.once('finish', () => {
     const responseTime = Number(process.hrtime.bigint() - started) / 1e6;
-    log().debug({ method: req.method, url: withoutQueryValues(req.url ?? ''), statusCode: res.statusCode, responseTime }, 'request completed');
+    log()[level]({ method: req.method, url: withoutQueryValues(req.url ?? ''), statusCode: res.statusCode, responseTime }, 'request completed');
   });
 }
 

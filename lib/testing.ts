@@ -33,7 +33,7 @@ export async function startFunction(func: FunctionModule | Invokable | string, o
   const module = typeof func === 'string' ? (await loadFunction(func)).module : func;
   const server = await start(module, { port: 0, host: '127.0.0.1', logLevel: options.logDestination ? 'trace' : 'silent', ...options });
   const { port } = server.address() as import('node:net').AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000) };
+  return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000).then(() => undefined) };
 }
 
 export interface LogSink extends LogDestination {
@@ -62,14 +62,15 @@ export function createLogSink(): LogSink {
   };
 }
 
-export interface ContextOptions {
+export interface ContextOptions<Data = unknown> {
   method?: string;
   /** Path with an optional query string, such as `/orders?id=7`. */
   url?: string;
   headers?: Record<string, string>;
   /** The parsed body, as the handler's second argument would get it. */
   body?: unknown;
-  cloudevent?: Event<unknown>;
+  /** The incoming event; its data type becomes the context's (`Context<Data>`), as a `CloudEventFunction<Data>` takes. */
+  cloudevent?: Event<Data>;
   params?: Record<string, string>;
   /** Where `context.log` writes; default nowhere. */
   logDestination?: LogDestination;
@@ -77,7 +78,7 @@ export interface ContextOptions {
 }
 
 /** A context like the one funcrun builds for a request, for calling a handler directly. */
-export function createContext(options: ContextOptions = {}): Context {
+export function createContext<Data = unknown>(options: ContextOptions<Data> = {}): Context<Data> {
   const req = new IncomingMessage(new Socket());
   req.method = String(options.method ?? 'GET').toUpperCase();
   req.url = String(options.url ?? '/');
@@ -97,7 +98,7 @@ export function createContext(options: ContextOptions = {}): Context {
   const silent = options.logDestination === undefined;
   const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
   const contentType = contentTypeOf(headers['content-type'], false);
-  const context = new Context(req, log.forRequest(1), path, query, options.params ?? {}, contentType, responseDefaults('function'));
+  const context = new Context<Data>(req, log.forRequest(1), path, query, options.params ?? {}, contentType, responseDefaults('function'));
   context.body = options.cloudevent?.data ?? options.body;
   context.cloudevent = options.cloudevent;
   return context;

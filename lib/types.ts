@@ -4,46 +4,106 @@ import type { IncomingMessage } from 'node:http';
 import type { CloudEvent, Message } from 'cloudevents';
 import type { Context } from './context';
 import type { Logger, LogLevel } from './log';
-import type { CloudEventResponse } from './cloudevent';
+import type { CloudEventResponse, responseChain } from './cloudevent';
 import type { ErrorBody } from './errors';
 
 export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent, ErrorBody };
 
+/** Response headers: a repeated header is an array. */
+export type ResponseHeaders = Record<string, string | string[] | number>;
+
 /** A response spelled out: status, headers and body. With no body and no status, 204. */
 export interface StructuredReturn {
   statusCode?: number;
-  headers?: Record<string, string | string[] | number>;
+  headers?: ResponseHeaders;
   body?: ResponseBody | number | boolean;
 }
 
 export type ResponseBody = string | object | Buffer | Uint8Array;
 
+declare const misspelt: unique symbol;
+/** The type of a misspelt key of a returned object: no value has it, and the error names the key meant. */
+export interface DidYouMean<Key extends string> {
+  readonly [misspelt]: Key;
+}
+
+/**
+ * Any other object a handler returns: data sent as JSON, or, with `statusCode`, `headers` or
+ * `body`, a structured return, so those three are typed as StructuredReturn's. Buffers, byte
+ * arrays and streams are objects without these keys, so they are ReturnedObjects too.
+ */
+export interface ReturnedObject {
+  // `any`, not `unknown`: only an `any` index signature admits interfaces and class instances,
+  // which TypeScript gives no implicit index signature. For the same reason keys cannot be
+  // matched by a pattern (`[k: \`statusC${string}\`]: never` would refuse every interface), so
+  // misspellings are listed one by one: those that are hardly ever data.
+  [key: string]: any;
+  statusCode?: number;
+  headers?: ResponseHeaders;
+  body?: ResponseBody | number | boolean;
+  /** @deprecated misspelt: `statusCode` */
+  statusCod?: DidYouMean<'statusCode'>;
+  /** @deprecated misspelt: `statusCode` */
+  statuscode?: DidYouMean<'statusCode'>;
+  /** @deprecated misspelt: `statusCode` */
+  StatusCode?: DidYouMean<'statusCode'>;
+  /** @deprecated misspelt: `statusCode` */
+  status_code?: DidYouMean<'statusCode'>;
+  // Not data: a promise (checked as the value it resolves to), an SDK CloudEvent (told by its
+  // method, as funcrun tells it by its class) and the response chain each have a member of
+  // their own, where an event's data type is checked.
+  then?: never;
+  validate?: never;
+  [responseChain]?: never;
+}
+
+/**
+ * A returned CloudEvent with data of type T: the SDK's CloudEvent less its index signature for
+ * extensions, which would make every wrong object literal's error be about CloudEvent. An object
+ * without the SDK's `validate` is no event to funcrun but data, sent as JSON.
+ */
+export interface ReturnedEvent<T = unknown> extends Pick<CloudEvent<T>, 'specversion' | 'id' | 'type' | 'source' | 'data' | 'validate'> {}
+
+/** What a handler may return, an event carrying data of type T. */
+export type Returned<T = unknown> = StructuredReturn | ReturnedObject | ReturnedEvent<T> | CloudEventResponse<T> | Message | string | number | boolean | null | undefined | void;
+
 /** The handler's second argument: parsed by media type (JSON value, XML Document, string, Buffer). */
 export type IncomingBody = unknown;
 
-export type HTTPFunctionReturn = StructuredReturn | ResponseBody | CloudEvent | CloudEventResponse | Message | number | boolean | null | void;
+export type HTTPFunctionReturn = Returned;
 
 /** A function called for plain HTTP requests: `(context, body)`. */
 export interface HTTPFunction {
   (context: Context, body?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
 }
 
+/** faas-js-runtime's name for what a CloudEvent function returns: R is the returned event's data type. */
+export type CloudEventFunctionReturn<R = unknown> = Returned<R> | Promise<Returned<R>>;
+
 /**
- * A function called for CloudEvents: `(context, data)`, the event itself is `context.cloudevent`
- * (with FUNC_COMPAT=faas-js-runtime, `(context, event)`). The type parameters are faas-js-runtime's:
- * the event's data type and the returned event's.
+ * A function called for CloudEvents: `(context, data)`, the event itself is `context.cloudevent`.
+ * `I` is the incoming event's data type (of `data` and `context.cloudevent.data`), `R` the
+ * returned event's. With FUNC_COMPAT=faas-js-runtime the second argument is the whole event,
+ * which these types cannot know: type it yourself there (`CloudEvent<I>`). The defaults stay
+ * loose (`any`), so a handler written for faas-js-runtime, `(context, cloudevent?: CloudEvent<unknown>)`,
+ * still is a CloudEventFunction.
  */
 export interface CloudEventFunction<I = any, R = unknown> {
-  // `any`: by default the data (of type I), with the compatibility switch the event (CloudEvent<I>).
-  (context: Context, data?: any): HTTPFunctionReturn | CloudEvent<R> | Promise<HTTPFunctionReturn | CloudEvent<R>>;
+  (context: Context<I>, data?: I): CloudEventFunctionReturn<R>;
 }
 
-/** What the server invokes per request. */
-export type Invokable = HTTPFunction | CloudEventFunction;
+/**
+ * What the server invokes per request: an HTTPFunction or a CloudEventFunction of any data type.
+ * One signature rather than their union, so that an unannotated `(context, data) => ...` still
+ * gets its parameters' types (TypeScript types them from a union only when its members'
+ * parameters are identical).
+ */
+export interface Invokable {
+  (context: Context<any>, data?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+}
 
-/** faas-js-runtime's names for what handlers return. */
-export type CloudEventFunctionReturn<T = unknown> = CloudEvent<T> | HTTPFunctionReturn | Promise<CloudEvent<T> | HTTPFunctionReturn>;
-export type FunctionReturn = CloudEventFunctionReturn | HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+/** faas-js-runtime's name for what any handler returns. */
+export type FunctionReturn = CloudEventFunctionReturn;
 
 /** faas-js-runtime's `Config`: the settings its start() resolved. */
 export interface Config {

@@ -156,14 +156,37 @@ describe('funcrun config', () => {
     assert.match(again.stderr, /no variable EXISTING in run\.envs/);
   });
 
-  it('refuses values funcrun would refuse, and leaves the file alone', async () => {
+  it('refuses values funcrun would refuse as bad use (exit code 2), and leaves the file alone', async () => {
     const dir = folder();
-    for (const [name, value, message] of [['FUNC_LOG_LEVEL', 'loud', /unknown log level 'loud'/], ['LIVENESS_URL', 'alive', /expected a path starting with '\/'/], ['bad-name', 'x', /invalid variable name/], ['FUNC_BODY_LIMIT', 'huge', /invalid FUNC_BODY_LIMIT/]]) {
+    for (const [name, value, message] of [['FUNC_LOG_LEVEL', 'loud', /unknown log level 'loud'/], ['LIVENESS_URL', 'alive', /expected a path starting with '\/'/], ['1bad', 'x', /invalid variable name/], ['FROM_SECRET', '{{ secret:whole }}', /must be '\{\{ env:NAME \}\}', '\{\{ secret:NAME:KEY \}\}'/], ['FUNC_BODY_LIMIT', 'huge', /invalid FUNC_BODY_LIMIT/]]) {
       const res = await funcrun(['config', 'envs', 'add', '--name', name, '--value', value, '--path', dir]);
-      assert.equal(res.code, 1, name);
+      assert.equal(res.code, 2, name);
       assert.match(res.stderr, message);
     }
     assert.equal(fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8'), original);
+  });
+
+  it('entries without a name (a whole secret or config map) are listed as what they import; add and remove by name leave them alone', async () => {
+    const withImports = original.replace('    - name: EXISTING', "    - value: '{{ secret:mysecret }}'\n    - name: EXISTING").replace('deploy: {}', "    - value: '{{ configMap:settings }}'\ndeploy: {}");
+    const dir = project({ 'func.yaml': withImports });
+    const list = await funcrun(['config', 'envs', 'list', '--path', dir]);
+    assert.equal(list.code, 0, list.stderr);
+    assert.equal(
+      list.stdout,
+      [
+        '{{ secret:mysecret }} (every key of secret mysecret, set by the platform)',
+        'EXISTING=one',
+        '{{ configMap:settings }} (every key of config map settings, set by the platform)',
+        '',
+      ].join('\n'),
+    );
+    assert.equal((await funcrun(['config', 'envs', 'add', '--name', 'ADDED', '--value', 'x', '--path', dir])).code, 0);
+    assert.equal((await funcrun(['config', 'envs', 'remove', '--name', 'EXISTING', '--path', dir])).code, 0);
+    assert.deepEqual(require('yaml').parse(fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8')).run.envs, [
+      { value: '{{ secret:mysecret }}' },
+      { value: '{{ configMap:settings }}' },
+      { name: 'ADDED', value: 'x' },
+    ]);
   });
 
   it('health writes deploy.healthEndpoints, and with --env the matching run.envs', async () => {

@@ -1,13 +1,14 @@
 'use strict';
-// Moving from faas-js-runtime: the gaps funcrun's own behaviour closes where the seed is silent,
-// and FUNC_COMPAT=faas-js-runtime, which follows faas-js-runtime where the seed rules otherwise.
+// Moving from faas-js-runtime: the gaps funcrun's own behaviour closes where the function contract
+// is silent, and faas-js-runtime compatibility (funcrun entered under faas-js-runtime's name, or
+// FUNC_COMPAT=faas-js-runtime), which follows faas-js-runtime where the contract rules otherwise.
 // The CloudEvents SDK is the event client, as a function's own tests would use it.
-const { describe, it } = require('node:test');
+const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { CloudEvent, HTTP } = require('cloudevents');
-const { serve, request, project, runServing } = require('./helpers');
+const { serve, request, project, run, runServing, freePort, waitUntilListening } = require('./helpers');
 const { start } = require('../lib/index.js');
 
 const binary = (event) => {
@@ -20,7 +21,7 @@ const structured = (event) => {
 };
 const order = new CloudEvent({ source: '/shop', type: 'order.placed', data: { lunch: 'tacos' } });
 
-describe('funcrun by default, where the seed is silent: as faas-js-runtime', () => {
+describe('funcrun by default, where the function contract is silent: as faas-js-runtime', () => {
   it('a liveness or readiness check answers with the text it returns', async () => {
     const liveness = () => 'I am alive';
     liveness.path = '/alive';
@@ -118,7 +119,7 @@ describe('funcrun by default, where the seed is silent: as faas-js-runtime', () 
     }
   });
 
-  it('the seed still rules where it speaks: the data is the second argument, numbers and headers alone give 204', async () => {
+  it('the function contract still rules where it speaks: the data is the second argument, numbers and headers alone give 204', async () => {
     const server = await serve({
       routes: {
         'POST /event': (ctx, data) => ({ data, event: ctx.cloudevent instanceof CloudEvent }),
@@ -297,7 +298,7 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
   });
 });
 
-describe('red team on the compatibility work', () => {
+describe('compatibility under hostile input', () => {
   it('rawBody is made once per request: a 1 MB batch with includeRaw stays linear', async () => {
     const server = await serve(() => undefined, { includeRaw: true, bodyLimit: '2mb' });
     try {
@@ -371,5 +372,93 @@ module.exports = { handle: (ctx, data) => ({ data, mine: ctx.cloudevent instance
       proc.child.kill('SIGTERM');
       await proc.exited;
     }
+  });
+});
+
+describe('funcrun entered as faas-js-runtime follows faas-js-runtime', () => {
+  const ROOT = path.join(__dirname, '..');
+  const made = [];
+  after(() => made.forEach((app) => fs.rmSync(app, { recursive: true, force: true })));
+  // A copy of the package as the one-line move installs it: node_modules/faas-js-runtime (its
+  // package.json and lib/), in a folder inside the checkout so that its own dependencies resolve.
+  function installedAs(name) {
+    fs.mkdirSync(path.join(ROOT, '.tmp'), { recursive: true });
+    const app = fs.mkdtempSync(path.join(ROOT, '.tmp', 'moved-'));
+    made.push(app);
+    const pkg = path.join(app, 'node_modules', name);
+    fs.mkdirSync(path.join(pkg, 'lib'), { recursive: true });
+    fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(pkg, 'package.json'));
+    for (const file of fs.readdirSync(path.join(ROOT, 'lib')).filter((f) => f.endsWith('.js'))) fs.copyFileSync(path.join(ROOT, 'lib', file), path.join(pkg, 'lib', file));
+    fs.mkdirSync(path.join(app, 'node_modules', '.bin'));
+    fs.symlinkSync(`../${name}/lib/serve.js`, path.join(app, 'node_modules', '.bin', 'faas-js-runtime'));
+    fs.symlinkSync(`../${name}/lib/cli.js`, path.join(app, 'node_modules', '.bin', 'funcrun'));
+    // A CloudEvents function written for faas-js-runtime: the event is the second argument.
+    fs.writeFileSync(
+      path.join(app, 'index.js'),
+      `module.exports = { handle: (context, event) => { context.log.info('handled'); return { type: event?.type ?? null, data: event?.data ?? null }; } };`,
+    );
+    return app;
+  }
+  let moved;
+  const app = () => (moved ??= installedAs('faas-js-runtime'));
+
+  /** Runs `script` (a path) with args in the moved app, killed when the test ends; waits for its port. */
+  async function runApp(t, script, args, env = {}) {
+    const port = await freePort();
+    const proc = run([...args], { script, cwd: app(), env: { PORT: String(port), FUNC_HOST: '127.0.0.1', ...env } });
+    t.after(() => proc.child.kill('SIGKILL'));
+    await waitUntilListening(port, proc);
+    return { ...proc, url: `http://127.0.0.1:${port}` };
+  }
+
+  const stopped = async (proc) => {
+    proc.child.kill('SIGTERM');
+    return proc.exited;
+  };
+
+  it("its faas-js-runtime command (npm start's): the whole event, faas-js-runtime's log level, one warning at start", async (t) => {
+    const proc = await runApp(t, path.join(app(), 'node_modules', '.bin', 'faas-js-runtime'), ['./index.js']);
+    assert.deepEqual((await request(proc.url, binary(order))).json, { type: 'order.placed', data: { lunch: 'tacos' } });
+    await stopped(proc);
+    const lines = proc.lines();
+    const notices = lines.filter((l) => l.compat === 'faas-js-runtime');
+    assert.equal(notices.length, 1, proc.out.stdout);
+    assert.equal(notices[0].level, 40);
+    assert.match(notices[0].msg, /^faas-js-runtime compatibility: .*FUNC_COMPAT=none for funcrun's own behaviour$/);
+    // faas-js-runtime's default level is warn: the function's info line is dropped, as there.
+    assert.ok(!lines.some((l) => l.msg === 'handled'), proc.out.stdout);
+  });
+
+  it('require("faas-js-runtime") in a test: start() follows faas-js-runtime too', async (t) => {
+    const script = path.join(app(), 'start.js');
+    fs.writeFileSync(script, "require('faas-js-runtime').start(require('./index.js'), { logLevel: 'info' });");
+    const proc = await runApp(t, script, []);
+    assert.deepEqual((await request(proc.url, binary(order))).json, { type: 'order.placed', data: { lunch: 'tacos' } });
+    // With faas-js-runtime's access line, as fastify logs one at info.
+    await proc.waitFor((l) => l.msg === 'request completed' && l.statusCode === 200, 'the access line');
+  });
+
+  it('the funcrun command of the package installed as faas-js-runtime (the image) follows it as well', async (t) => {
+    const proc = await runApp(t, path.join(app(), 'node_modules', '.bin', 'funcrun'), ['serve', '.']);
+    assert.deepEqual((await request(proc.url, binary(order))).json, { type: 'order.placed', data: { lunch: 'tacos' } });
+    await stopped(proc);
+  });
+
+  it('FUNC_COMPAT=none chooses funcrun\'s own behaviour: the data is the second argument, no warning', async (t) => {
+    const proc = await runApp(t, path.join(app(), 'node_modules', '.bin', 'faas-js-runtime'), ['./index.js'], { FUNC_COMPAT: 'none' });
+    assert.deepEqual((await request(proc.url, binary(order))).json, { type: null, data: null });
+    await stopped(proc);
+    assert.ok(!proc.lines().some((l) => l.compat !== undefined), proc.out.stdout);
+    assert.ok(proc.lines().some((l) => l.msg === 'handled'), 'the default level is info');
+  });
+
+  it('installed as funcrun, only the faas-js-runtime command turns it on', async (t) => {
+    const asFuncrun = installedAs('funcrun');
+    const funcrun = await runApp(t, path.join(asFuncrun, 'node_modules', '.bin', 'funcrun'), ['serve', asFuncrun]);
+    assert.deepEqual((await request(funcrun.url, binary(order))).json, { type: null, data: null });
+    await stopped(funcrun);
+    const faas = await runApp(t, path.join(asFuncrun, 'node_modules', '.bin', 'faas-js-runtime'), [path.join(asFuncrun, 'index.js')]);
+    assert.deepEqual((await request(faas.url, binary(order))).json, { type: 'order.placed', data: { lunch: 'tacos' } });
+    await stopped(faas);
   });
 });

@@ -71,15 +71,15 @@ function freePort() {
 }
 
 /**
- * Runs `node [...execArgv] lib/serve.js ...args` as a user would. `env` is added to a clean copy of the
+ * Runs `node [...execArgv] lib/serve.js ...args` (or `script` in its place) as a user would. `env` is added to a clean copy of the
  * environment (without the FUNC_ and probe variables of the one running the specs).
  * Returns the child, its output so far, and `exited` (resolves { code, signal }).
  */
-function run(args, { env = {}, cwd, execArgv = [] } = {}) {
+function run(args, { env = {}, cwd, execArgv = [], script = SERVE } = {}) {
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)),
   );
-  const child = spawn(process.execPath, [...execArgv, SERVE, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...execArgv, script, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (c) => (out.stdout += c));
   child.stderr.on('data', (c) => (out.stderr += c));

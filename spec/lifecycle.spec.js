@@ -88,17 +88,26 @@ describe('lifecycle', () => {
     });
   }
 
-  it('a request still running at the end of the grace period is cut, and the process exits 0', async () => {
+  it('a request still running at the end of the grace period is cut and logged with its reqId, method and path; shutdown() runs; exit code 3', async () => {
     const folder = project({
-      'index.js': `module.exports = { handle: () => new Promise(() => { console.log(JSON.stringify({ msg: 'hanging' })); }), shutdown() { console.log(JSON.stringify({ msg: 'shutdown ran' })); } };`,
+      'index.js': `module.exports = { handle: (ctx) => ctx.path === '/quick' ? undefined : new Promise(() => { console.log(JSON.stringify({ msg: 'hanging' })); }), shutdown() { console.log(JSON.stringify({ msg: 'shutdown ran' })); } };`,
     });
     const proc = await runServing([folder, '--grace-period', '300ms']);
-    const hanging = request(proc.url).catch((err) => err);
+    const hanging = request(proc.url + '/orders?token=secret', { method: 'PUT', body: '{}', headers: { 'content-type': 'application/json' } }).catch((err) => err);
     await proc.waitFor((l) => l.msg === 'hanging');
+    assert.equal((await request(proc.url + '/quick')).status, 204);
     proc.child.kill('SIGTERM');
-    assert.equal((await proc.exited).code, 0);
+    assert.equal((await proc.exited).code, 3);
     assert.ok(proc.lines().some((l) => l.msg === 'shutdown ran'));
     assert.ok((await hanging) instanceof Error);
+    const cut = proc.lines().filter((l) => /^request cut at the end of the grace period/.test(l.msg));
+    // Only the request still running: the quick one was answered.
+    assert.equal(cut.length, 1, proc.out.stdout);
+    assert.equal(cut[0].reqId, 1);
+    assert.equal(cut[0].method, 'PUT');
+    assert.equal(cut[0].path, '/orders');
+    assert.doesNotMatch(proc.out.stdout, /secret/);
+    assert.ok(proc.lines().some((l) => l.level === 40 && /drain was incomplete/.test(l.msg) && l.cut === 1), proc.out.stdout);
   });
 
   it('an uncaught exception is logged as fatal with its stack, shutdown() runs, exit code 1', async () => {
@@ -140,7 +149,7 @@ describe('lifecycle', () => {
     assert.ok(proc.lines().some((l) => l.level === 50 && l.err?.message === 'could not flush'));
   });
 
-  it('a second signal while draining exits at once with 1', async () => {
+  it('a second signal while draining exits at once with 3, the drain incomplete', async () => {
     const folder = project({
       'index.js': "module.exports = () => new Promise(() => console.log(JSON.stringify({ msg: 'hanging' })));",
     });
@@ -150,7 +159,7 @@ describe('lifecycle', () => {
     proc.child.kill('SIGTERM');
     await proc.waitFor((l) => l.msg.startsWith('SIGTERM'));
     proc.child.kill('SIGINT');
-    assert.equal((await proc.exited).code, 1);
+    assert.equal((await proc.exited).code, 3);
   });
 
   it('a handler that throws never stops the process', async () => {

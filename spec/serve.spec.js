@@ -71,7 +71,7 @@ describe('loading a function', () => {
   const failures = {
     'a module without a handler': [{ 'index.js': 'module.exports = { nothing: 1 };' }, /index\.js: expected a handler/],
     'an ESM module without a handler': [{ 'index.mjs': 'export const x = 1;', 'package.json': '{"main":"index.mjs"}' }, /index\.mjs: expected a handler/],
-    'a module with a syntax error': [{ 'index.js': 'module.exports = () => {' }, /index\.js: failed to load/],
+    'a module with a syntax error': [{ 'index.js': 'module.exports = () => {' }, /index\.js:1:\d+: SyntaxError: Unexpected end of input/],
     'a module that throws when loaded': [{ 'index.js': "throw new Error('top-level boom');" }, /index\.js: failed to load: top-level boom/],
     'a folder without index.js': [{ 'other.js': '' }, /expected index\.js, or "main" in package\.json/],
     'a handle that is not a function': [{ 'index.js': 'module.exports = { handle: 5, routes: {} };' }, /'handle' must be a function/],
@@ -261,7 +261,7 @@ globalThis.atLoad = process.env.FROM_YAML ?? null;`;
   const malformed = {
     'broken YAML': ['name: x\nrun:\n  envs: [unclosed\n', /func\.yaml:4: Flow sequence/],
     'envs that are not a list': ['run:\n  envs: FOO=bar\n', /func\.yaml:2: run\.envs must be a list/],
-    'an env without a name': ['run:\n  envs:\n    - value: x\n', /func\.yaml:3: each run\.envs entry needs a name/],
+    'an env without a name whose value imports nothing': ['run:\n  envs:\n    - value: x\n', /func\.yaml:3: a run\.envs entry without a name imports every key of a secret or config map/],
     'a probe path without a leading slash': ['deploy:\n  healthEndpoints:\n    liveness: alive\n', /func\.yaml:3: deploy\.healthEndpoints\.liveness must be a path/],
     'a duplicated key': ['name: a\nname: b\n', /func\.yaml:2: /],
   };

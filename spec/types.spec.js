@@ -17,6 +17,26 @@ function compile(file) {
   return { code: result.status, output: result.stdout + result.stderr };
 }
 
+/**
+ * The errors tsc reports in a fixture, by line, beside the lines marked `// error` (optionally
+ * `// error TSnnnn`, the code that line must fail with).
+ */
+function errorsOf(fixture) {
+  const { code, output } = compile(`spec/types/${fixture}`);
+  const reported = new Map();
+  for (const [, line, tsCode] of output.matchAll(new RegExp(`${fixture.replace('.', '\\.')}\\((\\d+),\\d+\\): error (TS\\d+)`, 'g'))) {
+    reported.set(Number(line), [...(reported.get(Number(line)) ?? []), tsCode]);
+  }
+  const marked = new Map();
+  fs.readFileSync(path.join(__dirname, 'types', fixture), 'utf8')
+    .split('\n')
+    .forEach((text, i) => {
+      const mark = /\/\/ error( TS\d+)?/.exec(text);
+      if (mark) marked.set(i + 1, mark[1]?.trim());
+    });
+  return { code, output, reported, marked };
+}
+
 describe('exported types', () => {
   // The fixtures import 'funcrun' by name, which resolves to this package (its "exports" field)
   // and its built declarations: what a function project gets.
@@ -25,12 +45,23 @@ describe('exported types', () => {
     assert.equal(code, 0, output);
   });
 
-  it('each mistake in a wrongly typed function is reported', () => {
-    const { code, output } = compile('spec/types/wrong-function.ts');
-    assert.notEqual(code, 0);
-    const lines = fs.readFileSync(path.join(__dirname, 'types', 'wrong-function.ts'), 'utf8').split('\n');
-    const marked = lines.map((line, i) => (line.includes('// error') ? i + 1 : 0)).filter(Boolean);
-    const reported = new Set([...output.matchAll(/wrong-function\.ts\((\d+),\d+\): error/g)].map((m) => Number(m[1])));
-    assert.deepEqual(marked.filter((line) => !reported.has(line)), [], output);
+  it('what a handler may return, typed event functions and the Knative templates\' handlers compile against them', () => {
+    const { code, output } = compile('spec/types/correct-forms.ts');
+    assert.equal(code, 0, output);
   });
+
+  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts']) {
+    it(`each mistake in ${fixture} is one error on its own line, with the code it is marked with`, () => {
+      const { code, output, reported, marked } = errorsOf(fixture);
+      assert.notEqual(code, 0);
+      assert.ok(marked.size > 0);
+      const inFixture = [...reported.values()].flat().length;
+      assert.equal(output.match(/: error TS\d+/g).length, inFixture, `errors outside ${fixture}:\n${output}`);
+      for (const line of reported.keys()) assert.ok(marked.has(line), `line ${line} is not marked but fails:\n${output}`);
+      for (const [line, expected] of marked) {
+        assert.equal(reported.get(line)?.length, 1, `line ${line} should fail once:\n${output}`);
+        if (expected !== undefined) assert.equal(reported.get(line)[0], expected, `line ${line}:\n${output}`);
+      }
+    });
+  }
 });

@@ -13,7 +13,7 @@ const CLI = path.join(__dirname, '..', 'lib', 'cli.js');
 const SERVE = path.join(__dirname, '..', 'lib', 'serve.js');
 const strips = Boolean(process.features.typescript);
 
-// The seed's TypeScript layout, ESM as `funcrun create` writes it: main names the build output.
+// The function contract's TypeScript layout, ESM as `funcrun create` writes it: main names the build output.
 function tsProject(answer, extra = {}) {
   return project({
     'package.json': JSON.stringify({ name: 'ts-fn', type: 'module', main: 'build/src/index.js' }),
@@ -140,7 +140,7 @@ describe('TypeScript without a build step', { skip: !strips && 'this node does n
     const { code, line } = await failedStart([dir]);
     assert.equal(code, 1);
     assert.equal(line.level, 60);
-    assert.match(line.msg, /src\/index\.ts: failed to load: .*(enum|TypeScript)/i);
+    assert.match(line.msg, /src\/index\.ts:1:1: SyntaxError: .*enum/i);
   });
 });
 
@@ -164,4 +164,13 @@ describe('where node cannot strip types', () => {
   it('a built project still runs its build', async () => {
     await serving([tsProject('x', BUILT)], async ({ url }) => assert.deepEqual(await answer(url), { from: 'build' }), { execArgv });
   });
+
+  // Knative's TypeScript templates name no "main": `npm start` serves ./build/index.js.
+  for (const built of ['build/index.js', 'build/src/index.js']) {
+    it(`a project without "main" runs ${built}, where its tsc put the build`, async () => {
+      const dir = tsProject('x', { [built]: 'exports.handle = () => ({ from: "build" });\n' });
+      fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'ts-fn' }));
+      await serving([dir], async ({ url }) => assert.deepEqual(await answer(url), { from: 'build' }), { execArgv });
+    });
+  }
 });

@@ -15,7 +15,7 @@ for (const name of Object.keys(modules)) {
   const reexport = `module.exports = require('./runtime.js').modules[${JSON.stringify(name)}];\n${annotation}`;
   const text =
     name === 'serve'
-      ? `#!/usr/bin/env node\n'use strict';\n// Run as a program, the compiled code is kept for the next start (compile-cache.ts).\nif (require.main === module) require('./compile-cache.js');\n${reexport}if (require.main === module) void module.exports.serve(process.argv.slice(2));\n`
+      ? `#!/usr/bin/env node\n'use strict';\n// Run as a program, the compiled code is kept for the next start (compile-cache.ts).\nif (require.main === module) require('./compile-cache.js');\n${reexport}// argv[1] is the command as it was typed (a faas-js-runtime link stays that name).\nif (require.main === module) void module.exports.serve(process.argv.slice(2), process.argv[1]);\n`
       : `'use strict';\n// Generated: this module lives in lib/runtime.js (see lib/runtime.ts).\n${reexport}`;
   fs.writeFileSync(file, text);
 }

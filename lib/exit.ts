@@ -1,0 +1,21 @@
+// The exit codes of every funcrun command, one rule for all (the README lists them).
+export const EXIT = Object.freeze({
+  /** Done; or stopped by a signal once every request was answered. */
+  OK: 0,
+  /** The work failed: the function did not start, a fault crashed it, shutdown() failed, `invoke` got an error. */
+  FAILED: 1,
+  /** Bad use of the command line (an unknown command or flag, a value refused); nothing was done. */
+  USAGE: 2,
+  /** Stopped, but the drain was incomplete: requests cut at the end of the grace period, or waitUntil work left running. */
+  INCOMPLETE_DRAIN: 3,
+});
+
+/** The Node.js lines funcrun supports: LTS lines still maintained. */
+export const SUPPORTED_NODE = '22 and 24';
+
+/** A warning when this node is older than the oldest supported line, else undefined. */
+export function unsupportedNode(version: string = process.versions.node): string | undefined {
+  const major = Number(version.split('.')[0]);
+  if (major >= 22) return undefined;
+  return `Node.js ${version} is not supported: funcrun runs on Node.js ${SUPPORTED_NODE} (older lines are past their end of life), and may fail here`;
+}

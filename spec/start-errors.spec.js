@@ -1,0 +1,129 @@
+'use strict';
+// A function that does not start says why in words: where a syntax error is, what a module
+// exported instead of a handler, which file an import meant, which option was meant, which
+// port to use instead. JSON lines on stderr by default; readable text with --pretty (or on a
+// terminal).
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const path = require('node:path');
+const { project, run, runServing } = require('./helpers');
+const { canRunTypeScript } = require('../lib/loader.js');
+const { unsupportedNode } = require('../lib/exit.js');
+
+/** Runs serve on `files`; resolves { code, json (the stderr line parsed), text (with --pretty) }. */
+async function failToStart(files, args = []) {
+  const folder = project(files);
+  const asJson = run([folder, '--port', '0', ...args]);
+  const asText = run([folder, '--port', '0', '--pretty', ...args]);
+  const [json, text] = [await asJson.exited, await asText.exited];
+  const lines = asJson.out.stderr.trim().split('\n');
+  assert.equal(lines.length, 1, `one JSON line: ${asJson.out.stderr}`);
+  assert.equal(json.code, text.code);
+  return { code: json.code, json: JSON.parse(lines[0]), text: asText.out.stderr, folder };
+}
+
+describe('a syntax error is reported at its file, line and column', () => {
+  const broken = '\nmodule.exports = function handle() {\n  return { a: 1 b: 2 };\n};\n';
+  it('CommonJS: file, line and column in the JSON line, and the line with a caret in the text', async () => {
+    const { code, json, text } = await failToStart({ 'index.js': broken });
+    assert.equal(code, 1);
+    assert.equal(json.level, 60);
+    assert.match(json.msg, /index\.js:3:17: SyntaxError: Unexpected identifier 'b'$/);
+    assert.deepEqual([path.basename(json.file), json.line, json.column], ['index.js', 3, 17]);
+    assert.match(text, /^funcrun: .*index\.js:3:17: SyntaxError: Unexpected identifier 'b'\n/);
+    assert.match(text, /\n {4} {2}return \{ a: 1 b: 2 \};\n {4} {16}\^\n/);
+  });
+
+  it('ESM: the same, although node gives ESM syntax errors no place of their own', async () => {
+    const { code, json } = await failToStart({ 'index.mjs': broken.replace('module.exports =', 'export'), 'package.json': '{"main":"index.mjs"}' });
+    assert.equal(code, 1);
+    assert.match(json.msg, /index\.mjs:3:17: SyntaxError/);
+  });
+
+  it('in a module the function requires: that module is named', async () => {
+    const { json } = await failToStart({ 'index.js': "module.exports = require('./lib/helper.js');", 'lib/helper.js': broken });
+    assert.match(json.msg, /lib\/helper\.js:3:17: SyntaxError/);
+  });
+
+  it('TypeScript run from its source: file, line and column', { skip: !canRunTypeScript() && 'this node cannot strip types' }, async () => {
+    const { json } = await failToStart({ 'src/index.ts': 'export function handle(x: number) {\n  return { a: 1 b: 2 };\n}\n', 'package.json': '{"type":"module"}' });
+    assert.match(json.msg, /src\/index\.ts:2:17: SyntaxError/);
+  });
+});
+
+describe('a module without a handler says what it exported instead', () => {
+  const cases = {
+    'a handler export is suggested as handle': [{ 'index.js': 'module.exports = { handler() {}, port: 8080 };' }, /found handler \(a function\), port \(a number\): did you mean handle\? Rename handler to handle$/],
+    'a misspelled handle is suggested as handle': [{ 'index.js': 'module.exports = { hadle() {} };' }, /found hadle \(a function\): did you mean handle\? Rename hadle to handle$/],
+    'an ESM default export without handle': [{ 'index.mjs': 'export default { handleRequest() {} };', 'package.json': '{"main":"index.mjs"}' }, /found a default export with handleRequest \(a function\): did you mean handle\?/],
+    'a string exported': [{ 'index.js': "module.exports = 'handle';" }, /it exports a string \('handle'\)$/],
+    'nothing exported': [{ 'index.js': 'const handle = () => 1;' }, /it exports nothing: module\.exports = \{ handle \}/],
+    'handle that is a string': [{ 'index.js': "module.exports = { handle: 'yes' };" }, /handle is a string \('yes'\): it must be a function$/],
+    'handle that is not a function beside routes': [{ 'index.js': 'module.exports = { handle: 5, routes: {} };' }, /'handle' must be a function, found a number \(5\)/],
+  };
+  for (const [name, [files, message]] of Object.entries(cases)) {
+    it(name, async () => {
+      const { code, json, text } = await failToStart(files);
+      assert.equal(code, 1);
+      assert.match(json.msg, message);
+      assert.match(text, /^funcrun: /);
+    });
+  }
+
+  it('an export one typo away from a part of the function (livness) is a warning at start', async (t) => {
+    const proc = await runServing([project({ 'index.js': 'module.exports = { handle: () => "ok", livness: () => true };' })]);
+    t.after(() => proc.child.kill('SIGKILL'));
+    const warning = await proc.waitFor((l) => l.level === 40 && /livness/.test(l.msg));
+    assert.match(warning.msg, /'livness' is exported, but funcrun reads 'liveness': did you mean liveness\?/);
+  });
+});
+
+describe('an import of ./x.js where only ./x.ts exists names the .ts file', () => {
+  it('TypeScript source importing a sibling by its .js name', { skip: !canRunTypeScript() && 'this node cannot strip types' }, async () => {
+    const { code, json, text } = await failToStart({
+      'package.json': '{"type":"module"}',
+      'src/index.ts': "import { shout } from './shout.js';\nexport const handle = () => shout('hi');\n",
+      'src/shout.ts': 'export const shout = (s: string): string => s.toUpperCase();\n',
+    });
+    assert.equal(code, 1);
+    assert.match(json.hint, /^import '\.\/shout\.ts', not '\.\/shout\.js'/);
+    assert.match(text, /\n {2}import '\.\/shout\.ts', not '\.\/shout\.js'/);
+    // The resolver's stack is node's own: it says nothing the message does not.
+    assert.doesNotMatch(text, /node:internal/);
+  });
+});
+
+describe('the command line and the machine', () => {
+  it('an unknown option names the nearest one and --help, exit code 2', async () => {
+    const { code, json, text } = await failToStart({ 'index.js': 'module.exports = () => 1;' }, ['--prot', '8081']);
+    assert.equal(code, 2);
+    assert.equal(json.msg, "unknown option '--prot': did you mean --port? (funcrun serve --help lists the options)");
+    assert.equal(text, "funcrun: unknown option '--prot': did you mean --port? (funcrun serve --help lists the options)\n");
+  });
+
+  it('a port in use suggests PORT and --port', async (t) => {
+    const busy = net.createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => busy.once('listening', resolve));
+    t.after(() => busy.close());
+    const { port } = busy.address();
+    const folder = project({ 'index.js': 'module.exports = () => 1;' });
+    const proc = run([folder, '--port', String(port), '--host', '127.0.0.1']);
+    assert.equal((await proc.exited).code, 1);
+    const line = JSON.parse(proc.out.stderr);
+    assert.equal(line.msg, `port ${port} is already in use`);
+    assert.equal(line.hint, `serve on another port: PORT=${port + 1} (or --port ${port + 1})`);
+  });
+
+  it('a node older than 22 gets one warning, and the function still starts', async (t) => {
+    const folder = project({ 'index.js': 'module.exports = () => "old";', 'old-node.js': "Object.defineProperty(process, 'versions', { value: { ...process.versions, node: '20.19.0' } });" });
+    const proc = await runServing([folder], { execArgv: ['--require', path.join(folder, 'old-node.js')] });
+    t.after(() => proc.child.kill('SIGKILL'));
+    const warnings = proc.out.stderr.trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(warnings.length, 1, proc.out.stderr);
+    assert.equal(warnings[0].level, 40);
+    assert.match(warnings[0].msg, /^Node\.js 20\.19\.0 is not supported: funcrun runs on Node\.js 22 and 24/);
+    assert.equal(unsupportedNode('22.0.0'), undefined);
+    assert.equal(unsupportedNode('24.11.1'), undefined);
+  });
+});
