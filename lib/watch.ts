@@ -7,7 +7,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
+import { EXIT } from './exit';
+import { canRunTypeScript } from './loader';
 import { flagOptions } from './settings';
+
+const SERVE = join(__dirname, 'serve.js');
 
 /** Saves this close together are one restart: an editor's "save all", a git checkout. */
 const SETTLE_MS = 150;
@@ -15,6 +19,12 @@ const SETTLE_MS = 150;
 /** Serves the function named by `args` (serve's command line, without --watch) until a signal. */
 export async function watchAndServe(args: string[]): Promise<void> {
   const folder = watchedFolder(args);
+  if (folder === undefined) {
+    // A command line serve refuses, or a path that is not there: serve says why, as without
+    // --watch, and its exit code is funcrun's.
+    spawn(process.execPath, [SERVE, ...args], { stdio: 'inherit' }).once('exit', (code) => process.exit(code ?? EXIT.FAILED));
+    return;
+  }
   // Never watched, so that an npm install or a build is not a storm of restarts.
   const build = buildOutput(folder);
   const isIgnored = (path: string) => {
@@ -31,10 +41,12 @@ export async function watchAndServe(args: string[]): Promise<void> {
   const run = () => {
     replacing = false;
     // A TypeScript project runs from its source, so an edit needs no tsc (where node strips types).
-    const started = spawn(process.execPath, [join(__dirname, 'serve.js'), ...args, '--from-source'], { stdio: 'inherit' });
+    const started = spawn(process.execPath, [SERVE, ...args, '--from-source'], { stdio: 'inherit' });
     child = started;
     started.once('exit', (code, signal) => {
       if (exiting) return;
+      // A flag's value serve refuses (it has said which): no save can fix the command line.
+      if (code === EXIT.USAGE) process.exit(EXIT.USAGE);
       if (replacing) return run();
       child = undefined;
       process.stderr.write(`funcrun: the function stopped (${code !== null ? `exit code ${code}` : signal}); the next save starts it again\n`);
@@ -66,7 +78,8 @@ export async function watchAndServe(args: string[]): Promise<void> {
   const { watch } = await import('chokidar');
   const watcher = watch(folder, { ignoreInitial: true, ignored: isIgnored });
   watcher.on('all', (event, path) => {
-    if (exiting || (event !== 'add' && event !== 'change' && event !== 'unlink')) return;
+    // An empty folder made changes nothing; one removed takes its files with it.
+    if (exiting || !['add', 'change', 'unlink', 'unlinkDir'].includes(event)) return;
     const name = relative(folder, path);
     // A file that came and went meanwhile (an editor's temp file, renamed over the original) changed nothing.
     if (event === 'unlink' && changed.get(name) === 'added') changed.delete(name);
@@ -82,32 +95,39 @@ export async function watchAndServe(args: string[]): Promise<void> {
   run();
 }
 
-/** The function's folder: the path serve is given, or the folder of the file it is given. */
-function watchedFolder(args: string[]): string {
-  const { positionals } = parseArgs({ args, options: { ...flagOptions(), 'from-source': { type: 'boolean' } }, allowPositionals: true, strict: false });
-  const target = resolve(positionals[0] ?? '.');
-  let isFolder: boolean;
+/**
+ * The function's folder: the path serve is given, or the folder of the file it is given;
+ * undefined when serve would refuse the command line or find no such path.
+ */
+function watchedFolder(args: string[]): string | undefined {
+  let positionals: string[];
   try {
-    isFolder = statSync(target).isDirectory();
+    ({ positionals } = parseArgs({ args, options: { ...flagOptions(), 'from-source': { type: 'boolean' } }, allowPositionals: true, strict: true }));
   } catch {
-    throw new Error(`${target}: no such file or folder`);
+    return undefined;
   }
-  return isFolder ? target : dirname(target);
+  const target = resolve(positionals[0] ?? '.');
+  try {
+    return statSync(target).isDirectory() ? target : dirname(target);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
- * A TypeScript project's build output, the top folder of its "main" (build/src/index.js: build),
- * which --watch does not run: a build must not restart the function.
+ * A TypeScript project's build output, which --watch does not run where node strips types (it
+ * runs src/index.ts), so a build must not restart the function: the top folder of its "main"
+ * (build/src/index.js: build), or build, where its build goes without one (loader.ts).
  */
 function buildOutput(folder: string): string | undefined {
-  if (!existsSync(join(folder, 'src', 'index.ts'))) return undefined;
+  if (!existsSync(join(folder, 'src', 'index.ts')) || !canRunTypeScript()) return undefined;
   let main: unknown;
   try {
     main = (JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { main?: unknown }).main;
   } catch {
-    return undefined;
+    // No package.json, or one serve reports.
   }
-  if (typeof main !== 'string') return undefined;
+  if (typeof main !== 'string' || main === '') return 'build';
   const [top, ...below] = normalize(main).split(sep);
   return below.length > 0 && top !== '.' && top !== '..' && top !== 'src' ? top : undefined;
 }

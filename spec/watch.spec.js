@@ -3,29 +3,47 @@
 // git checkout, moved in, deleted and created again, in a new folder), and however many times,
 // the next request is answered by the new code; a broken save is survived; requests in flight
 // finish first; node_modules, .git and the build output are not watched.
-const { describe, it } = require('node:test');
+const { after, describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { project, freePort } = require('./helpers');
+const helpers = require('./helpers');
 
 const CLI = path.join(__dirname, '..', 'lib', 'cli.js');
 const PATIENCE_MS = 20_000;
 const strips = Boolean(process.features.typescript);
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Every folder a test makes, removed once the file's tests are done (and their processes killed).
+const made = [];
+after(() => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+/** A fresh function folder holding `files` ({ relative path: content }). */
+const project = (files) => {
+  const dir = helpers.project(files);
+  made.push(dir);
+  return dir;
+};
+/** A fresh folder outside the function, where files are made before they are moved in. */
+const elsewhere = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-elsewhere-'));
+  made.push(dir);
+  return dir;
+};
 const answering = (text) => `module.exports = () => ${JSON.stringify(text)};\n`;
 
 /**
  * Runs `funcrun serve <dir> --watch` on a free port (PORT, FUNC_HOST) until the test ends. The
  * process group is killed after the test, whatever happened.
  */
-async function watching(t, dir, { execArgv = [], watch = true } = {}) {
-  const port = await freePort();
+async function watching(t, dir, { execArgv = [], watch = true, flags = [] } = {}) {
+  const port = await helpers.freePort();
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)));
-  const child = spawn(process.execPath, [...execArgv, CLI, 'serve', dir, ...(watch ? ['--watch'] : [])], {
+  const child = spawn(process.execPath, [...execArgv, CLI, 'serve', dir, ...(watch ? ['--watch'] : []), ...flags], {
     env: { ...env, PORT: String(port), FUNC_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
@@ -118,12 +136,12 @@ describe('funcrun serve --watch sees every save, each style twice in a row', () 
 
   it('a file moved in from another folder', async (t) => {
     const dir = project({ 'index.js': answering('v1') });
-    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-elsewhere-'));
+    const outside = elsewhere();
     const proc = await watching(t, dir);
     await proc.answers('v1');
     for (const version of ['v2', 'v3', 'v4']) {
-      fs.writeFileSync(path.join(elsewhere, 'index.js'), answering(version));
-      fs.renameSync(path.join(elsewhere, 'index.js'), path.join(dir, 'index.js'));
+      fs.writeFileSync(path.join(outside, 'index.js'), answering(version));
+      fs.renameSync(path.join(outside, 'index.js'), path.join(dir, 'index.js'));
       await proc.answers(version);
     }
   });
@@ -163,14 +181,14 @@ describe('funcrun serve --watch sees every save, each style twice in a row', () 
 
   it('a new folder moved in whole, then replaced by another, its file saved after each', async (t) => {
     const dir = project({ 'index.js': answering('v1') });
-    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-elsewhere-'));
+    const outside = elsewhere();
     const helper = path.join(dir, 'lib', 'helper.js');
     /** A lib folder made outside the function, then renamed into it (replacing the one there). */
     const moveIn = (text, n) => {
-      fs.mkdirSync(path.join(elsewhere, `lib${n}`));
-      fs.writeFileSync(path.join(elsewhere, `lib${n}`, 'helper.js'), answering(text));
-      if (fs.existsSync(path.join(dir, 'lib'))) fs.renameSync(path.join(dir, 'lib'), path.join(elsewhere, `old${n}`));
-      fs.renameSync(path.join(elsewhere, `lib${n}`), path.join(dir, 'lib'));
+      fs.mkdirSync(path.join(outside, `lib${n}`));
+      fs.writeFileSync(path.join(outside, `lib${n}`, 'helper.js'), answering(text));
+      if (fs.existsSync(path.join(dir, 'lib'))) fs.renameSync(path.join(dir, 'lib'), path.join(outside, `old${n}`));
+      fs.renameSync(path.join(outside, `lib${n}`), path.join(dir, 'lib'));
     };
     const proc = await watching(t, dir);
     await proc.answers('v1');
@@ -186,6 +204,41 @@ describe('funcrun serve --watch sees every save, each style twice in a row', () 
   });
 });
 
+describe('funcrun serve --watch sees every save in a folder deleted and made again at once', () => {
+  it('rm -rf lib, then lib made again with its file (as a build or a copy does), twice; then the file saved', async (t) => {
+    const dir = project({ 'index.js': 'module.exports = () => require("./lib/helper.js")();\n', 'lib/helper.js': answering('helper 1') });
+    const helper = path.join(dir, 'lib', 'helper.js');
+    const proc = await watching(t, dir);
+    await proc.answers('helper 1');
+    for (const version of ['helper 2', 'helper 3']) {
+      fs.rmSync(path.join(dir, 'lib'), { recursive: true });
+      fs.mkdirSync(path.join(dir, 'lib'));
+      fs.writeFileSync(helper, answering(version));
+      await proc.answers(version);
+    }
+    for (const version of ['helper 4', 'helper 5']) {
+      fs.writeFileSync(helper, answering(version));
+      await proc.answers(version);
+    }
+  });
+
+  it('lib moved out of the function and another made in its place, then its file saved', async (t) => {
+    const dir = project({ 'index.js': 'module.exports = () => require("./lib/helper.js")();\n', 'lib/helper.js': answering('helper 1') });
+    const outside = elsewhere();
+    const helper = path.join(dir, 'lib', 'helper.js');
+    const proc = await watching(t, dir);
+    await proc.answers('helper 1');
+    for (const [n, version] of ['helper 2', 'helper 3'].entries()) {
+      fs.renameSync(path.join(dir, 'lib'), path.join(outside, `old${n}`));
+      fs.mkdirSync(path.join(dir, 'lib'));
+      fs.writeFileSync(helper, answering(version));
+      await proc.answers(version);
+    }
+    fs.writeFileSync(helper, answering('helper 4'));
+    await proc.answers('helper 4');
+  });
+});
+
 describe('funcrun serve --watch through failures and reloads', () => {
   it('a save with a syntax error stops the function with its start error; the fixed save serves again', async (t) => {
     const dir = project({ 'index.js': answering('v1') });
@@ -196,7 +249,9 @@ describe('funcrun serve --watch through failures and reloads', () => {
       fs.writeFileSync(path.join(dir, '.index.js.tmp'), text);
       fs.renameSync(path.join(dir, '.index.js.tmp'), path.join(dir, 'index.js'));
     };
-    const startErrors = () => proc.out.stderr.split('\n').filter((l) => l.startsWith('{"level":60') && JSON.parse(l).msg.endsWith('index.js: failed to load: Unexpected end of input'));
+    // serve's start error, a JSON line on stderr (not a terminal) naming the file.
+    const startErrors = () =>
+      proc.out.stderr.split('\n').filter((l) => l.startsWith('{"level":60') && /SyntaxError: Unexpected end of input/.test(JSON.parse(l).msg) && JSON.parse(l).msg.includes(path.join(dir, 'index.js')));
     for (const [i, fixed] of ['v2', 'v3'].entries()) {
       save('module.exports = () => {\n');
       await proc.until(() => startErrors().length === i + 1, 'the start error');
@@ -289,31 +344,53 @@ module.exports = async (ctx) => {
     assert.equal(starts(proc).length, 2, proc.out.stderr + proc.out.stdout);
   });
 
-  it("a TypeScript project's build output is not watched: a build restarts nothing", { skip: !strips && 'this node does not strip types' }, async (t) => {
-    const dir = project({
-      'package.json': JSON.stringify({ name: 'ts-fn', type: 'module', main: 'build/src/index.js' }),
-      'src/index.ts': 'export const handle = (): string => "v1";\n',
+  for (const [layout, manifest, built] of [
+    ['with "main": build/src/index.js', { main: 'build/src/index.js' }, ['build', 'src', 'index.js']],
+    ['without "main" (its build in build/index.js)', {}, ['build', 'index.js']],
+  ]) {
+    it(`a TypeScript project's build output is not watched, ${layout}: a build restarts nothing`, { skip: !strips && 'this node does not strip types' }, async (t) => {
+      const dir = project({
+        'package.json': JSON.stringify({ name: 'ts-fn', type: 'module', ...manifest }),
+        'src/index.ts': 'export const handle = (): string => "v1";\n',
+      });
+      const proc = await watching(t, dir);
+      await proc.answers('v1');
+      fs.mkdirSync(path.join(dir, ...built.slice(0, -1)), { recursive: true });
+      fs.writeFileSync(path.join(dir, ...built), 'export const handle = () => "built";\n');
+      // Longer than the settling delay, so that a restart the build caused would be one of its own.
+      await sleep(1000);
+      fs.writeFileSync(path.join(dir, 'src', 'index.ts'), 'export const handle = (): string => "v2";\n');
+      await proc.answers('v2');
+      assert.deepEqual(proc.said(/changed, restarting$/), [`funcrun: ${path.join('src', 'index.ts')} changed, restarting`]);
+      assert.deepEqual(proc.said(/^funcrun: watching /), [`funcrun: watching ${dir} (not node_modules, .git or build)`]);
     });
-    const proc = await watching(t, dir);
-    await proc.answers('v1');
-    fs.mkdirSync(path.join(dir, 'build', 'src'), { recursive: true });
-    fs.writeFileSync(path.join(dir, 'build', 'src', 'index.js'), 'export const handle = () => "built";\n');
-    await sleep(1000);
-    fs.writeFileSync(path.join(dir, 'src', 'index.ts'), 'export const handle = (): string => "v2";\n');
-    await proc.answers('v2');
-    assert.deepEqual(proc.said(/changed, restarting$/), [`funcrun: ${path.join('src', 'index.ts')} changed, restarting`]);
-    assert.deepEqual(proc.said(/^funcrun: watching /), [`funcrun: watching ${dir} (not node_modules, .git or build)`]);
+  }
+
+  it('a command line serve refuses ends funcrun at once with its message and exit code 2, as without --watch', async (t) => {
+    const dir = project({ 'index.js': answering('v1') });
+    for (const [flags, message] of [
+      [['--prot', '8080'], /--prot.*did you mean --port/],
+      [['--grace-period', 'soon'], /grace/i],
+    ]) {
+      const proc = await watching(t, dir, { flags });
+      assert.deepEqual(await proc.exited, { code: 2, signal: null }, proc.out.stderr);
+      assert.match(proc.out.stderr, message);
+      assert.deepEqual(starts(proc), []);
+    }
   });
 
   it('the watcher (chokidar) is loaded with --watch only: a plain funcrun serve starts without it', { skip: typeof require('node:module').registerHooks !== 'function' && 'this node has no module.registerHooks' }, async (t) => {
+    // Says each file of chokidar's package that funcrun's process loads, however it is reached.
     const hooks = project({
-      'hook.js': "require('node:module').registerHooks({ resolve(specifier, context, next) { if (specifier === 'chokidar') process.stderr.write('resolving chokidar\\n'); return next(specifier, context); } });\n",
+      'hook.js': "require('node:module').registerHooks({ load(url, context, next) { if (url.includes('/node_modules/chokidar/')) process.stderr.write('loaded ' + url + '\\n'); return next(url, context); } });\n",
     });
     const dir = project({ 'index.js': answering('v1') });
     for (const watch of [false, true]) {
       const proc = await watching(t, dir, { execArgv: ['--require', path.join(hooks, 'hook.js')], watch });
       await proc.answers('v1');
-      assert.equal(proc.said(/^resolving chokidar$/).length, watch ? 1 : 0, `with${watch ? '' : 'out'} --watch: ${proc.out.stderr}`);
+      const loaded = proc.said(/^loaded .*\/node_modules\/chokidar\//);
+      if (watch) assert.ok(loaded.some((l) => l.endsWith('/node_modules/chokidar/index.js')), `the hook sees chokidar load with --watch: ${proc.out.stderr}`);
+      else assert.deepEqual(loaded, [], 'without --watch');
       proc.child.kill('SIGTERM');
       await proc.exited;
     }
