@@ -93,7 +93,7 @@ export function responseDefaults(name: string): ResponseDefaults {
   return { source: `/${name}`, type: 'dev.funcrun.response' };
 }
 
-/** The seed's response chain: `context.cloudEventResponse(data).type(t).source(s).response()`. */
+/** The function contract's response chain: `context.cloudEventResponse(data).type(t).source(s).response()`. */
 // `new Date().toISOString()` costs some 0.6 µs on Node 24, more than the rest of the answer
 // event: under load many answers share a millisecond, and so share its text.
 let isoMs = -1;
