@@ -1,8 +1,9 @@
 'use strict';
 // funcrun serve --watch, run as a user runs it: however a file is saved (in place, renamed over,
-// git checkout, moved in, deleted and created again, in a new folder), and however many times,
-// the next request is answered by the new code; a broken save is survived; requests in flight
-// finish first; node_modules, .git and the build output are not watched.
+// git checkout, moved in, deleted and created again, in a new folder, in a folder removed and made
+// again), and however many times, the next request is answered by the new code; a broken save is
+// survived; requests in flight finish first; node_modules, .git and the build output are not
+// watched; a command line serve refuses ends it as it ends serve.
 const { after, describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn, execFileSync } = require('node:child_process');
