@@ -8,7 +8,8 @@ import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, parseDuration, readFuncYaml } from './config';
 import { EXIT, unsupportedNode } from './exit';
-import { nearest, usageMessage } from './suggest';
+import { nearest, notOneOf, usageMessage } from './suggest';
+import { flagOptions } from './settings';
 import { describeEnv, listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
 import { createProject, defaultDependency, functionName, type Language, type Template } from './create';
 import { invoke } from './invoke';
@@ -108,8 +109,8 @@ function create(args: string[]): void {
   const language = (values.language ?? 'node') as string;
   const template = (values.template ?? 'http') as string;
   const funcrun = (values.funcrun ?? defaultDependency()) as string;
-  if (language !== 'node' && language !== 'typescript') throw new UsageError(`unknown --language '${language}': expected node or typescript`);
-  if (template !== 'http' && template !== 'cloudevents') throw new UsageError(`unknown --template '${template}': expected http or cloudevents`);
+  if (language !== 'node' && language !== 'typescript') throw new UsageError(notOneOf('--language', language, ['node', 'typescript']));
+  if (template !== 'http' && template !== 'cloudevents') throw new UsageError(notOneOf('--template', template, ['http', 'cloudevents']));
   if (funcrun.trim() === '') throw new UsageError('--funcrun is empty: give a version range, an npm specifier or pack');
   const folder = resolve(positionals[0]);
   const files = createProject(folder, { language: language as Language, template: template as Template, funcrun });
@@ -152,10 +153,10 @@ async function invokeCommand(args: string[]): Promise<void> {
   if (positionals.length > 0) throw new UsageError(`invoke takes no arguments, got ${positionals.join(' ')}`);
   if (values.data !== undefined && values.file !== undefined) throw new UsageError('give --data or --file, not both');
   const method = ((values['request-type'] as string | undefined) ?? 'POST').toUpperCase();
-  if (method !== 'GET' && method !== 'POST') throw new UsageError(`unknown --request-type '${method}': expected GET or POST`);
+  if (method !== 'GET' && method !== 'POST') throw new UsageError(notOneOf('--request-type', method, ['GET', 'POST']));
   const funcYaml = existsSync(join(resolve((values.path as string | undefined) ?? '.'), 'func.yaml')) ? readFuncYaml(resolve((values.path as string | undefined) ?? '.')) : undefined;
   const format = (values.format as string | undefined) ?? (funcYaml?.invoke === 'cloudevent' ? 'cloudevent' : 'http');
-  if (format !== 'http' && format !== 'cloudevent') throw new UsageError(`unknown --format '${format}': expected http or cloudevent`);
+  if (format !== 'http' && format !== 'cloudevent') throw new UsageError(notOneOf('--format', format, ['http', 'cloudevent']));
   const extensions: Record<string, string> = {};
   for (const pair of (values.extension as string[] | undefined) ?? []) {
     const m = /^([a-z0-9]+)=(.*)$/s.exec(pair);
@@ -224,7 +225,7 @@ function config(args: string[]): void {
       for (const entry of listEnvs(file.doc)) process.stdout.write(`${describeEnv(entry)}\n`);
       return;
     }
-    if (action !== 'add' && action !== 'remove') throw new UsageError(`unknown config envs action '${action ?? ''}': expected add, remove or list`);
+    if (action !== 'add' && action !== 'remove') throw new UsageError(notOneOf('config envs action', action ?? '', ['add', 'remove', 'list']));
     if (name === undefined) throw new UsageError(`config envs ${action} needs --name`);
     const file = openFuncYaml(folder);
     if (action === 'add') {
@@ -253,7 +254,7 @@ function config(args: string[]): void {
     process.stdout.write(`set the health endpoints in ${file.file}\n`);
     return;
   }
-  throw new UsageError(`unknown config '${area ?? ''}': expected envs or health`);
+  throw new UsageError(notOneOf('config', area ?? '', ['envs', 'health']));
 }
 
 async function serveCommand(args: string[]): Promise<void> {
@@ -290,6 +291,9 @@ async function main(argv: string[]): Promise<void> {
   }
   // `funcrun <folder>`, as the binary was first used: serve it.
   if (existsSync(command)) return serveCommand(argv);
+  // An option of serve's before any command (`funcrun --port 8080`): serve is what was meant.
+  const option = command.startsWith('-') ? nearest(command.replace(/^-+/, ''), Object.keys(flagOptions()), { prefixes: true }) : undefined;
+  if (option !== undefined) throw new UsageError(`unknown command '${command}': did you mean funcrun serve --${option}? (funcrun serve --help lists the options)`);
   const meant = nearest(command.replace(/^-+/, ''), COMMANDS, { prefixes: true });
   throw new UsageError(`unknown command '${command}'${meant === undefined ? '' : `: did you mean ${meant}?`} (funcrun --help lists the commands)`);
 }

@@ -226,7 +226,8 @@ export async function serve(argv: string[], command?: string): Promise<void> {
     const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
     server = await start(module, { ...options, config: folder, funcYaml, command, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
   } catch (err) {
-    report.fail(err);
+    // A value refused, from a variable or func.yaml as from a flag, is bad use too.
+    report.fail(err, err instanceof ConfigError ? EXIT.USAGE : EXIT.FAILED);
   }
   started = true;
   log = loggerOf(server);
