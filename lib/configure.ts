@@ -17,7 +17,9 @@ export interface FuncYamlFile {
 /** Opens `<folder>/func.yaml` for editing; a malformed one is refused with its line. */
 export function openFuncYaml(folder: string): FuncYamlFile {
   const file = join(folder, 'func.yaml');
-  if (!existsSync(file)) throw new ConfigError(`${file} does not exist: run funcrun create first, or pass --path`);
+  if (!existsSync(file)) {
+    throw new ConfigError(`no func.yaml in ${folder}: pass the function's folder with --path, or write one (specVersion, name, runtime; func create and funcrun create write it with a new project)`);
+  }
   readFuncYaml(folder); // refuses a malformed file, naming the line
   return { file, doc: yaml().parseDocument(readFileSync(file, 'utf8')) };
 }

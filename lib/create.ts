@@ -1,4 +1,4 @@
-// `funcrun create`: the seed's project layouts, for JavaScript and TypeScript, HTTP and CloudEvents,
+// `funcrun create`: the function contract's project layouts, for JavaScript and TypeScript, HTTP and CloudEvents,
 // with the deploy files, and a dependency on funcrun that installs whether or not funcrun is on
 // the npm registry.
 import { execFileSync } from 'node:child_process';

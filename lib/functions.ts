@@ -1,4 +1,4 @@
-// Named functions: the seed's Java (Funqy) wire contract for a module that exports `functions`.
+// Named functions: the Java variant's (Funqy) wire contract for a module that exports `functions`.
 // `POST /<name>` with a JSON body, `GET /<name>?query`, and CloudEvents posted to `/`, routed by
 // `ce-type`. Everything here is built once at start: schemas compiled, routes and the ce-type
 // table made; a request only looks things up.

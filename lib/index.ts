@@ -191,7 +191,12 @@ export async function start(func: Invokable | FunctionModule, options: Options =
  * name funcrun was entered under, the line is a warning, so that faas-js-runtime's default level
  * (warn) shows it; chosen with FUNC_COMPAT or the option, it is information.
  */
+// Said once per process: a test file that starts a server per test says it once, not per test.
+let announced = false;
+
 function announceCompatibility(log: RootLogger, byName: boolean): void {
+  if (announced) return;
+  announced = true;
   const message =
     'faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, CORS and the log level are faas-js-runtime\'s ' +
     '(README: Moving from faas-js-runtime); FUNC_COMPAT=none for funcrun\'s own behaviour';

@@ -63,6 +63,16 @@ function strippingTurnedOff(): boolean {
   return major > 23 || (major === 23 && minor >= 6) || (major === 22 && minor >= 18);
 }
 
+/** Whether a missing `path` is in the build output of a TypeScript project (`faas-js-runtime ./build/index.js` before `npm run build`). */
+function unbuilt(path: string): boolean {
+  if (!/\.[cm]?js$/.test(path)) return false;
+  // The project is the nearest folder above with a package.json.
+  for (let folder = dirname(path); ; folder = dirname(folder)) {
+    if (existsSync(join(folder, 'package.json'))) return existsSync(join(folder, TS_SOURCE));
+    if (dirname(folder) === folder) return false;
+  }
+}
+
 /**
  * Resolves a project folder or a file to the module file to load. A TypeScript project (one with
  * src/index.ts) runs from its source when its build output is missing, or with `preferSource`
@@ -74,7 +84,7 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
   try {
     stats = statSync(path);
   } catch {
-    throw new LoadError(`${path}: no such file or folder`);
+    throw new LoadError(`${path}: no such file or folder${unbuilt(path) ? ": it is the TypeScript project's build, made by npm run build (or serve the project's folder to run src/index.ts without a build)" : ''}`);
   }
   if (stats.isFile()) {
     if (/\.[cm]?ts$/.test(path) && !canRunTypeScript()) throw new LoadError(`${path}: ${NO_TYPE_STRIPPING}, or compile it and serve the output`);

@@ -3,7 +3,7 @@
 // whichever way funcrun is entered (node lib/serve.js, require('funcrun'), funcrun/testing, the
 // funcrun command) one copy of it runs, and a cold start loads one file rather than thirty.
 // Not here: what the server never needs (funcrun/testing, which loads the CloudEvents SDK, and the
-// funcrun command's cli, create, invoke and configure); their files load the runtime's modules
+// funcrun command's cli, create, invoke, configure and watch); their files load the runtime's modules
 // through the re-exports. A spec checks that every other module is listed.
 import * as body from './body';
 import * as brand from './brand';

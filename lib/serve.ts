@@ -16,6 +16,12 @@ import { defaults, start, stop } from './index';
 import { flagHelp, flagOptions, fromEnvironment, fromFlags, type Values } from './settings';
 import { loggerOf } from './lifecycle';
 
+/**
+ * The same signal again this soon is an echo of the first (see the signal handlers): a parent
+ * passes it on within milliseconds; a person pressing Ctrl-C again to stop at once takes longer.
+ */
+const SIGNAL_ECHO_MS = 250;
+
 export const USAGE = `Usage: funcrun serve [path] [options]
        node lib/serve.js [path] [options]
 
@@ -175,8 +181,14 @@ export async function serve(argv: string[], command?: string): Promise<void> {
 
   // Installed before anything starts, so no signal can find the process without them. Before
   // the server exists a signal simply ends the start.
+  let firstSignal: { signal: string; at: number } | undefined;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
+      // A Ctrl-C reaches the process twice: from the terminal, and from a parent that passes
+      // signals on (npm start, funcrun serve --watch). The echo is the same stop, not a second one.
+      const now = performance.now();
+      if (firstSignal?.signal === signal && now - firstSignal.at < SIGNAL_ECHO_MS) return;
+      firstSignal ??= { signal, at: now };
       if (stopping) {
         log.warn(`${signal} again: exiting now, without waiting for the requests in flight (exit code ${EXIT.INCOMPLETE_DRAIN})`);
         process.exit(EXIT.INCOMPLETE_DRAIN);
@@ -214,7 +226,8 @@ export async function serve(argv: string[], command?: string): Promise<void> {
     const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
     server = await start(module, { ...options, config: folder, funcYaml, command, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
   } catch (err) {
-    report.fail(err);
+    // A value refused, from a variable or func.yaml as from a flag, is bad use too.
+    report.fail(err, err instanceof ConfigError ? EXIT.USAGE : EXIT.FAILED);
   }
   started = true;
   log = loggerOf(server);

@@ -38,7 +38,7 @@ export const SETTINGS = {
     env: ['FUNC_LOG_LEVEL'],
     default: 'info' as LogLevel,
     parse: (v: Raw, w: string) => checkLogLevel(text(v), w),
-    help: 'fatal, error, warn, info, debug, trace or silent',
+    help: 'fatal, error, warn, info, debug, trace or silent (warn in faas-js-runtime compatibility)',
   },
   bodyLimit: {
     flags: ['--bodyLimit', '--body-limit'],

@@ -63,7 +63,15 @@ function syntaxError(error: SyntaxError, file: string): StartFailure {
   const what = `${error.name}: ${error.message}`;
   if (place === undefined) return { message: `${what} (in ${relativeName(file)} or a module it imports)` };
   const at = { file: relativeName(place.file), line: place.line, column: place.column };
-  return { message: `${at.file}:${at.line}:${at.column}: ${what}`, at, excerpt: place.excerpt };
+  return { message: `${at.file}:${at.line}:${at.column}: ${what}`, at, excerpt: place.excerpt, hint: typeImportHint(error, place.file) };
+}
+
+// Node runs TypeScript source without its types, so a type imported as a value is missing at run
+// time, and node's own advice (a default import of a CommonJS package) does not apply.
+function typeImportHint(error: SyntaxError, file: string): string | undefined {
+  const name = /^Named export '([^']+)' not found/.exec(error.message)?.[1];
+  if (name === undefined || !/\.[cm]?ts$/.test(file)) return undefined;
+  return `if ${name} is a type, import it with import type { ${name} } (node runs the source without its types), or build the project (npm run build) and serve the build`;
 }
 
 interface Place {

@@ -15,13 +15,28 @@ export function nearest(word: string, candidates: readonly string[], { prefixes 
     // Short names get one edit, longer ones two: `hadle` is `handle`, `initDb` is not `init`.
     const limit = Math.min(typed.length, known.length) <= 5 ? 1 : 2;
     const prefix = prefixes && Math.min(typed.length, known.length) >= 3 && (known.startsWith(typed) || typed.startsWith(known));
-    const distance = prefix ? Math.min(1, Math.abs(known.length - typed.length)) : edits(typed, known, limit);
+    const distance = prefix ? Math.min(1, Math.abs(known.length - typed.length)) : rearranged(typed, known) ? 1 : edits(typed, known, limit);
     if (distance <= limit && distance < bestDistance) {
       best = candidate;
       bestDistance = distance;
     }
   }
   return best;
+}
+
+// The same letters in another order (`sever` for `serve`): a slip of the fingers, however many edits apart.
+function rearranged(a: string, b: string): boolean {
+  return a.length >= 4 && a.length === b.length && a !== b && [...a].sort().join('') === [...b].sort().join('');
+}
+
+/**
+ * The one-line refusal of a value outside `allowed`: the nearest allowed value, then the list.
+ * `what` names the setting (`--template`, `config envs action`).
+ */
+export function notOneOf(what: string, value: string, allowed: readonly string[]): string {
+  const meant = nearest(value, allowed, { prefixes: true });
+  const list = allowed.length === 2 ? allowed.join(' or ') : `${allowed.slice(0, -1).join(', ')} or ${allowed.at(-1)}`;
+  return `unknown ${what} '${value}': ${meant === undefined ? `expected ${list}` : `did you mean ${meant}? (expected ${list})`}`;
 }
 
 // Edit distance with swapped neighbours as one edit (`prot` is one edit from `port`), stopping

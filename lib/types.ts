@@ -113,7 +113,7 @@ export interface Config {
 }
 
 /**
- * A named function (the seed's Java contract): `(input, context) => output`. `inputSchema` types
+ * A named function (the function contract's Java variant): `(input, context) => output`. `inputSchema` types
  * its input (JSON Schema); `cloudEvent: true` makes it take CloudEvents only, receiving the whole
  * event; `trigger` is the `ce-type` it answers when that is not its name.
  */

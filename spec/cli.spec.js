@@ -52,6 +52,22 @@ describe('funcrun', () => {
     const none = await funcrun([]);
     assert.notEqual(none.code, 0);
   });
+
+  it('a mistyped command, action or value is answered with the nearest one', async () => {
+    for (const [args, expected] of [
+      [['sever', '.'], "unknown command 'sever': did you mean serve? (funcrun --help lists the commands)"],
+      [['--prot', '8080'], "unknown command '--prot': did you mean funcrun serve --port? (funcrun serve --help lists the options)"],
+      [['config', 'envs', 'ad', '--name', 'X'], "unknown config envs action 'ad': did you mean add? (expected add, remove or list)"],
+      [['config', 'helth'], "unknown config 'helth': did you mean health? (expected envs or health)"],
+      [['create', 'x', '--template', 'cloudevent'], "unknown --template 'cloudevent': did you mean cloudevents? (expected http or cloudevents)"],
+      [['invoke', '--format', 'cloudevents'], "unknown --format 'cloudevents': did you mean cloudevent? (expected http or cloudevent)"],
+      [['create', 'x', '--language', 'cobol'], "unknown --language 'cobol': expected node or typescript"],
+    ]) {
+      const res = await funcrun(args, { cwd: scratch() });
+      assert.equal(res.code, 2, args.join(' '));
+      assert.equal(res.stderr, `funcrun: ${expected}\n`);
+    }
+  });
 });
 
 describe('funcrun invoke', () => {
@@ -217,7 +233,7 @@ describe('funcrun config', () => {
     const dir = scratch();
     const res = await funcrun(['config', 'envs', 'list', '--path', dir]);
     assert.equal(res.code, 1);
-    assert.match(res.stderr, /func\.yaml does not exist/);
+    assert.match(res.stderr, /^funcrun: no func\.yaml in .*: pass the function.s folder with --path, or write one/);
   });
 });
 

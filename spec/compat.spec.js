@@ -588,6 +588,8 @@ describe('funcrun entered as faas-js-runtime follows faas-js-runtime', () => {
     const pkg = path.join(app, 'node_modules', name);
     fs.mkdirSync(path.join(pkg, 'lib'), { recursive: true });
     fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(pkg, 'package.json'));
+    fs.mkdirSync(path.join(pkg, 'bin'));
+    fs.copyFileSync(path.join(ROOT, 'bin', 'cli.js'), path.join(pkg, 'bin', 'cli.js'));
     for (const file of fs.readdirSync(path.join(ROOT, 'lib')).filter((f) => f.endsWith('.js'))) fs.copyFileSync(path.join(ROOT, 'lib', file), path.join(pkg, 'lib', file));
     fs.mkdirSync(path.join(app, 'node_modules', '.bin'));
     fs.symlinkSync(`../${name}/lib/serve.js`, path.join(app, 'node_modules', '.bin', 'faas-js-runtime'));
@@ -631,11 +633,25 @@ describe('funcrun entered as faas-js-runtime follows faas-js-runtime', () => {
 
   it('require("faas-js-runtime") in a test: start() follows faas-js-runtime too', async (t) => {
     const script = path.join(app(), 'start.js');
-    fs.writeFileSync(script, "require('faas-js-runtime').start(require('./index.js'), { logLevel: 'info' });");
+    // As a test file does: a server per test, here two.
+    fs.writeFileSync(
+      script,
+      "const { start } = require('faas-js-runtime');\nstart(require('./index.js'), { logLevel: 'info' }).then(() => start(require('./index.js'), { logLevel: 'info', port: 0 }));",
+    );
     const proc = await runApp(t, script, []);
     assert.deepEqual((await request(proc.url, binary(order))).json, { type: 'order.placed', data: { lunch: 'tacos' } });
     // With faas-js-runtime's access line, as fastify logs one at info.
     await proc.waitFor((l) => l.msg === 'request completed' && l.statusCode === 200, 'the access line');
+    await proc.waitFor(() => proc.lines().filter((l) => l.msg.startsWith('listening')).length === 2, 'the second server');
+    // Said once per process, not once per server.
+    assert.equal(proc.lines().filter((l) => l.compat === 'faas-js-runtime').length, 1, proc.out.stdout);
+  });
+
+  it("faas-js-runtime's bin/cli.js, which Knative's templates run by path (npm run debug), serves it the same way", async (t) => {
+    const proc = await runApp(t, path.join(app(), 'node_modules', 'faas-js-runtime', 'bin', 'cli.js'), ['./index.js']);
+    assert.deepEqual((await request(proc.url, binary(order))).json, { type: 'order.placed', data: { lunch: 'tacos' } });
+    assert.equal((await stopped(proc)).code, 0);
+    assert.equal(proc.lines().filter((l) => l.compat === 'faas-js-runtime').length, 1, proc.out.stdout);
   });
 
   it('the funcrun command of the package installed as faas-js-runtime (the image) follows it as well', async (t) => {

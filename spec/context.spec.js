@@ -25,7 +25,7 @@ function describeContext(ctx) {
 }
 
 describe('context', () => {
-  it('carries the seed fields and path, contentType', async () => {
+  it('carries the function contract fields and path, contentType', async () => {
     const { url, close } = await serve(describeContext);
     try {
       const res = await request(url + '/some/path?a=1&list=x&list=y', {

@@ -33,14 +33,15 @@ describe('examples/deploy', () => {
     assert.ok(service.spec.template.spec.containerConcurrency > 0);
   });
 
-  it('the Dockerfile installs production dependencies, runs as a non-root user, honours PORT and runs lib/serve.js', () => {
+  it('the Dockerfile installs production dependencies, runs as a non-root user, honours PORT and starts through the package binary', () => {
     const dockerfile = fs.readFileSync(path.join(DEPLOY, 'Dockerfile'), 'utf8');
     const final = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
     assert.match(dockerfile, /npm ci --omit=dev/);
     assert.match(final, /^FROM node:\$\{NODE_VERSION\}-alpine$/m);
     assert.match(final, /^USER node$/m);
     assert.match(final, /PORT=8080/);
-    assert.match(final, /^CMD \["node", "node_modules\/funcrun\/lib\/serve\.js", "\."\]$/m);
+    // node_modules/.bin/funcrun exists whatever name the package is installed under.
+    assert.match(final, /^CMD \["node", "node_modules\/\.bin\/funcrun", "serve", "\."\]$/m);
     assert.match(fs.readFileSync(path.join(DEPLOY, '.dockerignore'), 'utf8'), /^node_modules$/m);
   });
 });

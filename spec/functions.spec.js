@@ -1,5 +1,5 @@
 'use strict';
-// Named functions: the seed's Java wire contract, over real HTTP, with the cloudevents SDK as
+// Named functions: the Java variant's wire contract, over real HTTP, with the cloudevents SDK as
 // the client for events.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -239,7 +239,7 @@ describe('named functions by CloudEvent', () => {
   });
 });
 
-describe('the seed purchase example end to end', () => {
+describe('the purchase example of the function contract, end to end', () => {
   it('by POST body, GET query, binary and structured event', async () => {
     const proc = await runServing([path.join(__dirname, '..', 'examples', 'purchase')]);
     try {

@@ -162,6 +162,21 @@ describe('lifecycle', () => {
     assert.equal((await proc.exited).code, 3);
   });
 
+  it('the same signal twice at once (a Ctrl-C from the terminal and from npm) is one stop: requests in flight finish, exit code 0', async () => {
+    const folder = project({
+      'index.js': "module.exports = () => { console.log(JSON.stringify({ msg: 'working' })); return new Promise((r) => setTimeout(() => r({ done: true }), 500)); };",
+    });
+    const proc = await runServing([folder]);
+    const answer = request(proc.url);
+    await proc.waitFor((l) => l.msg === 'working');
+    proc.child.kill('SIGINT');
+    // Not at the same instant: two pending signals of one kind are delivered as one.
+    await proc.waitFor((l) => l.msg.startsWith('SIGINT'));
+    proc.child.kill('SIGINT');
+    assert.deepEqual((await answer).json, { done: true });
+    assert.equal((await proc.exited).code, 0);
+  });
+
   it('a handler that throws never stops the process', async () => {
     const folder = project({ 'index.js': "module.exports = () => { throw 'plain string'; };" });
     const proc = await runServing([folder]);

@@ -154,9 +154,9 @@ describe('options from flags and environment', () => {
     }
   });
 
-  it('an invalid port is an error at start', async () => {
+  it('an invalid port is bad use at start: exit code 2', async () => {
     const proc = run([echo], { env: { PORT: 'eighty' } });
-    assert.equal((await proc.exited).code, 1);
+    assert.equal((await proc.exited).code, 2);
     assert.match(proc.out.stderr, /invalid PORT 'eighty'/);
   });
 
@@ -195,9 +195,9 @@ describe('options from flags and environment', () => {
     assert.ok(debug.lines().some((l) => l.level === 20 && l.msg === 'request completed'));
   });
 
-  it('an unknown log level is an error at start', async () => {
+  it('an unknown log level is bad use at start: exit code 2', async () => {
     const proc = run([echo], { env: { FUNC_LOG_LEVEL: 'chatty' } });
-    assert.equal((await proc.exited).code, 1);
+    assert.equal((await proc.exited).code, 2);
     assert.match(proc.out.stderr, /unknown log level 'chatty'/);
   });
 });
@@ -266,10 +266,10 @@ globalThis.atLoad = process.env.FROM_YAML ?? null;`;
     'a duplicated key': ['name: a\nname: b\n', /func\.yaml:2: /],
   };
   for (const [what, [text, message]] of Object.entries(malformed)) {
-    it(`${what}: the start stops with the file and line`, async () => {
+    it(`${what}: the start stops with the file and line, exit code 2`, async () => {
       const folder = project({ 'index.js': 'module.exports = () => 1;', 'func.yaml': text });
       const proc = run([folder, '--port', '0']);
-      assert.equal((await proc.exited).code, 1);
+      assert.equal((await proc.exited).code, 2);
       const line = JSON.parse(proc.out.stderr.trim());
       assert.match(line.msg, message);
       assert.ok(line.msg.startsWith(path.join(folder, 'func.yaml')), line.msg);

@@ -94,6 +94,27 @@ describe('an import of ./x.js where only ./x.ts exists names the .ts file', () =
   });
 });
 
+describe('TypeScript mistakes node makes hard to read', () => {
+  it('a type imported as a value, in source node runs without types: import type is suggested', { skip: !canRunTypeScript() && 'this node cannot strip types' }, async () => {
+    const { code, json } = await failToStart({
+      'package.json': '{"type":"module"}',
+      'node_modules/runtime-types/package.json': '{"name":"runtime-types","main":"index.js"}',
+      'node_modules/runtime-types/index.js': 'exports.greet = () => "hi";\n',
+      'src/index.ts': "import { Context, greet } from 'runtime-types';\nexport const handle = (context: Context) => greet();\n",
+    });
+    assert.equal(code, 1);
+    assert.match(json.msg, /src\/index\.ts:1:\d+: SyntaxError: Named export 'Context' not found/);
+    assert.equal(json.hint, 'if Context is a type, import it with import type { Context } (node runs the source without its types), or build the project (npm run build) and serve the build');
+  });
+
+  it("a TypeScript project's build served before it is built says to build it", async () => {
+    const folder = project({ 'package.json': '{"name":"x"}', 'src/index.ts': 'export const handle = () => 1;\n' });
+    const proc = run([path.join(folder, 'build', 'index.js'), '--port', '0']);
+    assert.equal((await proc.exited).code, 1);
+    assert.match(JSON.parse(proc.out.stderr.trim()).msg, /build\/index\.js: no such file or folder: it is the TypeScript project's build, made by npm run build/);
+  });
+});
+
 describe('the command line and the machine', () => {
   it('an unknown option names the nearest one and --help, exit code 2', async () => {
     const { code, json, text } = await failToStart({ 'index.js': 'module.exports = () => 1;' }, ['--prot', '8081']);

@@ -1,4 +1,4 @@
-/** Ids are Java ints, as in the seed's purchase: 1 to 2^31 - 1. */
+/** Ids are Java ints, as in the function contract's purchase example: 1 to 2^31 - 1. */
 const isId = (value) => Number.isInteger(value) && value >= 1 && value <= 2147483647;
 
 /**

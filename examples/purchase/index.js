@@ -1,6 +1,6 @@
 'use strict';
 /**
- * Named functions, invoked the way the seed's Java (Funqy) functions are:
+ * Named functions, invoked the way the function contract's Java (Funqy) functions are:
  *   POST /purchase with a JSON body, GET /purchase?customerId=1&productId=2,
  *   or a CloudEvent posted to / with ce-type "purchase".
  *
@@ -11,10 +11,10 @@
 
 const badRequest = (message) => Object.assign(new Error(message), { statusCode: 400 });
 
-/** Ids are Java ints, as in the seed's Purchase: 1 to 2^31 - 1. */
+/** Ids are Java ints, as in the function contract's Purchase: 1 to 2^31 - 1. */
 const ID = { type: 'integer', minimum: 1, maximum: 2147483647 };
 
-/** The seed's purchase example: `customerId` and `productId` integers in, an order out. */
+/** The function contract's purchase example: `customerId` and `productId` integers in, an order out. */
 function purchase(input, context) {
   context.log.info({ customerId: input.customerId, productId: input.productId }, 'purchase');
   return { orderId: `order-${input.customerId}-${input.productId}`, customerId: input.customerId, productId: input.productId, status: 'purchased' };
@@ -62,7 +62,7 @@ family.inputSchema = {
 };
 
 /**
- * CloudEvents only (the seed's CloudEvent<T>): receives the whole event and answers with one,
+ * CloudEvents only (the function contract's CloudEvent<T>): receives the whole event and answers with one,
  * whose type signals the outcome. It answers ce-type "dev.example.purchase.audit".
  * No inputSchema: any data is audited (bad data is a "failed" audit, not a 400), and only
  * `data.customerId` is read, with a check that holds for any value.

@@ -5,7 +5,7 @@ interface Purchase {
   productId: number;
 }
 
-/** Ids are Java ints, as in the seed's purchase: 1 to 2^31 - 1, so the total stays exact. */
+/** Ids are Java ints, as in the function contract's purchase example: 1 to 2^31 - 1, so the total stays exact. */
 const isId = (value: unknown): value is number =>
   typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 2147483647;
 
