@@ -20,6 +20,8 @@ export interface FuncYaml {
   envs: EnvEntry[];
   liveness?: string;
   readiness?: string;
+  /** A top-level `logLevel`, as faas-js-runtime reads it. */
+  logLevel?: LogLevel;
 }
 
 /** A configuration problem found at start; the message names the file and line where there is one. */
@@ -64,6 +66,14 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
   if (functionName !== undefined && functionName !== null) config.name = String(functionName);
   const invoke = doc.getIn(['invoke']);
   if (typeof invoke === 'string') config.invoke = invoke;
+  const logLevel = doc.getIn(['logLevel'], true) as { value?: unknown; range?: number[] } | undefined;
+  if (logLevel !== undefined && logLevel !== null && logLevel.value !== null) {
+    try {
+      config.logLevel = parseLogLevel(String(logLevel.value));
+    } catch (err) {
+      fail(`logLevel: ${(err as Error).message}`, logLevel.range?.[0]);
+    }
+  }
 
   const envs = doc.getIn(['run', 'envs'], true);
   if (envs != null && !(isScalar(envs) && envs.value === null)) {

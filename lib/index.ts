@@ -134,7 +134,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const chosen = value('compat');
   const byName = chosen === undefined && enteredAsFaasJsRuntime(options.command);
   const behaviour = behaviourOf(chosen ?? (byName ? 'faas-js-runtime' : 'none'));
-  const log = createLogger(value('logLevel', module.logLevel ?? behaviour.defaultLogLevel), options.logDestination);
+  const log = createLogger(value('logLevel', funcYaml?.logLevel ?? module.logLevel ?? behaviour.defaultLogLevel), options.logDestination);
   if (behaviour.eventAsArgument) announceCompatibility(log, byName);
   // Debug, not info: a deployed function's secret and config map references are normal, and set by the platform.
   if (skipped?.platform.length) log.debug({ skipped: skipped.platform }, 'run.envs entries left to the platform');
@@ -198,7 +198,7 @@ function announceCompatibility(log: RootLogger, byName: boolean): void {
   if (announced) return;
   announced = true;
   const message =
-    'faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, CORS and the log level are faas-js-runtime\'s ' +
+    'faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, routes, CORS and the log level are faas-js-runtime\'s ' +
     '(README: Moving from faas-js-runtime); FUNC_COMPAT=none for funcrun\'s own behaviour';
   if (byName) log.warn({ compat: 'faas-js-runtime', because: 'funcrun runs under the name faas-js-runtime' }, message);
   else log.info({ compat: 'faas-js-runtime', because: 'FUNC_COMPAT' }, message);

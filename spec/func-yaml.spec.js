@@ -194,3 +194,21 @@ describe('run.envs as Knative func reads them', () => {
     });
   }
 });
+
+describe("func.yaml's logLevel, as faas-js-runtime reads it", () => {
+  it('sets the log level when no option or variable does, compatibility included; an unknown one is refused with its line', async (t) => {
+    const folder = project({ 'func.yaml': 'name: leveled\nlogLevel: info\n' });
+    assert.equal(readFuncYaml(folder).logLevel, 'info');
+    const saved = process.env.FUNC_LOG_LEVEL;
+    delete process.env.FUNC_LOG_LEVEL;
+    t.after(() => (saved === undefined ? delete process.env.FUNC_LOG_LEVEL : (process.env.FUNC_LOG_LEVEL = saved)));
+    // Compatibility's own default is warn: func.yaml's info wins over it, start()'s option over func.yaml.
+    const app = await serve((context) => context.log.level, { config: folder, compat: 'faas-js-runtime' });
+    t.after(() => app.close());
+    assert.equal((await request(app.url)).text, 'info');
+    const quiet = await serve((context) => context.log.level, { config: folder, compat: 'faas-js-runtime', logLevel: 'error' });
+    t.after(() => quiet.close());
+    assert.equal((await request(quiet.url)).text, 'error');
+    assert.throws(() => readFuncYaml(project({ 'func.yaml': 'name: x\nlogLevel: loud\n' })), /func\.yaml:2: logLevel: unknown log level 'loud'/);
+  });
+});
