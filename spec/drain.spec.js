@@ -151,10 +151,10 @@ describe('the connection cap', () => {
     }
   });
 
-  it('FUNC_MAX_CONNECTIONS must be a whole number', async () => {
+  it('FUNC_MAX_CONNECTIONS must be a whole number: another value is bad use, exit code 2', async () => {
     const folder = project({ 'index.js': 'module.exports = () => "ok";' });
     const proc = run([folder], { env: { FUNC_MAX_CONNECTIONS: 'lots' } });
-    assert.equal((await proc.exited).code, 1);
+    assert.equal((await proc.exited).code, 2);
     assert.match(proc.out.stderr, /FUNC_MAX_CONNECTIONS/);
   });
 });
