@@ -4,6 +4,8 @@
 // start() reads the rest of the environment.
 import type { Server } from 'node:http';
 import { AsyncResource } from 'node:async_hooks';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { applyEnvs, ConfigError, parseSwitch, readFuncYaml } from './config';
 import { EXIT, unsupportedNode } from './exit';
@@ -33,6 +35,7 @@ ${flagHelp()}
                               implies --from-source
       --from-source           run a TypeScript project's src/index.ts even when it is built
                               (Node 22.18 or later); without it the source runs only unbuilt
+  -V, --version               print funcrun's version
   -h, --help                  show this help`;
 
 /**
@@ -85,7 +88,12 @@ function wantsText(argv: string[], env: NodeJS.ProcessEnv): boolean {
 }
 
 function parseCommandLine(argv: string[]): { target: string; flags: Partial<Values>; preferSource: boolean } {
-  const options = { ...flagOptions(), 'from-source': { type: 'boolean' as const }, help: { type: 'boolean' as const, short: 'h' } };
+  const options = {
+    ...flagOptions(),
+    'from-source': { type: 'boolean' as const },
+    help: { type: 'boolean' as const, short: 'h' },
+    version: { type: 'boolean' as const, short: 'V' },
+  };
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options });
@@ -97,8 +105,13 @@ function parseCommandLine(argv: string[]): { target: string; flags: Partial<Valu
     process.stdout.write(USAGE + '\n');
     process.exit(0);
   }
+  // As faas-js-runtime's command answers it (-V, --version), with funcrun's version.
+  if (values.version) {
+    process.stdout.write(`${(JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version}\n`);
+    process.exit(0);
+  }
   if (positionals.length > 1) throw new Error(`expected one path, got ${positionals.length}: ${positionals.join(' ')}`);
-  const { 'from-source': preferSource, ...settings } = values;
+  const { 'from-source': preferSource, help: _help, version: _version, ...settings } = values;
   return { target: positionals[0] ?? '.', flags: fromFlags(settings), preferSource: preferSource === true };
 }
 

@@ -154,6 +154,14 @@ describe('options from flags and environment', () => {
     }
   });
 
+  it("--version and -V print funcrun's version, as faas-js-runtime's command does", async () => {
+    for (const flag of ['--version', '-V']) {
+      const proc = run([flag]);
+      assert.equal((await proc.exited).code, 0);
+      assert.equal(proc.out.stdout, `${require('../package.json').version}\n`);
+    }
+  });
+
   it('an invalid port is bad use at start: exit code 2', async () => {
     const proc = run([echo], { env: { PORT: 'eighty' } });
     assert.equal((await proc.exited).code, 2);
