@@ -7,7 +7,7 @@ import type { CloudEvent } from 'cloudevents';
 import { BATCH, cloudevents, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type Mode } from './cloudevent';
 import { HttpError } from './errors';
 import { bodyKind, parseMediaType, type MediaType } from './media-type';
-import { decodeText, parseBody, parseForm, parseJson, parseXml } from './body';
+import { decodeText, fastifyParsing, parseBody, parseForm, parseJson, parseXml } from './body';
 import { MAX_XML_NODES, type XmlBudget } from './xml';
 import { decodeComponent } from './router';
 
@@ -15,24 +15,42 @@ import { decodeComponent } from './router';
  * Reads the event (or, in batch mode, the events) a request carries. Throws 400 or 415.
  * `base64AsUint8Array`: `data_base64` decoded as the SDK decodes it, to a plain Uint8Array.
  */
-export function readEvent(mode: Mode, headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined, base64AsUint8Array = false): CloudEvent<unknown> | CloudEvent<unknown>[] {
-  if (mode === 'binary') return binaryEvent(headers, body, media);
+export function readEvent(
+  mode: Mode,
+  headers: IncomingHttpHeaders,
+  body: Buffer | undefined,
+  media: MediaType | undefined,
+  reading: DataReading = BY_CONTENT_TYPE,
+): CloudEvent<unknown> | CloudEvent<unknown>[] {
+  if (mode === 'binary') return binaryEvent(headers, body, media, reading);
   if (media?.type !== (mode === 'batch' ? BATCH : STRUCTURED)) {
     throw new HttpError(415, `unsupported CloudEvents format '${media?.type}': expected ${STRUCTURED} or ${BATCH}`);
   }
   const json = body === undefined ? undefined : parseJson(decodeText(body, media.charset));
   if (mode === 'structured') {
     if (!isPlainObject(json)) throw invalid('a structured CloudEvent must be a JSON object');
-    return eventFromJson(json, '', { nodes: MAX_XML_NODES }, base64AsUint8Array);
+    return eventFromJson(json, '', { nodes: MAX_XML_NODES }, reading);
   }
   if (!Array.isArray(json)) throw invalid('a CloudEvents batch must be a JSON array');
   // The batch's XML documents share one node budget: together no more than one XML body may hold.
   const budget = { nodes: MAX_XML_NODES };
   return json.map((item, index) => {
     if (!isPlainObject(item)) throw invalid(`event [${index}] of the batch is not a JSON object`);
-    return eventFromJson(item, `event [${index}]: `, budget, base64AsUint8Array);
+    return eventFromJson(item, `event [${index}]: `, budget, reading);
   });
 }
+
+/**
+ * How an event's data is read: by its content type (the function contract's data dispatch), or
+ * as faas-js-runtime reads it (`asFaasJsRuntime`): binary data parsed only where fastify parses a
+ * body (JSON, text, forms; anything else is bytes), structured data as the JSON holds it, and
+ * `data_base64` as a Uint8Array.
+ */
+export interface DataReading {
+  readonly asFaasJsRuntime: boolean;
+}
+
+const BY_CONTENT_TYPE: DataReading = Object.freeze({ asFaasJsRuntime: false });
 
 /** Two Content-Type values naming the same media type with the same parameters. */
 function sameMediaType(a: string, b: string | undefined): boolean {
@@ -56,7 +74,7 @@ const HEADER_ATTRIBUTES: Record<string, string> = Object.assign(Object.create(nu
   'ce-tracestate': 'tracestate',
 });
 
-function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined): CloudEvent<unknown> {
+function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined, reading: DataReading): CloudEvent<unknown> {
   const attributes: Record<string, unknown> = {};
   for (const name in headers) {
     if (name.charCodeAt(0) !== 0x63 || !name.startsWith('ce-')) continue;
@@ -75,7 +93,7 @@ function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, med
   let data: unknown;
   if (body !== undefined) {
     try {
-      data = parseBody(body, media);
+      data = parseBody(body, reading.asFaasJsRuntime ? fastifyParsing(media, body) : media);
     } catch (err) {
       throw dataError(err, '');
     }
@@ -83,21 +101,23 @@ function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, med
   return build(attributes, data, '');
 }
 
-function eventFromJson(json: Record<string, unknown>, where: string, budget: XmlBudget, base64AsUint8Array: boolean): CloudEvent<unknown> {
+function eventFromJson(json: Record<string, unknown>, where: string, budget: XmlBudget, reading: DataReading): CloudEvent<unknown> {
   const { data, data_base64: base64, ...attributes } = json;
   if (data !== undefined && base64 !== undefined) throw invalid(`${where}an event has either 'data' or 'data_base64', not both`, 'data_base64');
   let value: unknown;
   if (base64 !== undefined) {
     const bytes = decodeBase64(base64, `${where}attribute 'data_base64'`, 'data_base64');
     // A copy, so that the array's buffer holds these bytes only (a Buffer's may be a shared pool).
-    value = base64AsUint8Array ? new Uint8Array(bytes) : bytes;
+    value = reading.asFaasJsRuntime ? new Uint8Array(bytes) : bytes;
   } else if (data !== undefined) {
     try {
       // CloudEvents 0.3 carried binary data as a base64 string with `datacontentencoding: base64`.
       value =
         attributes.specversion === '0.3' && attributes.datacontentencoding === 'base64'
           ? decodeBase64(data, `${where}'data' with datacontentencoding base64`, 'data')
-          : structuredData(data, attributes.datacontenttype, budget);
+          : reading.asFaasJsRuntime
+            ? data
+            : structuredData(data, attributes.datacontenttype, budget);
     } catch (err) {
       throw dataError(err, where);
     }

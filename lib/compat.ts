@@ -36,8 +36,12 @@ export interface Behaviour {
   readonly eventsWrittenAsSdk: boolean;
   /** A request is a binary CloudEvent only with a `ce-id` header (the SDK's test); without one it is a plain request. */
   readonly binaryEventsById: boolean;
-  /** An event's `data_base64` reaches the function as a plain `Uint8Array` (the SDK's decoding), not a `Buffer`. */
-  readonly base64DataAsUint8Array: boolean;
+  /**
+   * An event's data is read as faas-js-runtime reads it, not by its content type: binary data
+   * parsed only where fastify parses a body (XML, `+json`, CSV arrive as bytes), structured data as
+   * the JSON holds it (XML as its text), `data_base64` as a plain `Uint8Array` (the SDK's decoding).
+   */
+  readonly eventDataAsFaasJsRuntime: boolean;
   /**
    * Answers are `application/json` unless the function says otherwise or returns a string
    * directly: returned bytes and streams too, and a `{ body }` of any kind (a number or `null`
@@ -76,7 +80,7 @@ const CONTRACT: Behaviour = Object.freeze({
   eventsToPlainRequestsAsJson: false,
   eventsWrittenAsSdk: false,
   binaryEventsById: false,
-  base64DataAsUint8Array: false,
+  eventDataAsFaasJsRuntime: false,
   jsonByDefault: false,
   rootOnly: false,
   fastifyBodyParsers: false,
@@ -96,7 +100,7 @@ const FAAS_JS_RUNTIME: Behaviour = Object.freeze({
   eventsToPlainRequestsAsJson: true,
   eventsWrittenAsSdk: true,
   binaryEventsById: true,
-  base64DataAsUint8Array: true,
+  eventDataAsFaasJsRuntime: true,
   jsonByDefault: true,
   rootOnly: true,
   fastifyBodyParsers: true,

@@ -103,6 +103,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const cors: OriginCheck | undefined = module.cors ? originCheck(module.cors()) : undefined;
   const behaviour = settings.behaviour;
   const corsForEveryOrigin = behaviour.corsForEveryOrigin && cors === undefined;
+  const eventData = { asFaasJsRuntime: behaviour.eventDataAsFaasJsRuntime };
   const defaults = responseDefaults(settings.name, behaviour.eventsWrittenAsSdk);
   const authorize = module.authorize;
   // One line per answered request: at info when asked for (FUNC_ACCESS_LOG), else at debug.
@@ -240,7 +241,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         invoked = true;
         value = await invoke(target.fn, ctx, data, deadline);
       } else {
-        const event = readEvent(mode, req.headers, bytes, media, behaviour.base64DataAsUint8Array);
+        const event = readEvent(mode, req.headers, bytes, media, eventData);
         // A batch's events share the request's query: one prototype holds its keys for all of them.
         inBatch = Array.isArray(event);
         if (Array.isArray(event) && search !== undefined) Made = sharingQuery(query);

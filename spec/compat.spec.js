@@ -368,6 +368,22 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     }
   });
 
+  it("an event's data is read as faas-js-runtime reads it: binary XML, +json and CSV as bytes, structured XML as its text, JSON parsed", async (t) => {
+    const kind = (data) => (Buffer.isBuffer(data) ? `bytes:${data.toString()}` : typeof data === 'string' ? `text:${data}` : `value:${JSON.stringify(data)}`);
+    const server = await serve((ctx, event) => ({ data: kind(event.data) }), compat);
+    t.after(() => server.close());
+    const ce = { 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0' };
+    const binary = async (type, body) => (await request(server.url, { method: 'POST', headers: { ...ce, 'content-type': type }, body })).json.data;
+    assert.equal(await binary('application/xml', '<order id="7"/>'), 'bytes:<order id="7"/>');
+    assert.equal(await binary('application/ld+json', '{"a":1}'), 'bytes:{"a":1}');
+    assert.equal(await binary('text/csv', 'id\n7\n'), 'bytes:id\n7\n');
+    assert.equal(await binary('text/plain', 'hi'), 'text:hi');
+    assert.equal(await binary('application/json', '{"a":1}'), 'value:{"a":1}');
+    const structured = JSON.stringify({ specversion: '1.0', id: '1', source: '/s', type: 't', datacontenttype: 'application/xml', data: '<order id="7"/>' });
+    const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: structured });
+    assert.equal(res.json.data, 'text:<order id="7"/>');
+  });
+
   it('answers are JSON unless a string is returned directly or the function names a type: bytes, streams and any { body }; a null or number body is JSON', async () => {
     const { Readable } = require('node:stream');
     const returns = {

@@ -47,6 +47,9 @@ const EVENT_REQUESTS = [
   'CloudEvent 1.0 structured, with a time',
   'CloudEvent 1.0 binary, text data',
   'CloudEvent 1.0 binary, image/png data',
+  'CloudEvent 1.0 binary, XML data',
+  'CloudEvent 1.0 binary, text/csv data',
+  'CloudEvent 1.0 structured, XML data',
   'CloudEvent 1.0 structured, data_base64',
   'CloudEvent 1.0 binary, no data',
   'CloudEvent 1.0 binary, with a traceparent',
@@ -196,6 +199,13 @@ const REQUESTS = {
   },
   'CloudEvent 1.0 binary, text data': { method: 'POST', headers: { ...CE, 'ce-type': 'parity.text', 'ce-specversion': '1.0', 'content-type': 'text/plain' }, body: 'hello text' },
   'CloudEvent 1.0 binary, image/png data': { method: 'POST', headers: { ...CE, 'ce-specversion': '1.0', 'content-type': 'image/png' }, body: PNG },
+  'CloudEvent 1.0 binary, XML data': { method: 'POST', headers: { ...CE, 'ce-specversion': '1.0', 'content-type': 'application/xml' }, body: '<order id="7"/>' },
+  'CloudEvent 1.0 binary, text/csv data': { method: 'POST', headers: { ...CE, 'ce-specversion': '1.0', 'content-type': 'text/csv' }, body: 'id,qty\n7,2\n' },
+  'CloudEvent 1.0 structured, XML data': {
+    method: 'POST',
+    headers: { 'content-type': 'application/cloudevents+json' },
+    body: structured('1.0', { datacontenttype: 'application/xml', data: '<order id="7"/>' }),
+  },
   'CloudEvent 1.0 structured, data_base64': {
     method: 'POST',
     headers: { 'content-type': 'application/cloudevents+json' },
