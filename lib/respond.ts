@@ -78,7 +78,7 @@ export function discard(value: unknown): void {
 
 function ignore(): void {}
 
-// Nothing to send: 204, with the content type faas-js-runtime gives it.
+// Nothing to send: 204, with the content type faas-js-runtime's own suite expects of it.
 const NOTHING: Reply = Object.freeze({ status: 204, headers: Object.freeze({ 'content-type': 'text/plain' }) });
 // faas-js-runtime's answer to a truthy number or boolean: its default content type, no body.
 const EMPTY_200: Reply = Object.freeze({ status: 200, headers: Object.freeze({ 'content-type': JSON_TYPE }) });

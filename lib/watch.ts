@@ -16,6 +16,13 @@ const SERVE = join(__dirname, 'serve.js');
 /** Saves this close together are one restart: an editor's "save all", a git checkout. */
 const SETTLE_MS = 150;
 
+/**
+ * The files a save of restarts the function: its code, and JSON and YAML (package.json,
+ * func.yaml). Not the rest: a log the function (or `funcrun serve --watch > out.log`) writes in
+ * its folder would restart it on every line, and an editor's swap and temp files are not code.
+ */
+const SOURCE = /\.(?:[cm]?[jt]s|json|ya?ml)$/i;
+
 /** Serves the function named by `args` (serve's command line, without --watch) until a signal. */
 export async function watchAndServe(args: string[]): Promise<void> {
   const folder = watchedFolder(args);
@@ -80,6 +87,7 @@ export async function watchAndServe(args: string[]): Promise<void> {
   watcher.on('all', (event, path) => {
     // An empty folder made changes nothing; one removed takes its files with it.
     if (exiting || !['add', 'change', 'unlink', 'unlinkDir'].includes(event)) return;
+    if (event !== 'unlinkDir' && !SOURCE.test(path)) return;
     const name = relative(folder, path);
     // A file that came and went meanwhile (an editor's temp file, renamed over the original) changed nothing.
     if (event === 'unlink' && changed.get(name) === 'added') changed.delete(name);

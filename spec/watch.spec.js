@@ -345,6 +345,22 @@ module.exports = async (ctx) => {
     assert.equal(starts(proc).length, 2, proc.out.stderr + proc.out.stdout);
   });
 
+  it('files other than code, JSON and YAML restart nothing: a log written in the folder, a swap file', async (t) => {
+    const dir = project({ 'index.js': answering('v1') });
+    const proc = await watching(t, dir);
+    await proc.answers('v1');
+    for (let i = 0; i < 20; i++) {
+      fs.appendFileSync(path.join(dir, 'out.log'), `line ${i}\n`);
+      fs.writeFileSync(path.join(dir, '.index.js.swp'), `swap ${i}`);
+      await sleep(20);
+    }
+    // Longer than the settling delay, so that a restart they caused would be a restart of its own.
+    await sleep(1000);
+    fs.writeFileSync(path.join(dir, 'func.yaml'), 'specVersion: 0.36.0\nname: watched\nruntime: node\n');
+    await proc.until(() => proc.said(/changed, restarting$/).length > 0, 'the restart func.yaml causes');
+    assert.deepEqual(proc.said(/changed, restarting$/), ['funcrun: func.yaml changed, restarting']);
+  });
+
   for (const [layout, manifest, built] of [
     ['with "main": build/src/index.js', { main: 'build/src/index.js' }, ['build', 'src', 'index.js']],
     ['without "main" (its build in build/index.js)', {}, ['build', 'index.js']],
