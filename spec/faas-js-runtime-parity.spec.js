@@ -63,6 +63,12 @@ const EVENT_READERS = ['event-attributes', 'event-response', 'event-data'];
 const ACCEPTED = [
   {
     functions: '*',
+    requests: ['CloudEvent structured, malformed JSON'],
+    differs: 'answer',
+    why: 'faas-js-runtime runs a structured event whose JSON is malformed as a plain request, its text the body; funcrun answers 400 saying where the JSON breaks: the sender meant an event, and run as text it would be lost',
+  },
+  {
+    functions: '*',
     requests: ['CloudEvent with specversion 9.9'],
     differs: 'answer',
     why: "faas-js-runtime's SDK validates 1.0 events only, so an unknown specversion reaches the handler unchecked (any attribute of any shape); funcrun refuses it, 400 naming specversion: an event it cannot check would open a hole",
@@ -237,6 +243,7 @@ const REQUESTS = {
   'POST JSON': { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"tiger","list":[1,2]}' },
   'POST JSON; charset=utf-8': { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"name":"tiger"}' },
   'POST JSON with a syntax error': { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name": tiger}' },
+  'CloudEvent structured, malformed JSON': { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: '{"specversion": "1.0", "id": ' },
   'POST JSON, empty body': { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' },
   'POST JSON as application/merge-patch+json': { method: 'POST', headers: { 'content-type': 'application/merge-patch+json' }, body: '{"name":"tiger"}' },
   'POST text': { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello world' },
