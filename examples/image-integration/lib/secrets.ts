@@ -625,6 +625,28 @@ function mergeSpans(lists: number[][]): number[] {
   }
 }
 
+/** Forms of a secret shorter than this many characters are masked only where they stand alone. */
+const SHORT_FORM = 4;
+
+// Letters, digits and '_', folded: what a short secret may not touch to be itself.
+const isWordCode = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c > 0x7f;
+
+function standsAlone(codes: Uint16Array, start: number, end: number): boolean {
+  return (start === 0 || !isWordCode(codes[start - 1])) && (end === codes.length || !isWordCode(codes[end]));
+}
+
+/** Sorts [start, end) pairs by start, in place, and merges overlapping ones. */
+function sortSpans(spans: number[]): void {
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < spans.length; i += 2) pairs.push([spans[i], spans[i + 1]]);
+  pairs.sort((a, b) => a[0] - b[0]);
+  spans.length = 0;
+  for (const [start, end] of pairs) {
+    if (spans.length > 0 && spans[spans.length - 1] > start) spans[spans.length - 1] = Math.max(spans[spans.length - 1], end);
+    else spans.push(start, end);
+  }
+}
+
 const BASE64_URL = (text: string) => text.replace(/\+/g, '-').replace(/\//g, '_');
 
 /**
@@ -658,7 +680,10 @@ function secretForms(value: string, aligned: boolean): string[] {
  */
 export class Redactor {
   readonly #values = new Set<string>();
+  // Forms shorter than SHORT_FORM: masked only where they stand alone (see redact()).
+  readonly #short = new Set<string>();
   #matcher: Matcher | undefined;
+  #shortMatcher: Matcher | undefined;
   #alignedBudget = 64 * 1024;
 
   constructor(values: Iterable<string> = []) {
@@ -671,9 +696,10 @@ export class Redactor {
     // only: a request with thousands of unknown fields builds a tree twice as big, not four times.
     const aligned = this.#alignedBudget > 0;
     this.#alignedBudget -= value.length;
-    for (const form of secretForms(value, aligned)) if (form !== '') this.#values.add(foldString(form));
+    for (const form of secretForms(value, aligned)) if (form !== '') (form.length < SHORT_FORM ? this.#short : this.#values).add(foldString(form));
     if (value.trimStart().startsWith('{')) this.#addServiceAccount(value);
     this.#matcher = undefined;
+    this.#shortMatcher = undefined;
     return this;
   }
 
@@ -699,10 +725,16 @@ export class Redactor {
   redact(text: string, { cut = false }: { cut?: boolean } = {}): string {
     if (text === '') return text;
     const lists = [userinfoSpans(text)];
-    if (this.#values.size > 0) {
+    if (this.#values.size > 0 || this.#short.size > 0) {
       const matcher = (this.#matcher ??= new Matcher(this.#values));
+      const shortMatcher = this.#short.size > 0 ? (this.#shortMatcher ??= new Matcher(this.#short)) : undefined;
       for (const view of views(folded(text))) {
         const spans = matcher.spans(view.codes, cut);
+        // A short secret (`ca`) inside a word (`_catalog`) is that word, not the secret: it is
+        // masked where it stands alone, as a value between quotes, separators or the text's ends.
+        const found = shortMatcher?.spans(view.codes) ?? [];
+        for (let i = 0; i < found.length; i += 2) if (standsAlone(view.codes, found[i], found[i + 1])) spans.push(found[i], found[i + 1]);
+        if (found.length > 0) sortSpans(spans);
         if (view.from !== undefined && view.to !== undefined) {
           for (let i = 0; i < spans.length; i += 2) {
             const end = spans[i + 1];

@@ -331,8 +331,21 @@ describe('masking value by value (item 10)', () => {
   it('redactValue masks inside strings and keeps the JSON around them', () => {
     const redactor = new Redactor(['field', '"', 'e', '1']);
     assert.deepEqual(redactor.redactValue([{ field: 'docker.pasword', description: 'unknown field "x"', n: 1, ok: true, none: null }]), [
-      { field: 'dock******r.pasword', description: 'unknown ****** ******x******', n: 1, ok: true, none: null },
+      { field: 'docker.pasword', description: 'unknown ****** "x"', n: 1, ok: true, none: null },
     ]);
+  });
+
+  it('a secret of one to three characters is masked where it stands alone, never inside a word (_catalog stays _catalog)', () => {
+    const redactor = new Redactor(['ca', 'a', 'x1']);
+    assert.equal(redactor.redact('GET /v2/_catalog: 401'), 'GET /v2/_catalog: 401');
+    assert.equal(redactor.redact('basic auth for alice failed'), 'basic auth for alice failed');
+    assert.equal(redactor.redact('password "ca" refused'), 'password "******" refused');
+    assert.equal(redactor.redact('ca'), '******');
+    assert.equal(redactor.redact('user=x1&pass=ca'), 'user=******&pass=******');
+    assert.equal(redactor.redact('{"password":"a"}'), '{"password":"******"}');
+    // Its encodings too: base64 of "ca" is Y2E=, percent and JSON escapes decode to it.
+    assert.equal(redactor.redact('token Y2E= sent'), 'token ****** sent');
+    assert.equal(redactor.redact('p=%63%61;'), 'p=******;');
   });
 
   for (const secret of ['e', 'a', '"', '1', 'code', 'message', 'undefined', ':', '{', '\\']) {
