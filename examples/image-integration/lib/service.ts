@@ -259,7 +259,9 @@ async function registryTarget(integration: Integration, ctx: CheckContext, aws: 
     case 'azure': {
       if (config.wifEnabled === true) throw wif(type);
       const { username, password } = config as { username?: string; password?: string };
-      return { endpoint, insecure, path, username: username || undefined, password: password || undefined };
+      // Azure's user name is optional: a token as the password goes with an empty one, as StackRox sends it.
+      const user = username || (type === 'azure' && password ? '' : undefined);
+      return { endpoint, insecure, path, username: user, password: password || undefined };
     }
     case 'ibm':
       return { endpoint, insecure, path, username: 'iamapikey', password: config.apiKey as string };

@@ -132,7 +132,7 @@ export function createValidator(): (body: unknown, options?: ValidateOptions) =>
 
     const endpoints: Record<string, URL> = {};
     if (present.length === 1 && !bad.has(at(configName)) && isObject(value[configName])) {
-      requireFields(configName, value[configName] as Config, (field, description) => add(at(field), description), endpoints);
+      requireFields({ configName, type: String(type), categories }, value[configName] as Config, (field, description) => add(at(field), description), endpoints);
     }
     if (violations.length > 0) return { ok: false, violations: capped(violations), request };
     return {
@@ -178,7 +178,7 @@ const filled = (value: unknown): boolean => typeof value === 'string' && value.t
 
 // Each config's own rules. Fields with a decoding violation are already reported (and absent here).
 function requireFields(
-  configName: ConfigName,
+  { configName, type, categories }: { configName: ConfigName; type: string; categories: Category[] },
   config: Config,
   add: (field: string, description: string) => void,
   endpoints: Record<string, URL>,
@@ -202,17 +202,22 @@ function requireFields(
     if (!filled(config[user]) && filled(config[password])) add(at(user), `is required with ${password}`);
   };
 
+  // Azure (pkg/registries/azure/azure.go): a password (a token will do) unless workload identity;
+  // the user name is optional. A 'docker' config of an azure integration is read as an Azure one.
+  const azure = () => {
+    endpoint('endpoint');
+    if (config.wifEnabled !== true) need('password', 'is required unless wifEnabled (the user name is optional: a token as the password will do)');
+  };
   switch (configName) {
     case 'docker':
-      endpoint('endpoint');
-      pair('username', 'password');
+      if (type === 'azure') azure();
+      else {
+        endpoint('endpoint');
+        pair('username', 'password');
+      }
       break;
     case 'azure':
-      endpoint('endpoint');
-      if (config.wifEnabled !== true) {
-        need('username', 'is required unless wifEnabled');
-        need('password', 'is required unless wifEnabled');
-      }
+      azure();
       break;
     case 'google':
       endpoint('endpoint');
@@ -225,7 +230,17 @@ function requireFields(
       break;
     case 'quay': {
       endpoint('endpoint');
+      // pkg/registries/quay/quay.go validate(): a scanner cannot use a robot account; a registry
+      // alone uses a robot account or an OAuth token, not both. No credentials at all is a public registry.
       const robot = config.registryRobotCredentials;
+      const token = filled(config.oauthToken);
+      const scannerOnly = categories.length === 1 && categories[0] === 'SCANNER';
+      const registryOnly = categories.length === 1 && categories[0] === 'REGISTRY';
+      if (isObject(robot)) {
+        if (scannerOnly) add(at('registryRobotCredentials'), 'a Quay scanner integration cannot use robot credentials: give an OAuth token, or none for public images');
+        else if (registryOnly && token) add(at('registryRobotCredentials'), 'a Quay registry integration uses robot credentials or an OAuth token, not both');
+        else if (!registryOnly && !token) add(at('registryRobotCredentials'), 'a Quay scanner integration cannot use robot credentials: with SCANNER, give an OAuth token');
+      }
       if (isObject(robot)) {
         if (!filled(robot.username)) add(`${configName}.registryRobotCredentials.username`, 'is required for a robot account');
         if (!filled(robot.password)) add(`${configName}.registryRobotCredentials.password`, 'is required for a robot account');

@@ -100,7 +100,8 @@ describe('docker registry with token auth', () => {
   });
 
   it('quay: robot credentials are really checked; $oauthtoken is used without them', async () => {
-    const quay = (config) => ({ name: 'quay', type: 'quay', categories: ['REGISTRY', 'SCANNER'], quay: { endpoint: registry.url, insecure: true, ...config } });
+    // A robot account is for the registry alone (quay.go validate()); an OAuth token for both.
+    const quay = (config) => ({ name: 'quay', type: 'quay', categories: config.oauthToken ? ['REGISTRY', 'SCANNER'] : ['REGISTRY'], quay: { endpoint: registry.url, insecure: true, ...config } });
     assert.equal((await service.test(quay({ registryRobotCredentials: { username: 'org+robot', password: 'robot-token-xyz' } }))).status, 200);
     const wrongRobot = await service.test(quay({ registryRobotCredentials: { username: 'org+robot', password: 'not-the-token' } }));
     assert.equal(wrongRobot.status, 400);
@@ -124,7 +125,7 @@ describe('registries without an insecure flag (google, ibm, azure), over verifie
   let registry;
   let service;
   before(async () => {
-    registry = await startRegistry({ auth: 'token', tls: true, users: { _json_key: account, iamapikey: 'ibm-api-key-0123', alice: PASSWORD } });
+    registry = await startRegistry({ auth: 'token', tls: true, users: { _json_key: account, iamapikey: 'ibm-api-key-0123', alice: PASSWORD, '': 'acr-refresh-token-0123' } });
     // The spec's certificate is trusted the way IMAGE_INTEGRATION_CA_FILE makes one trusted.
     service = await startService({ limits: { ca: [registry.ca] } });
   });
@@ -158,6 +159,17 @@ describe('registries without an insecure flag (google, ibm, azure), over verifie
     assert.equal((await service.test(viaDocker)).status, 200);
     const wrong = await service.test({ ...viaAzure, azure: { ...viaAzure.azure, password: WRONG } });
     assert.equal(wrong.status, 400);
+  });
+
+  it('azure without a user name sends the token as the password, with an empty user name, as StackRox does', async () => {
+    const acr = (password) => ({ name: 'acr', type: 'azure', categories: ['REGISTRY'], azure: { endpoint: registry.hostPort, password } });
+    const seen = registry.tokenServer.requests.length;
+    assert.equal((await service.test(acr('acr-refresh-token-0123'))).status, 200);
+    const sent = registry.tokenServer.requests.slice(seen).map((r) => r.authorization).filter(Boolean);
+    assert.ok(sent.includes(`Basic ${Buffer.from(':acr-refresh-token-0123').toString('base64')}`), sent.join(' '));
+    const wrong = await service.test(acr('acr-refresh-token-9999'));
+    assert.equal(wrong.status, 400);
+    assertNoSecret(assert, wrong, service.log, ['acr-refresh-token-9999']);
   });
 
   it('wifEnabled cannot be tested here, and says so', async () => {

@@ -92,7 +92,10 @@ describe('validation (pure)', () => {
       [{ ...good.docker, docker: { username: 'u', password: 'p' } }, ['docker.endpoint']],
       [{ ...good.docker, docker: { endpoint: 'r.io', username: 'u' } }, ['docker.password']],
       [{ ...good.docker, docker: { endpoint: 'r.io', password: 'p' } }, ['docker.username']],
-      [{ ...good.azure, azure: { endpoint: 'x.azurecr.io' } }, ['azure.username', 'azure.password']],
+      [{ ...good.azure, azure: { endpoint: 'x.azurecr.io' } }, ['azure.password']],
+      // The user name is optional: a token as the password (azure.go validate()), in either config.
+      [{ ...good.azure, azure: { endpoint: 'x.azurecr.io', password: 'token' } }, []],
+      [{ name: 'a', type: 'azure', categories: ['REGISTRY'], docker: { endpoint: 'x.azurecr.io', password: 'token' } }, []],
       [{ ...good.azure, azure: { endpoint: 'x.azurecr.io', wifEnabled: true } }, []],
       [{ ...good.google, google: { endpoint: 'gcr.io' } }, ['google.serviceAccount']],
       [{ ...good.google, google: { endpoint: 'gcr.io', wifEnabled: true } }, []],
@@ -105,14 +108,29 @@ describe('validation (pure)', () => {
       [{ ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1', authorizationData: { username: 'AWS' } } }, ['ecr.authorizationData.password']],
       [{ ...good.ecr, ecr: { ...good.ecr.ecr, registryId: 'abc' } }, ['ecr.registryId']],
       [{ ...good.ecr, ecr: { ...good.ecr.ecr, region: 'moon' } }, ['ecr.region']],
-      [{ ...good.quay, quay: { endpoint: 'quay.io', registryRobotCredentials: { username: 'org+bot' } } }, ['quay.registryRobotCredentials.password']],
-      [{ ...good.quay, quay: { endpoint: 'quay.io', registryRobotCredentials: { password: 'p' } } }, ['quay.registryRobotCredentials.username']],
+      [{ ...good.quay, categories: ['REGISTRY'], quay: { endpoint: 'quay.io', registryRobotCredentials: { username: 'org+bot' } } }, ['quay.registryRobotCredentials.password']],
+      [{ ...good.quay, categories: ['REGISTRY'], quay: { endpoint: 'quay.io', registryRobotCredentials: { password: 'p' } } }, ['quay.registryRobotCredentials.username']],
       [{ ...good.ibm, ibm: { endpoint: 'us.icr.io' } }, ['ibm.apiKey']],
       [{ ...good.clairify, clairify: {} }, ['clairify.endpoint']],
       [{ ...good.scannerv4, scannerV4: { indexerEndpoint: 'i:8443' } }, ['scannerV4.matcherEndpoint']],
       [{ ...good.clair, clair: {} }, ['clair.endpoint']],
     ];
     for (const [body, expected] of cases) assert.deepEqual(fields(body).sort(), expected.sort(), JSON.stringify(body));
+  });
+
+  it("Quay's rules on robot accounts and OAuth tokens, by category (quay.go validate())", () => {
+    const robot = { username: 'org+bot', password: 'p' };
+    const quay = (categories, config) => fields({ name: 'q', type: 'quay', categories, quay: { endpoint: 'quay.io', ...config } });
+    assert.deepEqual(quay(['REGISTRY'], { registryRobotCredentials: robot }), []);
+    assert.deepEqual(quay(['REGISTRY'], { oauthToken: 't' }), []);
+    assert.deepEqual(quay(['REGISTRY'], { registryRobotCredentials: robot, oauthToken: 't' }), ['quay.registryRobotCredentials']);
+    assert.deepEqual(quay(['SCANNER'], { registryRobotCredentials: robot }), ['quay.registryRobotCredentials']);
+    assert.deepEqual(quay(['SCANNER'], { registryRobotCredentials: robot, oauthToken: 't' }), ['quay.registryRobotCredentials']);
+    assert.deepEqual(quay(['SCANNER'], { oauthToken: 't' }), []);
+    assert.deepEqual(quay(['REGISTRY', 'SCANNER'], { registryRobotCredentials: robot }), ['quay.registryRobotCredentials']);
+    assert.deepEqual(quay(['REGISTRY', 'SCANNER'], { registryRobotCredentials: robot, oauthToken: 't' }), []);
+    // No credentials at all: a public registry, in every category.
+    for (const categories of [['REGISTRY'], ['SCANNER'], ['REGISTRY', 'SCANNER']]) assert.deepEqual(quay(categories, {}), [], categories.join());
   });
 
   it('endpoint forms as StackRox accepts them', () => {
@@ -139,7 +157,7 @@ describe('validation (pure)', () => {
   });
 
   it('decoding as protojson: proto names, null as absent, int32 strings, enum numbers, timestamps', () => {
-    const quay = { ...good.quay, cluster_id: 'c', source: null, quay: { endpoint: 'quay.io', registry_robot_credentials: { username: 'org+bot', password: 'p' }, oauthToken: null } };
+    const quay = { ...good.quay, categories: ['REGISTRY'], cluster_id: 'c', source: null, quay: { endpoint: 'quay.io', registry_robot_credentials: { username: 'org+bot', password: 'p' }, oauthToken: null } };
     const result = validate(quay);
     assert.equal(result.ok, true);
     assert.deepEqual(result.integration.config, { endpoint: 'quay.io', registryRobotCredentials: { username: 'org+bot', password: 'p' } });
