@@ -58,13 +58,18 @@ export function createService(options: ServiceOptions): FunctionModule {
     const others = result.ok ? [] : redactor.redactValue(result.violations);
     const listed = (violations: FieldViolation[]) => violations.map((v) => `${v.field}: ${v.description}`).join('; ');
     const cut = (message: string) => (message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 1)}…` : message);
-    // updatePassword false (or absent) asks for stored credentials, which this service does not keep.
-    const missing = update && !request.updatePassword && !others.some((v) => v.field === 'updatePassword') ? missingCredentials(result, request.integration) : [];
-    if (missing.length > 0) {
-      const rest = others.filter((v) => !missing.includes(v.field));
-      const message = `this service keeps no stored credentials: with updatePassword false (or absent) it has none to use for ${missing.join(', ')}; send the credentials in config with updatePassword true`;
-      const violations = [...missing.map((field) => ({ field, description: 'no stored credentials: send it with updatePassword true' })), ...rest];
-      throw badRequest(cut(rest.length > 0 ? `${message}; also: ${listed(rest)}` : message), violations);
+    // /test/updated reconciles with the stored integration as StackRox does
+    // (reconcileUpdateImageIntegrationRequest), after its validation, and before anything is
+    // contacted: an id is looked up (this service stores none, so it is one StackRox would not
+    // know), and updatePassword false (or absent) asks for the stored credentials, which needs an
+    // id. Credentials sent beside such a request are never tested. The credential fields it left
+    // out are not what is wrong with it.
+    if (update && !others.some((v) => v.field === 'updatePassword')) {
+      const credentialsLeftOut = missingCredentials(result, request.integration);
+      const rest = others.filter((v) => !credentialsLeftOut.includes(v.field));
+      const id = typeof request.integration.id === 'string' ? request.integration.id : '';
+      if (rest.length === 0 && id !== '') throw new ServiceError(404, `image integration ${JSON.stringify(redactor.redact(id))} not found: not found`);
+      if (rest.length === 0 && !request.updatePassword) throw new ServiceError(400, 'id required for stored credential reconciliation: invalid arguments');
     }
     if (!result.ok) throw badRequest(cut(`invalid image integration: ${listed(others)}`), others);
     if (running >= maxConcurrent) {

@@ -82,58 +82,68 @@ describe('request semantics over HTTP', () => {
       assert.match(res.json.message, /^authentication: /);
     });
 
-    it('the edit form (updatePassword false, password cleared) is a 400: no stored credentials, send them with updatePassword true', async () => {
+    // StackRox's reconcileUpdateImageIntegrationRequest: an id is looked up first; updatePassword
+    // false (or absent) asks for the stored credentials, which needs an id. This service stores none.
+    const ID = '3f7a0c52-8a9e-4a0e-9d5b-2b8c1c0d4e11';
+
+    it('the edit form (an id, updatePassword false, password cleared) is what StackRox answers for an id it does not know: 404, code 5', async () => {
       const body = dockerForm();
-      Object.assign(body.config, { id: '3f7a0c52-8a9e-4a0e-9d5b-2b8c1c0d4e11', source: null });
+      Object.assign(body.config, { id: ID, source: null });
       body.config.docker.password = '';
       body.updatePassword = false;
       const res = await post(service, UPDATED, body);
-      assert.equal(res.status, 400);
-      assert.equal(res.json.code, 3);
-      assert.equal(res.json.error, res.json.message);
-      assert.match(res.json.message, /^this service keeps no stored credentials: .*config\.docker\.password.*send the credentials in config with updatePassword true$/);
-      assert.deepEqual(fields(res), ['config.docker.password']);
+      assert.equal(res.status, 404);
+      assert.equal(res.json.code, 5);
+      assert.equal(res.json.message, `image integration "${ID}" not found: not found`);
+      assert.deepEqual(res.json.details, []);
     });
 
-    it('updatePassword absent, or a masked ****** password, is the same 400; so are no credentials at all', async () => {
-      const absent = dockerForm();
-      delete absent.updatePassword;
-      absent.config.docker.password = '******';
-      const masked = await post(service, UPDATED, absent);
-      assert.equal(masked.status, 400);
-      assert.deepEqual(fields(masked), ['config.docker.password']);
-      const none = dockerForm();
-      none.updatePassword = false;
-      none.config.docker = { endpoint: registry.hostPort, username: '', password: '' };
-      const anonymous = await post(service, UPDATED, none);
-      assert.equal(anonymous.status, 400);
-      assert.match(anonymous.json.message, /no stored credentials/);
+    it('an id with updatePassword true is looked up first too: 404, and nothing is contacted', async () => {
+      const clairBody = { id: ID, name: 'clair', type: 'clair', categories: ['SCANNER'], clair: { endpoint: clair.url, insecure: true } };
+      const seen = clair.received.length;
+      const res = await post(service, UPDATED, { config: clairBody, updatePassword: true });
+      assert.equal(res.status, 404);
+      assert.equal(clair.received.length, seen);
     });
 
-    it('with credentials missing, other violations are listed too; an updatePassword that is no boolean is reported as such', async () => {
+    it('updatePassword false or absent without an id is a 400, id required; credentials sent beside it are never tested', async () => {
+      const seen = clair.received.length;
+      const clairBody = { name: 'clair', type: 'clair', categories: ['SCANNER'], clair: { endpoint: clair.url, insecure: true } };
+      for (const body of [
+        { ...dockerForm(), updatePassword: false },
+        (({ updatePassword, ...rest }) => rest)(dockerForm()),
+        { ...dockerForm(), updatePassword: false, config: { ...dockerForm().config, docker: { endpoint: registry.hostPort, username: 'alice', password: '******' } } },
+        { ...dockerForm(), updatePassword: false, config: { ...dockerForm().config, docker: { endpoint: registry.hostPort, username: 'alice', password: 'not-the-password' } } },
+        { config: clairBody, updatePassword: false },
+      ]) {
+        const res = await post(service, UPDATED, body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.equal(res.json.code, 3);
+        assert.equal(res.json.message, 'id required for stored credential reconciliation: invalid arguments');
+        assert.deepEqual(res.json.details, []);
+        assertNoSecret(assert, res, service.log, [PASSWORD, 'not-the-password']);
+      }
+      assert.equal(clair.received.length, seen, 'the scanner was not contacted');
+    });
+
+    it('validation comes first: other violations are listed; an updatePassword that is no boolean is reported as such', async () => {
       const body = dockerForm();
       body.updatePassword = false;
       body.config.docker.password = '';
       body.config.name = '';
       const res = await post(service, UPDATED, body);
       assert.equal(res.status, 400);
-      assert.deepEqual(fields(res), ['config.docker.password', 'config.name']);
-      assert.match(res.json.message, /; also: config\.name: is required$/);
+      assert.ok(fields(res).includes('config.name'), fields(res).join());
+      assert.match(res.json.message, /^invalid image integration: .*config\.name: is required/);
       const typed = await post(service, UPDATED, { ...dockerForm(), updatePassword: 'true' });
       assert.equal(typed.status, 400);
       assert.deepEqual(fields(typed), ['updatePassword']);
       assert.match(typed.json.message, /^invalid image integration: updatePassword: must be true or false, not a string$/);
     });
 
-    it('updatePassword false with the credentials in config is tested like /test', async () => {
-      const body = dockerForm();
-      body.updatePassword = false;
-      assert.equal((await post(service, UPDATED, body)).status, 200);
-    });
-
-    it('a scanner without credentials is tested whatever updatePassword says; violations carry config. paths', async () => {
+    it('updatePassword true without an id tests config like /test; violations carry config. paths', async () => {
       const clairBody = { name: 'clair', type: 'clair', categories: ['SCANNER'], clair: { endpoint: clair.url, insecure: true } };
-      assert.equal((await post(service, UPDATED, { config: clairBody, updatePassword: false })).status, 200);
+      assert.equal((await post(service, UPDATED, { config: clairBody, updatePassword: true })).status, 200);
       const res = await post(service, UPDATED, { config: { ...clairBody, name: '' }, updatePassword: true });
       assert.equal(res.status, 400);
       assert.deepEqual(fields(res), ['config.name']);
@@ -170,7 +180,7 @@ describe('request semantics over HTTP', () => {
       assert.match(res.json.message, /docker\.password: is required with username; the unknown field 'pasword' was ignored/);
       assertNoSecret(assert, res, service.log, [secret]);
       const azure = await post(service, TEST, { name: 'a', type: 'azure', categories: ['REGISTRY'], azure: { endpoint: 'x.azurecr.io', username: 'u', Password: secret, passwd: secret, password_: secret } });
-      assert.equal(violation(azure, 'azure.password').description, "is required unless wifEnabled; the unknown fields 'Password', 'passwd', 'password_' were ignored");
+      assert.equal(violation(azure, 'azure.password').description, "is required unless wifEnabled (the user name is optional: a token as the password will do); the unknown fields 'Password', 'passwd', 'password_' were ignored");
       assertNoSecret(assert, azure, service.log, [secret]);
     });
 
