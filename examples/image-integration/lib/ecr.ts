@@ -142,7 +142,8 @@ async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: A
   const url = awsEndpoint('sts', config.region, aws);
   url.searchParams.set('Action', 'AssumeRole');
   url.searchParams.set('Version', '2011-06-15');
-  url.searchParams.set('RoleArn', config.assumeRoleId!);
+  // assumeRoleId is the role's name in the registry's account, as StackRox reads it (ecr.go createECRClient).
+  url.searchParams.set('RoleArn', `arn:aws:iam::${config.registryId}:role/${config.assumeRoleId!}`);
   url.searchParams.set('RoleSessionName', 'funcrun-image-integration-test');
   if (config.assumeRoleExternalId) url.searchParams.set('ExternalId', config.assumeRoleExternalId);
   const headers = signV4({ method: 'GET', url, region: config.region, service: 'sts', credentials });

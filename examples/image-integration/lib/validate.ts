@@ -263,7 +263,11 @@ function requireFields(
         need('accessKeyId', 'is required unless useIam or authorizationData');
         need('secretAccessKey', 'is required unless useIam or authorizationData');
       }
-      if (config.useAssumeRole === true) need('assumeRoleId', 'is required with useAssumeRole');
+      if (config.useAssumeRole === true) {
+        need('assumeRoleId', 'is required with useAssumeRole: the name of the role in the registry\'s account');
+        // ecr.go sanitizeConfiguration: the role is assumed through AWS's own STS, not beside an endpoint.
+        if (filled(config.endpoint)) add(at('endpoint'), 'AssumeRole cannot be done with an endpoint defined');
+      }
       if (filled(config.region) && !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(config.region as string)) add(at('region'), 'is not an AWS region, such as us-east-1');
       if (filled(config.registryId) && !/^\d{12}$/.test(config.registryId as string)) add(at('registryId'), 'must be a 12-digit AWS account id');
       break;

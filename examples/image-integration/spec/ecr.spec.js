@@ -43,6 +43,7 @@ describe('ECR', () => {
   let sts;
   let service;
   const bodies = [];
+  const stsCalls = [];
   before(async () => {
     registry = await startRegistry({ auth: 'htpasswd', tls: true, users: { AWS: REGISTRY_PASSWORD } });
     ecrApi = await startPeer((req, res) => {
@@ -62,9 +63,10 @@ describe('ECR', () => {
       });
     });
     sts = await startPeer((req, res) => {
+      stsCalls.push(new URL(req.url, 'http://x').searchParams);
       const problem = verifySignature(req, '', 'sts');
       const url = new URL(req.url, 'http://x');
-      if (problem || url.searchParams.get('Action') !== 'AssumeRole' || url.searchParams.get('RoleArn') !== 'arn:aws:iam::123456789012:role/puller') {
+      if (problem || url.searchParams.get('Action') !== 'AssumeRole' || url.searchParams.get('RoleArn') !== 'arn:aws:iam::123456789012:role/puller' || url.searchParams.get('ExternalId') !== 'ext-42') {
         res.writeHead(403, { 'content-type': 'text/xml' });
         return res.end(`<ErrorResponse><Error><Type>Sender</Type><Code>${problem ?? 'AccessDenied'}</Code><Message>not allowed</Message></Error></ErrorResponse>`);
       }
@@ -101,13 +103,26 @@ describe('ECR', () => {
     assert.match(res.json.message, /UnrecognizedClientException/);
   });
 
-  it('assume role: STS credentials (with a session token) sign the ECR call', async () => {
-    const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'arn:aws:iam::123456789012:role/puller' }));
+  it("assume role: the role named in the registry's account, with the external id; STS credentials (with a session token) sign the ECR call", async () => {
+    const role = (assumeRoleId) => ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId, assumeRoleExternalId: 'ext-42' });
+    const res = await service.test(role('puller'));
     assert.equal(res.status, 200, res.text);
-    const denied = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'arn:aws:iam::123456789012:role/other' }));
+    assert.equal(stsCalls.at(-1).get('RoleArn'), 'arn:aws:iam::123456789012:role/puller');
+    assert.equal(stsCalls.at(-1).get('ExternalId'), 'ext-42');
+    const denied = await service.test(role('other'));
     assert.equal(denied.status, 400);
     assert.match(denied.json.message, /^authentication: STS AssumeRole answered HTTP 403 \(AccessDenied: not allowed\)/);
     assertNoSecret(assert, denied, service.log, [KEYS.ASIATEMPKEY, SESSION, KEYS.AKIAREALKEY]);
+  });
+
+  it('useAssumeRole with an endpoint is a 400 before any AWS call, as StackRox refuses it', async () => {
+    const calls = stsCalls.length;
+    const tokens = bodies.length;
+    const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'puller', endpoint: 'vpce-0a1b.api.ecr.us-east-1.vpce.amazonaws.com' }));
+    assert.equal(res.status, 400);
+    assert.equal(res.json.details[0].fieldViolations.find((v) => v.field === 'ecr.endpoint').description, 'AssumeRole cannot be done with an endpoint defined');
+    assert.equal(stsCalls.length, calls);
+    assert.equal(bodies.length, tokens);
   });
 
   it('authorizationData logs in directly; an expired one is refused', async () => {
@@ -151,7 +166,7 @@ describe('ECR', () => {
       const iam = await plain.test(ecr({ useIam: true }));
       assert.equal(iam.status, 400);
       assert.match(iam.json.message, /IMAGE_INTEGRATION_ALLOW_ECR_IAM/);
-      const role = await plain.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'arn:aws:iam::123456789012:role/puller' }));
+      const role = await plain.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'puller', assumeRoleExternalId: 'ext-42' }));
       assert.equal(role.status, 400);
       assert.match(role.json.message, /IMAGE_INTEGRATION_ALLOW_ECR_ASSUME_ROLE/);
     } finally {

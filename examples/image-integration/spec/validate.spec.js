@@ -105,6 +105,7 @@ describe('validation (pure)', () => {
       [{ ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1' } }, ['ecr.accessKeyId', 'ecr.secretAccessKey']],
       [{ ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1', useIam: true } }, []],
       [{ ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1', useIam: true, useAssumeRole: true } }, ['ecr.assumeRoleId']],
+      [{ ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1', useIam: true, useAssumeRole: true, assumeRoleId: 'puller', endpoint: 'vpce.example.com' } }, ['ecr.endpoint']],
       [{ ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1', authorizationData: { username: 'AWS' } } }, ['ecr.authorizationData.password']],
       [{ ...good.ecr, ecr: { ...good.ecr.ecr, registryId: 'abc' } }, ['ecr.registryId']],
       [{ ...good.ecr, ecr: { ...good.ecr.ecr, region: 'moon' } }, ['ecr.region']],
