@@ -1,13 +1,16 @@
 // Endpoints as StackRox accepts them, and which addresses may be contacted.
 import { isIP } from 'node:net';
 
-/** A registry or scanner address: `host`, `host:port`, `https://host[:port][/path]`, or `http://...` with insecure. */
-export function parseEndpoint(value: string, { insecure, allowHttp = insecure }: { insecure: boolean; allowHttp?: boolean }): URL | string {
+/**
+ * A registry or scanner address: `host`, `host:port` (https), or `https://` or `http://host[:port][/path]`.
+ * The scheme typed is the one used, as StackRox uses it (pkg/urlfmt); `insecure` only turns off
+ * certificate verification.
+ */
+export function parseEndpoint(value: string): URL | string {
   const text = value.trim();
   if (text === '') return 'is required';
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase();
-  if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') return `must be host, host:port or https://host (not ${scheme}://)`;
-  if (scheme === 'http' && !allowHttp) return 'plain http:// is allowed only with insecure: true';
+  if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') return `must be host, host:port, https://host or http://host (not ${scheme}://)`;
   let url: URL;
   try {
     url = new URL(scheme === undefined ? `https://${text}` : text);
@@ -31,7 +34,7 @@ function withoutTrailingSlashes(path: string): string {
 
 /** `host:port` for a gRPC endpoint (scanner V4), with or without a scheme. */
 export function parseHostPort(value: string, defaultPort: number): { host: string; port: number } | string {
-  const parsed = parseEndpoint(value, { insecure: true });
+  const parsed = parseEndpoint(value);
   if (typeof parsed === 'string') return parsed;
   const port = parsed.port === '' ? defaultPort : Number(parsed.port);
   return { host: parsed.hostname.replace(/^\[|\]$/g, ''), port };

@@ -458,7 +458,7 @@ function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, sign
   if (code === 'ECONNRESET' || code === 'EPIPE') return new NetworkFailure('connect', `connect: ${target} closed the connection${tls ? ' (is it serving TLS?)' : ''}`);
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return new NetworkFailure('connect', `connect: ${target} is unreachable`);
   if (tls && /wrong version number|packet length too long|http request/i.test(err.message)) {
-    return new NetworkFailure('tls', `TLS: ${target} did not answer in TLS; for a plain HTTP endpoint use http:// with insecure: true`);
+    return new NetworkFailure('tls', `TLS: ${target} did not answer in TLS; for a plain HTTP endpoint write http://`);
   }
   if (tls && TLS_CODES.test(code)) {
     const reason = code === 'EPROTO' || code.startsWith('ERR_SSL') ? `handshake failed (${code})` : `${err.message.split('\n')[0]} (${code})`;

@@ -187,13 +187,13 @@ function requireFields(
   const need = (field: string, why = 'is required') => {
     if (!filled(config[field])) add(at(field), why);
   };
-  const endpoint = (field: string, options: { required?: boolean; allowHttp?: boolean } = {}) => {
+  const endpoint = (field: string, options: { required?: boolean } = {}) => {
     const value = config[field];
     if (!filled(value)) {
       if (options.required !== false) add(at(field), 'is required');
       return;
     }
-    const parsed = parseEndpoint(value as string, { insecure: config.insecure === true, allowHttp: options.allowHttp });
+    const parsed = parseEndpoint(value as string);
     if (typeof parsed === 'string') add(at(field), parsed);
     else endpoints[at(field)] = parsed;
   };
@@ -273,7 +273,7 @@ function requireFields(
       break;
     }
     case 'clairify':
-      endpoint('endpoint', { allowHttp: true });
+      endpoint('endpoint');
       break;
     case 'clair':
     case 'clairV4':

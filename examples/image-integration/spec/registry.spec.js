@@ -57,10 +57,15 @@ describe('docker registry with htpasswd (Basic) auth', () => {
     assert.match(res.json.message, /^authentication: .* requires credentials/);
   });
 
-  it('plain http without insecure is refused before any call', async () => {
-    const res = await service.test(docker(registry.url, { insecure: false }));
-    assert.equal(res.status, 400);
-    assert.deepEqual(res.json.details[0].fieldViolations, [{ field: 'docker.endpoint', description: 'plain http:// is allowed only with insecure: true' }]);
+  it('an http:// endpoint is used as typed, with or without insecure, as StackRox uses it: the credentials are checked', async () => {
+    assert.equal((await service.test(docker(registry.url, { insecure: false }))).status, 200);
+    const wrong = await service.test(docker(registry.url, { insecure: false, password: WRONG }));
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.json.message, /rejected the credentials/);
+    // Without a scheme it is https: a plain HTTP registry does not answer in TLS.
+    const tls = await service.test(docker(registry.hostPort, { insecure: true }));
+    assert.equal(tls.status, 400);
+    assert.match(tls.json.message, /did not answer in TLS; for a plain HTTP endpoint write http:\/\//);
   });
 
   it('the request is logged with its secrets masked', async () => {

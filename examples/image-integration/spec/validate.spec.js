@@ -140,7 +140,8 @@ describe('validation (pure)', () => {
       assert.deepEqual(endpoint(ok, false), [], ok);
     }
     assert.deepEqual(endpoint('http://registry.example.com', true), []);
-    assert.deepEqual(endpoint('http://registry.example.com', false), ['docker.endpoint']);
+    // The scheme typed is used; insecure only turns off certificate verification (pkg/urlfmt).
+    assert.deepEqual(endpoint('http://registry.example.com', false), []);
     assert.deepEqual(endpoint('ftp://registry.example.com', true), ['docker.endpoint']);
     assert.deepEqual(endpoint('https://user:secret@registry.example.com', false), ['docker.endpoint']);
     assert.deepEqual(endpoint('https://registry.example.com/?q=1', false), ['docker.endpoint']);
