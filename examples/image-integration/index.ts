@@ -30,6 +30,10 @@ const service = createService({
         ? { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN || undefined }
         : undefined,
   },
+  google: {
+    tokenEndpoint: env.IMAGE_INTEGRATION_GOOGLE_TOKEN_ENDPOINT || undefined,
+    containerAnalysisEndpoint: env.IMAGE_INTEGRATION_CONTAINER_ANALYSIS_ENDPOINT || undefined,
+  },
 });
 
 export const routes = service.routes;

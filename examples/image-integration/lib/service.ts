@@ -4,6 +4,7 @@ import { isUtf8 } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Function as FunctionModule, Logger, RequestInfo } from 'funcrun';
 import { ecrLogin, type AwsSettings, type EcrConfig } from './ecr';
+import { checkGoogleScanner, type GoogleSettings } from './google';
 import { badRequest, grpcErrorBody, ServiceError, type FieldViolation } from './grpc';
 import { NetworkFailure, type Limits } from './http';
 import { checkRegistry, TestFailure, type CheckContext, type RegistryTarget } from './registry';
@@ -24,6 +25,8 @@ export interface ServiceOptions {
   /** When set, requests need `Authorization: Bearer <apiToken>`. */
   apiToken?: string;
   aws: AwsSettings;
+  /** Where Google's token endpoint and Container Analysis are (the Google scanner's test); defaults are Google's. */
+  google?: GoogleSettings;
 }
 
 export const PATH = '/v1/imageintegrations/test';
@@ -80,7 +83,7 @@ export function createService(options: ServiceOptions): FunctionModule {
     const ctx: CheckContext = { limits: options.limits, signal, redactor };
     running++;
     try {
-      const notes = await runChecks(result.integration, ctx, options.aws);
+      const notes = await runChecks(result.integration, ctx, options.aws, options.google ?? {});
       context.log.info({ name: redactor.redact(result.integration.name), type: redactor.redact(result.integration.type), checked: notes.map((n) => redactor.redact(n)) }, 'image integration test passed');
       return {};
     } catch (err) {
@@ -202,19 +205,19 @@ function authorizer(token: string | undefined): (header: string | undefined) => 
 }
 
 /** Runs the check of each category in order (each distinct check once); returns what was checked. */
-async function runChecks(integration: Integration, ctx: CheckContext, aws: AwsSettings): Promise<string[]> {
+async function runChecks(integration: Integration, ctx: CheckContext, aws: AwsSettings, google: GoogleSettings): Promise<string[]> {
   const notes: string[] = [];
   const done = new Set<string>();
   for (const category of integration.categories) {
     const kind = checkKind(integration, category);
     if (done.has(kind)) continue;
     done.add(kind);
-    notes.push(await runCheck(kind, integration, ctx, aws));
+    notes.push(await runCheck(kind, integration, ctx, aws, google));
   }
   return notes;
 }
 
-type CheckKind = 'registry' | 'clairify' | 'clair' | 'clairV4' | 'scannerV4';
+type CheckKind = 'registry' | 'clairify' | 'clair' | 'clairV4' | 'scannerV4' | 'googleScanner';
 
 function checkKind(integration: Integration, category: Category): CheckKind {
   if (category === 'REGISTRY') return 'registry';
@@ -224,13 +227,16 @@ function checkKind(integration: Integration, category: Category): CheckKind {
     case 'clairV4':
     case 'scannerV4':
       return integration.configName;
+    case 'google':
+      // Container Analysis, for the project (pkg/scanners/google Test()).
+      return 'googleScanner';
     default:
-      // Quay and Google scanners are tested through their registry, as StackRox does.
+      // Quay's scanner is tested through its registry, as StackRox does.
       return 'registry';
   }
 }
 
-async function runCheck(kind: CheckKind, integration: Integration, ctx: CheckContext, aws: AwsSettings): Promise<string> {
+async function runCheck(kind: CheckKind, integration: Integration, ctx: CheckContext, aws: AwsSettings, google: GoogleSettings): Promise<string> {
   const { config, configName, endpoints } = integration;
   const endpoint = endpoints[`${configName}.endpoint`];
   const insecure = config.insecure === true;
@@ -240,6 +246,8 @@ async function runCheck(kind: CheckKind, integration: Integration, ctx: CheckCon
     case 'clairV4':
       await checkHttpScanner(kind, endpoint, insecure, ctx);
       return `${kind} at ${endpoint.host} answered`;
+    case 'googleScanner':
+      return checkGoogleScanner(config.serviceAccount as string, config.project as string, google, ctx);
     case 'scannerV4':
       return checkScannerV4(config.indexerEndpoint as string, config.matcherEndpoint as string, ctx);
     case 'registry': {

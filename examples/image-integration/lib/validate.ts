@@ -221,6 +221,11 @@ function requireFields(
       break;
     case 'google':
       endpoint('endpoint');
+      // pkg/scanners/google validate(): a scanner names its project, and has no workload identity.
+      if (categories.includes('SCANNER')) {
+        need('project', 'is required for a Google scanner (Container Analysis)');
+        if (config.wifEnabled === true) add(at('wifEnabled'), 'workload identities are not supported for scanner integrations');
+      }
       if (config.wifEnabled !== true) {
         need('serviceAccount', 'is required unless wifEnabled');
         if (filled(config.serviceAccount) && !isServiceAccount(config.serviceAccount as string)) {
