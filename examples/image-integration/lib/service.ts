@@ -8,7 +8,7 @@ import { checkGoogleScanner, type GoogleSettings } from './google';
 import { badRequest, grpcErrorBody, ServiceError, type FieldViolation } from './grpc';
 import { NetworkFailure, type Limits } from './http';
 import { checkRegistry, TestFailure, type CheckContext, type RegistryTarget } from './registry';
-import { checkHttpScanner, checkScannerV4 } from './scanners';
+import { checkClairifyNodeScanner, checkHttpScanner, checkScannerV4 } from './scanners';
 import { MASK, maskSecrets, Redactor, secretValues } from './secrets';
 import { TYPES, createValidator, isSecretField, type Integration, type Validation } from './validate';
 import { CATEGORIES, CONFIG_NAMES, secretPaths, type Category } from './schema';
@@ -217,10 +217,12 @@ async function runChecks(integration: Integration, ctx: CheckContext, aws: AwsSe
   return notes;
 }
 
-type CheckKind = 'registry' | 'clairify' | 'clair' | 'clairV4' | 'scannerV4' | 'googleScanner';
+type CheckKind = 'registry' | 'clairify' | 'clairifyNode' | 'clair' | 'clairV4' | 'scannerV4' | 'googleScanner';
 
 function checkKind(integration: Integration, category: Category): CheckKind {
   if (category === 'REGISTRY') return 'registry';
+  // Clairify scans nodes over gRPC, and is tested there (clairify.go TestNodeScanner).
+  if (category === 'NODE_SCANNER' && integration.configName === 'clairify') return 'clairifyNode';
   switch (integration.configName) {
     case 'clairify':
     case 'clair':
@@ -246,6 +248,8 @@ async function runCheck(kind: CheckKind, integration: Integration, ctx: CheckCon
     case 'clairV4':
       await checkHttpScanner(kind, endpoint, insecure, ctx);
       return `${kind} at ${endpoint.host} answered`;
+    case 'clairifyNode':
+      return checkClairifyNodeScanner(config.grpcEndpoint as string | undefined, ctx);
     case 'googleScanner':
       return checkGoogleScanner(config.serviceAccount as string, config.project as string, google, ctx);
     case 'scannerV4':

@@ -279,6 +279,10 @@ function requireFields(
     }
     case 'clairify':
       endpoint('endpoint');
+      if (filled(config.grpcEndpoint)) {
+        const parsed = parseHostPort(config.grpcEndpoint as string, 8443);
+        if (typeof parsed === 'string') add(at('grpcEndpoint'), parsed);
+      }
       break;
     case 'clair':
     case 'clairV4':

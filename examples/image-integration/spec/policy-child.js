@@ -19,7 +19,11 @@ function outsideReachable() {
   const service = await startService({ limits: { allowPrivate: process.env.ALLOW_PRIVATE === 'true', connectTimeout: 1000, responseTimeout: 1000 } });
   const answers = {};
   for (const endpoint of JSON.parse(process.env.ENDPOINTS)) {
-    const res = await service.test({ name: 'policy', type: 'docker', categories: ['REGISTRY'], docker: { endpoint, username: 'user', password: 'secret-pw' } });
+    const body =
+      process.env.KIND === 'node-scanner'
+        ? { name: 'policy', type: 'clairify', categories: ['NODE_SCANNER'], clairify: { endpoint: 'https://127.0.0.1:1', grpcEndpoint: endpoint } }
+        : { name: 'policy', type: 'docker', categories: ['REGISTRY'], docker: { endpoint, username: 'user', password: 'secret-pw' } };
+    const res = await service.test(body);
     answers[endpoint] = { status: res.status, message: res.json?.message };
   }
   await service.close();

@@ -10,11 +10,11 @@ const { spawnSync } = require('node:child_process');
 
 const CHILD = path.join(__dirname, 'policy-child.js');
 
-function inIsolation(endpoints, allowPrivate) {
+function inIsolation(endpoints, allowPrivate, kind = 'registry') {
   // As root (CI) a plain network namespace; otherwise a user namespace maps the caller to root in it.
   const isolate = process.getuid?.() === 0 ? ['--net'] : ['--net', '--map-root-user'];
   const run = spawnSync('unshare', [...isolate, 'sh', '-c', 'ip link set lo up && exec "$0" "$1"', process.execPath, CHILD], {
-    env: { ...process.env, ENDPOINTS: JSON.stringify(endpoints), ALLOW_PRIVATE: String(allowPrivate) },
+    env: { ...process.env, ENDPOINTS: JSON.stringify(endpoints), ALLOW_PRIVATE: String(allowPrivate), KIND: kind },
     encoding: 'utf8',
     timeout: 60_000,
   });
@@ -50,6 +50,15 @@ describe('endpoint policy, in a network namespace with only loopback', () => {
       }
     });
   }
+
+  it("the node scanner's gRPC Ping (clairify grpcEndpoint) obeys the same policy", () => {
+    const answers = inIsolation(Object.keys(METADATA), true, 'node-scanner');
+    for (const [endpoint, pattern] of Object.entries(METADATA)) {
+      assert.equal(answers[endpoint].status, 400, endpoint);
+      assert.match(answers[endpoint].message, /^endpoint refused: /, endpoint);
+      assert.match(answers[endpoint].message, pattern, endpoint);
+    }
+  });
 
   it('an ordinary outside address is not refused by the policy: it fails on the network (here, unreachable)', () => {
     const answers = inIsolation(['https://192.0.2.10'], false);

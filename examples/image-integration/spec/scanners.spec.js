@@ -24,7 +24,7 @@ describe('scanners', () => {
   });
 
   const cases = {
-    clairify: ['/scanner/ping', { name: 's', type: 'clairify', categories: ['SCANNER', 'NODE_SCANNER'], clairify: { endpoint: '', numConcurrentScans: 10 } }],
+    clairify: ['/scanner/ping', { name: 's', type: 'clairify', categories: ['SCANNER'], clairify: { endpoint: '', numConcurrentScans: 10 } }],
     clair: ['/v1/namespaces', { name: 's', type: 'clair', categories: ['SCANNER'], clair: { endpoint: '', insecure: true } }],
     clairV4: ['/indexer/api/v1/index_state', { name: 's', type: 'clairV4', categories: ['SCANNER'], clairV4: { endpoint: '', insecure: true } }],
   };
