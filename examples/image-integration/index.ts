@@ -23,6 +23,7 @@ const service = createService({
   aws: {
     ecrEndpoint: env.IMAGE_INTEGRATION_ECR_API_ENDPOINT || undefined,
     stsEndpoint: env.IMAGE_INTEGRATION_STS_ENDPOINT || undefined,
+    registryEndpoint: env.IMAGE_INTEGRATION_ECR_REGISTRY_ENDPOINT || undefined,
     allowIam: parseSwitch(env.IMAGE_INTEGRATION_ALLOW_ECR_IAM ?? 'false', 'IMAGE_INTEGRATION_ALLOW_ECR_IAM'),
     allowAssumeRole: parseSwitch(env.IMAGE_INTEGRATION_ALLOW_ECR_ASSUME_ROLE ?? 'false', 'IMAGE_INTEGRATION_ALLOW_ECR_ASSUME_ROLE'),
     ownCredentials:

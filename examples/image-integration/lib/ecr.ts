@@ -17,8 +17,14 @@ function xmlField(xml: string, name: string): string | undefined {
 }
 
 export interface AwsSettings {
-  /** Base URL of the ECR API; default https://api.ecr.<region>.amazonaws.com/ */
+  /** Base URL of the ECR API; default https://api.ecr.<region>.amazonaws.com/ (an integration's `endpoint` wins). */
   ecrEndpoint?: string;
+  /**
+   * The registry an ECR login is tested against, `{registryId}` and `{region}` filled in; default
+   * https://{registryId}.dkr.ecr.{region}.amazonaws.com, as StackRox forms it (another AWS
+   * partition's domain, or a test's registry).
+   */
+  registryEndpoint?: string;
   /** Base URL of STS; default https://sts.<region>.amazonaws.com/ */
   stsEndpoint?: string;
   /** This service's own credentials, for `useIam`. */
@@ -34,6 +40,8 @@ export interface AwsSettings {
 export interface EcrConfig {
   registryId: string;
   region: string;
+  /** The ECR API endpoint (a VPC endpoint), as StackRox reads it: never the registry. */
+  endpoint?: string;
   accessKeyId?: string;
   secretAccessKey?: string;
   useIam?: boolean;
@@ -46,13 +54,12 @@ export interface EcrConfig {
 export interface RegistryLogin {
   username: string;
   password: string;
-  /** The registry address AWS gave, used when the integration names none. */
-  proxyEndpoint?: string;
-  /**
-   * The token was minted with this service's own identity (`useIam`): it goes only to the
-   * registry AWS names for it, never to an endpoint the caller chose.
-   */
-  serviceIdentity?: boolean;
+}
+
+/** The registry an ECR integration is tested against: always the account's, in its region (ecr.go). */
+export function ecrRegistry(config: EcrConfig, aws: AwsSettings): URL {
+  const template = aws.registryEndpoint ?? 'https://{registryId}.dkr.ecr.{region}.amazonaws.com';
+  return new URL(template.replace('{registryId}', config.registryId).replace('{region}', config.region));
 }
 
 /** The username and password to log in to the registry with. */
@@ -75,6 +82,11 @@ export async function ecrLogin(config: EcrConfig, aws: AwsSettings, ctx: CheckCo
     if (aws.ownCredentials === undefined) {
       throw new TestFailure('authentication: useIam needs AWS credentials of this service (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), and it has none');
     }
+    // A request signed with this service's own identity goes only to AWS's ECR API (or the
+    // operator's override): signed for a host the caller names, it could be replayed.
+    if (config.endpoint !== undefined && config.endpoint.trim() !== '') {
+      throw new TestFailure("authentication: with useIam this service's own identity signs only for AWS's ECR API, not for the endpoint the integration names");
+    }
     credentials = aws.ownCredentials;
     // The service's own identity is a secret too: a peer that echoes what it was sent must not show it.
     for (const value of [credentials.accessKeyId, credentials.secretAccessKey, credentials.sessionToken]) if (value) ctx.redactor.add(value);
@@ -82,8 +94,19 @@ export async function ecrLogin(config: EcrConfig, aws: AwsSettings, ctx: CheckCo
     credentials = { accessKeyId: config.accessKeyId!, secretAccessKey: config.secretAccessKey! };
   }
   if (config.useAssumeRole === true) credentials = await assumeRole(config, credentials, aws, ctx);
-  const login = await getAuthorizationToken(config, credentials, aws, ctx);
-  return config.useIam === true ? { ...login, serviceIdentity: true } : login;
+  return getAuthorizationToken(config, credentials, aws, ctx);
+}
+
+/**
+ * Where the ECR API is called: the integration's `endpoint` (https unless it says http, as
+ * StackRox's BaseEndpoint), else the operator's override, else AWS's regional endpoint.
+ */
+function ecrApi(config: EcrConfig, aws: AwsSettings): URL {
+  if (config.endpoint === undefined || config.endpoint.trim() === '') return awsEndpoint('ecr', config.region, aws);
+  const text = config.endpoint.trim();
+  const url = new URL(/^https?:\/\//i.test(text) ? text : `https://${text}`);
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url;
 }
 
 /** Where the ECR API and STS are called: the override when set, else AWS's regional endpoint. */
@@ -108,7 +131,7 @@ function awsError(service: string, reply: Reply, redactor: Redactor): TestFailur
 }
 
 async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<RegistryLogin> {
-  const url = awsEndpoint('ecr', config.region, aws);
+  const url = ecrApi(config, aws);
   const body = JSON.stringify({ registryIds: [config.registryId] });
   const headers = signV4({
     method: 'POST',
@@ -122,11 +145,9 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
   const reply = await fetchBounded(url, { method: 'POST', headers, body, signal: ctx.signal }, ctx.limits);
   if (reply.status !== 200) throw awsError('ECR GetAuthorizationToken', reply, ctx.redactor);
   let token: string | undefined;
-  let proxyEndpoint: string | undefined;
   try {
-    const json = JSON.parse(reply.body.toString('utf8')) as { authorizationData?: { authorizationToken?: string; proxyEndpoint?: string }[] };
+    const json = JSON.parse(reply.body.toString('utf8')) as { authorizationData?: { authorizationToken?: string }[] };
     token = json.authorizationData?.[0]?.authorizationToken;
-    proxyEndpoint = json.authorizationData?.[0]?.proxyEndpoint;
   } catch {
     token = undefined;
   }
@@ -135,7 +156,7 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
   if (colon <= 0) throw new TestFailure('unexpected answer: ECR GetAuthorizationToken returned no authorization token');
   ctx.redactor.add(token);
   ctx.redactor.add(decoded.slice(colon + 1));
-  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1), proxyEndpoint };
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
 async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<AwsCredentials> {

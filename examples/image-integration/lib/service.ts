@@ -3,7 +3,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Function as FunctionModule, Logger, RequestInfo } from 'funcrun';
-import { ecrLogin, type AwsSettings, type EcrConfig } from './ecr';
+import { ecrLogin, ecrRegistry, type AwsSettings, type EcrConfig } from './ecr';
 import { checkGoogleScanner, type GoogleSettings } from './google';
 import { badRequest, grpcErrorBody, ServiceError, type FieldViolation } from './grpc';
 import { NetworkFailure, type Limits } from './http';
@@ -294,15 +294,10 @@ async function registryTarget(integration: Integration, ctx: CheckContext, aws: 
       return { endpoint, insecure, path };
     }
     case 'ecr': {
+      // The token goes to the account's registry only; `endpoint` is the ECR API's (ecr.go).
       const ecr = config as unknown as EcrConfig;
       const login = await ecrLogin(ecr, aws, ctx);
-      const named = new URL(login.proxyEndpoint ?? `https://${ecr.registryId}.dkr.ecr.${ecr.region}.amazonaws.com`);
-      // A token of this service's own identity goes only where AWS said it is for.
-      if (login.serviceIdentity && endpoint !== undefined && endpoint.host !== named.host) {
-        throw new TestFailure(`authentication: with useIam the token goes only to the registry AWS names for it (${named.host}), not to ${endpoint.host}`);
-      }
-      const address = login.serviceIdentity ? named : (endpoint ?? named);
-      return { endpoint: address, insecure, path, username: login.username, password: login.password };
+      return { endpoint: ecrRegistry(ecr, aws), insecure, path, username: login.username, password: login.password };
     }
     default:
       throw new TestFailure(`${configName} is not a registry configuration`);

@@ -75,7 +75,7 @@ describe('ECR', () => {
         <AccessKeyId>ASIATEMPKEY</AccessKeyId><SecretAccessKey>${KEYS.ASIATEMPKEY}</SecretAccessKey><SessionToken>${SESSION}</SessionToken>
         <Expiration>2099-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`);
     });
-    service = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', allowIam: true, allowAssumeRole: true } });
+    service = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', registryEndpoint: registry.url, allowIam: true, allowAssumeRole: true } });
   });
   after(async () => {
     await service.close();
@@ -115,6 +115,28 @@ describe('ECR', () => {
     assertNoSecret(assert, denied, service.log, [KEYS.ASIATEMPKEY, SESSION, KEYS.AKIAREALKEY]);
   });
 
+  it("endpoint is the ECR API's (a VPC endpoint): GetAuthorizationToken is signed for it and sent there; the registry tested is the account's, and the endpoint never gets its token", async () => {
+    const vpce = await startPeer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const problem = verifySignature(req, body, 'ecr');
+        res.writeHead(problem ? 400 : 200, { 'content-type': 'application/x-amz-json-1.1' });
+        res.end(JSON.stringify(problem ? { __type: problem } : { authorizationData: [{ authorizationToken: Buffer.from(`AWS:${REGISTRY_PASSWORD}`).toString('base64') }] }));
+      });
+    });
+    try {
+      const regional = bodies.length;
+      const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, endpoint: vpce.url }));
+      assert.equal(res.status, 200, res.text);
+      assert.equal(bodies.length, regional, 'the default ECR API was not called');
+      assert.deepEqual(vpce.received.map((r) => [r.method, r.headers['x-amz-target']]), [['POST', 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken']]);
+      assert.ok(!vpce.received.some((r) => /^Basic /.test(r.headers.authorization ?? '')), 'no registry credentials went to the endpoint');
+    } finally {
+      await vpce.close();
+    }
+  });
+
   it('useAssumeRole with an endpoint is a 400 before any AWS call, as StackRox refuses it', async () => {
     const calls = stsCalls.length;
     const tokens = bodies.length;
@@ -126,19 +148,18 @@ describe('ECR', () => {
   });
 
   it('authorizationData logs in directly; an expired one is refused', async () => {
-    const endpoint = registry.hostPort;
-    assert.equal((await service.test(ecr({ endpoint, authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD } }))).status, 200);
-    const wrong = await service.test(ecr({ endpoint, authorizationData: { username: 'AWS', password: 'stale-ecr-password' } }));
+    assert.equal((await service.test(ecr({ authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD } }))).status, 200);
+    const wrong = await service.test(ecr({ authorizationData: { username: 'AWS', password: 'stale-ecr-password' } }));
     assert.equal(wrong.status, 400);
     assert.match(wrong.json.message, /rejected the credentials/);
     assertNoSecret(assert, wrong, service.log, ['stale-ecr-password']);
-    const expired = await service.test(ecr({ endpoint, authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD, expiresAt: '2020-01-01T00:00:00Z' } }));
+    const expired = await service.test(ecr({ authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD, expiresAt: '2020-01-01T00:00:00Z' } }));
     assert.equal(expired.status, 400);
     assert.match(expired.json.message, /authorizationData expired at 2020-01-01T00:00:00Z/);
   });
 
   it("useIam uses this service's own credentials, and says so when it has none", async () => {
-    const withIam = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY }, allowIam: true } });
+    const withIam = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', registryEndpoint: registry.url, ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY }, allowIam: true } });
     const elsewhere = require('node:http').createServer((req, res) => {
       elsewhere.seen = (elsewhere.seen ?? 0) + 1;
       res.end();
@@ -146,10 +167,10 @@ describe('ECR', () => {
     await new Promise((r) => elsewhere.listen(0, '127.0.0.1', r));
     try {
       assert.equal((await withIam.test(ecr({ useIam: true }))).status, 200);
-      // The caller names another registry: the token of the service's identity is not sent there.
+      // The caller names another ECR API: nothing signed with the service's identity goes there.
       const redirected = await withIam.test(ecr({ useIam: true, endpoint: `https://127.0.0.1:${elsewhere.address().port}` }));
       assert.equal(redirected.status, 400);
-      assert.match(redirected.json.message, /with useIam the token goes only to the registry AWS names for it/);
+      assert.match(redirected.json.message, /with useIam this service's own identity signs only for AWS's ECR API/);
       assert.equal(elsewhere.seen ?? 0, 0, 'the other endpoint received nothing');
     } finally {
       await withIam.close();
@@ -161,7 +182,7 @@ describe('ECR', () => {
   });
 
   it('useIam and useAssumeRole are off unless the operator turns them on', async () => {
-    const plain = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY } } });
+    const plain = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', registryEndpoint: registry.url, ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY } } });
     try {
       const iam = await plain.test(ecr({ useIam: true }));
       assert.equal(iam.status, 400);
