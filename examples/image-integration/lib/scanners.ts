@@ -23,10 +23,11 @@ export async function checkHttpScanner(kind: keyof typeof SCANNER_PATHS, endpoin
  * Scanner V4's indexer and matcher speak gRPC: this checks that each accepts a TCP connection.
  * It says so in its message, since it does not call their APIs.
  */
-export async function checkScannerV4(indexer: string, matcher: string, ctx: CheckContext): Promise<string> {
+export async function checkScannerV4(indexer: string | undefined, matcher: string | undefined, ctx: CheckContext): Promise<string> {
   const checked: string[] = [];
   for (const [role, value] of [['indexer', indexer], ['matcher', matcher]] as const) {
-    const parsed = parseHostPort(value, 8443);
+    // Where StackRox's scanner V4 client dials when the integration names none.
+    const parsed = parseHostPort(value || `scanner-v4-${role}.stackrox.svc:8443`, 8443);
     if (typeof parsed === 'string') throw new TestFailure(`${role} endpoint ${parsed}`);
     try {
       await checkTcp(parsed.host, parsed.port, ctx.limits, ctx.signal);
@@ -72,7 +73,7 @@ export async function checkClairifyNodeScanner(grpcEndpoint: string | undefined,
             ? `${authority} is no scanner: it does not serve scannerV1.PingService/Ping`
             : err.code === status.DEADLINE_EXCEEDED
               ? `${authority} did not answer the gRPC Ping in time`
-              : `gRPC Ping to ${authority} failed (${status[err.code] ?? err.code}): ${err.details}`;
+              : `gRPC Ping to ${authority} failed (${status[err.code] ?? err.code}): ${firstLine(err.details)}`;
         reject(new TestFailure(`node scanner: ${ctx.redactor.redact(why)}`));
       });
       const cancel = () => call.cancel();
@@ -82,4 +83,9 @@ export async function checkClairifyNodeScanner(grpcEndpoint: string | undefined,
     client.close();
   }
   return `node scanner at ${authority} answered the gRPC Ping`;
+}
+
+// gRPC's details may carry OpenSSL's report over several lines, and a trailing empty note.
+function firstLine(text: string): string {
+  return text.split('\n')[0].replace(/\s*Resolution note:\s*$/, '').trim();
 }

@@ -58,21 +58,23 @@ export function createService(options: ServiceOptions): FunctionModule {
       'testing image integration',
     );
 
-    const others = result.ok ? [] : redactor.redactValue(result.violations);
+    let others = result.ok ? [] : redactor.redactValue(result.violations);
     const listed = (violations: FieldViolation[]) => violations.map((v) => `${v.field}: ${v.description}`).join('; ');
     const cut = (message: string) => (message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 1)}…` : message);
-    // /test/updated reconciles with the stored integration as StackRox does
-    // (reconcileUpdateImageIntegrationRequest), after its validation, and before anything is
-    // contacted: an id is looked up (this service stores none, so it is one StackRox would not
-    // know), and updatePassword false (or absent) asks for the stored credentials, which needs an
-    // id. Credentials sent beside such a request are never tested. The credential fields it left
-    // out are not what is wrong with it.
-    if (update && !others.some((v) => v.field === 'updatePassword')) {
-      const credentialsLeftOut = missingCredentials(result, request.integration);
-      const rest = others.filter((v) => !credentialsLeftOut.includes(v.field));
+    // Both endpoints reconcile with the stored integration as StackRox does
+    // (reconcileUpdateImageIntegrationRequest; /test is /test/updated with updatePassword true),
+    // after validation and before anything is contacted: an id is looked up (this service stores
+    // none, so it is one StackRox would not know), and updatePassword false (or absent) asks for
+    // the stored credentials, which needs an id. Credentials sent beside such a request are never
+    // tested, and the credential fields it leaves out are not what is wrong with it.
+    if (!others.some((v) => v.field === 'updatePassword')) {
+      const updatePassword = update ? request.updatePassword : true;
+      const leftOut = new Set(missingCredentials(result, request.integration).map((field) => (update ? field : field.replace(/^config\./, ''))));
+      const rest = others.filter((v) => !leftOut.has(v.field));
       const id = typeof request.integration.id === 'string' ? request.integration.id : '';
       if (rest.length === 0 && id !== '') throw new ServiceError(404, `image integration ${JSON.stringify(redactor.redact(id))} not found: not found`);
-      if (rest.length === 0 && !request.updatePassword) throw new ServiceError(400, 'id required for stored credential reconciliation: invalid arguments');
+      if (rest.length === 0 && !updatePassword) throw new ServiceError(400, 'id required for stored credential reconciliation: invalid arguments');
+      if (!updatePassword) others = rest;
     }
     if (!result.ok) throw badRequest(cut(`invalid image integration: ${listed(others)}`), others);
     if (running >= maxConcurrent) {
@@ -253,7 +255,7 @@ async function runCheck(kind: CheckKind, integration: Integration, ctx: CheckCon
     case 'googleScanner':
       return checkGoogleScanner(config.serviceAccount as string, config.project as string, google, ctx);
     case 'scannerV4':
-      return checkScannerV4(config.indexerEndpoint as string, config.matcherEndpoint as string, ctx);
+      return checkScannerV4(config.indexerEndpoint as string | undefined, config.matcherEndpoint as string | undefined, ctx);
     case 'registry': {
       const target = await registryTarget(integration, ctx, aws);
       await checkRegistry(target, ctx);

@@ -289,9 +289,9 @@ function requireFields(
       endpoint('endpoint');
       break;
     case 'scannerV4':
+      // Empty is StackRox's in-cluster default (scannerv4.go), which the check then contacts.
       for (const field of ['indexerEndpoint', 'matcherEndpoint']) {
-        if (!filled(config[field])) add(at(field), 'is required');
-        else {
+        if (filled(config[field])) {
           const parsed = parseHostPort(config[field] as string, 8443);
           if (typeof parsed === 'string') add(at(field), parsed);
         }

@@ -42,6 +42,21 @@ const until = async (condition, what, ms = 5000) => {
   }
 };
 
+describe("scanner V4 without endpoints: StackRox's in-cluster defaults are contacted", () => {
+  it('scanner-v4-indexer.stackrox.svc:8443 and the matcher are resolved (here by a loopback DNS that knows neither)', async (t) => {
+    const dns = await startDns({});
+    const service = await startService({ limits: { dnsServers: [dns.server], resolveTimeout: 2000, connectTimeout: 1000 } });
+    t.after(async () => {
+      await service.close();
+      await dns.close();
+    });
+    const res = await service.test({ name: 'v4', type: 'scannerv4', categories: ['SCANNER'], scannerV4: { indexerEndpoint: '', matcherEndpoint: '' } });
+    assert.equal(res.status, 400);
+    assert.match(res.json.message, /^scanner V4 indexer: .*scanner-v4-indexer\.stackrox\.svc/);
+    assert.ok(dns.queries.some((q) => q.name === 'scanner-v4-indexer.stackrox.svc'), JSON.stringify(dns.queries));
+  });
+});
+
 describe('name resolution is bounded', () => {
   let dns;
   let registry;

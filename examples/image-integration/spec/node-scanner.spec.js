@@ -88,7 +88,8 @@ describe('clairify as NODE_SCANNER: a gRPC Ping on grpcEndpoint', () => {
     t.after(() => server.close());
     const res = await service.test(clairify(['NODE_SCANNER'], `127.0.0.1:${server.address().port}`));
     assert.equal(res.status, 400);
-    assert.match(res.json.message, /^node scanner: gRPC Ping to 127\.0\.0\.1:\d+ failed \(/);
+    assert.match(res.json.message, /^node scanner: gRPC Ping to 127\.0\.0\.1:\d+ failed \([A-Z_]+\): \S/);
+    assert.doesNotMatch(res.json.message, /\n|Resolution note/);
   });
 
   it('a scanner whose certificate this service does not trust fails the test', async () => {

@@ -113,7 +113,10 @@ describe('validation (pure)', () => {
       [{ ...good.quay, categories: ['REGISTRY'], quay: { endpoint: 'quay.io', registryRobotCredentials: { password: 'p' } } }, ['quay.registryRobotCredentials.username']],
       [{ ...good.ibm, ibm: { endpoint: 'us.icr.io' } }, ['ibm.apiKey']],
       [{ ...good.clairify, clairify: {} }, ['clairify.endpoint']],
-      [{ ...good.scannerv4, scannerV4: { indexerEndpoint: 'i:8443' } }, ['scannerV4.matcherEndpoint']],
+      // Empty endpoints are StackRox's in-cluster defaults (scannerv4.go), as the UI form allows.
+      [{ ...good.scannerv4, scannerV4: { indexerEndpoint: 'i:8443' } }, []],
+      [{ ...good.scannerv4, scannerV4: { indexerEndpoint: '', matcherEndpoint: '' } }, []],
+      [{ ...good.scannerv4, scannerV4: { indexerEndpoint: 'ftp://i' } }, ['scannerV4.indexerEndpoint']],
       [{ ...good.clair, clair: {} }, ['clair.endpoint']],
     ];
     for (const [body, expected] of cases) assert.deepEqual(fields(body).sort(), expected.sort(), JSON.stringify(body));
