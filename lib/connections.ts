@@ -45,6 +45,13 @@ export function clientError(err: NodeJS.ErrnoException, socket: CountedSocket): 
   rawError(socket, status, status === 400 ? 'malformed HTTP request' : '');
 }
 
+/**
+ * How long a connection closed after an error answer is kept for the client to read it. Ending
+ * only this side would leave it half-open for as long as the client likes: each such socket holds
+ * a connection slot, and keeps a drain from ending.
+ */
+const LINGER_MS = 1000;
+
 /** An error answer written straight to a socket that no ServerResponse owns, then closed. */
 export function rawError(socket: Socket, status: number, message: string): void {
   const body = JSON.stringify(errorBody(status, new HttpError(status, message)));
@@ -52,4 +59,10 @@ export function rawError(socket: Socket, status: number, message: string): void 
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: ${JSON_TYPE}\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+  // What the client still sends is read and dropped, so that closing does not reset the
+  // connection before the answer is read; then it is closed whatever the client does.
+  socket.resume();
+  const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
 }

@@ -341,6 +341,30 @@ describe('framing: pipelining before garbage, CONNECT, transfer codings', () => 
     assert.equal(JSON.parse(answer.body).statusCode, 405);
   });
 
+  // A client that never closes its side must not keep the connection (and its slot) after the answer.
+  for (const [what, bytes, status] of [
+    ['CONNECT', 'CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n', 405],
+    ['malformed bytes', 'GARBAGE \u0000\r\n\r\n', 400],
+    ['headers too large', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`, 431],
+  ]) {
+    it(`after ${what} (${status}) the connection is closed by funcrun, even when the client keeps its side open`, async (t) => {
+      const socket = require('node:net').connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+      t.after(() => socket.destroy());
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk) => (text += chunk));
+      const ended = new Promise((resolve) => socket.once('end', resolve)); // and the client never ends its own side
+      socket.write(bytes);
+      await ended;
+      assert.equal(firstResponse(text).status, status);
+      const connections = () => new Promise((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+      for (let i = 0; (await connections()) > 0; i++) {
+        assert.ok(i < 200, 'the half-open connection is still held after 10 s');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    });
+  }
+
   it('Transfer-Encoding: gzip, chunked is a 501, not still-coded bytes for the function', async () => {
     const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n');
     const answer = firstResponse(text);
