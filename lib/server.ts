@@ -161,7 +161,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // its body is read or parsed, and before a 404 or 405 says which routes exist. Probes are
       // exempt: the platform asks them without credentials.
       if (authorize !== undefined && !(match.kind === 'found' && match.handler.kind === 'probe')) {
-        await authorize({ method, path, headers: req.headers, query: queryOf(search) });
+        // `false` refuses as a throw does: the types, and the probes' own rule, say a boolean answers.
+        if ((await authorize({ method, path, headers: req.headers, query: queryOf(search) })) === false) throw new HttpError(403, 'not allowed');
       }
       let target: Target;
       let params = {};

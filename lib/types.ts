@@ -161,9 +161,10 @@ export interface Function {
   cors?: () => CorsOrigin[];
   /**
    * Runs for every request but the probes, before its body is read (and before a 404 or 405):
-   * throw (an error with a `statusCode` such as 401) to refuse it. `/metrics` is covered too.
+   * return `false` to refuse it (403), or throw (an error with a `statusCode` such as 401, and
+   * `headers`). `/metrics` is covered too.
    */
-  authorize?: (request: RequestInfo) => unknown;
+  authorize?: (request: RequestInfo) => boolean | void | Promise<boolean | void>;
   /**
    * Shapes the JSON body of every error response of this function (a thrown error, 404, 405,
    * 413, malformed data): gets funcrun's body, `{ statusCode, error, message, ... }` (generic at

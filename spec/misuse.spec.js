@@ -282,6 +282,20 @@ describe('authorize(request): the module\'s access check, before the body', () =
     }
   });
 
+  it('authorize returning false refuses with a 403, sync or async; true or nothing lets the request through', async (t) => {
+    const server = await serve({
+      handle: () => 'ok',
+      authorize: ({ query }) => (query.how === 'false' ? false : query.how === 'async-false' ? Promise.resolve(false) : query.how === 'true' ? true : undefined),
+    });
+    t.after(() => server.close());
+    for (const how of ['false', 'async-false']) {
+      const refused = await request(`${server.url}/?how=${how}`);
+      assert.equal(refused.status, 403, how);
+      assert.equal(refused.json.statusCode, 403);
+    }
+    for (const how of ['true', 'nothing']) assert.equal((await request(`${server.url}/?how=${how}`)).status, 200, how);
+  });
+
   it('an async authorize that throws an odd value still gets a JSON answer', async () => {
     const server = await serve({ handle: () => 'ok', authorize: async () => Promise.reject(Symbol('no')) });
     try {
