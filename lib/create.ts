@@ -137,12 +137,18 @@ export function projectFiles(name: string, { language, template, funcrun }: Crea
 const SPEC_VERSION = '0.36.0';
 const SCHEMA = 'https://raw.githubusercontent.com/knative/func/c18d6045a1b0cb6c2b411f03082ab9ed20ba90b3/schema/func_yaml-schema.json';
 
+// A name YAML would read as another type (`0x1f` is 31, `123`, `true`, `null`) is quoted: it is
+// the function's name, and the source of the events it answers with.
+function yamlText(value: string): string {
+  return /^[a-z][a-z0-9-]*$/.test(value) && !['true', 'false', 'null', 'yes', 'no', 'on', 'off', 'y', 'n'].includes(value) ? value : `'${value}'`;
+}
+
 function funcYaml(name: string, language: Language, events: boolean, created: Date): string {
   return `# $schema: ${SCHEMA}
 # yaml-language-server: $schema=${SCHEMA}
 # The function's configuration, as Knative func reads it: funcrun reads run.envs and deploy.healthEndpoints.
 specVersion: ${SPEC_VERSION}
-name: ${name}
+name: ${yamlText(name)}
 runtime: ${language}
 created: ${created.toISOString()}
 invoke: ${events ? 'cloudevent' : 'http'}

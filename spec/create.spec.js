@@ -267,6 +267,16 @@ describe('funcrun create: how the project depends on funcrun', () => {
     assert.match(res.stderr, /taken is not a folder/);
   });
 
+  it('a name YAML would read as a number or a keyword (0x1f, 123, true) is written quoted, so func.yaml keeps it as text', async () => {
+    const { readFuncYaml } = require('../lib/config.js');
+    for (const folder of ['0x1f', '123', 'true']) {
+      const parent = scratch();
+      const res = await exec(process.execPath, [CLI, 'create', folder, '--funcrun', '^0.1.0'], { cwd: parent, env: registry.env });
+      assert.equal(res.code, 0, res.stderr);
+      assert.equal(readFuncYaml(path.join(parent, folder)).name, folder);
+    }
+  });
+
   it('refuses a folder that is not empty', async () => {
     const parent = scratch();
     fs.mkdirSync(path.join(parent, 'full'));
