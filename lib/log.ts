@@ -635,9 +635,19 @@ function prettyLine(line: string): string | undefined {
   const date = new Date(Number(time));
   const clock = Number.isNaN(date.getTime()) ? '--:--:--.---' : date.toISOString().slice(11, 23);
   const name = (NAMES[String(level)] ?? JSON.stringify(level) ?? '?').padEnd(5);
-  const req = reqId === undefined ? '' : ` [req ${typeof reqId === 'string' ? reqId : JSON.stringify(reqId)}]`;
-  const message = msg === undefined ? '' : typeof msg === 'string' ? msg : JSON.stringify(msg);
-  const extra = Object.entries(rest).map(([k, v]) => ` ${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join('');
+  const req = reqId === undefined ? '' : ` [req ${printable(typeof reqId === 'string' ? reqId : JSON.stringify(reqId))}]`;
+  const message = msg === undefined ? '' : printable(typeof msg === 'string' ? msg : JSON.stringify(msg));
+  const extra = Object.entries(rest).map(([k, v]) => ` ${printable(k)}=${printable(typeof v === 'string' ? v : JSON.stringify(v))}`).join('');
   const stack = err !== null && typeof err === 'object' ? (err as { stack?: unknown }).stack : undefined;
-  return `${clock} ${name}${req} ${message}${extra}${typeof stack === 'string' ? `\n${stack}` : ''}\n`;
+  // A stack's lines are indented: its first line is a message, which a client's text may be part of.
+  const trace = typeof stack === 'string' ? `\n${stack.split('\n').map((l) => `    ${printable(l.trimStart())}`).join('\n')}` : '';
+  return `${clock} ${name}${req} ${message}${extra}${trace}\n`;
+}
+
+// Control characters (a newline, a terminal's escape sequences) as escapes: text a client sent
+// cannot start a line of its own or drive the terminal.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+function printable(text: string): string {
+  return text.replace(CONTROL, (c) => (c === '\n' ? '\\n' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }

@@ -495,6 +495,20 @@ describe('prettyDestination', () => {
     assert.deepEqual(written.slice(1, 5), ['null\n', '5\n', '[1]\n', 'not json\n']);
     assert.equal(written.length, 1 + odd.length);
   });
+
+  it("writes a client's text with its control characters escaped: it cannot forge a line or drive the terminal", () => {
+    const written = [];
+    const pretty = prettyDestination({ write: (line) => written.push(line) });
+    const out = sink();
+    const forged = 'order\n12:00:00.000 FATAL forged line\u001b[2J\r';
+    createLogger('info', out).forRequest(3).error({ path: forged, err: new Error(forged) }, forged);
+    pretty.write(out.lines[0]);
+    const lines = written[0].split('\n').filter(Boolean);
+    assert.match(lines[0], /^\d\d:\d\d:\d\d\.\d{3} ERROR \[req 3\] order\\n12:00:00\.000 FATAL forged line\\u001b\[2J\\u000d path=order\\n/);
+    // The stack's lines are indented: none starts as a line of the log does.
+    for (const line of lines.slice(1)) assert.match(line, /^ {4}/);
+    assert.ok(!/[\u0000-\u0009\u000b-\u001f]/.test(written[0]), JSON.stringify(written[0]));
+  });
 });
 
 describe('logging in requests', () => {
