@@ -107,9 +107,8 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
   for (const probe of ['liveness', 'readiness'] as const) {
     const node = doc.getIn(['deploy', 'healthEndpoints', probe], true) as { value?: unknown; range?: number[] } | undefined;
     if (node === undefined || node === null || node.value === null) continue;
-    if (typeof node.value !== 'string' || !node.value.startsWith('/')) {
-      fail(`deploy.healthEndpoints.${probe} must be a path starting with '/'`, node.range?.[0]);
-    }
+    const problem = typeof node.value === 'string' ? pathProblem(node.value) : "expected a path starting with '/'";
+    if (problem !== undefined) fail(`deploy.healthEndpoints.${probe} must be a path: ${problem}`, node.range?.[0]);
     config[probe] = node.value as string;
   }
   return config;
@@ -241,4 +240,16 @@ export function checkLogLevel(value: string, what: string): LogLevel {
   } catch (err) {
     throw new ConfigError(`invalid ${what}: ${(err as Error).message}`);
   }
+}
+
+/**
+ * Why a probe or metrics path cannot work, or undefined: it is matched as it is sent, so it starts
+ * with '/', holds only URL path characters (no space, newline or other control), escapes as %XX,
+ * and has no segment a router would read as a parameter (`:id`, `*`).
+ */
+export function pathProblem(value: string): string | undefined {
+  if (!value.startsWith('/')) return "expected a path starting with '/'";
+  if (!/^(?:[A-Za-z0-9\-._~!$&'()+,;=@/]|%[0-9A-Fa-f]{2}|:)*$/.test(value)) return "expected a path of URL characters such as /health/ready (no spaces or control characters; '%' only as %XX)";
+  if (/\/[:*]/.test(value)) return "expected a literal path: a segment starting with ':' or '*' would be a route parameter";
+  return undefined;
 }

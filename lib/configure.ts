@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Document, YAMLMap, YAMLSeq } from 'yaml';
-import { ConfigError, envProblem, isEnvName, readFuncYaml, type EnvEntry } from './config';
+import { ConfigError, envProblem, isEnvName, pathProblem, readFuncYaml, type EnvEntry } from './config';
 import { checkVariable } from './settings';
 
 type YamlModule = typeof import('yaml');
@@ -94,7 +94,8 @@ export function setHealth(doc: Document, paths: { liveness?: string; readiness?:
   for (const probe of ['liveness', 'readiness'] as const) {
     const path = paths[probe];
     if (path === undefined) continue;
-    if (!/^\/\S*$/.test(path)) throw new ConfigError(`invalid --${probe} '${path}': expected a path starting with '/'`);
+    const problem = pathProblem(path);
+    if (problem !== undefined) throw new ConfigError(`invalid --${probe} ${JSON.stringify(path)}: ${problem}`);
     doc.setIn(['deploy', 'healthEndpoints', probe], path);
     if (env) setEnv(doc, probe === 'liveness' ? 'LIVENESS_URL' : 'READINESS_URL', path);
   }

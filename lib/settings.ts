@@ -3,7 +3,7 @@
 // line and --help, and `funcrun config` (which refuses a value the server would refuse) all read
 // it, and a spec checks the README's options table against it.
 import { parseCompat, type Compat } from './compat';
-import { checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch } from './config';
+import { checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, pathProblem } from './config';
 import type { LogLevel } from './log';
 
 type Raw = string | number | boolean;
@@ -160,7 +160,8 @@ export function flagHelp(): string {
 }
 
 function checkPath(value: string, what: string): string {
-  if (!value.startsWith('/')) throw new ConfigError(`invalid ${what} '${value}': expected a path starting with '/'`);
+  const problem = pathProblem(value);
+  if (problem !== undefined) throw new ConfigError(`invalid ${what} ${JSON.stringify(value)}: ${problem}`);
   return value;
 }
 

@@ -214,6 +214,12 @@ describe('funcrun config', () => {
     const bad = await funcrun(['config', 'health', '--liveness', 'alive', '--path', dir]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /expected a path starting with '\/'/);
+    // Paths that could never be asked for: a newline, a space, a route parameter, a bad escape.
+    for (const [path, problem] of [['/ready\nnow', /URL characters/], ['/re ady', /URL characters/], ['/ready/:any', /route parameter/], ['/a%zz', /%XX/]]) {
+      const refused = await funcrun(['config', 'health', '--readiness', path, '--path', dir]);
+      assert.equal(refused.code, 1, path);
+      assert.match(refused.stderr, problem, path);
+    }
   });
 
   it('the file funcrun reads after config is what the server uses', async () => {

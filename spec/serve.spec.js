@@ -154,6 +154,18 @@ describe('options from flags and environment', () => {
     }
   });
 
+  it('a probe or metrics path that cannot work (a space, a newline, a route parameter) is bad use at start, whichever way it comes', async () => {
+    for (const env of [{ READINESS_URL: '/ready now' }, { LIVENESS_URL: '/alive\nx' }, { FUNC_METRICS_PATH: '/metrics/:any' }]) {
+      const proc = run([echo], { env });
+      assert.equal((await proc.exited).code, 2, JSON.stringify(env));
+      assert.match(proc.out.stderr, /expected a (path of URL characters|literal path)/);
+    }
+    const folder = project({ 'index.js': 'module.exports = () => 1;', 'func.yaml': 'deploy:\n  healthEndpoints:\n    liveness: "/alive/:x"\n' });
+    const proc = run([folder, '--port', '0']);
+    assert.equal((await proc.exited).code, 2);
+    assert.match(proc.out.stderr, /deploy\.healthEndpoints\.liveness must be a path: expected a literal path/);
+  });
+
   it("--version and -V print funcrun's version, as faas-js-runtime's command does", async () => {
     for (const flag of ['--version', '-V']) {
       const proc = run([flag]);
