@@ -42,29 +42,62 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
     headers['ce-time'] = new Date().toISOString();
     for (const [name, value] of Object.entries(options.extensions)) headers[`ce-${name}`] = value;
   }
+  const signal = AbortSignal.timeout(options.timeout);
   let res: Response;
-  try {
-    res = await fetch(url, {
-      method: options.method,
-      headers,
-      body: hasBody ? options.data : undefined,
-      signal: AbortSignal.timeout(options.timeout),
-    });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${options.timeout / 1000}s` : (cause?.code ?? cause?.message ?? (err as Error).message);
-    throw new Error(`cannot reach ${url.origin}: ${reason}`);
+  let method: string = options.method;
+  let sent = hasBody ? options.data : undefined;
+  let notFollowed: string | undefined;
+  // Redirects are followed on the target's own origin only: the request (its body, its event)
+  // was meant for that function, not for wherever an answer points.
+  for (let hops = 0; ; hops++) {
+    try {
+      res = await fetch(url, { method, headers, body: sent, signal, redirect: 'manual' });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${options.timeout / 1000}s` : (cause?.code ?? cause?.message ?? (err as Error).message);
+      throw new Error(`cannot reach ${url.origin}: ${reason}`);
+    }
+    const location = res.headers.get('location');
+    if (res.status < 300 || res.status > 308 || location === null || hops === MAX_REDIRECTS) break;
+    let next: URL;
+    try {
+      next = new URL(location, url);
+    } catch {
+      break;
+    }
+    if (next.origin !== url.origin) {
+      notFollowed = `redirect to another origin (${next.origin}) not followed`;
+      break;
+    }
+    await res.arrayBuffer();
+    // 307 and 308 repeat the request as it was; the others turn it into a GET without a body.
+    if (res.status !== 307 && res.status !== 308) {
+      method = 'GET';
+      sent = undefined;
+      delete headers['content-type'];
+    }
+    url = next;
   }
   const body = Buffer.from(await res.arrayBuffer());
-  return { status: res.status, ok: res.status <= 299, text: describe(res, body) };
+  const text = describe(res, body);
+  return { status: res.status, ok: res.status <= 299, text: notFollowed === undefined ? text : `${text}\n(${notFollowed})` };
 }
 
+const MAX_REDIRECTS = 5;
+
+// What the function sent is shown with its control characters escaped (not a terminal's escape
+// sequences, nor a carriage return that hides a line); a body keeps its newlines and tabs.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+const BODY_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+const printable = (text: string, pattern = CONTROL) => text.replace(pattern, escaped);
+
 function describe(res: Response, body: Buffer): string {
-  const lines = [`HTTP ${res.status} ${res.statusText}`];
+  const lines = [`HTTP ${res.status} ${printable(res.statusText)}`];
   const attributes: string[] = [];
   for (const [name, value] of res.headers) {
-    if (name.startsWith('ce-')) attributes.push(`  ${name.slice(3)}: ${value}`);
-    else if (SHOWN.includes(name)) lines.push(`${name}: ${value}`);
+    if (name.startsWith('ce-')) attributes.push(`  ${printable(name.slice(3))}: ${printable(value)}`);
+    else if (SHOWN.includes(name)) lines.push(`${name}: ${printable(value)}`);
   }
   if (attributes.length > 0) lines.push('CloudEvent:', ...attributes);
   const type = res.headers.get('content-type') ?? '';
@@ -81,6 +114,6 @@ function describe(res: Response, body: Buffer): string {
   } else {
     shown = `<${body.length} bytes of ${type}>`;
   }
-  lines.push(attributes.length > 0 ? 'Data:' : '', shown);
+  lines.push(attributes.length > 0 ? 'Data:' : '', printable(shown, BODY_CONTROL));
   return lines.join('\n');
 }

@@ -84,6 +84,29 @@ describe('funcrun invoke', () => {
   after(() => server.close());
   const last = () => received.at(-1);
 
+  it('follows a redirect on its own origin with the body (307), never one to another origin; control characters are shown escaped', async (t) => {
+    const elsewhere = [];
+    const other = await serve((ctx) => (elsewhere.push(ctx.path), 'moved'));
+    t.after(() => other.close());
+    const redirecting = await serve((ctx, data) => {
+      if (ctx.path === '/here') return { statusCode: 307, headers: { location: '/there' } };
+      if (ctx.path === '/away') return { statusCode: 307, headers: { location: `${other.url}/stolen` } };
+      if (ctx.path === '/there') return { got: data };
+      return { headers: { 'content-type': 'text/plain' }, body: 'clear\u001b[2J\rscreen\nnext line' };
+    });
+    t.after(() => redirecting.close());
+    const followed = await funcrun(['invoke', '--target', `${redirecting.url}/here`, '-d', '{"secret":"s3"}']);
+    assert.equal(followed.code, 0, followed.stderr);
+    assert.match(followed.stdout, /"got": \{\n\s+"secret": "s3"/);
+    const away = await funcrun(['invoke', '--target', `${redirecting.url}/away`, '-d', '{"secret":"s3"}']);
+    assert.equal(away.code, 1);
+    assert.match(away.stdout, /^HTTP 307 /);
+    assert.match(away.stdout, /\(redirect to another origin \(http:\/\/127\.0\.0\.1:\d+\) not followed\)$/m);
+    assert.deepEqual(elsewhere, []);
+    const raw = await funcrun(['invoke', '--target', `${redirecting.url}/text`]);
+    assert.ok(raw.stdout.includes('clear\\u001b[2J\\u000dscreen\nnext line'), JSON.stringify(raw.stdout));
+  });
+
   it('POSTs --data as JSON and prints status, content type and body', async () => {
     const res = await funcrun(['invoke', '--target', server.url, '--data', '{"name":"Ann"}']);
     assert.equal(res.code, 0, res.stderr);
