@@ -75,6 +75,10 @@ type Target =
   | { kind: 'probe'; check?: HealthCheck; readiness: boolean }
   | { kind: 'metrics' };
 
+// A request that sent `Expect: 100-continue` and waits for the go-ahead before its body.
+const AWAITS_CONTINUE = Symbol('funcrun awaits 100-continue');
+type ContinueRequest = IncomingMessage & { [AWAITS_CONTINUE]?: boolean };
+
 export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
   const router = new Router<Target>();
   for (const [path, check, readiness] of [
@@ -187,6 +191,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
       // 6. The body, read within the limit, and the context the function gets.
       const media = parseMediaType(req.headers['content-type']);
+      if ((req as ContinueRequest)[AWAITS_CONTINUE] === true) res.writeContinue();
       const bytes = hasBody(req) ? await readBody(req, settings.bodyLimit) : media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
       const mode = detectMode(req.headers, media, behaviour.binaryEventsById);
       // What the body is parsed as: in faas-js-runtime compatibility, only what fastify parses (an event's data aside).
@@ -313,7 +318,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const error = new HttpError(413, `request body is larger than the limit of ${settings.bodyLimit} bytes`, { details: { limit: settings.bodyLimit } });
       return sendError(req, res, error, newRequestLog(), module.errorBody);
     }
-    res.writeContinue();
+    // `100 Continue` only once the request may go on: after authorize, before its body is read.
+    (req as ContinueRequest)[AWAITS_CONTINUE] = true;
     handle(req, res);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {

@@ -282,6 +282,19 @@ describe('authorize(request): the module\'s access check, before the body', () =
     }
   });
 
+  it('with Expect: 100-continue, authorize runs first: a refused client gets no 100 Continue, an allowed one gets it', async (t) => {
+    const { exchange, statuses } = require('./raw');
+    const server = await serve({ handle: (ctx, body) => ({ body }), authorize: ({ headers }) => headers.authorization === 'Bearer right' });
+    t.after(() => server.close());
+    const port = server.server.address().port;
+    const ask = (auth) => `POST / HTTP/1.1\r\nHost: x\r\n${auth}Expect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n`;
+    const refused = await exchange(port, ask(''), { wait: 1000 });
+    assert.deepEqual(statuses(refused.text), [403]);
+    assert.doesNotMatch(refused.text, /100 Continue/);
+    const allowed = await exchange(port, ask('Authorization: Bearer right\r\n'), { writes: [[100, 'hi']] });
+    assert.match(allowed.text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+  });
+
   it('authorize returning false refuses with a 403, sync or async; true or nothing lets the request through', async (t) => {
     const server = await serve({
       handle: () => 'ok',
