@@ -166,7 +166,10 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       // exempt: the platform asks them without credentials.
       if (authorize !== undefined && !(match.kind === 'found' && match.handler.kind === 'probe')) {
         // `false` refuses as a throw does: the types, and the probes' own rule, say a boolean answers.
-        if ((await authorize({ method, path, headers: req.headers, query: queryOf(search) })) === false) throw new HttpError(403, 'not allowed');
+        const info = { method, path, headers: req.headers, query: queryOf(search) };
+        // What it throws is read by the same rule as a handler's: headers that are the request's own are not sent back.
+        input = [info, info.headers, info.query];
+        if ((await authorize(info)) === false) throw new HttpError(403, 'not allowed');
       }
       let target: Target;
       let params = {};

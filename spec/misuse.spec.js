@@ -282,6 +282,26 @@ describe('authorize(request): the module\'s access check, before the body', () =
     }
   });
 
+  it("what authorize throws is read as a handler's is: the request's own headers (set-cookie, location) are never sent back", async (t) => {
+    const server = await serve({
+      handle: () => 'ok',
+      authorize: ({ headers, query }) => {
+        if (query.how === 'headers') throw Object.assign(new Error('no'), { statusCode: 401, headers });
+        if (query.how === 'part') throw Object.assign(new Error('no'), { statusCode: 401, headers: { location: headers['x-to'] } });
+        throw Object.assign(new Error('no'), { statusCode: 401, headers: query });
+      },
+    });
+    t.after(() => server.close());
+    for (const how of ['headers', 'query']) {
+      const answer = await request(`${server.url}/?how=${how}&set-cookie=session%3Dforged`, { headers: { 'set-cookie': 'session=forged', 'x-to': 'https://evil.example' } });
+      assert.equal(answer.headers.get('set-cookie'), null, how);
+      assert.equal(answer.status, 500, how);
+    }
+    // A value taken from the request is a string, not a request object: it is the function's choice to send it.
+    const part = await request(`${server.url}/?how=part`, { headers: { 'x-to': '/login' } });
+    assert.equal(part.status, 401);
+  });
+
   it('with Expect: 100-continue, authorize runs first: a refused client gets no 100 Continue, an allowed one gets it', async (t) => {
     const { exchange, statuses } = require('./raw');
     const server = await serve({ handle: (ctx, body) => ({ body }), authorize: ({ headers }) => headers.authorization === 'Bearer right' });
