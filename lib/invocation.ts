@@ -50,6 +50,20 @@ export function invoker(timeout: number): Invoke {
 }
 
 /**
+ * `value`, or a 504 naming `what` once `deadline` (performance.now() time) passes; with a timeout
+ * of 0 (none), `value` as it is.
+ */
+export async function beforeDeadline<T>(value: T | Promise<T>, timeout: number, deadline: number, what: string): Promise<T> {
+  if (timeout <= 0 || !isThenable(value)) return value;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new HttpError(504, `${what} did not finish within ${timeout} ms`)), Math.max(0, deadline - performance.now()));
+  });
+  Promise.resolve(value).catch(ignore);
+  return Promise.race([value, expired]).finally(() => clearTimeout(timer));
+}
+
+/**
  * A batch (`application/cloudevents-batch+json`): the handler runs once per event, in order.
  * The CloudEvents it returns are answered as a batch; values that are not events are not sent.
  */

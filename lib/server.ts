@@ -29,7 +29,7 @@ import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
 import { monitorLoop } from './overload';
 import { register, runShutdown, type Runtime } from './lifecycle';
 import { answerProbe } from './probes';
-import { batch, inInvocation, invoker } from './invocation';
+import { batch, beforeDeadline, inInvocation, invoker } from './invocation';
 import { answered, clientError, closeAfter, CLOSING, LATEST, PENDING, rawError, type CountedSocket } from './connections';
 import type { Function as FunctionModule, HealthCheck, Invokable } from './types';
 
@@ -161,6 +161,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       }
       // 3. The route, and 4. the module's access check.
       const match = router.find(method, path);
+      // The request's timeout counts from here: the access check, the body and the function.
+      const started = performance.now();
       // The module's own access check runs before anything else is done for the request: before
       // its body is read or parsed, and before a 404 or 405 says which routes exist. Probes are
       // exempt: the platform asks them without credentials.
@@ -169,7 +171,9 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         const info = { method, path, headers: req.headers, query: queryOf(search) };
         // What it throws is read by the same rule as a handler's: headers that are the request's own are not sent back.
         input = [info, info.headers, info.query];
-        if ((await authorize(info)) === false) throw new HttpError(403, 'not allowed');
+        // Within the request's timeout, as the function is: a hung auth backend is a 504, not a pile-up.
+        const verdict = await beforeDeadline(authorize(info), settings.timeout, started + settings.timeout, 'authorize()');
+        if (verdict === false) throw new HttpError(403, 'not allowed');
       }
       let target: Target;
       let params = {};
@@ -190,7 +194,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       if (target.kind === 'probe') return await answerProbe(req, res, target, runtime, probeOptions, reqLog);
       if (target.kind === 'metrics') return send(req, res, 200, { 'content-type': METRICS_TYPE }, metrics!.render());
       if (metrics !== undefined) began = performance.now();
-      const deadline = settings.timeout > 0 ? performance.now() + settings.timeout : Infinity;
+      const deadline = settings.timeout > 0 ? started + settings.timeout : Infinity;
 
       // 6. The body, read within the limit, and the context the function gets.
       const media = parseMediaType(req.headers['content-type']);

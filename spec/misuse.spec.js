@@ -282,6 +282,17 @@ describe('authorize(request): the module\'s access check, before the body', () =
     }
   });
 
+  it('authorize counts against the timeout: one that never settles is a 504, logged; a quick one lets the request through', async (t) => {
+    const server = await serve({ handle: () => 'ok', authorize: ({ query }) => (query.hang ? new Promise(() => {}) : Promise.resolve(true)) }, { timeout: 300 });
+    t.after(() => server.close());
+    const started = performance.now();
+    const hung = await request(`${server.url}/?hang=1`);
+    assert.equal(hung.status, 504);
+    assert.ok(performance.now() - started < 5000, 'answered at the timeout, not never');
+    assert.ok(server.log.entries().some((l) => l.level === 50 && l.msg === 'request failed' && l.statusCode === 504), server.log.text());
+    assert.equal((await request(server.url)).status, 200);
+  });
+
   it("what authorize throws is read as a handler's is: the request's own headers (set-cookie, location) are never sent back", async (t) => {
     const server = await serve({
       handle: () => 'ok',
