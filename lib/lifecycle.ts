@@ -42,6 +42,14 @@ export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: L
   void tracked.finally(() => runtime.background.delete(tracked));
 }
 
+/**
+ * Resolves once no waitUntil work is left: work handed on by other work while it ran (a
+ * waitUntil inside a waitUntil) is waited for too, not only what was running when asked.
+ */
+export async function backgroundSettled(runtime: Runtime): Promise<void> {
+  while (runtime.background.size > 0) await Promise.all(runtime.background);
+}
+
 /** How a stop went: complete when every request was answered and all waitUntil work settled in time. */
 export interface Drain {
   complete: boolean;
@@ -57,7 +65,7 @@ async function backgroundDone(runtime: Runtime, limit: number): Promise<number> 
   if (runtime.background.size === 0) return 0;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), Math.max(0, limit))));
-  const done = Promise.all(runtime.background).then(() => false);
+  const done = backgroundSettled(runtime).then(() => false);
   const left = (await Promise.race([done, late])) ? runtime.background.size : 0;
   if (left > 0) runtime.log.warn({ running: left }, 'waitUntil work still running after the grace period');
   clearTimeout(timer);

@@ -27,7 +27,7 @@ import { JSON_TYPE, send } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
 import { monitorLoop } from './overload';
-import { register, runShutdown, type Runtime } from './lifecycle';
+import { backgroundSettled, register, runShutdown, type Runtime } from './lifecycle';
 import { answerProbe } from './probes';
 import { batch, beforeDeadline, inInvocation, invoker } from './invocation';
 import { answered, clientError, closeAfter, CLOSING, LATEST, PENDING, rawError, type CountedSocket } from './connections';
@@ -339,7 +339,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
   server.on('connect', (_req: IncomingMessage, socket: Socket) => rawError(socket, 405, 'CONNECT is not supported'));
   // shutdown() runs once the work handed to waitUntil has settled too (stop() bounds that wait).
-  server.once('close', () => Promise.all(runtime.background).then(() => runShutdown(runtime)).catch((err) => log.error(err, 'shutdown() failed')));
+  server.once('close', () => backgroundSettled(runtime).then(() => runShutdown(runtime)).catch((err) => log.error(err, 'shutdown() failed')));
   register(server, runtime);
   return server;
 

@@ -77,6 +77,28 @@ describe('context.waitUntil', () => {
     assert.deepEqual(order, ['work done', 'shutdown']);
   });
 
+  it('work handed on by other work (a waitUntil inside a waitUntil, after the stop began) is waited for too, then shutdown()', async () => {
+    const order = [];
+    const server = await serve({
+      handle(context) {
+        context.waitUntil(
+          sleep(200).then(() => {
+            order.push('first done');
+            context.waitUntil(sleep(300).then(() => order.push('handed-on done')));
+          }),
+        );
+        return 'ok';
+      },
+      shutdown() {
+        order.push('shutdown');
+      },
+    });
+    await request(server.url);
+    const drain = await stop(server.server, 5000);
+    assert.deepEqual(order, ['first done', 'handed-on done', 'shutdown']);
+    assert.equal(drain.complete, true);
+  });
+
   it('work past the grace period is not waited for beyond it: a warning, then shutdown()', async () => {
     const order = [];
     const server = await serve(
