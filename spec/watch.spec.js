@@ -95,27 +95,26 @@ const starts = (proc) => proc.lines().filter((l) => /^listening on /.test(l.msg)
 const GIT_CONFIG = ['-c', 'user.name=spec', '-c', 'user.email=spec@example.com', '-c', 'commit.gpgSign=false', '-c', 'tag.gpgSign=false'];
 const git = (cwd, ...args) => execFileSync('git', [...GIT_CONFIG, ...args], { cwd, stdio: 'pipe' });
 
-describe('funcrun serve --watch sees every save, each style twice in a row', () => {
-  it('an in-place write (truncate and write)', async (t) => {
-    const dir = project({ 'index.js': answering('v1') });
-    const proc = await watching(t, dir);
-    await proc.answers('v1');
-    for (const version of ['v2', 'v3']) {
-      fs.writeFileSync(path.join(dir, 'index.js'), answering(version));
-      await proc.answers(version);
-    }
-  });
+/** Serves a function answering v1 with --watch, then for each version saves it with `save` and waits for that answer. */
+async function eachSaveSeen(t, versions, save) {
+  const dir = project({ 'index.js': answering('v1') });
+  const proc = await watching(t, dir);
+  await proc.answers('v1');
+  for (const version of versions) {
+    await save(dir, version, proc);
+    await proc.answers(version);
+  }
+}
 
-  it("an editor's atomic save (a temp file in the folder, renamed over the original)", async (t) => {
-    const dir = project({ 'index.js': answering('v1') });
-    const proc = await watching(t, dir);
-    await proc.answers('v1');
-    for (const version of ['v2', 'v3', 'v4']) {
+describe('funcrun serve --watch sees every save, each style twice in a row', () => {
+  it('an in-place write (truncate and write)', (t) =>
+    eachSaveSeen(t, ['v2', 'v3'], (dir, version) => fs.writeFileSync(path.join(dir, 'index.js'), answering(version))));
+
+  it("an editor's atomic save (a temp file in the folder, renamed over the original)", (t) =>
+    eachSaveSeen(t, ['v2', 'v3', 'v4'], (dir, version) => {
       fs.writeFileSync(path.join(dir, '.index.js.tmp'), answering(version));
       fs.renameSync(path.join(dir, '.index.js.tmp'), path.join(dir, 'index.js'));
-      await proc.answers(version);
-    }
-  });
+    }));
 
   it('git checkout of another version of the file (the function folder is the repository)', async (t) => {
     const dir = project({ 'index.js': answering('v1') });
@@ -135,30 +134,21 @@ describe('funcrun serve --watch sees every save, each style twice in a row', () 
     }
   });
 
-  it('a file moved in from another folder', async (t) => {
-    const dir = project({ 'index.js': answering('v1') });
+  it('a file moved in from another folder', (t) => {
     const outside = elsewhere();
-    const proc = await watching(t, dir);
-    await proc.answers('v1');
-    for (const version of ['v2', 'v3', 'v4']) {
+    return eachSaveSeen(t, ['v2', 'v3', 'v4'], (dir, version) => {
       fs.writeFileSync(path.join(outside, 'index.js'), answering(version));
       fs.renameSync(path.join(outside, 'index.js'), path.join(dir, 'index.js'));
-      await proc.answers(version);
-    }
+    });
   });
 
-  it('a file deleted, then created again', async (t) => {
-    const dir = project({ 'index.js': answering('v1') });
-    const proc = await watching(t, dir);
-    await proc.answers('v1');
-    for (const version of ['v2', 'v3']) {
+  it('a file deleted, then created again', (t) =>
+    eachSaveSeen(t, ['v2', 'v3'], async (dir, version, proc) => {
       fs.unlinkSync(path.join(dir, 'index.js'));
       // Without its file the function cannot start: nothing answers until it is back.
       await proc.until(async () => (await proc.answer()) === undefined, 'the function to stop');
       fs.writeFileSync(path.join(dir, 'index.js'), answering(version));
-      await proc.answers(version);
-    }
-  });
+    }));
 
   it('a new file in a new folder, which the function then requires, saved again and again', async (t) => {
     const dir = project({ 'index.js': answering('v1') });
