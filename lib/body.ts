@@ -31,36 +31,41 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     return Promise.reject(new HttpError(415, `Content-Encoding '${encoding}' is not supported; send the body uncompressed`));
   }
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] = [];
     let size = 0;
-    // Settled once; later events are ignored rather than unsubscribed, which costs more per request.
-    let settled = false;
-    const fail = (err: HttpError) => {
-      if (settled) return;
-      settled = true;
-      reject(err);
+    // Once settled, the listeners go: the request (kept while its connection is) holds no chunks.
+    const settle = () => {
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      req.removeListener('close', onClose);
+      const body = chunks;
+      chunks = [];
+      return body;
     };
-    req.on('data', (chunk: Buffer) => {
-      if (settled) return;
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
         // Stop reading: the response to this 413 closes the connection.
         req.pause();
-        fail(tooLarge(limit));
+        settle();
+        reject(tooLarge(limit));
         return;
       }
       chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (settled) return;
-      settled = true;
-      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    });
+    };
+    const onEnd = () => {
+      const body = settle();
+      resolve(body.length === 1 ? body[0] : Buffer.concat(body, size));
+    };
     // No 'error' listener: node emits a request's 'error' only to listeners, and 'close' follows
     // every failure (an abort, malformed chunked framing) as it follows the end.
-    req.on('close', () => {
-      if (!settled) fail(new HttpError(400, 'the client closed the connection before the body was complete'));
-    });
+    const onClose = () => {
+      settle();
+      reject(new HttpError(400, 'the client closed the connection before the body was complete'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onClose);
   });
 }
 

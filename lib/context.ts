@@ -7,6 +7,7 @@ import { parseMediaType } from './media-type';
 import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
 import type { Trace } from './trace';
 import { keepInFlight, type Runtime } from './lifecycle';
+import { InvocationRecord } from './scope';
 
 /** What the runtime itself needs back from a context (faults.ts): not part of its public face. */
 export interface InvocationParts {
@@ -18,6 +19,38 @@ export interface InvocationParts {
 
 let partsOf: (ctx: Context) => InvocationParts;
 let traceOf: (ctx: Context) => Trace | undefined;
+let recordOf: (ctx: Context) => InvocationRecord;
+let answeredOf: (ctx: Context) => void;
+
+/** What a context is made of. */
+export interface ContextParts {
+  readonly req: IncomingMessage;
+  /** The invocation's logger, carrying its reqId (and trace). */
+  readonly log: Logger;
+  readonly reqId?: number;
+  /** The request path, as sent. */
+  readonly path: string;
+  readonly query: Record<string, string | string[]>;
+  readonly params: Record<string, string>;
+  readonly contentType: string | undefined;
+  readonly defaults: ResponseDefaults;
+  readonly res?: ServerResponse;
+  readonly trace?: Trace;
+  readonly runtime?: Runtime;
+}
+
+/**
+ * What the invocation's scope holds for a context (scope.ts): made once, when the invocation is
+ * entered, and cut loose from the context when it ends.
+ */
+export function invocationRecord(ctx: Context): InvocationRecord {
+  return recordOf(ctx);
+}
+
+/** The request of `ctx` has been answered: its invocation ends once its waitUntil work settles. */
+export function invocationAnswered(ctx: Context): void {
+  answeredOf(ctx);
+}
 
 /** The request, response, logger and runtime a context was made with. */
 export function invocationParts(ctx: Context): InvocationParts {
@@ -40,6 +73,8 @@ export class Context<Data = unknown> {
     // Set here, inside the class, where its private fields can be read; nothing is added to it.
     partsOf = (ctx) => ({ req: ctx.#req, res: ctx.#res, log: ctx.#log, runtime: ctx.#runtime });
     traceOf = (ctx) => ctx.#trace;
+    recordOf = (ctx) => (ctx.#record ??= new InvocationRecord(ctx, ctx.#log, ctx.#reqId, ctx.#runtime?.log));
+    answeredOf = (ctx) => ctx.#record?.answered();
   }
 
   readonly method: string;
@@ -70,38 +105,31 @@ export class Context<Data = unknown> {
   readonly #res: ServerResponse | undefined;
   readonly #trace: Trace | undefined;
   readonly #runtime: Runtime | undefined;
+  readonly #reqId: number;
   #controller: AbortController | undefined;
+  #record: InvocationRecord | undefined;
 
-  constructor(
-    req: IncomingMessage,
-    log: Logger,
-    path: string,
-    query: Record<string, string | string[]>,
-    params: Record<string, string>,
-    contentType: string | undefined,
-    defaults: ResponseDefaults,
-    res?: ServerResponse,
-    trace?: Trace,
-    runtime?: Runtime,
-  ) {
+  constructor(parts: ContextParts) {
+    const { req, log, query } = parts;
     this.#log = log;
-    this.#trace = trace;
-    this.#runtime = runtime;
+    this.#trace = parts.trace;
+    this.#runtime = parts.runtime;
+    this.#reqId = parts.reqId ?? 1;
     this.#req = req;
     this.method = req.method ?? 'GET';
     this.headers = req.headers;
     this.httpVersion = req.httpVersion;
     this.httpVersionMajor = req.httpVersionMajor;
     this.httpVersionMinor = req.httpVersionMinor;
-    this.path = path;
+    this.path = parts.path;
     this.query = query;
-    this.params = params;
-    this.contentType = contentType;
+    this.params = parts.params;
+    this.contentType = parts.contentType;
     this.body = undefined;
     this.rawBody = undefined;
     this.cloudevent = undefined;
-    this.#defaults = defaults;
-    this.#res = res;
+    this.#defaults = parts.defaults;
+    this.#res = parts.res;
     // A query key never replaces a field or method of the context (`?method=DELETE` leaves
     // `context.method` alone) nor anything inherited (`?constructor=x`). Contexts made by
     // `sharingQuery` have the keys on their prototype already.
@@ -139,7 +167,9 @@ export class Context<Data = unknown> {
    * unhandled rejection.
    */
   waitUntil(promise: PromiseLike<unknown>): void {
-    keepInFlight(this.#runtime, promise, this.#log);
+    const work = keepInFlight(this.#runtime, promise, this.#log);
+    // The invocation goes on until its waitUntil work settles: its lines keep their reqId until then.
+    this.#record?.holdUntil(work);
   }
 
   /**
@@ -203,7 +233,7 @@ export function contentTypeOf(header: string | undefined, asSent: boolean): stri
   return asSent ? header : parseMediaType(header)?.type;
 }
 
-type ContextClass = new (...args: ConstructorParameters<typeof Context>) => Context;
+type ContextClass = new (parts: ContextParts) => Context;
 
 /**
  * A Context class whose instances find the query keys on a prototype made once: the contexts of

@@ -1,7 +1,8 @@
 // Faults: an exception nothing caught, or a rejection nothing handled. The entry point
 // (serve.ts) owns the process's handlers and hands each fault here. Raised inside an invocation
 // (scope.ts tells which), it is logged with that invocation's reqId and trace, and its request,
-// if still open, is answered 500; the entry point then drains the rest and exits 1.
+// if still open, is answered 500; raised by work that outlived its invocation, it says so. The
+// entry point then drains the rest and exits 1.
 import { describe, HttpError, quietly, sendError } from './errors';
 import { invocationParts } from './context';
 import { isError, type Logger } from './log';
@@ -13,8 +14,11 @@ export function reportFault(err: unknown, origin: string, processLog: Logger): v
   // A thrown Proxy may throw even when asked what it is: isError and describe never do.
   const logged = isError(err) ? err : { thrown: describe(err) };
   try {
-    const ctx = currentInvocation();
-    if (ctx === undefined) return processLog.fatal(logged, what);
+    const invocation = currentInvocation();
+    if (invocation === undefined) return processLog.fatal(logged, what);
+    const ctx = invocation.context;
+    // Work an invocation started that outlived it: not blamed on a request long answered.
+    if (ctx === undefined) return invocation.log.fatal(logged, `${what} in work that outlived its request`);
     const { req, res, log, runtime } = invocationParts(ctx);
     log.fatal(logged, `${what} in this invocation`);
     // Answered already (or after the answer, in its waitUntil work): nothing more to say to it.

@@ -3,7 +3,8 @@
 import type { CloudEvent } from 'cloudevents';
 import { asCloudEvent } from './cloudevent';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import { invocationTrace, type Context } from './context';
+import type { InvocationRecord } from './scope';
+import { invocationRecord, invocationTrace, type Context } from './context';
 import type { Trace } from './trace';
 import { HttpError } from './errors';
 import { discard } from './respond';
@@ -31,7 +32,11 @@ export function invoker(timeout: number): Invoke {
     const scope = invocationScope();
     const otel = invocationTrace(ctx)?.otel;
     const result =
-      otel !== undefined ? otel.within(enter, scope, fn, ctx, data) : scope === undefined ? fn.call(HANDLER_THIS, ctx, data) : scope.run(ctx, call, fn, ctx, data);
+      otel !== undefined
+        ? otel.within(enter, scope, fn, ctx, data)
+        : scope === undefined
+          ? fn.call(HANDLER_THIS, ctx, data)
+          : scope.run(invocationRecord(ctx), call, fn, ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
     let timer: NodeJS.Timeout | undefined;
     let late = false;
@@ -110,12 +115,12 @@ function call(fn: Invokable, ctx: Context, data: unknown): unknown {
 export function inInvocation<A extends unknown[], R>(ctx: Context, fn: (...args: A) => R, ...args: A): R {
   const scope = invocationScope();
   const otel = invocationTrace(ctx)?.otel;
-  if (otel !== undefined) return otel.within(() => (scope === undefined ? fn(...args) : scope.run(ctx, fn, ...args)));
-  return scope === undefined ? fn(...args) : scope.run(ctx, fn, ...args);
+  if (otel !== undefined) return otel.within(() => (scope === undefined ? fn(...args) : scope.run(invocationRecord(ctx), fn, ...args)));
+  return scope === undefined ? fn(...args) : scope.run(invocationRecord(ctx), fn, ...args);
 }
 
-function enter(scope: AsyncLocalStorage<Context> | undefined, fn: Invokable, ctx: Context, data: unknown): unknown {
-  return scope === undefined ? call(fn, ctx, data) : scope.run(ctx, call, fn, ctx, data);
+function enter(scope: AsyncLocalStorage<InvocationRecord> | undefined, fn: Invokable, ctx: Context, data: unknown): unknown {
+  return scope === undefined ? call(fn, ctx, data) : scope.run(invocationRecord(ctx), call, fn, ctx, data);
 }
 /** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */
 export function within(value: unknown, ms: number, message: string): Promise<unknown> {

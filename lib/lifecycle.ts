@@ -28,18 +28,19 @@ export interface Runtime {
 /**
  * Keeps `work` (a function's `context.waitUntil`) in flight until it settles: stop() waits for it
  * within the grace period, and its failure is logged with the invocation's logger, never an
- * unhandled rejection.
+ * unhandled rejection. Returns a promise that settles with it and never rejects.
  */
-export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: Logger): void {
+export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: Logger): Promise<void> {
   const tracked = Promise.resolve(work).then(
     () => undefined,
     // Read with helpers that never throw: a rejection value may be a hostile Proxy.
     (err: unknown) => log.error(isError(err) ? err : { thrown: describe(err) }, 'waitUntil: the work failed'),
   );
   // Without a server (a unit test's context) the work is only watched for failure.
-  if (runtime === undefined) return;
+  if (runtime === undefined) return tracked;
   runtime.background.add(tracked);
   void tracked.finally(() => runtime.background.delete(tracked));
+  return tracked;
 }
 
 /**

@@ -1,7 +1,13 @@
 // Which invocation the running code belongs to, wherever it runs (a helper module, a timer, a
-// promise chain): an AsyncLocalStorage entered once per invocation, holding its context. It gives
-// `log`, the logger that writes with the current invocation's reqId and trace, and tells the
-// entry point which request a stray exception belongs to.
+// promise chain): an AsyncLocalStorage entered once per invocation, holding a small record of it.
+// It gives `log`, the logger that writes with the current invocation's reqId and trace, and tells
+// the entry point which request a stray exception belongs to.
+//
+// Whatever an invocation starts (a timer, an AbortSignal.timeout, a pooled socket, a promise)
+// keeps the record for as long as it lives. So the record links the context, and through it the
+// request and its body, only until the invocation ends (its answer sent, its waitUntil work
+// settled); from then on what is still running writes lines that say it outlived its request,
+// without that request's reqId or its client's trace.
 //
 // Where AsyncLocalStorage is built on AsyncContextFrame (Node 24; Node 22 with
 // --experimental-async-context-frame), entering it costs next to nothing and it is always on.
@@ -9,16 +15,65 @@
 // small function's throughput, measured): there it is turned on only when a function reaches for
 // `log` (see runtime.ts), and faults are then attributed too.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createLogger, snapshot, type ChildOptions, type Logger, type LogLevel } from './log';
+import { createLogger, snapshot, type ChildOptions, type Logger, type LogLevel, type RootLogger } from './log';
 import type { Context } from './context';
 
 // The promise-hook implementation has `_enable`; AsyncContextFrame's has not.
 const CHEAP = !('_enable' in AsyncLocalStorage.prototype);
 
-let storage: AsyncLocalStorage<Context> | undefined = CHEAP ? new AsyncLocalStorage() : undefined;
+/** What an invocation's scope holds. */
+export class InvocationRecord {
+  /** The invocation's context while it runs; undefined once it has ended. */
+  #context: Context | undefined;
+  #log: Logger;
+  // waitUntil work still running: the invocation has not ended until it settles.
+  #waiting = 0;
+  #answered = false;
+
+  constructor(
+    context: Context,
+    log: Logger,
+    private readonly reqId: number,
+    private readonly root: RootLogger | undefined,
+  ) {
+    this.#context = context;
+    this.#log = log;
+  }
+
+  get context(): Context | undefined {
+    return this.#context;
+  }
+
+  /** The invocation's logger; once it has ended, one whose lines say they outlived it. */
+  get log(): Logger {
+    return this.#log;
+  }
+
+  /** The invocation has answered; it ends once its waitUntil work has settled too. */
+  answered(): void {
+    this.#answered = true;
+    if (this.#waiting === 0) this.#end();
+  }
+
+  /** waitUntil work: the invocation lasts until `work` settles. */
+  holdUntil(work: Promise<unknown>): void {
+    this.#waiting++;
+    void work.finally(() => {
+      if (--this.#waiting === 0 && this.#answered) this.#end();
+    });
+  }
+
+  #end(): void {
+    if (this.#context === undefined) return;
+    this.#context = undefined;
+    this.#log = (this.root ?? processLogger()).child({ outlivedRequest: this.reqId });
+  }
+}
+
+let storage: AsyncLocalStorage<InvocationRecord> | undefined = CHEAP ? new AsyncLocalStorage() : undefined;
 
 /** The storage invocations run in, or undefined while scoping is off (see above). */
-export function invocationScope(): AsyncLocalStorage<Context> | undefined {
+export function invocationScope(): AsyncLocalStorage<InvocationRecord> | undefined {
   return storage;
 }
 
@@ -27,8 +82,8 @@ export function useScope(): void {
   storage ??= new AsyncLocalStorage();
 }
 
-/** The context of the invocation the calling code runs in, if any (and scoping is on). */
-export function currentInvocation(): Context | undefined {
+/** The record of the invocation the calling code runs in, or that started it, if any (and scoping is on). */
+export function currentInvocation(): InvocationRecord | undefined {
   return storage?.getStore();
 }
 
@@ -40,8 +95,12 @@ export function setProcessLogger(log: Logger): void {
   processLog = log;
 }
 
+function processLogger(): Logger {
+  return (processLog ??= createLogger('info'));
+}
+
 function current(): Logger {
-  return storage?.getStore()?.log ?? (processLog ??= createLogger('info'));
+  return storage?.getStore()?.log ?? processLogger();
 }
 
 type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';

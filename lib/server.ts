@@ -13,7 +13,7 @@ import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
 import { detectMode, replyMode, responseDefaults } from './cloudevent';
 import { readEvent } from './cloudevent-read';
-import { Context, contentTypeOf, sharingQuery } from './context';
+import { Context, contentTypeOf, invocationAnswered, sharingQuery, type ContextParts } from './context';
 import { namedRoutes } from './functions';
 import { allowAnyOrigin, allowOrigin, isPreflight, originCheck, type OriginCheck } from './cors';
 import { HttpError, lastResort, sendError } from './errors';
@@ -136,6 +136,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     let invoked = false;
     // What the request was parsed into: never read as response instructions (see provenance.ts).
     let input: unknown[] | undefined;
+    // The contexts made for the function: their invocations end with this request's answer.
+    let made: Context[] | undefined;
     try {
       // 1. The request line and headers: what HTTP itself requires.
       // HTTP/1.1 requires Host (RFC 9112 section 3.2); node's own check would answer without a JSON body.
@@ -207,7 +209,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       const contentType = contentTypeOf(req.headers['content-type'], behaviour.rawContentType);
       // Once per request: a batch's events all share it.
       const raw = settings.includeRaw && bytes !== undefined ? rawBodyOf(bytes, media) : undefined;
-      let Made: new (...args: ConstructorParameters<typeof Context>) => Context = Context;
+      let Made: new (parts: ContextParts) => Context = Context;
       // The trace of the single invocation: an event it answers with carries it.
       let replyTrace = trace;
       let inBatch = false;
@@ -232,7 +234,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
             reqLog = ctxLog;
           }
         }
-        const ctx = new Made(req, ctxLog, path, query, params, contentType, defaults, res, own ?? trace, runtime);
+        const ctx = new Made({ req, log: ctxLog, reqId, path, query, params, contentType, defaults, res, trace: own ?? trace, runtime });
+        (made ??= []).push(ctx);
         if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;
@@ -290,6 +293,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
     } finally {
       runtime.inFlight.delete(req);
+      if (made !== undefined) for (const ctx of made) invocationAnswered(ctx);
       // A pipelined response waits in node's queue until those before it are sent: it is
       // pending until then. Otherwise the answer is with the socket now.
       if (res.socket === null) res.once('close', () => answered(socket));

@@ -314,3 +314,12 @@ describe('findJsonError', () => {
     assert.equal(findJsonError(object), object.length - 1);
   });
 });
+
+it('once the body is read, its reader has left no listener on the request (which holds its chunks)', async (t) => {
+  const { url, close } = await serve((context) => ({ data: context.req.listenerCount('data'), end: context.req.listenerCount('end'), close: context.req.listenerCount('close') }));
+  t.after(close);
+  for (const body of ['{"a":1}', 'x'.repeat(100_000)]) {
+    const res = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body });
+    assert.deepEqual(res.json, { data: 0, end: 0, close: 0 });
+  }
+});

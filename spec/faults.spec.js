@@ -41,7 +41,8 @@ module.exports = {
       setTimeout(() => { throw new Error('mid-stream'); }, 50);
       return { body, headers: { 'content-type': 'text/plain' } };
     }
-    if (how === 'after') { context.waitUntil(sleep(30).then(() => { setTimeout(() => { throw new Error('after the answer'); }, 1); })); return 'answered'; }
+    if (how === 'after') { context.waitUntil(new Promise((resolve) => setTimeout(() => { resolve(); throw new Error('after the answer'); }, 30))); return 'answered'; }
+    if (how === 'outlived') { setTimeout(() => { log.info('still running'); throw new Error('outlived'); }, 30); return 'answered'; }
     if (context.query.slow) await sleep(Number(context.query.slow));
     return { ok: context.query.n ?? true };
   },
@@ -161,6 +162,22 @@ describe('faults attributed to their request', () => {
     assert.equal(fatal.err.message, 'after the answer');
     assert.equal(fatal.reqId, crashedInvocation(lines).reqId);
     assert.equal(fatal.trace_id, TRACE_ID);
+  });
+
+  it('in work that outlived its invocation: the fatal line says so, blaming no request and carrying no trace', async () => {
+    const { crashed, code, lines } = await crash('outlived');
+    assert.equal(crashed.status, 200);
+    assert.equal(code, 1);
+    const reqId = crashedInvocation(lines).reqId;
+    const running = lines.find((l) => l.msg === 'still running');
+    const fatal = lines.find((l) => l.level === 60);
+    assert.equal(fatal.msg, 'uncaught exception in work that outlived its request');
+    assert.equal(fatal.err.message, 'outlived');
+    for (const line of [running, fatal]) {
+      assert.equal(line.outlivedRequest, reqId);
+      assert.equal(line.reqId, undefined);
+      assert.equal(line.trace_id, undefined);
+    }
   });
 
   it('outside any invocation: fatal without a reqId, requests in flight finish, shutdown(), exit 1', async () => {

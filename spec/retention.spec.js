@@ -57,3 +57,75 @@ for (const [what, headers, body] of [
     }
   });
 }
+
+// What an invocation starts may outlive it: a timer, an AbortSignal.timeout, a pooled socket, a
+// pending promise. Each captures the async context it was made in; none may keep the request.
+const http = require('node:http');
+const { log } = require('../lib/index.js');
+
+const BODY = 'x'.repeat(64 * 1024);
+const started = {
+  'a timer': () => setTimeout(() => {}, 60_000).unref(),
+  'an AbortSignal.timeout': () => AbortSignal.timeout(60_000),
+  'a promise the module keeps': (() => {
+    const kept = [];
+    return () => kept.push(new Promise(() => {}).then(() => {}));
+  })(),
+};
+for (const [what, start] of Object.entries(started)) {
+  it(`holds nothing of a request once it is answered while ${what} it started is pending`, async (t) => {
+    const seen = [];
+    const { url, close } = await serve({
+      handle(context, data) {
+        // Reading `log` turns the invocation scope on where it is not always on (Node 22).
+        log.debug('started');
+        start();
+        seen.push(new WeakRef(context.req), new WeakRef(context));
+        return { size: data.length };
+      },
+    });
+    t.after(close);
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: BODY });
+      assert.deepEqual(await res.json(), { size: BODY.length });
+    }
+    await collected(seen);
+  });
+}
+
+it('holds nothing of a request once it is answered while a fetch it started waits on a pooled socket', async (t) => {
+  // A peer that never answers: the function's fetch and its 60 s timeout stay pending.
+  const peer = http.createServer(() => {});
+  await new Promise((resolve) => peer.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    peer.closeAllConnections();
+    peer.close();
+  });
+  const peerUrl = `http://127.0.0.1:${peer.address().port}/`;
+  const seen = [];
+  const { url, close } = await serve({
+    handle(context, data) {
+      log.debug('calling the peer');
+      fetch(peerUrl, { signal: AbortSignal.timeout(60_000) }).catch(() => {});
+      seen.push(new WeakRef(context.req), new WeakRef(context));
+      return { size: data.length };
+    },
+  });
+  t.after(close);
+  for (let i = 0; i < 3; i++) {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: BODY });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+  }
+  await collected(seen);
+});
+
+/** Resolves once every WeakRef in `refs` is cleared by a full collection; fails when one is not. */
+async function collected(refs) {
+  for (let round = 0; round < 5; round++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    gc();
+    if (refs.every((ref) => ref.deref() === undefined)) return;
+  }
+  assert.deepEqual(refs.map((ref) => ref.deref() === undefined), refs.map(() => true), 'requests or contexts still reachable');
+}

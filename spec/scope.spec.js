@@ -212,6 +212,37 @@ describe('request-scoped log', () => {
     }
   });
 
+  it('work that outlives its invocation says so, without its reqId or its client\'s trace, and never borrows a later request\'s', async (t) => {
+    // A poller started lazily by the first request, as a cache refresher often is.
+    let poller;
+    t.after(() => clearInterval(poller));
+    const server = await serve(
+      (context) => {
+        log.info('handled');
+        poller ??= setInterval(() => log.info('polling'), 5);
+        return 'ok';
+      },
+      { logLevel: 'info' },
+    );
+    t.after(server.close);
+    const first = await request(server.url, { headers: { traceparent: traceparent(5) } });
+    assert.equal(first.status, 200);
+    await sleep(30);
+    const second = await request(server.url, { headers: { traceparent: traceparent(6) } });
+    assert.equal(second.status, 200);
+    await sleep(30);
+    const entries = server.log.entries();
+    const handled = entries.filter((l) => l.msg === 'handled');
+    const polling = entries.filter((l) => l.msg === 'polling');
+    assert.equal(handled.length, 2);
+    assert.ok(polling.length >= 4, `${polling.length} polling lines`);
+    for (const line of polling) {
+      assert.equal(line.outlivedRequest, handled[0].reqId);
+      assert.equal(line.reqId, undefined);
+      assert.equal(line.trace_id, undefined);
+    }
+  });
+
   it('an ES module imports it by name and serve.js scopes it', async () => {
     const root = path.join(__dirname, '..');
     const dir = project({
