@@ -1,6 +1,6 @@
 // A connection's bookkeeping: the requests on it whose answers are not finished yet (more than one
 // when pipelined), and malformed HTTP, answered only when no response is in flight on it.
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Server, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { errorBody, HttpError } from './errors';
 import { JSON_TYPE } from './send';
@@ -12,7 +12,23 @@ export const CLOSING = Symbol('funcrun closing');
 export const LATEST = Symbol('funcrun latest request');
 export type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
 
-export function answered(socket: CountedSocket): void {
+// Set on a response once its request has been counted as answered: the fault handler answers a
+// crashed request while its onRequest may still finish later.
+const COUNTED = Symbol('funcrun counted as answered');
+
+/**
+ * The answer to `req` is done with: written, or queued behind the answers pipelined before it,
+ * then pending until it is sent. Counts once per request, whoever says it first.
+ */
+export function requestAnswered(req: IncomingMessage, res: ServerResponse & { [COUNTED]?: boolean }): void {
+  if (res[COUNTED] === true) return;
+  res[COUNTED] = true;
+  const socket = req.socket as CountedSocket;
+  if (res.socket === null && !res.writableFinished && !res.destroyed) res.once('close', () => answered(socket));
+  else answered(socket);
+}
+
+function answered(socket: CountedSocket): void {
   if (--socket[PENDING]! > 0) return;
   // Read only while a request is pending: holding it longer would keep the request, its headers
   // and its stream alive between requests, through the young generation's collections (RSS).
@@ -65,4 +81,40 @@ export function rawError(socket: Socket, status: number, message: string): void 
   const linger = setTimeout(() => socket.destroy(), LINGER_MS);
   linger.unref();
   socket.once('close', () => clearTimeout(linger));
+}
+
+// node:http's own list of a server's connections, which knows the ones between requests (none
+// being received). Not public: where it is missing, closeIdle falls back to node's method.
+type ConnectionList = { idle(): { socket: CountedSocket & { _httpMessage?: ServerResponse | null } }[] };
+let connectionsKey: symbol | undefined;
+
+function connectionsOf(server: Server): ConnectionList | undefined {
+  connectionsKey ??= Object.getOwnPropertySymbols(server).find((key) => key.description === 'http.server.connections');
+  const list = connectionsKey === undefined ? undefined : (server as unknown as Record<symbol, unknown>)[connectionsKey];
+  return list !== null && typeof list === 'object' && typeof (list as ConnectionList).idle === 'function' ? (list as ConnectionList) : undefined;
+}
+
+/**
+ * Closes the connections with nothing left to do, as node's closeIdleConnections does, but not
+ * one that still has answers to write: node's destroys a connection whose last answer has ended
+ * while its bytes are still in the socket's buffer (a slow reader gets it cut), and one whose
+ * pipelined answers wait behind an ended one. Those are closed once written.
+ */
+export function closeIdle(server: Server): void {
+  const list = connectionsOf(server);
+  if (list === undefined) return Server.prototype.closeIdleConnections.call(server);
+  for (const { socket } of list.idle()) {
+    // Answers still to come: the last of them closes the connection (closeAfter), or the next sweep does.
+    if ((socket[PENDING] ?? 0) > 0) continue;
+    const message = socket._httpMessage;
+    if (message !== null && message !== undefined && !message.writableFinished) continue;
+    // Closed once what it holds is written; a reader that never reads is cut at the grace deadline.
+    if (socket.writableLength > 0) socket.destroySoon();
+    else socket.destroy();
+  }
+}
+
+/** `server.close()` (which closes idle connections itself) and a drain's sweeps then follow closeIdle. */
+export function closeIdleKeepingAnswers(server: Server): void {
+  server.closeIdleConnections = () => closeIdle(server);
 }

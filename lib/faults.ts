@@ -7,6 +7,7 @@ import { describe, HttpError, quietly, sendError } from './errors';
 import { invocationParts } from './context';
 import { isError, type Logger } from './log';
 import { currentInvocation } from './scope';
+import { requestDone } from './lifecycle';
 
 /** Logs a fault fatal where it belongs and answers its request. Never throws. */
 export function reportFault(err: unknown, origin: string, processLog: Logger): void {
@@ -25,6 +26,8 @@ export function reportFault(err: unknown, origin: string, processLog: Logger): v
     if (res === undefined || res.writableEnded) return;
     // A 500 whatever the thrown value says of itself: the function crashed, it did not answer.
     sendError(req, res, new HttpError(500, `the function crashed: ${what}`), log, runtime?.module.errorBody);
+    // Answered: the drain need not wait for the crashed function, which may never return.
+    if (runtime !== undefined) requestDone(runtime, req, res);
   } catch {
     quietly(() => processLog.fatal(logged, what));
   }

@@ -1,9 +1,10 @@
 // A server's life after start: the state its requests read (draining), its shutdown() run once,
 // and stop(), the graceful drain.
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isError, type Logger, type RootLogger } from './log';
 import { describe, pathOf } from './errors';
 import type { Metrics } from './metrics';
+import { requestAnswered } from './connections';
 import type { Function as FunctionModule } from './types';
 
 /** What a running server keeps beside the node:http server. */
@@ -41,6 +42,12 @@ export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: L
   runtime.background.add(tracked);
   void tracked.finally(() => runtime.background.delete(tracked));
   return tracked;
+}
+
+/** A request has its answer (or is past one): no longer in flight, and no longer holding its connection open. */
+export function requestDone(runtime: Runtime, req: IncomingMessage, res: ServerResponse): void {
+  runtime.inFlight.delete(req);
+  requestAnswered(req, res);
 }
 
 /**

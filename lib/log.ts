@@ -173,8 +173,35 @@ function errorFields(err: object, seen: object[]): Record<string, unknown> {
 let visits = 0;
 const MAX_VISITS = 50_000;
 
+// Characters the current line may still take from the text written into it: messages, %s and the
+// other placeholders, keys, string values, an Error's message and stack, a child's bindings. Each
+// is cut to what is left, marked with how much was left out. A logged body of megabytes, or a %s
+// of a large array, would otherwise make a line of megabytes and block the process to build it.
+const LINE_CHARS = 256 * 1024;
+// A line's bindings (made with a budget of their own) and the rest, with room for the line's own fields.
+const MAX_LINE = 2 * LINE_CHARS + 16 * 1024;
+let room = 0;
+
+/** Starts a line's budgets: values to write, characters to take. */
+function budget(): void {
+  visits = MAX_VISITS;
+  room = LINE_CHARS;
+}
+
+/** `s`, or as much of it as the line has room for, marked as cut. */
+function cut(s: string): string {
+  if (s.length <= room) {
+    room -= s.length;
+    return s;
+  }
+  const kept = Math.max(0, room);
+  room = 0;
+  return `${s.slice(0, kept)}…[${s.length - kept} more characters]`;
+}
+
 function replacer(this: unknown, key: string, value: unknown): unknown {
   if (--visits < 0) throw new RangeError('too large to log');
+  if (typeof value === 'string') return cut(value);
   if (typeof value === 'bigint') return String(value);
   // The holder's own value, before toJSON: a Buffer's toJSON would list every byte.
   const original = (this as Record<string, unknown>)[key];
@@ -238,7 +265,7 @@ function careful(value: unknown, stack: unknown[], budget: { left: number }): st
     }
     for (const key of Object.keys(target as object)) {
       const json = careful(get(target, key), stack, budget);
-      if (json !== undefined) parts.push(JSON.stringify(key) + ':' + json);
+      if (json !== undefined) parts.push(JSON.stringify(cut(key)) + ':' + json);
     }
     return '{' + parts.join(',') + '}';
   } catch {
@@ -261,7 +288,7 @@ function valueJson(value: unknown, parent?: object): string | undefined {
 function scalarJson(value: unknown): string | undefined {
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      return JSON.stringify(cut(value));
     case 'number':
       return Number.isFinite(value) ? String(value) : 'null';
     case 'boolean':
@@ -308,7 +335,7 @@ function fieldsOf(obj: object, skip: Skip): string {
     if (skip[key] === true) continue;
     if (--visits < 0) return out + ',"…":"[Truncated]"';
     const json = valueJson(get(obj, key), obj);
-    if (json !== undefined) out += ',' + JSON.stringify(key) + ':' + json;
+    if (json !== undefined) out += ',' + JSON.stringify(cut(key)) + ':' + json;
   }
   if (Array.isArray(obj) && obj.length > keys.length) out += ',"…":"[Truncated]"';
   return out;
@@ -318,7 +345,7 @@ function fieldsOf(obj: object, skip: Skip): string {
 function inspect(value: unknown): string {
   switch (typeof value) {
     case 'string':
-      return "'" + value + "'";
+      return "'" + cut(value) + "'";
     case 'function': {
       const name = get(value, 'name');
       return typeof name === 'string' && name !== '' ? name : '<anonymous>';
@@ -361,7 +388,7 @@ function format(f: string, args: ArrayLike<unknown>, from: number): string {
         if (a < argLen && args[a] !== undefined) piece = inspect(args[a]);
         break;
       case 115: // s
-        if (a < argLen) piece = text(args[a]);
+        if (a < argLen) piece = cut(Array.isArray(args[a]) ? joined(args[a] as unknown[]) : text(args[a]));
         break;
       case 37: // %
         piece = '%';
@@ -369,7 +396,7 @@ function format(f: string, args: ArrayLike<unknown>, from: number): string {
         break;
     }
     if (piece !== undefined) {
-      if (lastPos < i) str += f.slice(lastPos, i);
+      if (lastPos < i) str += cut(f.slice(lastPos, i));
       str += piece;
       lastPos = i + 2;
       i++;
@@ -377,7 +404,25 @@ function format(f: string, args: ArrayLike<unknown>, from: number): string {
     a++; // as pino: an unknown `%x`, or one without a usable argument, still uses up an argument
   }
   if (lastPos === -1) return f;
-  return lastPos < f.length ? str + f.slice(lastPos) : str;
+  return lastPos < f.length ? str + cut(f.slice(lastPos)) : str;
+}
+
+/** `String(array)` (its items joined by commas, nested arrays alike), stopped once the line has no room left. */
+function joined(items: unknown[], depth = 0): string {
+  let out = '';
+  let length = 0;
+  try {
+    length = items.length;
+  } catch {
+    return '[unprintable]';
+  }
+  for (let i = 0; i < length && out.length <= room; i++) {
+    if (i > 0) out += ',';
+    const item = get(items, i);
+    if (item === null || item === undefined) continue;
+    out += Array.isArray(item) ? (depth < MAX_DEPTH ? joined(item, depth + 1) : '') : text(item);
+  }
+  return out;
 }
 
 /** The message as `,"msg":…`, or '' for none. Strings stay strings; other values keep their JSON type. */
@@ -385,7 +430,7 @@ function msgJson(msg: unknown): string {
   let json: string | undefined;
   switch (typeof msg) {
     case 'string':
-      return ',"msg":' + JSON.stringify(msg);
+      return ',"msg":' + JSON.stringify(msg.length > room ? cut(msg) : msg);
     case 'symbol':
       json = JSON.stringify(text(msg));
       break;
@@ -444,7 +489,7 @@ function tailOf(skip: Skip, args: ArrayLike<unknown>): string {
  */
 export function snapshot(bindings: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  visits = MAX_VISITS;
+  budget();
   try {
     if (bindings === null || typeof bindings !== 'object') return out;
     for (const key of Object.keys(bindings)) {
@@ -499,7 +544,7 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
       } catch {
         // unreadable options: the parent's level
       }
-      visits = MAX_VISITS;
+      budget();
       try {
         const reqId = this.r === undefined ? this.q : ',"reqId":' + this.r;
         const map = new Map(this.m ?? []);
@@ -512,7 +557,7 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
         for (const key of keys) {
           if (ROOT_SKIP[key] === true) continue;
           const json = valueJson(get(bindings, key), bindings as object);
-          if (json !== undefined) map.set(key, escapeSeparators(json));
+          if (json !== undefined) map.set(cut(key), escapeSeparators(json));
         }
         let fragment = '';
         for (const [key, json] of map) fragment += ',' + quote(key) + ':' + json;
@@ -532,19 +577,21 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
       } catch {
         // a getPrototypeOf trap threw
       }
-      visits = MAX_VISITS;
+      budget();
       let line: string;
       try {
         line = prefix + Date.now() + self.b + (self.r === undefined ? '' : ',"reqId":' + self.r);
         try {
           // The common case, a plain string and nothing else, allocates only the line.
-          line += arguments.length < 2 && typeof first === 'string' ? ',"msg":' + quote(first) : tailOf(self.k, arguments);
+          line += arguments.length < 2 && typeof first === 'string' ? ',"msg":' + quote(first.length > room ? cut(first) : first) : tailOf(self.k, arguments);
         } catch {
           line += PLACEHOLDER;
         }
       } catch {
         line = prefix + Date.now() + base + PLACEHOLDER;
       }
+      // What no cut reaches (a long key nested in a logged object) still cannot make a line without bound.
+      if (line.length > MAX_LINE) line = prefix + Date.now() + base + self.q + (self.r === undefined ? '' : ',"reqId":' + self.r) + `,"msg":"[a line of ${line.length} characters: more characters than a line may hold]"`;
       try {
         destination.write(line + '}\n');
       } catch {

@@ -27,10 +27,10 @@ import { JSON_TYPE, send } from './send';
 import { Router } from './router';
 import { Metrics, METRICS_TYPE, type MetricLabels } from './metrics';
 import { monitorLoop } from './overload';
-import { backgroundSettled, register, runShutdown, type Runtime } from './lifecycle';
+import { backgroundSettled, register, requestDone, runShutdown, type Runtime } from './lifecycle';
 import { answerProbe } from './probes';
 import { batch, beforeDeadline, inInvocation, invoker } from './invocation';
-import { answered, clientError, closeAfter, CLOSING, LATEST, PENDING, rawError, type CountedSocket } from './connections';
+import { clientError, closeAfter, closeIdleKeepingAnswers, CLOSING, LATEST, PENDING, rawError, type CountedSocket } from './connections';
 import type { Function as FunctionModule, HealthCheck, Invokable } from './types';
 
 /** Settings resolved once at start (see `start` in index.ts for where each comes from). */
@@ -292,12 +292,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       sendError(req, res, err, reqLog, module.errorBody, input, invoked && behaviour.errorsAsText);
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
     } finally {
-      runtime.inFlight.delete(req);
       if (made !== undefined) for (const ctx of made) invocationAnswered(ctx);
-      // A pipelined response waits in node's queue until those before it are sent: it is
-      // pending until then. Otherwise the answer is with the socket now.
-      if (res.socket === null) res.once('close', () => answered(socket));
-      else answered(socket);
+      requestDone(runtime, req, res);
     }
   }
 
@@ -322,6 +318,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     handle,
   );
   server.keepAliveTimeout = settings.keepAliveTimeout;
+  closeIdleKeepingAnswers(server);
   server.maxConnections = settings.maxConnections;
   // With `Expect: 100-continue`, a body over the limit is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {

@@ -51,6 +51,26 @@ describe('draining', () => {
     assert.equal(ran, 3);
   });
 
+  it('an answer ended but still in the socket\'s buffer when the drain begins reaches a slow reader whole', async (t) => {
+    const size = 16 * 1024 * 1024;
+    const server = await serve(() => ({ body: Buffer.alloc(size, 'a'), headers: { 'content-type': 'application/octet-stream' } }));
+    t.after(server.close);
+    const socket = net.connect(server.server.address().port, '127.0.0.1');
+    t.after(() => socket.destroy());
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    // Read nothing until the drain has begun and swept a few times.
+    socket.pause();
+    await sleep(200);
+    const stopped = stop(server.server, 5000);
+    await sleep(300);
+    let received = 0;
+    socket.on('data', (chunk) => (received += chunk.length));
+    socket.resume();
+    await new Promise((resolve) => socket.once('close', resolve));
+    assert.ok(received > size, `${received} bytes of a ${size}-byte body and its head`);
+    assert.deepEqual(await stopped, { complete: true, cut: 0, unfinished: 0 });
+  });
+
   it('a response streaming when the drain began does not hold the process once it ends', async () => {
     const { Readable } = require('node:stream');
     const server = await serve(() =>

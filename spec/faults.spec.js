@@ -8,6 +8,7 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { request, project, runServing } = require('./helpers');
+const { exchange, statuses } = require('./raw');
 
 const FUNCRUN = JSON.stringify(path.join(__dirname, '..', 'lib', 'index.js'));
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -178,6 +179,19 @@ describe('faults attributed to their request', () => {
       assert.equal(line.reqId, undefined);
       assert.equal(line.trace_id, undefined);
     }
+  });
+
+  it('a request pipelined behind the crashed one is answered, and the drain does not wait for the crashed function', async () => {
+    const proc = await runServing([project({ 'index.js': MODULE }), '--grace-period', '5s']);
+    const started = performance.now();
+    const { text } = await exchange(proc.port, 'GET /?crash=timer HTTP/1.1\r\nHost: x\r\n\r\nGET /?n=behind HTTP/1.1\r\nHost: x\r\n\r\n', { wait: 8000 });
+    const { code } = await proc.exited;
+    assert.deepEqual(statuses(text), [500, 200], text);
+    assert.match(text, /\{"ok":"behind"\}$/);
+    assert.equal(code, 1);
+    // The crashed function never returns: waiting for it would take the whole grace period.
+    assert.ok(performance.now() - started < 4000, 'the drain waited for the crashed function');
+    assert.ok(!proc.lines().some((l) => /cut at the end of the grace period/.test(l.msg)));
   });
 
   it('outside any invocation: fatal without a reqId, requests in flight finish, shutdown(), exit 1', async () => {

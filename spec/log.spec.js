@@ -482,6 +482,52 @@ describe('a logged object cannot forge the line', () => {
   });
 });
 
+describe('a line has one length budget, whichever way its text comes in', () => {
+  // Far past any line's budget: each way in below would otherwise write megabytes.
+  const huge = 'x'.repeat(8_000_000);
+  const many = Array.from({ length: 2_000_000 }, () => 'ab');
+  const cases = {
+    'a message': (log) => log.info(huge),
+    '%s of a string': (log) => log.info('got %s', huge),
+    '%s of a large array': (log) => log.info('got %s', many),
+    '%s of nested arrays': (log) => log.info('got %s', Array.from({ length: 1000 }, () => many.slice(0, 5000))),
+    '%j of a string': (log) => log.info('got %j', huge),
+    '%d, %s and %j together': (log) => log.info('%s %s %j %s', huge, huge, { a: huge }, many),
+    'a field': (log) => log.info({ body: huge }, 'got it'),
+    'many fields': (log) => log.info(Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, huge.slice(0, 200_000)]))),
+    'a key': (log) => log.info({ [huge]: 1 }),
+    'a key nested in a value': (log) => log.info({ a: { [huge]: 1 } }, 'nested'),
+    'nested values': (log) => log.info({ items: Array.from({ length: 50 }, () => ({ text: huge.slice(0, 100_000) })) }),
+    "an Error's message and stack": (log) => log.error(new Error(huge)),
+    "a child's bindings": (log) => log.child({ tag: huge }).info('tagged'),
+    'a message that is an object': (log) => log.info(null, { huge }),
+  };
+  for (const [what, write] of Object.entries(cases)) {
+    it(`${what}: the line stays within the budget, whole JSON, and says what it cut`, () => {
+      const out = sink();
+      const log = createLogger('info', out).forRequest(7);
+      const started = performance.now();
+      write(log);
+      const took = performance.now() - started;
+      assert.equal(out.lines.length, 1);
+      const [line] = out.lines;
+      assert.ok(line.length < 600_000, `a line of ${line.length} characters`);
+      assert.ok(line.endsWith('}\n') && line.indexOf('\n') === line.length - 1);
+      const entry = JSON.parse(line);
+      assert.equal(entry.reqId, 7);
+      assert.match(line, /more characters/);
+      // A wide bound: it catches work that grows with the value, not a slow machine.
+      assert.ok(took < 1500, `took ${Math.round(took)} ms`);
+    });
+  }
+
+  it('a line within the budget is written whole', () => {
+    const [entry] = lines((log) => log.info({ body: 'y'.repeat(100_000) }, 'got %s', 'z'.repeat(50_000)));
+    assert.equal(entry.body.length, 100_000);
+    assert.equal(entry.msg, `got ${'z'.repeat(50_000)}`);
+  });
+});
+
 describe('prettyDestination', () => {
   it('writes a readable line, and passes odd lines through without throwing', () => {
     const written = [];
