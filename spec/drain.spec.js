@@ -171,11 +171,64 @@ describe('the connection cap', () => {
     }
   });
 
+  it('with the default cap, 1,024 clients that never close after an error answer do not lock out the liveness probe', { timeout: 30_000 }, async (t) => {
+    const server = await serve(() => 'ok');
+    t.after(server.close);
+    const port = server.server.address().port;
+    const shapes = ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nbad header\r\n\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nx-big: ' + 'a'.repeat(20_000) + '\r\n\r\n'];
+    const sockets = [];
+    t.after(() => sockets.forEach((socket) => socket.destroy()));
+    const answered = [];
+    for (let i = 0; i < 1024; i++) {
+      const { socket, answer } = halfOpen(port, shapes[i % shapes.length]);
+      sockets.push(socket);
+      answered.push(answer);
+    }
+    const statuses = await Promise.all(answered);
+    assert.deepEqual([...new Set(statuses)].sort(), [400, 405, 431]);
+    // Each is closed a moment after its answer, whatever its client does.
+    await sleep(1500);
+    const probe = await request(`${server.url}/health/liveness`);
+    assert.equal(probe.status, 200);
+    assert.ok(sockets.every((socket) => socket.destroyed || socket.readableEnded), 'sockets left open');
+  });
+
   it('FUNC_MAX_CONNECTIONS must be a whole number: another value is bad use, exit code 2', async () => {
     const folder = project({ 'index.js': 'module.exports = () => "ok";' });
     const proc = run([folder], { env: { FUNC_MAX_CONNECTIONS: 'lots' } });
     assert.equal((await proc.exited).code, 2);
     assert.match(proc.out.stderr, /FUNC_MAX_CONNECTIONS/);
+  });
+});
+
+describe('SIGTERM with sockets the clients never close', () => {
+  it('half-open, silent and half-sent connections: the drain ends, shutdown() runs, within the grace period', { timeout: 30_000 }, async (t) => {
+    const folder = project({ 'index.js': "module.exports = { handle: () => 'ok', shutdown() { console.log(JSON.stringify({ msg: 'shutdown ran' })); } };" });
+    const proc = await runServing([folder, '--grace-period', '2s']);
+    t.after(() => proc.child.kill('SIGKILL'));
+    const sockets = [];
+    t.after(() => sockets.forEach((socket) => socket.destroy()));
+    const answers = [];
+    for (const bytes of ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nbad header\r\n\r\n']) {
+      for (let i = 0; i < 3; i++) {
+        const { socket, answer } = halfOpen(proc.port, bytes);
+        sockets.push(socket);
+        answers.push(answer);
+      }
+    }
+    await Promise.all(answers);
+    // One that sends nothing, one that stops halfway through its headers, one idle after an answer.
+    for (const bytes of ['', 'GET / HTTP/1.1\r\nHost: x\r\n']) sockets.push(halfOpen(proc.port, bytes).socket);
+    const idle = halfOpen(proc.port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    sockets.push(idle.socket);
+    assert.equal(await idle.answer, 200);
+    await sleep(100);
+    const started = performance.now();
+    proc.child.kill('SIGTERM');
+    const { code } = await Promise.race([proc.exited, sleep(6000).then(() => ({ code: 'still running 6 s after SIGTERM' }))]);
+    assert.equal(code, 0);
+    assert.ok(performance.now() - started < 3500, `exited ${Math.round(performance.now() - started)} ms after SIGTERM; the grace period is 2 s`);
+    assert.ok(proc.lines().some((line) => line.msg === 'shutdown ran'));
   });
 });
 
@@ -205,3 +258,29 @@ describe('probes and start-up that misbehave', () => {
     assert.doesNotMatch(lines[0].msg, /uncaught/);
   });
 });
+
+/**
+ * A client that sends `bytes` and never closes its side (allowHalfOpen): resolves `answer` with the
+ * status of the first answer it gets, or 0 if the connection closes without one.
+ */
+function halfOpen(port, bytes) {
+  const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+  socket.on('error', () => {});
+  let text = '';
+  const answer = new Promise((resolve) => {
+    const onData = (chunk) => {
+      text += chunk.toString('latin1');
+      const status = /^HTTP\/1\.1 (\d{3}) [^]*\r\n\r\n/.exec(text);
+      if (status !== null) {
+        socket.off('data', onData);
+        // Keep reading (and dropping): a client that reads nothing would be another shape.
+        socket.resume();
+        resolve(Number(status[1]));
+      }
+    };
+    socket.on('data', onData);
+    socket.once('close', () => resolve(0));
+  });
+  socket.once('connect', () => bytes !== '' && socket.write(bytes));
+  return { socket, answer };
+}
