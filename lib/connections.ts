@@ -114,7 +114,38 @@ export function closeIdle(server: Server): void {
   }
 }
 
-/** `server.close()` (which closes idle connections itself) and a drain's sweeps then follow closeIdle. */
-export function closeIdleKeepingAnswers(server: Server): void {
+// Every socket a server has accepted and not yet closed, whether node's HTTP code still owns it or
+// not (one handed to 'connect', one closed after an error answer and lingering).
+const accepted = new WeakMap<Server, Set<Socket>>();
+
+/**
+ * Sets up a server's connection handling: `server.close()` (which closes idle connections itself)
+ * and a drain's sweeps follow closeIdle, and its sockets are known to destroyAll.
+ */
+export function manageConnections(server: Server): void {
   server.closeIdleConnections = () => closeIdle(server);
+  const sockets = new Set<Socket>();
+  accepted.set(server, sockets);
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+}
+
+/**
+ * The end of a drain's grace period: every socket still open is destroyed, whoever owns it.
+ * Returns how many held answers not yet written whole (a slow reader's): those answers are cut
+ * too. Requests still unanswered are not counted here; the drain counts them itself.
+ */
+export function destroyAll(server: Server): number {
+  const sockets = accepted.get(server) ?? new Set<Socket>();
+  let unwritten = 0;
+  for (const socket of sockets) {
+    const message = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    const writing = socket.writableLength > 0 || (message !== null && message !== undefined && message.writableEnded && !message.writableFinished);
+    if (writing && ((socket as CountedSocket)[PENDING] ?? 0) === 0) unwritten++;
+  }
+  server.closeAllConnections();
+  for (const socket of sockets) socket.destroy();
+  return unwritten;
 }

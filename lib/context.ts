@@ -141,9 +141,14 @@ export class Context<Data = unknown> {
     }
   }
 
-  /** The logger; its lines carry this request's `reqId`. A getter, so a copy of the context holds no logger internals. */
+  /**
+   * The logger; its lines carry this request's `reqId`, until the invocation has ended (see scope.ts).
+   * A getter, so a copy of the context holds no logger internals.
+   */
   get log(): Logger {
-    return this.#log;
+    // Once the invocation has ended, what still logs through it says it outlived its request.
+    const record = this.#record;
+    return record === undefined || record.context !== undefined ? this.#log : record.log;
   }
 
   /**

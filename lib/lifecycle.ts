@@ -4,7 +4,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isError, type Logger, type RootLogger } from './log';
 import { describe, pathOf } from './errors';
 import type { Metrics } from './metrics';
-import { requestAnswered } from './connections';
+import { destroyAll, requestAnswered } from './connections';
 import type { Function as FunctionModule } from './types';
 
 /** What a running server keeps beside the node:http server. */
@@ -80,14 +80,16 @@ async function backgroundDone(runtime: Runtime, limit: number): Promise<number> 
   return left;
 }
 
-// The end of the grace period: each request still unanswered is logged, then every connection closed.
+// The end of the grace period: each request still unanswered is logged, then every socket
+// destroyed; answers a slow reader had not read whole are cut with them, and counted.
 function cutConnections(server: Server, runtime: Runtime): number {
   const cut = runtime.inFlight.size;
   for (const [req, reqId] of runtime.inFlight) {
     runtime.log.forRequest(reqId).error({ method: req.method, path: pathOf(req.url) }, 'request cut at the end of the grace period: its connection is closed unanswered');
   }
-  server.closeAllConnections();
-  return cut;
+  const unwritten = destroyAll(server);
+  if (unwritten > 0) runtime.log.error({ connections: unwritten }, 'answers cut at the end of the grace period: their clients had not read them whole');
+  return cut + unwritten;
 }
 
 const runtimes = new WeakMap<Server, Runtime>();

@@ -173,13 +173,18 @@ function errorFields(err: object, seen: object[]): Record<string, unknown> {
 let visits = 0;
 const MAX_VISITS = 50_000;
 
-// Characters the current line may still take from the text written into it: messages, %s and the
-// other placeholders, keys, string values, an Error's message and stack, a child's bindings. Each
-// is cut to what is left, marked with how much was left out. A logged body of megabytes, or a %s
-// of a large array, would otherwise make a line of megabytes and block the process to build it.
+// Characters the current line may still take from the text written into it: string values and
+// an Error's message and stack, then, with a budget of its own, the message with its placeholders.
+// A child's bindings have one too. Past it each text is cut, marked with how much was left out; a
+// short string is always kept whole, as is a key up to KEY_CHARS, so that fields stay readable and
+// distinct. A logged body of megabytes, or a %s of a large array, would otherwise make a line of
+// megabytes and block the process to build it.
 const LINE_CHARS = 256 * 1024;
-// A line's bindings (made with a budget of their own) and the rest, with room for the line's own fields.
-const MAX_LINE = 2 * LINE_CHARS + 16 * 1024;
+const SHORT_CHARS = 64;
+const KEY_CHARS = 1024;
+// What no budget reaches (a long key nested in a logged object; many keys) still has a bound: a
+// line longer than this is written with its message only.
+const MAX_LINE = 4 * LINE_CHARS;
 let room = 0;
 
 /** Starts a line's budgets: values to write, characters to take. */
@@ -190,13 +195,19 @@ function budget(): void {
 
 /** `s`, or as much of it as the line has room for, marked as cut. */
 function cut(s: string): string {
-  if (s.length <= room) {
+  if (s.length <= room || s.length <= SHORT_CHARS) {
     room -= s.length;
     return s;
   }
   const kept = Math.max(0, room);
   room = 0;
   return `${s.slice(0, kept)}…[${s.length - kept} more characters]`;
+}
+
+/** A key, whole up to KEY_CHARS whatever room is left: cutting keys to the room would make them collide. */
+function cutKey(key: string): string {
+  room -= Math.min(key.length, KEY_CHARS);
+  return key.length <= KEY_CHARS ? key : `${key.slice(0, KEY_CHARS)}…[${key.length - KEY_CHARS} more characters]`;
 }
 
 function replacer(this: unknown, key: string, value: unknown): unknown {
@@ -265,7 +276,7 @@ function careful(value: unknown, stack: unknown[], budget: { left: number }): st
     }
     for (const key of Object.keys(target as object)) {
       const json = careful(get(target, key), stack, budget);
-      if (json !== undefined) parts.push(JSON.stringify(cut(key)) + ':' + json);
+      if (json !== undefined) parts.push(JSON.stringify(cutKey(key)) + ':' + json);
     }
     return '{' + parts.join(',') + '}';
   } catch {
@@ -335,7 +346,7 @@ function fieldsOf(obj: object, skip: Skip): string {
     if (skip[key] === true) continue;
     if (--visits < 0) return out + ',"…":"[Truncated]"';
     const json = valueJson(get(obj, key), obj);
-    if (json !== undefined) out += ',' + JSON.stringify(cut(key)) + ':' + json;
+    if (json !== undefined) out += ',' + JSON.stringify(cutKey(key)) + ':' + json;
   }
   if (Array.isArray(obj) && obj.length > keys.length) out += ',"…":"[Truncated]"';
   return out;
@@ -345,7 +356,7 @@ function fieldsOf(obj: object, skip: Skip): string {
 function inspect(value: unknown): string {
   switch (typeof value) {
     case 'string':
-      return "'" + cut(value) + "'";
+      return "'" + value + "'";
     case 'function': {
       const name = get(value, 'name');
       return typeof name === 'string' && name !== '' ? name : '<anonymous>';
@@ -370,7 +381,9 @@ function format(f: string, args: ArrayLike<unknown>, from: number): string {
   let a = from;
   let lastPos = -1;
   const flen = f.length;
-  for (let i = 0; i < flen; i++) {
+  // Placeholders past the message's budget are not formatted (msgJson cuts the message to it).
+  const saved = room;
+  for (let i = 0; i < flen && str.length <= saved; i++) {
     if (f.charCodeAt(i) !== 37 || i + 1 >= flen) continue;
     if (lastPos === -1) lastPos = 0;
     let piece: string | undefined;
@@ -388,7 +401,7 @@ function format(f: string, args: ArrayLike<unknown>, from: number): string {
         if (a < argLen && args[a] !== undefined) piece = inspect(args[a]);
         break;
       case 115: // s
-        if (a < argLen) piece = cut(Array.isArray(args[a]) ? joined(args[a] as unknown[]) : text(args[a]));
+        if (a < argLen) piece = Array.isArray(args[a]) ? joined(args[a] as unknown[]) : text(args[a]);
         break;
       case 37: // %
         piece = '%';
@@ -396,15 +409,17 @@ function format(f: string, args: ArrayLike<unknown>, from: number): string {
         break;
     }
     if (piece !== undefined) {
-      if (lastPos < i) str += cut(f.slice(lastPos, i));
+      if (lastPos < i) str += f.slice(lastPos, i);
       str += piece;
       lastPos = i + 2;
       i++;
     }
     a++; // as pino: an unknown `%x`, or one without a usable argument, still uses up an argument
   }
+  // %j's values were cut as they were written; the message is charged once, when it is written.
+  room = saved;
   if (lastPos === -1) return f;
-  return lastPos < f.length ? str + cut(f.slice(lastPos)) : str;
+  return lastPos < f.length ? str + f.slice(lastPos) : str;
 }
 
 /** `String(array)` (its items joined by commas, nested arrays alike), stopped once the line has no room left. */
@@ -443,6 +458,9 @@ function msgJson(msg: unknown): string {
   return json === undefined ? '' : ',"msg":' + json;
 }
 
+// The last line's message part (`,"msg":…`), for a line written with its message only (MAX_LINE).
+let lastMsg = '';
+
 /**
  * Everything after the bindings, for any call form (pino's): `(obj, msg?, ...args)` where obj is an
  * object or Error; otherwise `(msg, ...args)`. A string msg is formatted with the args; any other
@@ -478,8 +496,11 @@ function tailOf(skip: Skip, args: ArrayLike<unknown>): string {
     given = first; // log.info(null) writes "msg":null, as pino
     from = 1;
   }
+  // The message has a budget of its own: however large the fields, it is not the part cut away.
+  room = LINE_CHARS;
   const msg = typeof given === 'string' ? format(given, args, from) : given === undefined ? fallback : given;
-  return escapeSeparators(fields + msgJson(msg));
+  lastMsg = escapeSeparators(msgJson(msg));
+  return escapeSeparators(fields) + lastMsg;
 }
 
 /**
@@ -557,7 +578,7 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
         for (const key of keys) {
           if (ROOT_SKIP[key] === true) continue;
           const json = valueJson(get(bindings, key), bindings as object);
-          if (json !== undefined) map.set(cut(key), escapeSeparators(json));
+          if (json !== undefined) map.set(cutKey(key), escapeSeparators(json));
         }
         let fragment = '';
         for (const [key, json] of map) fragment += ',' + quote(key) + ':' + json;
@@ -583,6 +604,7 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
         line = prefix + Date.now() + self.b + (self.r === undefined ? '' : ',"reqId":' + self.r);
         try {
           // The common case, a plain string and nothing else, allocates only the line.
+          lastMsg = '';
           line += arguments.length < 2 && typeof first === 'string' ? ',"msg":' + quote(first.length > room ? cut(first) : first) : tailOf(self.k, arguments);
         } catch {
           line += PLACEHOLDER;
@@ -591,7 +613,10 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
         line = prefix + Date.now() + base + PLACEHOLDER;
       }
       // What no cut reaches (a long key nested in a logged object) still cannot make a line without bound.
-      if (line.length > MAX_LINE) line = prefix + Date.now() + base + self.q + (self.r === undefined ? '' : ',"reqId":' + self.r) + `,"msg":"[a line of ${line.length} characters: more characters than a line may hold]"`;
+      if (line.length > MAX_LINE) {
+        const ids = self.q + (self.r === undefined ? '' : ',"reqId":' + self.r);
+        line = prefix + Date.now() + base + ids + `,"cut":"a line of ${line.length} characters: its fields were left out"` + lastMsg;
+      }
       try {
         destination.write(line + '}\n');
       } catch {

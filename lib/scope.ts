@@ -103,6 +103,9 @@ function current(): Logger {
   return storage?.getStore()?.log ?? processLogger();
 }
 
+// More arguments than any message has placeholders for.
+const MAX_ARGS = 1024;
+
 type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 
 /**
@@ -130,7 +133,8 @@ class ScopedLogger implements Logger {
   #write(level: Level, args: IArguments): void {
     const target = this.#target();
     // Logging never throws, as the loggers it resolves to.
-    (target[level] as (...a: unknown[]) => void).apply(target, Array.prototype.slice.call(args));
+    // At most MAX_ARGS: spreading tens of thousands of arguments again would overflow the stack.
+    (target[level] as (...a: unknown[]) => void).apply(target, Array.prototype.slice.call(args, 0, MAX_ARGS));
   }
 
   trace(): void {

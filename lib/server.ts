@@ -30,7 +30,7 @@ import { monitorLoop } from './overload';
 import { backgroundSettled, register, requestDone, runShutdown, type Runtime } from './lifecycle';
 import { answerProbe } from './probes';
 import { batch, beforeDeadline, inInvocation, invoker } from './invocation';
-import { clientError, closeAfter, closeIdleKeepingAnswers, CLOSING, LATEST, PENDING, rawError, type CountedSocket } from './connections';
+import { clientError, closeAfter, manageConnections, CLOSING, LATEST, PENDING, rawError, type CountedSocket } from './connections';
 import type { Function as FunctionModule, HealthCheck, Invokable } from './types';
 
 /** Settings resolved once at start (see `start` in index.ts for where each comes from). */
@@ -318,7 +318,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     handle,
   );
   server.keepAliveTimeout = settings.keepAliveTimeout;
-  closeIdleKeepingAnswers(server);
+  manageConnections(server);
   server.maxConnections = settings.maxConnections;
   // With `Expect: 100-continue`, a body over the limit is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {

@@ -71,6 +71,20 @@ describe('draining', () => {
     assert.deepEqual(await stopped, { complete: true, cut: 0, unfinished: 0 });
   });
 
+  it('an answer its client has not read whole by the grace deadline is cut, and the drain says so', async (t) => {
+    const size = 16 * 1024 * 1024;
+    const server = await serve(() => ({ body: Buffer.alloc(size, 'a'), headers: { 'content-type': 'application/octet-stream' } }));
+    t.after(server.close);
+    const socket = net.connect(server.server.address().port, '127.0.0.1');
+    t.after(() => socket.destroy());
+    socket.on('error', () => {});
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.pause();
+    await sleep(200);
+    assert.deepEqual(await stop(server.server, 300), { complete: false, cut: 1, unfinished: 0 });
+    assert.ok(server.log.entries().some((e) => e.level === 50 && /answers cut at the end of the grace period/.test(e.msg)));
+  });
+
   it('a response streaming when the drain began does not hold the process once it ends', async () => {
     const { Readable } = require('node:stream');
     const server = await serve(() =>

@@ -511,15 +511,52 @@ describe('a line has one length budget, whichever way its text comes in', () => 
       const took = performance.now() - started;
       assert.equal(out.lines.length, 1);
       const [line] = out.lines;
-      assert.ok(line.length < 600_000, `a line of ${line.length} characters`);
+      assert.ok(line.length < 1_100_000, `a line of ${line.length} characters`);
+      const keys = topLevelKeys(line);
+      assert.equal(new Set(keys).size, keys.length, 'a key written twice');
       assert.ok(line.endsWith('}\n') && line.indexOf('\n') === line.length - 1);
       const entry = JSON.parse(line);
       assert.equal(entry.reqId, 7);
-      assert.match(line, /more characters/);
+      assert.match(line, /more characters|fields were left out/);
       // A wide bound: it catches work that grows with the value, not a slow machine.
       assert.ok(took < 1500, `took ${Math.round(took)} ms`);
     });
   }
+
+  it('a message is cut once, to the budget, with the count of what was left out', () => {
+    const [under, over, around] = lines((log) => {
+      log.info('%s', 'x'.repeat(200_000));
+      log.info('%s', 'x'.repeat(300_000));
+      log.info('before %s after', 'x'.repeat(300_000));
+    });
+    assert.equal(under.msg, 'x'.repeat(200_000));
+    assert.equal(over.msg, `${'x'.repeat(256 * 1024)}…[${300_000 - 256 * 1024} more characters]`);
+    assert.ok(around.msg.startsWith('before xxx') && around.msg.endsWith(`…[${300_007 + 6 - 256 * 1024} more characters]`), around.msg.slice(-40));
+  });
+
+  it('a large field leaves the message, the short values and every key as they are', () => {
+    const [entry] = lines((log) => log.info({ big: 'x'.repeat(300_000), a: 1, status: 'failed', userId: 42 }, 'order failed'));
+    assert.equal(entry.msg, 'order failed');
+    assert.deepEqual([entry.a, entry.status, entry.userId], [1, 'failed', 42]);
+    assert.match(entry.big, /more characters\]$/);
+    const [child] = lines((log) => log.child({ b: 'x'.repeat(300_000), c: 'small' }).info('child msg'));
+    assert.equal(child.c, 'small');
+    assert.equal(child.msg, 'child msg');
+    assert.match(child.b, /^x+…\[\d+ more characters\]$/);
+  });
+
+  it('a line still too long for the budgets (a long key nested in a value) keeps its ids and message', () => {
+    const [entry] = lines((log) => log.info({ a: { ['k'.repeat(2_000_000)]: 1 } }, 'nested key'));
+    assert.equal(entry.msg, 'nested key');
+    assert.equal(entry.reqId, 7);
+    assert.match(entry.cut, /fields were left out/);
+  });
+
+  it('tens of thousands of arguments do not make logging throw', () => {
+    const { log } = require('../lib/index.js');
+    assert.doesNotThrow(() => log.info('m %s', ...Array(70_000).fill('a')));
+    assert.doesNotThrow(() => log.child({ c: 1 }).info('m', ...Array(70_000).fill('a')));
+  });
 
   it('a line within the budget is written whole', () => {
     const [entry] = lines((log) => log.info({ body: 'y'.repeat(100_000) }, 'got %s', 'z'.repeat(50_000)));

@@ -219,7 +219,10 @@ describe('request-scoped log', () => {
     const server = await serve(
       (context) => {
         log.info('handled');
-        poller ??= setInterval(() => log.info('polling'), 5);
+        poller ??= setInterval(() => {
+          log.info('polling');
+          context.log.info('polling');
+        }, 5);
         return 'ok';
       },
       { logLevel: 'info' },
