@@ -54,9 +54,11 @@ export function clientError(err: NodeJS.ErrnoException, socket: CountedSocket): 
   // Complete requests that came before the malformed bytes are still answered; then it closes.
   // (Malformed bytes inside a request's body belong to that request: it is cut, below.)
   if ((socket[PENDING] ?? 0) > 0 && socket[LATEST]?.complete === true) return void (socket[CLOSING] = true);
-  // node's own handler reads the same field: the response it is writing on this socket, if any.
-  const pending = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
-  if (pending !== null && pending !== undefined) return void socket.destroy();
+  // node's own handler reads the same field: the response on this socket, if any. One already
+  // begun cannot be followed by an error answer; nor can answers pipelined before this request.
+  // Otherwise the request the bytes belong to (a body too slow, or malformed chunks) is answered.
+  const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (pending !== null && pending !== undefined && (pending.headersSent || (socket[PENDING] ?? 0) > 1)) return void socket.destroy();
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   rawError(socket, status, status === 400 ? 'malformed HTTP request' : '');
 }

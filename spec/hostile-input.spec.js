@@ -372,3 +372,20 @@ describe('framing: pipelining before garbage, CONNECT, transfer codings', () => 
     assert.equal(answer.headers.connection, 'close');
   });
 });
+
+describe('a request whose body goes wrong', () => {
+  for (const [what, body, status, options] of [
+    ['a body slower than the request timeout gets a JSON 408', 'Content-Length: 10\r\n\r\nab', 408, { requestTimeout: 800 }],
+    ['malformed chunk framing gets a JSON 400', 'Transfer-Encoding: chunked\r\n\r\nzz\r\n', 400, {}],
+  ]) {
+    it(`${what}, then the connection closes`, async (t) => {
+      const server = await serve(() => 'ok', options);
+      t.after(server.close);
+      const { text, timedOut } = await exchange(server.server.address().port, `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n${body}`, { wait: 5000 });
+      assert.equal(timedOut, false);
+      const answer = firstResponse(text);
+      assert.equal(answer.status, status, text);
+      assert.equal(JSON.parse(answer.body).statusCode, status);
+    });
+  }
+});
