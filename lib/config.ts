@@ -251,5 +251,8 @@ export function pathProblem(value: string): string | undefined {
   if (!value.startsWith('/')) return "expected a path starting with '/'";
   if (!/^(?:[A-Za-z0-9\-._~!$&'()+,;=@/]|%[0-9A-Fa-f]{2}|:)*$/.test(value)) return "expected a path of URL characters such as /health/ready (no spaces or control characters; '%' only as %XX)";
   if (/\/[:*]/.test(value)) return "expected a literal path: a segment starting with ':' or '*' would be a route parameter";
+  // Clients resolve dot segments away and may merge empty ones: a probe there would never be asked.
+  if (/\/\.{1,2}(?:\/|$)/.test(value)) return "expected a path without '.' or '..' segments";
+  if (value.includes('//')) return "expected a path without empty segments ('//')";
   return undefined;
 }

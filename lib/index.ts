@@ -14,7 +14,7 @@ import { useApplicationSdk } from './cloudevent';
 import { loadTracing } from './otel';
 import { dirname } from 'node:path';
 import { behaviourOf, enteredAsFaasJsRuntime, type Compat } from './compat';
-import { fromEnvironment, probePaths, resolve, SETTINGS, type SettingName, type Values } from './settings';
+import { checkDistinct, fromEnvironment, probePaths, resolve, SETTINGS, type SettingName, type Values } from './settings';
 import type { MetricLabels } from './metrics';
 import type { CorsOrigin, Function as FunctionModule, Invokable } from './types';
 
@@ -145,6 +145,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   // node refuses a headers timeout past the request timeout: the headers are due by then anyway.
   const headersTimeout = requestTimeout > 0 ? Math.min(value('headersTimeout'), requestTimeout) : value('headersTimeout');
   const probes = probePaths({ env: process.env, module: { liveness: module.liveness?.path, readiness: module.readiness?.path }, funcYaml: funcYaml ?? {} });
+  checkDistinct({ 'liveness probe': probes.liveness, 'readiness probe': probes.readiness, metrics: value('metrics') ? value('metricsPath') : undefined });
   const server = createServer(
     cors === module.cors ? module : { ...module, cors },
     {

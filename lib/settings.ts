@@ -198,9 +198,20 @@ export function probePaths({ env, module, funcYaml }: ProbeSources): { liveness:
       if (relative?.startsWith('/')) return checkPath(relative, what);
       if (relative) relativePath(relative, what);
       const base = `/${(root ?? '/health').replace(/^\/+|\/+$/g, '')}`;
-      return `${base === '/' ? '' : base}/${relative || probe}`;
+      return checkPath(`${base === '/' ? '' : base}/${relative || probe}`, root ? `FUNC_HEALTH_ROOT_PATH joined with ${what}` : what);
     }
     return module[probe] ?? funcYaml[probe] ?? `/health/${probe}`;
   };
   return { liveness: one('liveness'), readiness: one('readiness') };
+}
+
+/** Each runtime path answers one thing: a probe or the metrics behind another would never be asked. */
+export function checkDistinct(paths: Record<string, string | undefined>): void {
+  const seen = new Map<string, string>();
+  for (const [what, path] of Object.entries(paths)) {
+    if (path === undefined) continue;
+    const other = seen.get(path);
+    if (other !== undefined) throw new ConfigError(`the ${other} and the ${what} are both at ${JSON.stringify(path)}: give each its own path`);
+    seen.set(path, what);
+  }
 }

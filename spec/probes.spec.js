@@ -142,6 +142,28 @@ describe('health probes', () => {
     await withEnv({ FUNC_HEALTH_LIVENESS_PATH: 'has space' }, () => assert.rejects(serve(() => 1), /invalid FUNC_HEALTH_LIVENESS_PATH/));
   });
 
+  it('a probe path with dot or empty segments, or one another runtime path already has, stops the start', async () => {
+    for (const [env, message] of [
+      [{ FUNC_HEALTH_LIVENESS_PATH: '../x' }, /invalid FUNC_HEALTH_LIVENESS_PATH "\/health\/\.\.\/x": expected a path without '\.' or '\.\.' segments/],
+      [{ LIVENESS_URL: '/a/./b' }, /invalid LIVENESS_URL/],
+      [{ READINESS_URL: '/a//b' }, /empty segments/],
+      [{ LIVENESS_URL: '/same', READINESS_URL: '/same' }, /the liveness probe and the readiness probe are both at "\/same"/],
+      [{ LIVENESS_URL: '/metrics' }, /the liveness probe and the metrics are both at "\/metrics"/],
+      [{ FUNC_METRICS_PATH: '/health/readiness' }, /the readiness probe and the metrics are both at/],
+    ]) {
+      await withEnv(env, () => assert.rejects(serve(() => 1), message));
+    }
+    // With metrics off, /metrics is free for a probe.
+    await withEnv({ LIVENESS_URL: '/metrics', FUNC_METRICS: 'off' }, async () => {
+      const { url, close } = await serve(() => 1);
+      try {
+        assert.equal((await request(url + '/metrics')).status, 200);
+      } finally {
+        await close();
+      }
+    });
+  });
+
   it('a probe path answers GET and HEAD; another method is a 405', async () => {
     const { url, close } = await serve(() => 'handler');
     try {
