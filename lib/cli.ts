@@ -173,7 +173,10 @@ async function invokeCommand(args: string[]): Promise<void> {
   }
   if (data === undefined && method === 'POST') data = '{"message":"Hello World"}';
   const target = (values.target as string | undefined) ?? 'http://localhost:8080';
-  if (!URL.canParse(target) || !/^https?:$/.test(new URL(target).protocol)) throw new UsageError(`invalid --target '${target}': expected a URL such as http://localhost:8080`);
+  if (!URL.canParse(target) || !/^https?:$/.test(new URL(target).protocol)) {
+    // Not echoed when it may hold credentials (user:password@).
+    throw new UsageError(`invalid --target${target.includes('@') ? '' : ` '${target}'`}: expected a URL such as http://localhost:8080`);
+  }
   let timeout: number;
   try {
     timeout = parseDuration((values.timeout as string | undefined) ?? '30s', '--timeout');

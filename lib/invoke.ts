@@ -29,9 +29,16 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
   try {
     url = new URL(options.target);
   } catch {
-    throw new Error(`invalid --target '${options.target}': expected a URL such as http://localhost:8080`);
+    throw new Error('invalid target: expected a URL such as http://localhost:8080');
   }
   const headers: Record<string, string> = {};
+  // Credentials in the URL are sent as Basic authorization, as curl sends them; fetch refuses such a URL.
+  if (url.username !== '' || url.password !== '') {
+    const credentials = `${decoded(url.username)}:${decoded(url.password)}`;
+    headers.authorization = `Basic ${Buffer.from(credentials).toString('base64')}`;
+    url.username = '';
+    url.password = '';
+  }
   const hasBody = options.method === 'POST' && options.data !== undefined;
   if (hasBody) headers['content-type'] = options.contentType;
   if (options.format === 'cloudevent') {
@@ -116,4 +123,12 @@ function describe(res: Response, body: Buffer): string {
   }
   lines.push(attributes.length > 0 ? 'Data:' : '', printable(shown, BODY_CONTROL));
   return lines.join('\n');
+}
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }

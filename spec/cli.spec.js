@@ -107,6 +107,17 @@ describe('funcrun invoke', () => {
     assert.ok(raw.stdout.includes('clear\\u001b[2J\\u000dscreen\nnext line'), JSON.stringify(raw.stdout));
   });
 
+  it('credentials in --target are sent as Basic authorization and never printed', async () => {
+    const target = server.url.replace('http://', 'http://ann:p%40ss-s3cret@');
+    const result = await funcrun(['invoke', '--target', target, '-d', '{"a":1}']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(last().headers.authorization, `Basic ${Buffer.from('ann:p@ss-s3cret').toString('base64')}`);
+    const refused = await funcrun(['invoke', '--target', 'http://ann:s3cret@127.0.0.1:1/']);
+    const bad = await funcrun(['invoke', '--target', 'http://ann:s3cret@[::1/']);
+    for (const out of [result, refused, bad]) assert.ok(!`${out.stdout}${out.stderr}`.includes('s3cret'), `${out.stdout}${out.stderr}`);
+    assert.equal(refused.code, 1);
+  });
+
   it('POSTs --data as JSON and prints status, content type and body', async () => {
     const res = await funcrun(['invoke', '--target', server.url, '--data', '{"name":"Ann"}']);
     assert.equal(res.code, 0, res.stderr);
