@@ -12,17 +12,19 @@ export const CLOSING = Symbol('funcrun closing');
 export const LATEST = Symbol('funcrun latest request');
 export type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
 
-// Set on a response once its request has been counted as answered: the fault handler answers a
-// crashed request while its onRequest may still finish later.
-const COUNTED = Symbol('funcrun counted as answered');
+// Responses counted as answered by the fault handler, which answers a crashed request while its
+// onRequest may still finish later. (A set beside them, not a property: adding one to every
+// response would give node's own code two shapes of them.)
+const answeredEarly = new WeakSet<ServerResponse>();
 
 /**
  * The answer to `req` is done with: written, or queued behind the answers pipelined before it,
- * then pending until it is sent. Counts once per request, whoever says it first.
+ * then pending until it is sent. Counts once per request: `early` when the fault handler says it
+ * before the request's own last step does.
  */
-export function requestAnswered(req: IncomingMessage, res: ServerResponse & { [COUNTED]?: boolean }): void {
-  if (res[COUNTED] === true) return;
-  res[COUNTED] = true;
+export function requestAnswered(req: IncomingMessage, res: ServerResponse, early = false): void {
+  if (answeredEarly.has(res)) return;
+  if (early) answeredEarly.add(res);
   const socket = req.socket as CountedSocket;
   if (res.socket === null && !res.writableFinished && !res.destroyed) res.once('close', () => answered(socket));
   else answered(socket);

@@ -27,7 +27,7 @@ export function reportFault(err: unknown, origin: string, processLog: Logger): v
     // A 500 whatever the thrown value says of itself: the function crashed, it did not answer.
     sendError(req, res, new HttpError(500, `the function crashed: ${what}`), log, runtime?.module.errorBody);
     // Answered: the drain need not wait for the crashed function, which may never return.
-    if (runtime !== undefined) requestDone(runtime, req, res);
+    if (runtime !== undefined) requestDone(runtime, req, res, true);
   } catch {
     quietly(() => processLog.fatal(logged, what));
   }

@@ -44,10 +44,13 @@ export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: L
   return tracked;
 }
 
-/** A request has its answer (or is past one): no longer in flight, and no longer holding its connection open. */
-export function requestDone(runtime: Runtime, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * A request has its answer (or is past one): no longer in flight, and no longer holding its
+ * connection open. `early`: said by the fault handler, before the request's own last step.
+ */
+export function requestDone(runtime: Runtime, req: IncomingMessage, res: ServerResponse, early = false): void {
   runtime.inFlight.delete(req);
-  requestAnswered(req, res);
+  requestAnswered(req, res, early);
 }
 
 /**

@@ -137,7 +137,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     // What the request was parsed into: never read as response instructions (see provenance.ts).
     let input: unknown[] | undefined;
     // The contexts made for the function: their invocations end with this request's answer.
-    let made: Context[] | undefined;
+    let made: Context | Context[] | undefined;
     try {
       // 1. The request line and headers: what HTTP itself requires.
       // HTTP/1.1 requires Host (RFC 9112 section 3.2); node's own check would answer without a JSON body.
@@ -235,7 +235,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
           }
         }
         const ctx = new Made({ req, log: ctxLog, reqId, path, query, params, contentType, defaults, res, trace: own ?? trace, runtime });
-        (made ??= []).push(ctx);
+        made = made === undefined ? ctx : Array.isArray(made) ? (made.push(ctx), made) : [made, ctx];
         if (raw !== undefined) ctx.rawBody = raw;
         if (event !== undefined) {
           ctx.cloudevent = event;
@@ -292,7 +292,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       sendError(req, res, err, reqLog, module.errorBody, input, invoked && behaviour.errorsAsText);
       if (began >= 0) metrics!.record((performance.now() - began) / 1000, true);
     } finally {
-      if (made !== undefined) for (const ctx of made) invocationAnswered(ctx);
+      if (Array.isArray(made)) for (const ctx of made) invocationAnswered(ctx);
+      else if (made !== undefined) invocationAnswered(made);
       requestDone(runtime, req, res);
     }
   }
