@@ -52,15 +52,8 @@ describe('draining', () => {
   });
 
   it('an answer ended but still in the socket\'s buffer when the drain begins reaches a slow reader whole', async (t) => {
-    const size = 16 * 1024 * 1024;
-    const server = await serve(() => ({ body: Buffer.alloc(size, 'a'), headers: { 'content-type': 'application/octet-stream' } }));
-    t.after(server.close);
-    const socket = net.connect(server.server.address().port, '127.0.0.1');
-    t.after(() => socket.destroy());
-    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const { server, socket, size } = await slowReader(t);
     // Read nothing until the drain has begun and swept a few times.
-    socket.pause();
-    await sleep(200);
     const stopped = stop(server.server, 5000);
     await sleep(300);
     let received = 0;
@@ -72,15 +65,7 @@ describe('draining', () => {
   });
 
   it('an answer its client has not read whole by the grace deadline is cut, and the drain says so', async (t) => {
-    const size = 16 * 1024 * 1024;
-    const server = await serve(() => ({ body: Buffer.alloc(size, 'a'), headers: { 'content-type': 'application/octet-stream' } }));
-    t.after(server.close);
-    const socket = net.connect(server.server.address().port, '127.0.0.1');
-    t.after(() => socket.destroy());
-    socket.on('error', () => {});
-    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-    socket.pause();
-    await sleep(200);
+    const { server } = await slowReader(t);
     assert.deepEqual(await stop(server.server, 300), { complete: false, cut: 1, unfinished: 0 });
     assert.ok(server.log.entries().some((e) => e.level === 50 && /answers cut at the end of the grace period/.test(e.msg)));
   });
@@ -297,4 +282,19 @@ function halfOpen(port, bytes) {
   });
   socket.once('connect', () => bytes !== '' && socket.write(bytes));
   return { socket, answer };
+}
+
+/** A server answering 16 MiB, and a client that has asked for it and reads nothing (until resumed). */
+async function slowReader(t) {
+  const size = 16 * 1024 * 1024;
+  const server = await serve(() => ({ body: Buffer.alloc(size, 'a'), headers: { 'content-type': 'application/octet-stream' } }));
+  t.after(server.close);
+  const socket = net.connect(server.server.address().port, '127.0.0.1');
+  t.after(() => socket.destroy());
+  socket.on('error', () => {});
+  socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+  socket.pause();
+  // The answer is ended and waits in the socket's buffer.
+  await sleep(200);
+  return { server, socket, size };
 }

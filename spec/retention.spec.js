@@ -7,7 +7,8 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const v8 = require('node:v8');
 const vm = require('node:vm');
-const { serve } = require('./helpers');
+const path = require('node:path');
+const { serve, project, runServing } = require('./helpers');
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc');
@@ -94,14 +95,7 @@ for (const [what, start] of Object.entries(started)) {
 }
 
 it('holds nothing of a request once it is answered while a fetch it started waits on a pooled socket', async (t) => {
-  // A peer that never answers: the function's fetch and its 60 s timeout stay pending.
-  const peer = http.createServer(() => {});
-  await new Promise((resolve) => peer.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    peer.closeAllConnections();
-    peer.close();
-  });
-  const peerUrl = `http://127.0.0.1:${peer.address().port}/`;
+  const peerUrl = await silentPeer(t);
   const seen = [];
   const { url, close } = await serve({
     handle(context, data) {
@@ -120,6 +114,17 @@ it('holds nothing of a request once it is answered while a fetch it started wait
   await collected(seen);
 });
 
+/** A peer that never answers: a fetch to it and its timeout stay pending. Resolves with its URL. */
+async function silentPeer(t) {
+  const peer = http.createServer(() => {});
+  await new Promise((resolve) => peer.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    peer.closeAllConnections();
+    peer.close();
+  });
+  return `http://127.0.0.1:${peer.address().port}/`;
+}
+
 /** Resolves once every WeakRef in `refs` is cleared by a full collection; fails when one is not. */
 async function collected(refs) {
   for (let round = 0; round < 5; round++) {
@@ -131,14 +136,7 @@ async function collected(refs) {
 }
 
 it('a soak of 300 requests of 256 KiB, each leaving a timer and a fetch with a 60 s timeout pending, holds none of them', async (t) => {
-  const { project, runServing } = require('./helpers');
-  const path = require('node:path');
-  const peer = http.createServer(() => {});
-  await new Promise((resolve) => peer.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    peer.closeAllConnections();
-    peer.close();
-  });
+  const peerUrl = await silentPeer(t);
   const dir = project({
     'index.js': `
 const { log } = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'index.js'))});
@@ -147,7 +145,7 @@ module.exports = (context, data) => {
   if (context.query.measure) { gc(); const { heapUsed, external } = process.memoryUsage(); return { held: heapUsed + external }; }
   log.debug('calling the peer');
   setTimeout(() => {}, 60_000);
-  fetch('http://127.0.0.1:${peer.address().port}/', { signal: AbortSignal.timeout(60_000) }).catch(() => {});
+  fetch('${peerUrl}', { signal: AbortSignal.timeout(60_000) }).catch(() => {});
   return { size: data.length };
 };
 `,
