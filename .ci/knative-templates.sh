@@ -62,7 +62,7 @@ run_template() {
   tar xzf "$archive" -C "$dir" --strip-components=3 "templates/$t"
   cd "$dir"
   # The one change: faas-js-runtime's version range becomes the funcrun tarball, kept inside the
-  # project as the README says (a tarball outside is outside an image's build context).
+  # project as docs/migrating.md says (a tarball outside is outside an image's build context).
   cp "$tarball" .
   node -e '
     const fs = require("fs"), p = JSON.parse(fs.readFileSync("package.json", "utf8"));

@@ -1,4 +1,4 @@
-// The exit codes of every funcrun command, one rule for all (the README lists them).
+// The exit codes of every funcrun command, one rule for all (docs/cli.md lists them).
 export const EXIT = Object.freeze({
   /** Done; or stopped by a signal once every request was answered. */
   OK: 0,

@@ -200,7 +200,7 @@ function announceCompatibility(log: RootLogger, byName: boolean): void {
   announced = true;
   const message =
     'faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, routes, CORS and the log level are faas-js-runtime\'s ' +
-    '(README: Moving from faas-js-runtime); FUNC_COMPAT=none for funcrun\'s own behaviour';
+    '(docs/migrating.md); FUNC_COMPAT=none for funcrun\'s own behaviour';
   if (byName) log.warn({ compat: 'faas-js-runtime', because: 'funcrun runs under the name faas-js-runtime' }, message);
   else log.info({ compat: 'faas-js-runtime', because: 'FUNC_COMPAT' }, message);
 }

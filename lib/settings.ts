@@ -1,7 +1,7 @@
 // Every setting funcrun reads, in one table: its start() option, its flags, its environment
 // variables, its default, the parser that checks it, and its help line. start(), `serve`'s command
 // line and --help, and `funcrun config` (which refuses a value the server would refuse) all read
-// it, and a spec checks the README's options table against it.
+// it, and a spec checks the options table of docs/options.md against it.
 import { parseCompat, type Compat } from './compat';
 import { checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, pathProblem } from './config';
 import type { LogLevel } from './log';
@@ -182,7 +182,7 @@ export interface ProbeSources {
 }
 
 /**
- * The probe paths, by the one precedence the README lists: `LIVENESS_URL` / `READINESS_URL`; then
+ * The probe paths, by the one precedence docs/lifecycle.md lists: `LIVENESS_URL` / `READINESS_URL`; then
  * `FUNC_HEALTH_ROOT_PATH` joined with `FUNC_HEALTH_*_PATH` (the Java variant's root and relative
  * paths; a relative path with a leading `/` is a full path); then the module's `path`; then
  * func.yaml; then `/health/liveness` and `/health/readiness`.

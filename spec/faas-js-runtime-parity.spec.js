@@ -59,7 +59,7 @@ const EVENT_FUNCTIONS = ['template node/cloudevents', 'template typescript/cloud
 const EVENT_READERS = ['event-attributes', 'event-response', 'event-data'];
 
 // Accepted: following faas-js-runtime would leak internals, lose data, open a hole, or break a
-// rule of funcrun's that the README states (README: "What compatibility does not follow").
+// rule of funcrun's that docs/migrating.md states ("What compatibility does not follow").
 const ACCEPTED = [
   {
     functions: '*',
@@ -89,7 +89,7 @@ const ACCEPTED = [
     functions: '*',
     requests: ['POST JSON with a syntax error'],
     differs: ['body/message', 'body/position', 'body/line', 'body/column'],
-    why: "the same 400 in fastify's shape; V8's message quotes the body back, funcrun's says where the error is and never echoes the body (README: request data)",
+    why: "the same 400 in fastify's shape; V8's message quotes the body back, funcrun's says where the error is and never echoes the body (docs/functions.md: request data)",
   },
   {
     functions: EVENT_READERS,
@@ -155,7 +155,7 @@ const ACCEPTED = [
     functions: EVENT_FUNCTIONS,
     requests: ['CloudEvent 1.0 binary, with a traceparent'],
     differs: ['ce:traceparent'],
-    why: "the answering event carries the trace its request came in (the distributed tracing extension, README: trace context); faas-js-runtime drops it, and the trace ends at the function: lost data",
+    why: "the answering event carries the trace its request came in (the distributed tracing extension, docs/logging.md: trace context); faas-js-runtime drops it, and the trace ends at the function: lost data",
   },
   {
     functions: ['esm'],
@@ -173,7 +173,7 @@ const ACCEPTED = [
     functions: ['event-response'],
     requests: ['CloudEvent 1.0 binary, the chain returned without response()'],
     differs: ['event', 'ce:id', 'ce:source', 'ce:type', 'ce:specversion', 'ce:time', 'ce:datacontenttype', 'body/replyTo', 'body/echoed'],
-    why: "a cloudEventResponse() chain returned without response(): faas-js-runtime sends it as JSON, `{}` (its fields are private), losing the event; funcrun sends the event it describes (README: the context)",
+    why: "a cloudEventResponse() chain returned without response(): faas-js-runtime sends it as JSON, `{}` (its fields are private), losing the event; funcrun sends the event it describes (docs/cloudevents.md: answering with an event)",
   },
 ];
 

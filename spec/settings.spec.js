@@ -1,6 +1,6 @@
 'use strict';
 // One table of settings (lib/settings.ts): start(), serve's flags and --help, `funcrun config`,
-// and the README's options table all agree with it.
+// and the options table of docs/options.md all agree with it.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
@@ -12,28 +12,31 @@ const { checkEnv } = require('../lib/configure.js');
 const { start, stop, defaults } = require('../lib/index.js');
 
 const ROOT = path.join(__dirname, '..');
-const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const OPTIONS_PAGE = fs.readFileSync(path.join(ROOT, 'docs', 'options.md'), 'utf8');
 
-/** The README's options table: each row's cells. */
+/** The options table of docs/options.md (the one headed `| flag | variable |`): each row's cells. */
 function optionRows() {
-  const section = README.slice(README.indexOf('## Options'), README.indexOf('## func.yaml'));
-  return section.split('\n').filter((line) => line.startsWith('| ') && !line.startsWith('| flag') && !line.startsWith('|---')).map((line) => line.split('|').slice(1, -1).map((c) => c.trim()));
+  const lines = OPTIONS_PAGE.split('\n');
+  const header = lines.findIndex((line) => line.startsWith('| flag | variable |'));
+  assert.ok(header !== -1, 'docs/options.md has no options table');
+  const end = lines.findIndex((line, i) => i > header && !line.startsWith('|'));
+  return lines.slice(header + 2, end === -1 ? undefined : end).map((line) => line.split('|').slice(1, -1).map((c) => c.trim()));
 }
 
 describe('the settings table', () => {
-  it("the README's options table has a row for every setting, with its flags, variables and option", () => {
+  it('the options table of docs/options.md has a row for every setting, with its flags, variables and option', () => {
     const rows = optionRows();
     for (const [name, setting] of Object.entries(SETTINGS)) {
       const row = rows.find((cells) => (setting.env ?? []).every((v) => cells[1].includes(`\`${v}\``)) && (setting.env?.length ?? 0) > 0);
-      assert.ok(row, `no README row names the variables of ${name}: ${setting.env}`);
-      for (const flag of setting.flags ?? []) assert.ok(row[0].includes(`\`${flag}\``), `README row for ${name} lacks the flag ${flag}`);
-      if (!setting.serveOnly) assert.ok(row[2].includes(`\`${name}\``), `README row for ${name} lacks the start() option`);
+      assert.ok(row, `no row of docs/options.md names the variables of ${name}: ${setting.env}`);
+      for (const flag of setting.flags ?? []) assert.ok(row[0].includes(`\`${flag}\``), `the docs/options.md row for ${name} lacks the flag ${flag}`);
+      if (!setting.serveOnly) assert.ok(row[2].includes(`\`${name}\``), `the docs/options.md row for ${name} lacks the start() option`);
     }
     // And nothing in the table that the table of settings does not know (probe and label variables aside).
     const known = new Set(Object.values(SETTINGS).flatMap((s) => s.env ?? []));
     for (const cells of rows) {
       for (const [, variable] of cells[1].matchAll(/`(FUNC_[A-Z_]+)`/g)) {
-        if (!/^FUNC_HEALTH_/.test(variable)) assert.ok(known.has(variable), `README names ${variable}, which no setting reads`);
+        if (!/^FUNC_HEALTH_/.test(variable)) assert.ok(known.has(variable), `docs/options.md names ${variable}, which no setting reads`);
       }
     }
   });
