@@ -1,6 +1,6 @@
 'use strict';
 // npm run bundle (part of npm run build, after tsc): the whole runtime as one file, lib/runtime.js,
-// and each bundled module's lib/<name>.js made a one-line re-export of its part
+// with its source map, and each bundled module's lib/<name>.js made a one-line re-export of its part
 // of it. So whichever way funcrun is entered (node lib/serve.js, require('funcrun'), funcrun/testing,
 // the funcrun command) one copy of it runs, and a cold start loads one file rather than thirty.
 // The bundle's entry is written here, from lib/*.ts: every module but those named in OUTSIDE.
@@ -18,6 +18,7 @@ const OUTSIDE = {
   watch: 'the funcrun command',
   testing: 'funcrun/testing, which loads the CloudEvents SDK',
   'compile-cache': 'loaded by the entry points before the bundle, so that the bundle is cached',
+  'source-maps': 'used by the entry points before the bundle loads, and by serve.ts: one copy of its state',
 };
 
 /** The bundled modules' names: lib/*.ts but the declarations and OUTSIDE. */
@@ -46,14 +47,23 @@ function bundle(names) {
     target: 'node20',
     format: 'cjs',
     // Loaded from node_modules (yaml: lib/yaml.js, bundled on its own, only when there is a func.yaml).
-    external: ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', './yaml'],
+    // ./source-maps: its one copy is the one the entry points load (OUTSIDE).
+    external: ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', './yaml', './source-maps'],
     outfile: path.join(LIB, 'runtime.js'),
+    // A map beside the bundle, without the sources' text: node reads it at each start (source-maps.ts),
+    // and a stack needs only the file and line it names.
+    sourcemap: 'linked',
+    sourcesContent: false,
     logLevel: 'warning',
   });
 }
 
-const SERVE_AS_PROGRAM = `// Run as a program, the compiled code is kept for the next start (compile-cache.ts).
-if (require.main === module) require('./compile-cache.js');
+const SERVE_AS_PROGRAM = `// Run as a program: the compiled code is kept for the next start (compile-cache.ts), and stacks
+// name funcrun's TypeScript (source-maps.ts); both before the bundle loads.
+if (require.main === module) {
+  require('./compile-cache.js');
+  require('./source-maps.js').turnOnSourceMaps();
+}
 `;
 
 function writeReexports(names) {
