@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 // The `funcrun` command: create, invoke, config and serve. An entry point: it reads the command
 // line (node:util parseArgs), and the files and variables its commands name.
-// First: the compile cache, on before anything else is loaded.
+// First: the compile cache and source maps, on before anything else of funcrun is loaded (the
+// call stays between the imports: compiled to CommonJS, each import is a require() in its place).
 import './compile-cache';
+import { turnOnSourceMaps } from './source-maps';
+turnOnSourceMaps();
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';

@@ -13,7 +13,7 @@
 // --experimental-async-context-frame), entering it costs next to nothing and it is always on.
 // Node 22's own is built on promise hooks, which slow every promise of the process (about 18% of a
 // small function's throughput, measured): there it is turned on only when a function reaches for
-// `log` (see runtime.ts), and faults are then attributed too.
+// `log` (see withScopingOnLog), and faults are then attributed too.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createLogger, snapshot, type ChildOptions, type Logger, type LogLevel, type RootLogger } from './log';
 import type { Context } from './context';
@@ -80,6 +80,24 @@ export function invocationScope(): AsyncLocalStorage<InvocationRecord> | undefin
 /** Turns scoping on, for the invocations that start from now on. */
 export function useScope(): void {
   storage ??= new AsyncLocalStorage();
+}
+
+/**
+ * The public entry as the bundle hands it out (scripts/bundle.js): index.ts's exports, but
+ * reaching for `log` (`require('funcrun').log`, or an ESM import of funcrun, which reads every
+ * name) turns scoping on.
+ */
+export function withScopingOnLog<T extends object>(entry: T): T {
+  return Object.defineProperties({} as T, {
+    ...Object.getOwnPropertyDescriptors(entry),
+    log: {
+      enumerable: true,
+      get() {
+        useScope();
+        return log;
+      },
+    },
+  });
 }
 
 /** The record of the invocation the calling code runs in, or that started it, if any (and scoping is on). */

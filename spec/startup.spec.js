@@ -44,18 +44,18 @@ describe('start-up', () => {
   });
 
   it('required as a module, serve.js turns nothing on; NODE_DISABLE_COMPILE_CACHE turns it off', () => {
-    assert.equal(inChild(`require(${JSON.stringify(path.join(lib, 'serve.js'))}); console.log(String(require('node:module').getCompileCacheDir()))`), 'undefined');
+    assert.equal(inChild(`require(${JSON.stringify(path.join(lib, 'serve.js'))}); console.log(String(require('node:module').getCompileCacheDir()), process.sourceMapsEnabled)`), 'undefined false');
     const disabled = inChild(`require(${JSON.stringify(path.join(lib, 'compile-cache.js'))}); console.log(String(require('node:module').getCompileCacheDir()))`, { NODE_DISABLE_COMPILE_CACHE: '1' });
     assert.equal(disabled, 'undefined');
   });
 
-  it('the funcrun command turns the cache on before it loads anything else', () => {
+  it('the funcrun command turns the cache and source maps on before it loads anything else', () => {
     const out = inChild(`const seen = []; const M = require('node:module'); const load = M._load;
       M._load = function (request, ...rest) { if (request.startsWith('./')) seen.push(request); return load.call(this, request, ...rest); };
       process.argv = [process.argv[0], 'funcrun', '--version'];
-      process.on('exit', () => console.log('first:' + seen[0]));
+      process.on('exit', () => console.log('first:' + seen.slice(0, 2).join(',')));
       require(${JSON.stringify(path.join(lib, 'cli.js'))});`);
-    assert.equal(out.split('\n').pop(), 'first:./compile-cache');
+    assert.equal(out.split('\n').pop(), 'first:./compile-cache,./source-maps');
   });
 
   it('starting a function loads no node:crypto until something needs an id', async () => {

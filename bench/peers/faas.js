@@ -1,7 +1,8 @@
 'use strict';
 // bench/function/index.js for faas-js-runtime 4: the event arrives whole as the second argument.
 module.exports = function handle(context, data) {
-  const path = (context.req?.url ?? context.url ?? '/').split('?')[0];
+  // Every request comes to `/`: the process serves one workload, named by bench/run.js.
+  const path = `/${process.env.BENCH_WORKLOAD}`;
   switch (path) {
     case '/json':
       return { ok: true, customerId: data.customerId };

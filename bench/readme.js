@@ -1,0 +1,107 @@
+'use strict';
+// bench/README.md, as `npm run bench -- --markdown` writes it: the method, from this file, then the
+// tables of the run that wrote it. The page is never edited by hand: change this file, run the
+// bench again.
+
+/** The page's sections, in order (spec/bench-readme.spec.js checks the page has them). */
+const HEADINGS = ['The servers', 'The workloads', 'How a run goes', 'Noise and the control row', 'Cold start and memory', 'Running it', 'The latest run'];
+
+const code = (text) => `\`${text}\``;
+
+/**
+ * The page. `workloads` and `options` are bench/run.js's tables; `command` the arguments the run
+ * was given; `results` the lines it printed (machine, Node version, date, the tables).
+ */
+function readme({ workloads, options, targets, command, results }) {
+  const [first, second, third, fourth, fifth, sixth, seventh] = HEADINGS;
+  const workloadRows = workloads.map((w) => {
+    const request = `${w.method} ${code(w.path)}${w.headers['content-type'] ? `, ${code(w.headers['content-type'])}` : ''}${w.headers['ce-id'] ? ', binary CloudEvent headers' : ''}`;
+    return `| ${code(w.name)} | ${w.label} | ${request} | ${w.target ? `≥ ${w.target}` : ''} |`;
+  });
+  const optionRows = Object.entries(options).map(([name, o]) => `| ${code(`--${name}`)} | ${o.default === undefined || o.type === 'boolean' ? '' : code(o.default)} | ${o.doc} |`);
+  return `# Benchmarks
+
+Written by ${code('npm run bench -- --markdown')} (${code('bench/run.js')}; the text is ${code('bench/readme.js')}'s): the
+method, then the tables of the run that wrote this page. Do not edit it by hand.
+
+## ${first}
+
+- **raw**: ${code('bench/raw.js')}, a plain ${code('node:http')} server doing by hand what the function does: read the
+  body, parse it (JSON, or XML with ${code('@xmldom/xmldom')}), answer JSON. The floor every ratio is taken against.
+- **funcrun**: ${code('node lib/serve.js bench/function')}, a function project (${code('func.yaml')}, ${code('FUNC_LOG_LEVEL=warn')})
+  whose one handler answers each workload's path.
+- **control**: a second copy of the raw server, measured as funcrun is, on the JSON workload only (see below).
+- With ${code('--peers')}: **faas-js-runtime** 4.0.1 (${code('bench/peers/faas.js')}; it serves ${code('/')} only, so a process is
+  started per workload and its requests go to ${code('/')}) and Google's **functions-framework** 3
+  (${code('bench/peers/gcf.js')}, an HTTP function: it takes no CloudEvents, so its event rows are empty), installed
+  with npm into a scratch folder (${code('funcrun-bench-peers')} in the system's temporary folder) on first use.
+
+## ${second}
+
+Each server answers the same requests; the target is funcrun's throughput as a share of the raw
+server's.
+
+| name (${code('--only')}) | workload | request | target |
+|---|---|---|---|
+${workloadRows.join('\n')}
+
+## ${third}
+
+1. Every server is started once (faas-js-runtime once per workload) and warmed up with a 1 s load
+   run per workload.
+2. Each workload then gets ${code('--rounds')} rounds. In a round every server takes one load run of
+   ${code('--duration')} seconds, one after another; the order is reversed every other round, so drift in the
+   machine during a round falls on both sides.
+3. Throughput and latency (p50, p99; the peers' throughput only) are the medians over the rounds. funcrun's ratio to raw is
+   the median of each round's ratio: raw and funcrun measured back to back cancel the machine's
+   drift between rounds. The range beside it is the rounds' lowest and highest ratio.
+4. With ${code('taskset')} and two cores or more, the servers run on core 0 and the load generator on core 1,
+   so the two do not compete for a core.
+5. The load generator is wrk when it is installed (${code('-t1')}, ${code('--connections')} connections, a Lua script
+   setting the method, headers and body), else autocannon (a dev dependency) with the same
+   connections. wrk, written in C, drives a server harder than autocannon, a Node.js process: the two
+   give different absolute figures (and RSS); compare runs made with the same one. A response
+   that is not 2xx stops the run.
+
+## ${fourth}
+
+On a shared machine the same server measured twice in a row can differ by 10 to 20%. The control
+row measures a second, identical raw server exactly as funcrun is measured: it should read 1.00,
+and how far it reads from 1.00 (and its rounds' range) is the margin to read every ratio with. A
+ratio inside that margin of its target is not a verdict either way. For counts that do not move
+with the machine's load, ${code('npm run bench:instructions')} (${code('bench/instructions.js')}, needs valgrind) counts each
+server's instructions per request under callgrind.
+
+## ${fifth}
+
+- **Cold start**: from spawning the server's process to the first 2xx answer from
+  ${code('/health/readiness')}, polled every 2 ms on a new connection each time; the median of ${code('--cold-runs')}
+  starts per server, pinned as above. funcrun reads the function's ${code('func.yaml')} on each start; its compile
+  cache (${code('lib/.cache')}) was filled by the starts before it.
+- **RSS after load**: the server process's resident memory (${code('VmRSS')} in ${code('/proc/<pid>/status')}) after all
+  the load above (a per-workload server: the largest of its processes, read before each stops). It
+  depends on how far V8's young generation has grown when the load stops, so it varies with the
+  load generator and the length of the run.
+
+Targets: ${targets}.
+
+## ${sixth}
+
+${'```'}
+npm run bench                         # print the tables
+npm run bench -- --peers --markdown   # with the peers, and write this page
+${'```'}
+
+| option | default | what |
+|---|---|---|
+${optionRows.join('\n')}
+
+## ${seventh}
+
+${code(`npm run bench -- ${command}`.trim())}
+
+${results}
+`;
+}
+
+module.exports = { HEADINGS, readme };

@@ -1,0 +1,96 @@
+'use strict';
+// Stacks through funcrun name its TypeScript (lib/<module>.ts:<line>), not lines of the bundle:
+// node's source maps, read from lib/runtime.js.map, on in the processes funcrun runs (but while
+// the function loads); a process that loads funcrun with require() keeps its own choice.
+const { describe, it, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { project, runServing, request } = require('./helpers');
+
+const checkout = path.join(__dirname, '..');
+const lib = path.join(checkout, 'lib');
+// The invocation calls the handler: its frame is on the stack of whatever the handler throws.
+const INVOCATION_FRAME = /\(.*\blib[\\/]invocation\.ts:\d+:\d+\)/;
+
+const throwing = () => project({ 'index.js': "module.exports = { handle() { throw new Error('broken on purpose'); } };\n" });
+
+describe('source maps', () => {
+  const running = [];
+  after(() => Promise.all(running.map(async (proc) => {
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+  })));
+
+  /** Serves `folder`, has its handler throw, and returns the stack of funcrun's error line and what node said on stderr. */
+  async function loggedStack(folder, { env, args = [folder], script } = {}) {
+    const proc = await runServing(args, { env, script });
+    running.push(proc);
+    assert.equal((await request(proc.url, { method: 'POST' })).status, 500);
+    const line = await proc.waitFor((l) => l.level === 50 && l.err?.message === 'broken on purpose', 'the error line');
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+    return { stack: line.err.stack, stderr: proc.out.stderr };
+  }
+
+  it("node lib/serve.js logs a handler's error with funcrun's frames in its TypeScript, the bundle read from the compile cache too", async (t) => {
+    const folder = throwing();
+    // A cache folder of its own: the first start fills it, the second reads the bundle from it.
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-cache-'));
+    t.after(() => fs.rmSync(cache, { recursive: true, force: true }));
+    const env = { NODE_COMPILE_CACHE: cache, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' };
+    for (const start of ['first', 'cached']) {
+      const { stack, stderr } = await loggedStack(folder, { env });
+      assert.match(stack, INVOCATION_FRAME, `${start} start`);
+      assert.doesNotMatch(stack, /runtime\.js/, `${start} start`);
+      if (start === 'cached') assert.match(stderr, /lib[\\/]runtime\.js was accepted/);
+    }
+  });
+
+  it("the funcrun command and faas-js-runtime's bin/cli.js log the same frames", async () => {
+    const folder = throwing();
+    for (const [script, args] of [[path.join(lib, 'cli.js'), ['serve', folder]], [path.join(checkout, 'bin', 'cli.js'), [folder]]]) {
+      const { stack } = await loggedStack(folder, { script, args });
+      assert.match(stack, INVOCATION_FRAME, script);
+    }
+  });
+
+  it('they are off while the function loads, on once it listens; a process started with them on keeps them on', async () => {
+    const folder = project({ 'index.js': 'const atLoad = process.sourceMapsEnabled;\nmodule.exports = { handle: () => ({ atLoad, serving: process.sourceMapsEnabled }) };\n' });
+    for (const [execArgv, expected] of [[[], { atLoad: false, serving: true }], [['--enable-source-maps'], { atLoad: true, serving: true }]]) {
+      const proc = await runServing([folder], { execArgv });
+      running.push(proc);
+      assert.deepEqual((await request(proc.url, { method: 'POST' })).json, expected, execArgv.join(' '));
+    }
+  });
+
+  it('the map ships with the package, without the sources\' text, and names only files of the checkout', () => {
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: checkout, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+    assert.ok(packed[0].files.some((f) => f.path === 'lib/runtime.js.map'));
+    const map = JSON.parse(fs.readFileSync(path.join(lib, 'runtime.js.map'), 'utf8'));
+    assert.equal(map.sourcesContent, undefined);
+    for (const source of map.sources) assert.ok(fs.existsSync(path.join(lib, source)), `${source} does not exist`);
+    assert.ok(map.sources.includes('invocation.ts'));
+    assert.match(fs.readFileSync(path.join(lib, 'runtime.js'), 'utf8'), /\n\/\/# sourceMappingURL=runtime\.js\.map\n?$/);
+  });
+
+  it("require('funcrun') leaves source maps to the process: off unless node is told, then funcrun's frames are mapped", async () => {
+    const script = `const { start, stop } = require(${JSON.stringify(path.join(lib, 'index.js'))});
+      (async () => {
+        const lines = [];
+        const server = await start({ handle() { throw new Error('broken on purpose'); } }, { port: 0, host: '127.0.0.1', logDestination: { write: (l) => lines.push(JSON.parse(l)) } });
+        await (await fetch('http://127.0.0.1:' + server.address().port + '/', { method: 'POST' })).text();
+        await stop(server);
+        console.log(JSON.stringify({ enabled: process.sourceMapsEnabled, stack: lines.find((l) => l.level === 50).err.stack }));
+      })();`;
+    const inChild = (flags) => JSON.parse(execFileSync(process.execPath, [...flags, '-e', script], { encoding: 'utf8' }).trim().split('\n').pop());
+    const plain = inChild([]);
+    assert.equal(plain.enabled, false);
+    assert.match(plain.stack, /lib[\\/]runtime\.js:\d+:\d+/);
+    const told = inChild(['--enable-source-maps']);
+    assert.equal(told.enabled, true);
+    assert.match(told.stack, INVOCATION_FRAME);
+  });
+});
