@@ -5,7 +5,7 @@ const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { CloudEvent, HTTP } = require('cloudevents');
-const { serve, request, runServing } = require('./helpers');
+const { serve, startServer, request, runServing } = require('./helpers');
 const { queryInput } = require('../lib/functions.js');
 
 const purchaseModule = require('../examples/purchase/index.js');
@@ -30,7 +30,7 @@ describe('named functions over plain HTTP', () => {
       if (input?.status) throw Object.assign(new Error('chosen status'), { statusCode: input.status });
       throw new Error('broken');
     };
-    server = await serve({ functions: { ...purchaseModule.functions, echo, fail } });
+    server = await startServer({ functions: { ...purchaseModule.functions, echo, fail } });
   });
   after(() => server.close());
 
@@ -150,7 +150,7 @@ describe('named functions by CloudEvent', () => {
       return new CloudEvent({ type: 'dev.example.replied', source: '/whole', data: { subject: event.subject } });
     };
     wholeEvent.cloudEvent = true;
-    server = await serve({ functions: { ...purchaseModule.functions, record, other, another, wholeEvent } });
+    server = await startServer({ functions: { ...purchaseModule.functions, record, other, another, wholeEvent } });
   });
   after(() => server.close());
 
@@ -240,49 +240,41 @@ describe('named functions by CloudEvent', () => {
 });
 
 describe('the purchase example of the function contract, end to end', () => {
-  it('by POST body, GET query, binary and structured event', async () => {
+  it('by POST body, GET query, binary and structured event', async (t) => {
     const proc = await runServing([path.join(__dirname, '..', 'examples', 'purchase')]);
-    try {
-      const expected = { orderId: 'order-1-2', customerId: 1, productId: 2, status: 'purchased' };
-      assert.deepEqual((await json(proc.url, '/purchase', '{"customerId":1,"productId":2}')).json, expected);
-      assert.deepEqual((await request(proc.url + '/purchase?customerId=1&productId=2')).json, expected);
-      for (const mode of ['binary', 'structured']) {
-        const res = await sendEvent(proc.url, HTTP[mode](new CloudEvent({ type: 'purchase', source: '/shop', data: { customerId: 1, productId: 2 } })));
-        assert.deepEqual(HTTP.toEvent({ headers: res.headers, body: res.text }).data, expected, mode);
-      }
-      assert.equal((await request(proc.url + '/health/readiness')).text, 'OK');
-    } finally {
-      proc.child.kill('SIGTERM');
-      await proc.exited;
+    t.after(() => proc.stop());
+    const expected = { orderId: 'order-1-2', customerId: 1, productId: 2, status: 'purchased' };
+    assert.deepEqual((await json(proc.url, '/purchase', '{"customerId":1,"productId":2}')).json, expected);
+    assert.deepEqual((await request(proc.url + '/purchase?customerId=1&productId=2')).json, expected);
+    for (const mode of ['binary', 'structured']) {
+      const res = await sendEvent(proc.url, HTTP[mode](new CloudEvent({ type: 'purchase', source: '/shop', data: { customerId: 1, productId: 2 } })));
+      assert.deepEqual(HTTP.toEvent({ headers: res.headers, body: res.text }).data, expected, mode);
     }
+    assert.equal((await request(proc.url + '/health/readiness')).text, 'OK');
   });
 });
 
 describe('functions beside handle and routes', () => {
-  it('handle takes what the functions do not: other paths, plain requests to /, unknown event types', async () => {
-    const { url, close } = await serve({ handle: (ctx) => `handle ${ctx.method} ${ctx.path}`, functions: { echo: (x) => x } });
-    try {
-      assert.equal((await json(url, '/echo', '{"a":1}')).text, '{"a":1}');
-      assert.equal((await request(url + '/elsewhere')).text, 'handle GET /elsewhere');
-      assert.equal((await request(url + '/')).text, 'handle GET /');
-      assert.equal((await json(url, '/', '{}')).text, 'handle POST /');
-      const event = await sendEvent(url, HTTP.binary(new CloudEvent({ type: 'unknown', source: '/s', data: {} })));
-      assert.equal(event.text, 'handle POST /');
-      const routed = await sendEvent(url, HTTP.binary(new CloudEvent({ type: 'echo', source: '/s', data: { b: 2 } })));
-      assert.equal(routed.headers['ce-type'], 'echo.output');
-    } finally {
-      await close();
-    }
+  it('handle takes what the functions do not: other paths, plain requests to /, unknown event types', async (t) => {
+    const { url } = await serve(t, { handle: (ctx) => `handle ${ctx.method} ${ctx.path}`, functions: { echo: (x) => x } });
+    assert.equal((await json(url, '/echo', '{"a":1}')).text, '{"a":1}');
+    assert.equal((await request(url + '/elsewhere')).text, 'handle GET /elsewhere');
+    assert.equal((await request(url + '/')).text, 'handle GET /');
+    assert.equal((await json(url, '/', '{}')).text, 'handle POST /');
+    const event = await sendEvent(url, HTTP.binary(new CloudEvent({ type: 'unknown', source: '/s', data: {} })));
+    assert.equal(event.text, 'handle POST /');
+    const routed = await sendEvent(url, HTTP.binary(new CloudEvent({ type: 'echo', source: '/s', data: { b: 2 } })));
+    assert.equal(routed.headers['ce-type'], 'echo.output');
   });
 
-  it('routes and functions claiming the same path stop the start', async () => {
-    await assert.rejects(serve({ routes: { 'GET /echo': () => 1 }, functions: { echo: (x) => x } }), /routes and functions both claim \/echo/);
+  it('routes and functions claiming the same path stop the start', async (t) => {
+    await assert.rejects(serve(t, { routes: { 'GET /echo': () => 1 }, functions: { echo: (x) => x } }), /routes and functions both claim \/echo/);
   });
 
-  it('invalid functions stop the start with what is wrong', async () => {
-    await assert.rejects(serve({ functions: { 'a/b': () => 1 } }), /a name is a path segment/);
-    await assert.rejects(serve({ functions: { a: 'x' } }), /functions\['a'\] must be a function/);
-    await assert.rejects(serve({ functions: { a: Object.assign(() => 1, { trigger: 5 }) } }), /trigger must be a CloudEvent type/);
+  it('invalid functions stop the start with what is wrong', async (t) => {
+    await assert.rejects(serve(t, { functions: { 'a/b': () => 1 } }), /a name is a path segment/);
+    await assert.rejects(serve(t, { functions: { a: 'x' } }), /functions\['a'\] must be a function/);
+    await assert.rejects(serve(t, { functions: { a: Object.assign(() => 1, { trigger: 5 }) } }), /trigger must be a CloudEvent type/);
   });
 });
 

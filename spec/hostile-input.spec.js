@@ -3,7 +3,7 @@
 // blocks the event loop for long, and gets a well-formed JSON answer (a 4xx, never a 5xx).
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { serve, request } = require('./helpers');
+const { serve, startServer, request } = require('./helpers');
 const { exchange, firstResponse, statuses } = require('./raw');
 
 const LIMIT = 4_000_000;
@@ -35,7 +35,7 @@ const event = (extra) => ({ specversion: '1.0', id: '1', source: '/spec', type: 
 describe('hostile input: time linear in size', () => {
   let server;
   before(async () => {
-    server = await serve((ctx, data) => (Buffer.isBuffer(data) ? data.toString('utf8') : { kind: typeof data }), { bodyLimit: LIMIT });
+    server = await startServer((ctx, data) => (Buffer.isBuffer(data) ? data.toString('utf8') : { kind: typeof data }), { bodyLimit: LIMIT });
   });
   after(() => server.close());
 
@@ -75,7 +75,7 @@ describe('hostile input: time linear in size', () => {
 describe('hostile input: text must be what it claims', () => {
   let server;
   before(async () => {
-    server = await serve((ctx, data) => ({ data }));
+    server = await startServer((ctx, data) => ({ data }));
   });
   after(() => server.close());
 
@@ -102,7 +102,7 @@ describe('hostile input: text must be what it claims', () => {
 describe('hostile CloudEvents', () => {
   let server;
   before(async () => {
-    server = await serve((ctx, data) => ({ data: Buffer.isBuffer(data) ? { bytes: data.toString('utf8') } : data, attributes: { ...ctx.cloudevent, data: undefined } }));
+    server = await startServer((ctx, data) => ({ data: Buffer.isBuffer(data) ? { bytes: data.toString('utf8') } : data, attributes: { ...ctx.cloudevent, data: undefined } }));
   });
   after(() => server.close());
 
@@ -176,7 +176,7 @@ describe('HTTP framing an attacker chooses', () => {
   let server;
   let port;
   before(async () => {
-    server = await serve((ctx, data) => ({ path: ctx.path, data }), { bodyLimit: 1000 });
+    server = await startServer((ctx, data) => ({ path: ctx.path, data }), { bodyLimit: 1000 });
     port = server.server.address().port;
   });
   after(() => server.close());
@@ -230,7 +230,7 @@ describe('named functions: query names that are Object.prototype members', () =>
   let server;
   before(async () => {
     const echo = (input) => input;
-    server = await serve({ functions: { echo } });
+    server = await startServer({ functions: { echo } });
   });
   after(() => server.close());
 
@@ -242,78 +242,58 @@ describe('named functions: query names that are Object.prototype members', () =>
 });
 
 describe('more hostile shapes', () => {
-  it('named functions: query names nesting deeper than 512 levels are a 400', async () => {
-    const server = await serve({ functions: { echo: (input) => input, ignore: () => 'ok' } });
-    try {
-      const key = Array(6000).fill('a').join('.');
-      for (const name of ['echo', 'ignore']) assert.equal((await request(`${server.url}/${name}?${key}=1`)).status, 400);
-      assert.equal((await request(`${server.url}/echo?${Array(512).fill('a').join('.')}=1`)).status, 200);
-    } finally {
-      await server.close();
+  it('named functions: query names nesting deeper than 512 levels are a 400', async (t) => {
+    const server = await serve(t, { functions: { echo: (input) => input, ignore: () => 'ok' } });
+    const key = Array(6000).fill('a').join('.');
+    for (const name of ['echo', 'ignore']) assert.equal((await request(`${server.url}/${name}?${key}=1`)).status, 400);
+    assert.equal((await request(`${server.url}/echo?${Array(512).fill('a').join('.')}=1`)).status, 200);
+  });
+
+  it('an echoed structured event with data_base64 and a leap second, or 0.3 attributes, is sent back as it came', async (t) => {
+    const server = await serve(t, (ctx) => ctx.cloudevent);
+    for (const event of [
+      { specversion: '1.0', id: '1', source: '/s', type: 't', time: '2016-12-31T23:59:60Z', data_base64: 'aGk=' },
+      { specversion: '0.3', id: '1', source: '/s', type: 't', schemaurl: 'https://example.test/s', data_base64: 'aGk=' },
+      { specversion: '1.0', id: '1', source: '/s', type: 't', data: { a: 1 } },
+    ]) {
+      const answer = await request(server.url, structured(event));
+      assert.equal(answer.status, 200, JSON.stringify(event));
+      assert.deepEqual(answer.json, event, 'nothing invented, nothing reformatted');
     }
   });
 
-  it('an echoed structured event with data_base64 and a leap second, or 0.3 attributes, is sent back as it came', async () => {
-    const server = await serve((ctx) => ctx.cloudevent);
-    try {
-      for (const event of [
-        { specversion: '1.0', id: '1', source: '/s', type: 't', time: '2016-12-31T23:59:60Z', data_base64: 'aGk=' },
-        { specversion: '0.3', id: '1', source: '/s', type: 't', schemaurl: 'https://example.test/s', data_base64: 'aGk=' },
-        { specversion: '1.0', id: '1', source: '/s', type: 't', data: { a: 1 } },
-      ]) {
-        const answer = await request(server.url, structured(event));
-        assert.equal(answer.status, 200, JSON.stringify(event));
-        assert.deepEqual(answer.json, event, 'nothing invented, nothing reformatted');
-      }
-    } finally {
-      await server.close();
+  it('an extension attribute named like a method of the event is a 400', async (t) => {
+    const server = await serve(t, () => 'ok');
+    for (const name of ['validate', 'emit', 'constructor']) {
+      const answer = await request(server.url, structured(event({ [name]: 'x' })));
+      assert.equal(answer.status, 400, name);
+      assert.equal(answer.json.attribute, name);
     }
   });
 
-  it('an extension attribute named like a method of the event is a 400', async () => {
-    const server = await serve(() => 'ok');
-    try {
-      for (const name of ['validate', 'emit', 'constructor']) {
-        const answer = await request(server.url, structured(event({ [name]: 'x' })));
-        assert.equal(answer.status, 400, name);
-        assert.equal(answer.json.attribute, name);
-      }
-    } finally {
-      await server.close();
-    }
-  });
-
-  it('a unique 512 KiB datacontenttype per event is not kept: memory stays flat', async () => {
+  it('a unique 512 KiB datacontenttype per event is not kept: memory stays flat', async (t) => {
     const v8 = require('node:v8');
     v8.setFlagsFromString('--expose-gc');
     const gc = require('node:vm').runInNewContext('gc');
-    const server = await serve(() => 'ok', { bodyLimit: 2_000_000 });
-    try {
-      const send = (i) => request(server.url, structured(event({ datacontenttype: `text/plain; x=${String(i).padEnd(512 * 1024, 'y')}`, data: 'd' })));
-      await send(-1);
-      gc();
-      const before = process.memoryUsage().heapUsed;
-      for (let i = 0; i < 40; i++) assert.equal((await send(i)).status, 200);
-      gc();
-      const grown = process.memoryUsage().heapUsed - before;
-      assert.ok(grown < 10 * 1024 * 1024, `heap grew by ${(grown / 1048576).toFixed(1)} MB`);
-    } finally {
-      await server.close();
-    }
+    const server = await serve(t, () => 'ok', { bodyLimit: 2_000_000 });
+    const send = (i) => request(server.url, structured(event({ datacontenttype: `text/plain; x=${String(i).padEnd(512 * 1024, 'y')}`, data: 'd' })));
+    await send(-1);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 40; i++) assert.equal((await send(i)).status, 200);
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    assert.ok(grown < 10 * 1024 * 1024, `heap grew by ${(grown / 1048576).toFixed(1)} MB`);
   });
 
-  it('routes with optional parameters match a long path at once', async () => {
-    const server = await serve({ routes: { 'GET /a/:x?/:y?/:z?': (ctx) => ctx.params } });
-    try {
-      const started = performance.now();
-      const answer = await request(`${server.url}/a/${'x'.repeat(8000)}/`);
-      assert.ok(performance.now() - started < 1000);
-      assert.equal(answer.json.x.length, 8000);
-      const miss = await request(`${server.url}/a/${'x'.repeat(8000)}/1/2/3/4`);
-      assert.equal(miss.status, 404);
-    } finally {
-      await server.close();
-    }
+  it('routes with optional parameters match a long path at once', async (t) => {
+    const server = await serve(t, { routes: { 'GET /a/:x?/:y?/:z?': (ctx) => ctx.params } });
+    const started = performance.now();
+    const answer = await request(`${server.url}/a/${'x'.repeat(8000)}/`);
+    assert.ok(performance.now() - started < 1000);
+    assert.equal(answer.json.x.length, 8000);
+    const miss = await request(`${server.url}/a/${'x'.repeat(8000)}/1/2/3/4`);
+    assert.equal(miss.status, 404);
   });
 });
 
@@ -321,7 +301,7 @@ describe('framing: pipelining before garbage, CONNECT, transfer codings', () => 
   let server;
   let port;
   before(async () => {
-    server = await serve((ctx, data) => ({ path: ctx.path, data }));
+    server = await startServer((ctx, data) => ({ path: ctx.path, data }));
     port = server.server.address().port;
   });
   after(() => server.close());
@@ -379,8 +359,7 @@ describe('a request whose body goes wrong', () => {
     ['malformed chunk framing gets a JSON 400', 'Transfer-Encoding: chunked\r\n\r\nzz\r\n', 400, {}],
   ]) {
     it(`${what}, then the connection closes`, async (t) => {
-      const server = await serve(() => 'ok', options);
-      t.after(server.close);
+      const server = await serve(t, () => 'ok', options);
       const { text, timedOut } = await exchange(server.server.address().port, `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n${body}`, { wait: 5000 });
       assert.equal(timedOut, false);
       const answer = firstResponse(text);

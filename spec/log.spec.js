@@ -595,54 +595,46 @@ describe('prettyDestination', () => {
 });
 
 describe('logging in requests', () => {
-  it("context.log lines carry the request's reqId; each request gets its own", async () => {
-    const { url, log, close } = await serve((ctx) => {
+  it("context.log lines carry the request's reqId; each request gets its own", async (t) => {
+    const { url, log } = await serve(t, (ctx) => {
       ctx.log.info(`handling ${ctx.query.n}`);
       return 'ok';
     });
-    try {
-      await request(url + '/?n=1');
-      await request(url + '/?n=2');
-      const lines = log.entries().filter((e) => e.msg.startsWith('handling'));
-      assert.equal(lines.length, 2);
-      assert.equal(typeof lines[0].reqId, 'number');
-      assert.notEqual(lines[0].reqId, lines[1].reqId);
-    } finally {
-      await close();
-    }
+    await request(url + '/?n=1');
+    await request(url + '/?n=2');
+    const lines = log.entries().filter((e) => e.msg.startsWith('handling'));
+    assert.equal(lines.length, 2);
+    assert.equal(typeof lines[0].reqId, 'number');
+    assert.notEqual(lines[0].reqId, lines[1].reqId);
   });
 
-  it("context.log.info('query', context.query) answers 200 and logs the line", async () => {
-    const { url, log, close } = await serve((context) => {
+  it("context.log.info('query', context.query) answers 200 and logs the line", async (t) => {
+    const { url, log } = await serve(t, (context) => {
       context.log.info('query', context.query);
       return 'ok';
     });
-    try {
-      const res = await request(url + '/?a=1');
-      assert.equal(res.status, 200);
-      const line = log.entries().find((e) => e.msg === 'query');
-      assert.ok(line, log.text());
-      assert.equal(typeof line.reqId, 'number');
-    } finally {
-      await close();
-    }
+    const res = await request(url + '/?a=1');
+    assert.equal(res.status, 200);
+    const line = log.entries().find((e) => e.msg === 'query');
+    assert.ok(line, log.text());
+    assert.equal(typeof line.reqId, 'number');
   });
 
-  it('the runtime logs where it listens in the same format', async () => {
-    const { url, log, close } = await serve(() => 'ok');
+  it('the runtime logs where it listens in the same format', async (t) => {
+    const { url, log, close } = await serve(t, () => 'ok');
     await close();
     const listening = log.entries().find((e) => e.msg.startsWith('listening on'));
     assert.equal(listening.level, 30);
     assert.equal(listening.port, Number(new URL(url).port));
   });
 
-  it('no access line at info; one per request at debug', async () => {
-    const quiet = await serve(() => 'ok', { logLevel: 'info' });
+  it('no access line at info; one per request at debug', async (t) => {
+    const quiet = await serve(t, () => 'ok', { logLevel: 'info' });
     await request(quiet.url + '/a');
     await quiet.close();
     assert.equal(quiet.log.entries().filter((e) => e.msg === 'request completed').length, 0);
 
-    const chatty = await serve(() => 'ok', { logLevel: 'debug' });
+    const chatty = await serve(t, () => 'ok', { logLevel: 'debug' });
     await request(chatty.url + '/a?b=1&access_token=s3cr3t&flag');
     await chatty.close();
     const access = chatty.log.entries().filter((e) => e.msg === 'request completed');
@@ -653,8 +645,8 @@ describe('logging in requests', () => {
     assert.ok(!chatty.log.text().includes('s3cr3t'));
   });
 
-  it("the module's logLevel applies when no option or variable sets one", async () => {
-    const { url, log, close } = await serve({
+  it("the module's logLevel applies when no option or variable sets one", async (t) => {
+    const { url, log, close } = await serve(t, {
       logLevel: 'warn',
       handle(ctx) {
         ctx.log.info('hidden');
@@ -669,7 +661,7 @@ describe('logging in requests', () => {
     assert.ok(!messages.includes('hidden'));
   });
 
-  it('an unknown log level stops the start', async () => {
-    await assert.rejects(serve(() => 'ok', { logLevel: 'loud' }), /unknown log level 'loud'/);
+  it('an unknown log level stops the start', async (t) => {
+    await assert.rejects(serve(t, () => 'ok', { logLevel: 'loud' }), /unknown log level 'loud'/);
   });
 });

@@ -7,7 +7,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Readable } = require('node:stream');
-const { serve, request } = require('./helpers');
+const { serve, startServer, request } = require('./helpers');
 const { exchange, firstResponse, statuses } = require('./raw');
 
 const openFds = () => fs.readdirSync('/proc/self/fd').length;
@@ -17,7 +17,7 @@ describe('returned streams', () => {
   let make;
   let destroyed = 0;
   before(async () => {
-    server = await serve(() => make());
+    server = await startServer(() => make());
   });
   after(() => server.close());
 
@@ -104,7 +104,7 @@ describe('request data is never read as response instructions', () => {
   let server;
   let pick = (ctx, body) => body;
   before(async () => {
-    server = await serve((ctx, body) => pick(ctx, body));
+    server = await startServer((ctx, body) => pick(ctx, body));
   });
   after(() => server.close());
 
@@ -192,7 +192,7 @@ describe('funcrun owns the framing', () => {
   let port;
   let headers;
   before(async () => {
-    server = await serve(() => ({ statusCode: 200, headers, body: 'hello world' }));
+    server = await startServer(() => ({ statusCode: 200, headers, body: 'hello world' }));
     port = server.server.address().port;
   });
   after(() => server.close());
@@ -239,8 +239,8 @@ describe('funcrun owns the framing', () => {
 });
 
 describe('malformed bytes on a connection whose response is in flight', () => {
-  it('close the connection; no 400 is written into the streaming body', async () => {
-    const server = await serve(() =>
+  it('close the connection; no 400 is written into the streaming body', async (t) => {
+    const server = await serve(t, () =>
       Readable.from(
         (async function* () {
           for (let i = 0; i < 6; i++) {
@@ -250,26 +250,18 @@ describe('malformed bytes on a connection whose response is in flight', () => {
         })(),
       ),
     );
-    try {
-      const { text } = await exchange(server.server.address().port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', { writes: [[80, 'GARBAGE \u0000\r\n\r\n']] });
-      assert.deepEqual(statuses(text), [200]);
-      assert.doesNotMatch(text, /HTTP\/1\.1 400/);
-      assert.doesNotMatch(text, /malformed/);
-    } finally {
-      await server.close();
-    }
+    const { text } = await exchange(server.server.address().port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', { writes: [[80, 'GARBAGE \u0000\r\n\r\n']] });
+    assert.deepEqual(statuses(text), [200]);
+    assert.doesNotMatch(text, /HTTP\/1\.1 400/);
+    assert.doesNotMatch(text, /malformed/);
   });
 
-  it('with no response in flight, malformed bytes get a JSON 400', async () => {
-    const server = await serve(() => 'ok');
-    try {
-      const { text } = await exchange(server.server.address().port, 'GARBAGE \u0000\r\n\r\n');
-      const answer = firstResponse(text);
-      assert.equal(answer.status, 400);
-      assert.equal(JSON.parse(answer.body).statusCode, 400);
-    } finally {
-      await server.close();
-    }
+  it('with no response in flight, malformed bytes get a JSON 400', async (t) => {
+    const server = await serve(t, () => 'ok');
+    const { text } = await exchange(server.server.address().port, 'GARBAGE \u0000\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 400);
+    assert.equal(JSON.parse(answer.body).statusCode, 400);
   });
 });
 
@@ -283,19 +275,15 @@ describe('streams funcrun does not send are closed, never left to crash the proc
     for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 20));
   }
 
-  it('HEAD of a function returning a stream of a missing file: 200 headers, no crash, the server lives on', async () => {
+  it('HEAD of a function returning a stream of a missing file: 200 headers, no crash, the server lives on', async (t) => {
     process.on('uncaughtException', onCrash);
-    const server = await serve(() => fsStream(missing));
-    try {
-      const head = await request(server.url, { method: 'HEAD' });
-      assert.equal(head.status, 200);
-      await new Promise((r) => setTimeout(r, 100));
-      assert.deepEqual(crashes, []);
-      assert.equal((await request(server.url)).status, 500);
-    } finally {
-      await server.close();
-      process.off('uncaughtException', onCrash);
-    }
+    const server = await serve(t, () => fsStream(missing));
+    t.after(() => process.off('uncaughtException', onCrash));
+    const head = await request(server.url, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(crashes, []);
+    assert.equal((await request(server.url)).status, 500);
   });
 
   for (const [name, options, fn, init] of [
@@ -303,7 +291,7 @@ describe('streams funcrun does not send are closed, never left to crash the proc
     ['a batch handler\'s value that is not an event', {}, (track) => () => track(), { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify([{ specversion: '1.0', id: '1', source: '/s', type: 't' }]) }],
     ['the body of a structured return with an invalid statusCode', {}, (track) => () => ({ statusCode: 'teapot', body: track() }), {}],
   ]) {
-    it(`${name}: the stream is destroyed`, async () => {
+    it(`${name}: the stream is destroyed`, async (t) => {
       let opened = 0;
       let closed = 0;
       const track = () => {
@@ -313,51 +301,39 @@ describe('streams funcrun does not send are closed, never left to crash the proc
         return stream;
       };
       process.on('uncaughtException', onCrash);
-      const server = await serve(fn(track), options);
-      try {
-        for (let i = 0; i < 10; i++) await request(server.url, init);
-        await settle(() => closed === opened && opened === 10);
-        assert.equal(opened, 10);
-        assert.equal(closed, opened);
-        assert.deepEqual(crashes, []);
-      } finally {
-        await server.close();
-        process.off('uncaughtException', onCrash);
-      }
+      const server = await serve(t, fn(track), options);
+      t.after(() => process.off('uncaughtException', onCrash));
+      for (let i = 0; i < 10; i++) await request(server.url, init);
+      await settle(() => closed === opened && opened === 10);
+      assert.equal(opened, 10);
+      assert.equal(closed, opened);
+      assert.deepEqual(crashes, []);
     });
   }
 
-  it('a stream returned after the client went away is destroyed', async () => {
+  it('a stream returned after the client went away is destroyed', async (t) => {
     let closed = 0;
-    const server = await serve(async () => {
+    const server = await serve(t, async () => {
       await new Promise((r) => setTimeout(r, 150));
       const stream = new Readable({ read() {} });
       stream.once('close', () => closed++);
       return stream;
     });
-    try {
-      for (let i = 0; i < 5; i++) await fetch(server.url, { signal: AbortSignal.timeout(50) }).catch(() => {});
-      await settle(() => closed === 5);
-      assert.equal(closed, 5);
-    } finally {
-      await server.close();
-    }
+    for (let i = 0; i < 5; i++) await fetch(server.url, { signal: AbortSignal.timeout(50) }).catch(() => {});
+    await settle(() => closed === 5);
+    assert.equal(closed, 5);
   });
 });
 
 describe('thrown request data', () => {
-  it('throw body: a generic 500, not the status, headers and message the client sent', async () => {
-    const server = await serve((ctx, body) => {
+  it('throw body: a generic 500, not the status, headers and message the client sent', async (t) => {
+    const server = await serve(t, (ctx, body) => {
       throw body;
     });
-    try {
-      const forged = { statusCode: 401, headers: { 'set-cookie': 'sid=evil', location: 'http://evil.example/' }, message: 'log in at evil.example' };
-      const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(forged) });
-      assert.equal(answer.status, 500);
-      assert.equal(answer.headers.get('set-cookie'), null);
-      assert.equal(answer.json.message, 'Internal Server Error');
-    } finally {
-      await server.close();
-    }
+    const forged = { statusCode: 401, headers: { 'set-cookie': 'sid=evil', location: 'http://evil.example/' }, message: 'log in at evil.example' };
+    const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(forged) });
+    assert.equal(answer.status, 500);
+    assert.equal(answer.headers.get('set-cookie'), null);
+    assert.equal(answer.json.message, 'Internal Server Error');
   });
 });

@@ -89,14 +89,11 @@ describe('the settings table', () => {
     assert.equal(probePaths({ env: { FUNC_HEALTH_ROOT_PATH: 'q/health' }, module: {}, funcYaml: {} }).liveness, '/q/health/liveness');
   });
 
-  it('a request timeout shorter than the headers timeout starts (the headers are due by then), and a timer past 2^31 ms is refused', async () => {
+  it('a request timeout shorter than the headers timeout starts (the headers are due by then), and a timer past 2^31 ms is refused', async (t) => {
     const server = await start(() => 'ok', { port: 0, host: '127.0.0.1', logLevel: 'silent', requestTimeout: '5s' });
-    try {
-      assert.equal(server.headersTimeout, 5000);
-      assert.equal(server.requestTimeout, 5000);
-    } finally {
-      await stop(server, 100);
-    }
+    t.after(() => stop(server, 100));
+    assert.equal(server.headersTimeout, 5000);
+    assert.equal(server.requestTimeout, 5000);
     await assert.rejects(start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 2 ** 31 }), /at most 2147483647 ms/);
   });
 

@@ -2,7 +2,7 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { performance } = require('node:perf_hooks');
-const { serve, request } = require('./helpers');
+const { serve, startServer, request } = require('./helpers');
 const { HttpError } = require('../lib/errors.js');
 const { parseXml, MAX_XML_DEPTH, MAX_XML_ATTRIBUTES, MAX_XML_NAMESPACES, MAX_XML_NODES } = require('../lib/xml.js');
 
@@ -238,7 +238,7 @@ describe('parseXml: hostile 1 MB inputs are refused (or parsed) in well under a 
 describe('XML bodies over HTTP', () => {
   let server;
   before(async () => {
-    server = await serve((context, body) => ({ type: typeof body, root: body?.documentElement?.nodeName ?? null }), { bodyLimit: 2_000_000 });
+    server = await startServer((context, body) => ({ type: typeof body, root: body?.documentElement?.nodeName ?? null }), { bodyLimit: 2_000_000 });
   });
   after(() => server.close());
 
