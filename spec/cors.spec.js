@@ -65,4 +65,13 @@ describe('CORS', () => {
     const res = await request(open.url, { headers: { origin: 'https://anything.test' } });
     assert.equal(res.headers.get('access-control-allow-origin'), 'https://anything.test');
   });
+
+  it('a cors() pattern with the g flag allows the same origin on every request', async (t) => {
+    const own = await serve(t, { handle: () => 'ok', cors: () => [/\.b\.example$/g] });
+    const preflight = () =>
+      request(own.url, { method: 'OPTIONS', headers: { origin: 'https://x.b.example', 'access-control-request-method': 'POST' } });
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push((await preflight()).status);
+    assert.deepEqual(answers, [204, 204, 204, 204]);
+  });
 });

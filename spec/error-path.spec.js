@@ -3,6 +3,7 @@
 // answer and the server keeps serving.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { Readable } = require('node:stream');
 const { serve, startServer, request } = require('./helpers');
 
 const throwing = {
@@ -122,5 +123,24 @@ describe('an errorBody() that misbehaves', () => {
       assert.equal(answer.status, 400, mode);
       assert.equal(answer.json.message, 'nope', mode);
     }
+  });
+
+  it('an errorBody() returning a stream: the plain JSON body, and the stream is closed', async (t) => {
+    let closed = 0;
+    const server = await serve(t, {
+      routes: { 'GET /a': () => 'a' },
+      errorBody: () => {
+        const s = new Readable({ read() {} });
+        s.once('close', () => closed++);
+        return s;
+      },
+    });
+    for (let i = 0; i < 20; i++) {
+      const answer = await request(server.url + '/x');
+      assert.equal(answer.json.statusCode, 404);
+      assert.doesNotMatch(answer.text, /_readableState/);
+    }
+    for (let i = 0; i < 50 && closed < 20; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(closed, 20);
   });
 });

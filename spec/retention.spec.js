@@ -1,7 +1,7 @@
 'use strict';
 // What a request leaves behind once it is answered. A connection kept alive must not hold its last
 // request: with many connections open, those requests survive the young generation's collections,
-// V8 grows it, and the process's memory with it (issue 15's RSS after load).
+// V8 grows it, and the process's memory with it.
 const { it } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
