@@ -21,7 +21,10 @@ export interface RunningFunction {
   url: string;
   port: number;
   server: import('node:http').Server;
-  /** Stops the server (running the module's shutdown()). */
+  /**
+   * Stops the server, running the module's shutdown() once: called again (serve's teardown after a
+   * test that closed the server itself), it waits for the same shutdown().
+   */
   close(): Promise<void>;
 }
 
