@@ -1,6 +1,7 @@
 // `funcrun/testing`: what a function's own tests use. `startFunction` serves a module on a free
-// port for integration tests; `createContext` builds the handler's first argument for unit tests
-// that call `handle` directly; `createLogSink` collects the log lines either writes.
+// port for integration tests, and `serve` does so for one test, closing it after; `createContext`
+// builds the handler's first argument for unit tests that call `handle` directly; `createLogSink`
+// collects the log lines either writes.
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import type { CloudEvent as Event } from 'cloudevents';
@@ -20,7 +21,10 @@ export interface RunningFunction {
   url: string;
   port: number;
   server: import('node:http').Server;
-  /** Stops the server (running the module's shutdown()). */
+  /**
+   * Stops the server, running the module's shutdown() once: called again (serve's teardown after a
+   * test that closed the server itself), it waits for the same shutdown().
+   */
   close(): Promise<void>;
 }
 
@@ -34,6 +38,24 @@ export async function startFunction(func: FunctionModule | Invokable | string, o
   const server = await start(module, { port: 0, host: '127.0.0.1', logLevel: options.logDestination ? 'trace' : 'silent', ...options });
   const { port } = server.address() as import('node:net').AddressInfo;
   return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000).then(() => undefined) };
+}
+
+/** What serve() needs of a test: a hook run after it, as node:test's `t.after`. */
+export interface TestTeardown {
+  after(teardown: () => Promise<void>): unknown;
+}
+
+/**
+ * startFunction for one test: `await serve(t, handle)` in `it('...', async (t) => ...)`. The
+ * server is closed by `t.after` once the test ends, passed or failed, so the test needs no
+ * `finally`; it resolves to what startFunction does.
+ */
+export async function serve(t: TestTeardown, func: FunctionModule | Invokable | string, options: Options = {}): Promise<RunningFunction> {
+  // Checked before anything listens: a server nothing would close keeps the test run alive.
+  if (typeof t?.after !== 'function') throw new TypeError("serve(t, func, options) takes the test's context first (node:test's t), to close the server after the test");
+  const running = await startFunction(func, options);
+  t.after(() => running.close());
+  return running;
 }
 
 export interface LogSink extends LogDestination {

@@ -6,7 +6,7 @@ const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { serve, project, freePort, waitUntilListening, request } = require('./helpers');
+const { serve, startServer, project, freePort, waitUntilListening, request } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');
 const CLI = path.join(ROOT, 'lib', 'cli.js');
@@ -74,7 +74,7 @@ describe('funcrun invoke', () => {
   let server;
   const received = [];
   before(async () => {
-    server = await serve((ctx, data) => {
+    server = await startServer((ctx, data) => {
       received.push({ method: ctx.method, path: ctx.path, query: { ...ctx.query }, headers: ctx.headers, data, event: ctx.cloudevent });
       if (ctx.query.fail) throw Object.assign(new Error('no such thing'), { statusCode: 404 });
       if (ctx.cloudevent) return ctx.cloudEventResponse({ echoed: data }).type('dev.example.answer').source('/answer');
@@ -86,15 +86,13 @@ describe('funcrun invoke', () => {
 
   it('follows a redirect on its own origin with the body (307), never one to another origin; control characters are shown escaped', async (t) => {
     const elsewhere = [];
-    const other = await serve((ctx) => (elsewhere.push(ctx.path), 'moved'));
-    t.after(() => other.close());
-    const redirecting = await serve((ctx, data) => {
+    const other = await serve(t, (ctx) => (elsewhere.push(ctx.path), 'moved'));
+    const redirecting = await serve(t, (ctx, data) => {
       if (ctx.path === '/here') return { statusCode: 307, headers: { location: '/there' } };
       if (ctx.path === '/away') return { statusCode: 307, headers: { location: `${other.url}/stolen` } };
       if (ctx.path === '/there') return { got: data };
       return { headers: { 'content-type': 'text/plain' }, body: 'clear\u001b[2J\rscreen\nnext line' };
     });
-    t.after(() => redirecting.close());
     const followed = await funcrun(['invoke', '--target', `${redirecting.url}/here`, '-d', '{"secret":"s3"}']);
     assert.equal(followed.code, 0, followed.stderr);
     assert.match(followed.stdout, /"got": \{\n\s+"secret": "s3"/);
@@ -256,17 +254,14 @@ describe('funcrun config', () => {
     }
   });
 
-  it('the file funcrun reads after config is what the server uses', async () => {
+  it('the file funcrun reads after config is what the server uses', async (t) => {
     const dir = project({ 'func.yaml': original, 'index.js': 'module.exports = () => "ok";' });
     await funcrun(['config', 'health', '--liveness', '/alive', '--path', dir]);
     const port = await freePort();
     const child = spawn(process.execPath, [CLI, 'serve', dir, '--port', String(port), '--host', '127.0.0.1'], { stdio: 'ignore' });
-    try {
-      await waitUntilListening(port, { child, out: { stdout: '', stderr: '' } });
-      assert.equal((await request(`http://127.0.0.1:${port}/alive`)).text, 'OK');
-    } finally {
-      child.kill('SIGTERM');
-    }
+    t.after(() => child.kill('SIGTERM'));
+    await waitUntilListening(port, { child, out: { stdout: '', stderr: '' } });
+    assert.equal((await request(`http://127.0.0.1:${port}/alive`)).text, 'OK');
   });
 
   it('without func.yaml: an error naming where it looked', async () => {
@@ -307,21 +302,18 @@ describe('funcrun serve', () => {
     assert.match(proc.out.stdout, /^\d\d:\d\d:\d\d\.\d{3} INFO  \[req 1\] handled order=7$/m);
   });
 
-  it('--watch restarts the function when one of its files changes', async () => {
+  it('--watch restarts the function when one of its files changes', async (t) => {
     const dir = project({ 'index.js': 'module.exports = () => "first";' });
     const proc = await serving(['serve', dir, '--watch']);
-    try {
-      assert.equal((await request(proc.url)).text, 'first');
-      fs.writeFileSync(path.join(dir, 'index.js'), 'module.exports = () => "second";');
-      let text = 'first';
-      for (let i = 0; i < 100 && text !== 'second'; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        text = await request(proc.url).then((r) => r.text, () => text);
-      }
-      assert.equal(text, 'second');
-      assert.match(proc.out.stderr, /index\.js changed, restarting/);
-    } finally {
-      await proc.stop();
+    t.after(() => proc.stop());
+    assert.equal((await request(proc.url)).text, 'first');
+    fs.writeFileSync(path.join(dir, 'index.js'), 'module.exports = () => "second";');
+    let text = 'first';
+    for (let i = 0; i < 100 && text !== 'second'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      text = await request(proc.url).then((r) => r.text, () => text);
     }
+    assert.equal(text, 'second');
+    assert.match(proc.out.stderr, /index\.js changed, restarting/);
   });
 });

@@ -25,38 +25,34 @@ function describeContext(ctx) {
 }
 
 describe('context', () => {
-  it('carries the function contract fields and path, contentType', async () => {
-    const { url, close } = await serve(describeContext);
-    try {
-      const res = await request(url + '/some/path?a=1&list=x&list=y', {
-        method: 'POST',
-        headers: { 'x-custom': 'yes', 'content-type': 'Application/JSON; charset=utf-8' },
-        body: '{"k":"v"}',
-      });
-      assert.deepEqual(res.json.seen, {
-        method: 'POST',
-        path: '/some/path',
-        query: { a: '1', list: ['x', 'y'] },
-        queryOnContext: { a: '1', list: ['x', 'y'] },
-        headers: { custom: 'yes' },
-        httpVersion: '1.1',
-        httpVersionMajor: 1,
-        httpVersionMinor: 1,
-        reqIsRaw: true,
-        contentType: 'application/json',
-        body: { k: 'v' },
-        cloudevent: null,
-        logMethods: true,
-        hasCloudEventResponse: true,
-        rawBody: null,
-      });
-    } finally {
-      await close();
-    }
+  it('carries the function contract fields and path, contentType', async (t) => {
+    const { url } = await serve(t, describeContext);
+    const res = await request(url + '/some/path?a=1&list=x&list=y', {
+      method: 'POST',
+      headers: { 'x-custom': 'yes', 'content-type': 'Application/JSON; charset=utf-8' },
+      body: '{"k":"v"}',
+    });
+    assert.deepEqual(res.json.seen, {
+      method: 'POST',
+      path: '/some/path',
+      query: { a: '1', list: ['x', 'y'] },
+      queryOnContext: { a: '1', list: ['x', 'y'] },
+      headers: { custom: 'yes' },
+      httpVersion: '1.1',
+      httpVersionMajor: 1,
+      httpVersionMinor: 1,
+      reqIsRaw: true,
+      contentType: 'application/json',
+      body: { k: 'v' },
+      cloudevent: null,
+      logMethods: true,
+      hasCloudEventResponse: true,
+      rawBody: null,
+    });
   });
 
-  it('a query key never replaces a field or method of the context', async () => {
-    const { url, close } = await serve((ctx) => ({ seen: {
+  it('a query key never replaces a field or method of the context', async (t) => {
+    const { url } = await serve(t, (ctx) => ({ seen: {
       method: ctx.method,
       log: typeof ctx.log.info,
       body: ctx.body ?? null,
@@ -65,50 +61,38 @@ describe('context', () => {
       constructor: typeof ctx.constructor,
       query: { ...ctx.query },
     } }));
-    try {
-      const res = await request(url + '/p?method=DELETE&log=x&body=b&path=/q&cloudEventResponse=1&constructor=c&__proto__=z');
-      assert.deepEqual(res.json.seen, {
-        method: 'GET',
-        log: 'function',
-        body: null,
-        path: '/p',
-        cloudEventResponse: 'function',
-        constructor: 'function',
-        query: { method: 'DELETE', log: 'x', body: 'b', path: '/q', cloudEventResponse: '1', constructor: 'c', ['__proto__']: 'z' },
-      });
-    } finally {
-      await close();
-    }
+    const res = await request(url + '/p?method=DELETE&log=x&body=b&path=/q&cloudEventResponse=1&constructor=c&__proto__=z');
+    assert.deepEqual(res.json.seen, {
+      method: 'GET',
+      log: 'function',
+      body: null,
+      path: '/p',
+      cloudEventResponse: 'function',
+      constructor: 'function',
+      query: { method: 'DELETE', log: 'x', body: 'b', path: '/q', cloudEventResponse: '1', constructor: 'c', ['__proto__']: 'z' },
+    });
   });
 
-  it('rawBody is the exact text of a textual body and the exact bytes of any other when includeRaw is on', async () => {
-    const { url, close } = await serve(describeContext, { includeRaw: true });
-    try {
-      const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{ "k" : 1 }' });
-      assert.equal(res.json.seen.rawBody, '{ "k" : 1 }');
-      assert.deepEqual(res.json.seen.body, { k: 1 });
-      const form = await request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'lunch=tacos' });
-      assert.equal(form.json.seen.rawBody, 'lunch=tacos');
-      const latin1 = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=iso-8859-1' }, body: Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
-      assert.equal(latin1.json.seen.rawBody, 'café');
-      // Binary data stays bytes: as text, 0xff 0xfe would come back as U+FFFD.
-      const binary = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x41]);
-      const bytes = await request(url, { method: 'POST', headers: { 'content-type': 'image/png' }, body: binary });
-      assert.equal(bytes.json.seen.rawBody, 'bytes:' + binary.toString('hex'));
-      const empty = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '' });
-      assert.equal(empty.json.seen.rawBody, '');
-      assert.equal((await request(url)).json.seen.rawBody, null);
-    } finally {
-      await close();
-    }
+  it('rawBody is the exact text of a textual body and the exact bytes of any other when includeRaw is on', async (t) => {
+    const { url } = await serve(t, describeContext, { includeRaw: true });
+    const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{ "k" : 1 }' });
+    assert.equal(res.json.seen.rawBody, '{ "k" : 1 }');
+    assert.deepEqual(res.json.seen.body, { k: 1 });
+    const form = await request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'lunch=tacos' });
+    assert.equal(form.json.seen.rawBody, 'lunch=tacos');
+    const latin1 = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=iso-8859-1' }, body: Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
+    assert.equal(latin1.json.seen.rawBody, 'café');
+    // Binary data stays bytes: as text, 0xff 0xfe would come back as U+FFFD.
+    const binary = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x41]);
+    const bytes = await request(url, { method: 'POST', headers: { 'content-type': 'image/png' }, body: binary });
+    assert.equal(bytes.json.seen.rawBody, 'bytes:' + binary.toString('hex'));
+    const empty = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '' });
+    assert.equal(empty.json.seen.rawBody, '');
+    assert.equal((await request(url)).json.seen.rawBody, null);
   });
 
-  it('a query without a body leaves body undefined and query empty when there is none', async () => {
-    const { url, close } = await serve((ctx, data) => ({ data: data === undefined, query: Object.keys(ctx.query).length }));
-    try {
-      assert.deepEqual((await request(url)).json, { data: true, query: 0 });
-    } finally {
-      await close();
-    }
+  it('a query without a body leaves body undefined and query empty when there is none', async (t) => {
+    const { url } = await serve(t, (ctx, data) => ({ data: data === undefined, query: Object.keys(ctx.query).length }));
+    assert.deepEqual((await request(url)).json, { data: true, query: 0 });
   });
 });

@@ -1,12 +1,12 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { serve, request } = require('./helpers');
+const { serve, startServer, request } = require('./helpers');
 
 describe('CORS', () => {
   let server;
   before(async () => {
-    server = await serve({
+    server = await startServer({
       handle: (ctx) => `handled ${ctx.method}`,
       cors: () => ['https://app.example.com', /^https:\/\/[a-z]+\.example\.org$/],
     });
@@ -53,24 +53,25 @@ describe('CORS', () => {
     assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example.com');
   });
 
-  it('without cors(), OPTIONS goes to the handler like any method', async () => {
-    const plain = await serve((ctx) => `handled ${ctx.method}`);
-    try {
-      const res = await request(plain.url, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'PUT' } });
-      assert.equal(res.text, 'handled OPTIONS');
-      assert.equal(res.headers.get('access-control-allow-origin'), null);
-    } finally {
-      await plain.close();
-    }
+  it('without cors(), OPTIONS goes to the handler like any method', async (t) => {
+    const plain = await serve(t, (ctx) => `handled ${ctx.method}`);
+    const res = await request(plain.url, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'PUT' } });
+    assert.equal(res.text, 'handled OPTIONS');
+    assert.equal(res.headers.get('access-control-allow-origin'), null);
   });
 
-  it("'*' allows every origin", async () => {
-    const open = await serve({ handle: () => 'ok', cors: () => ['*'] });
-    try {
-      const res = await request(open.url, { headers: { origin: 'https://anything.test' } });
-      assert.equal(res.headers.get('access-control-allow-origin'), 'https://anything.test');
-    } finally {
-      await open.close();
-    }
+  it("'*' allows every origin", async (t) => {
+    const open = await serve(t, { handle: () => 'ok', cors: () => ['*'] });
+    const res = await request(open.url, { headers: { origin: 'https://anything.test' } });
+    assert.equal(res.headers.get('access-control-allow-origin'), 'https://anything.test');
+  });
+
+  it('a cors() pattern with the g flag allows the same origin on every request', async (t) => {
+    const own = await serve(t, { handle: () => 'ok', cors: () => [/\.b\.example$/g] });
+    const preflight = () =>
+      request(own.url, { method: 'OPTIONS', headers: { origin: 'https://x.b.example', 'access-control-request-method': 'POST' } });
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push((await preflight()).status);
+    assert.deepEqual(answers, [204, 204, 204, 204]);
   });
 });

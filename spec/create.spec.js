@@ -32,23 +32,28 @@ function exec(command, args, { cwd, env }) {
   });
 }
 
-/** `npm start` in its own process group on a free port; stop() sends SIGTERM to the group. */
-async function npmStart(folder, env) {
+/**
+ * `npm start` in its own process group on a free port, for the test `t`; stop() sends SIGTERM to
+ * the group once (a test may stop it itself to see how it ends; `t.after` stops it otherwise).
+ */
+async function npmStart(t, folder, env) {
   const port = await freePort();
   const child = spawn('npm', ['start'], { cwd: folder, env: { ...env, PORT: String(port), FUNC_HOST: '127.0.0.1' }, detached: true });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (c) => (out.stdout += c));
   child.stderr.on('data', (c) => (out.stderr += c));
   const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
-  await waitUntilListening(port, { child, out });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    out,
-    stop: () => {
-      process.kill(-child.pid, 'SIGTERM');
-      return exited;
-    },
+  let stopping;
+  const stop = () => {
+    if (stopping === undefined) {
+      stopping = exited;
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid, 'SIGTERM');
+    }
+    return stopping;
   };
+  t.after(stop);
+  await waitUntilListening(port, { child, out });
+  return { url: `http://127.0.0.1:${port}`, out, stop };
 }
 
 /** The packages a lockfile installed that did not come from `registry` or the project's own tarball. */
@@ -74,7 +79,7 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
 
   for (const language of ['node', 'typescript']) {
     for (const template of ['http', 'cloudevents']) {
-      it(`${language} ${template}`, async () => {
+      it(`${language} ${template}`, async (t) => {
         const parent = scratch();
         const name = `my-${language}-${template}`;
         const folder = path.join(parent, name);
@@ -123,26 +128,23 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
         }
 
         // npm start: serves the function (TypeScript from its source: nothing is built).
-        const running = await npmStart(folder, env);
-        try {
-          if (template === 'http') {
-            const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message":"hello"}' });
-            assert.equal(res.status, 200);
-            assert.deepEqual(await res.json(), { received: { message: 'hello' } });
-          } else {
-            const { headers, body } = HTTP.binary(new CloudEvent({ type: `dev.example.${name}`, source: '/spec', data: { message: 'hello' } }));
-            const res = await fetch(running.url, { method: 'POST', headers, body });
-            assert.equal(res.status, 200);
-            const answer = HTTP.toEvent({ headers: Object.fromEntries(res.headers), body: await res.text() });
-            assert.equal(answer.type, `dev.example.${name}.response`);
-            assert.deepEqual(answer.data, { received: { message: 'hello' } });
-          }
-          assert.equal((await fetch(running.url + '/health/readiness')).status, 200);
-        } finally {
-          // npm passes the signal on to the runtime and then ends by it itself.
-          const exit = await running.stop();
-          assert.ok(exit.code === 0 || exit.signal === 'SIGTERM', `${JSON.stringify(exit)} ${running.out.stdout}${running.out.stderr}`);
+        const running = await npmStart(t, folder, env);
+        if (template === 'http') {
+          const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message":"hello"}' });
+          assert.equal(res.status, 200);
+          assert.deepEqual(await res.json(), { received: { message: 'hello' } });
+        } else {
+          const { headers, body } = HTTP.binary(new CloudEvent({ type: `dev.example.${name}`, source: '/spec', data: { message: 'hello' } }));
+          const res = await fetch(running.url, { method: 'POST', headers, body });
+          assert.equal(res.status, 200);
+          const answer = HTTP.toEvent({ headers: Object.fromEntries(res.headers), body: await res.text() });
+          assert.equal(answer.type, `dev.example.${name}.response`);
+          assert.deepEqual(answer.data, { received: { message: 'hello' } });
         }
+        assert.equal((await fetch(running.url + '/health/readiness')).status, 200);
+        // How it stops is part of the case: npm passes the signal on to the runtime and then ends by it itself.
+        const exit = await running.stop();
+        assert.ok(exit.code === 0 || exit.signal === 'SIGTERM', `${JSON.stringify(exit)} ${running.out.stdout}${running.out.stderr}`);
         const lines = running.out.stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
         assert.ok(lines.some((line) => line.msg === 'stopped'), running.out.stdout);
         assert.ok(!lines.some((line) => line.level >= 50), running.out.stdout);
@@ -152,13 +154,9 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
           const build = await exec('npm', ['run', 'build'], { cwd: folder, env });
           assert.equal(build.code, 0, build.stdout + build.stderr);
           assert.ok(fs.existsSync(path.join(folder, manifest.main)));
-          const again = await npmStart(folder, { ...env, FUNC_LOG_LEVEL: 'debug' });
-          try {
-            const res = await fetch(again.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"built":true}' });
-            assert.deepEqual(await res.json(), { received: { built: true } });
-          } finally {
-            await again.stop();
-          }
+          const again = await npmStart(t, folder, { ...env, FUNC_LOG_LEVEL: 'debug' });
+          const res = await fetch(again.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"built":true}' });
+          assert.deepEqual(await res.json(), { received: { built: true } });
           const loaded = again.out.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.msg === 'loaded the function');
           assert.equal(loaded?.file, path.join(folder, manifest.main));
         }
@@ -168,35 +166,32 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
 });
 
 describe('funcrun create: how the project depends on funcrun', () => {
-  it('once funcrun is installed from a registry, a project depends on a version range and installs it from there', async () => {
+  it('once funcrun is installed from a registry, a project depends on a version range and installs it from there', async (t) => {
     const published = scratch();
     const pack = await exec('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', published, ROOT], { cwd: ROOT, env: registry.env });
     assert.equal(pack.code, 0, pack.stderr);
     const withFuncrun = await startRegistry({ published: { funcrun: path.join(published, TARBALL) } });
-    try {
-      const env = withFuncrun.env;
-      // The way a user gets the command: installed from the registry.
-      const tools = scratch();
-      const install = await exec('npm', ['install', 'funcrun'], { cwd: tools, env });
-      assert.equal(install.code, 0, install.stdout + install.stderr);
-      const cli = path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js');
-      const parent = scratch();
-      const created = await exec(process.execPath, [cli, 'create', 'fn'], { cwd: parent, env });
-      assert.equal(created.code, 0, created.stderr);
-      const folder = path.join(parent, 'fn');
-      assert.equal(JSON.parse(fs.readFileSync(path.join(folder, 'package.json'), 'utf8')).dependencies.funcrun, `^${VERSION}`);
-      assert.ok(!fs.readdirSync(folder).some((f) => f.endsWith('.tgz')), 'nothing packed');
-      assert.doesNotMatch(fs.readFileSync(path.join(folder, 'README.md'), 'utf8'), /\.tgz/);
-      assert.ok(fs.existsSync(path.join(folder, 'Dockerfile')), 'the installed package carries the deploy files');
-      const projectInstall = await exec('npm', ['install'], { cwd: folder, env });
-      assert.equal(projectInstall.code, 0, projectInstall.stdout + projectInstall.stderr);
-      const lock = JSON.parse(fs.readFileSync(path.join(folder, 'package-lock.json'), 'utf8'));
-      assert.equal(lock.packages['node_modules/funcrun'].resolved, `${withFuncrun.url}funcrun/-/${TARBALL}`);
-      const test = await exec('npm', ['test'], { cwd: folder, env });
-      assert.equal(test.code, 0, test.stdout + test.stderr);
-    } finally {
-      await withFuncrun.close();
-    }
+    t.after(() => withFuncrun.close());
+    const env = withFuncrun.env;
+    // The way a user gets the command: installed from the registry.
+    const tools = scratch();
+    const install = await exec('npm', ['install', 'funcrun'], { cwd: tools, env });
+    assert.equal(install.code, 0, install.stdout + install.stderr);
+    const cli = path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js');
+    const parent = scratch();
+    const created = await exec(process.execPath, [cli, 'create', 'fn'], { cwd: parent, env });
+    assert.equal(created.code, 0, created.stderr);
+    const folder = path.join(parent, 'fn');
+    assert.equal(JSON.parse(fs.readFileSync(path.join(folder, 'package.json'), 'utf8')).dependencies.funcrun, `^${VERSION}`);
+    assert.ok(!fs.readdirSync(folder).some((f) => f.endsWith('.tgz')), 'nothing packed');
+    assert.doesNotMatch(fs.readFileSync(path.join(folder, 'README.md'), 'utf8'), /\.tgz/);
+    assert.ok(fs.existsSync(path.join(folder, 'Dockerfile')), 'the installed package carries the deploy files');
+    const projectInstall = await exec('npm', ['install'], { cwd: folder, env });
+    assert.equal(projectInstall.code, 0, projectInstall.stdout + projectInstall.stderr);
+    const lock = JSON.parse(fs.readFileSync(path.join(folder, 'package-lock.json'), 'utf8'));
+    assert.equal(lock.packages['node_modules/funcrun'].resolved, `${withFuncrun.url}funcrun/-/${TARBALL}`);
+    const test = await exec('npm', ['test'], { cwd: folder, env });
+    assert.equal(test.code, 0, test.stdout + test.stderr);
   });
 
   it('--funcrun sets the dependency as given; pack packs; an empty one is a usage error', async () => {
@@ -214,25 +209,22 @@ describe('funcrun create: how the project depends on funcrun', () => {
     assert.ok(!fs.existsSync(path.join(parent, 'empty')));
   });
 
-  it('a copy installed from a tarball at some address is not a registry install: it packs', async () => {
+  it('a copy installed from a tarball at some address is not a registry install: it packs', async (t) => {
     const published = scratch();
     const pack = await exec('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', published, ROOT], { cwd: ROOT, env: registry.env });
     assert.equal(pack.code, 0, pack.stderr);
     const server = require('node:http').createServer((req, res) => res.end(fs.readFileSync(path.join(published, TARBALL))));
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const tools = scratch();
-      const url = `http://127.0.0.1:${server.address().port}/downloads/${TARBALL}`;
-      const install = await exec('npm', ['install', url], { cwd: tools, env: registry.env });
-      assert.equal(install.code, 0, install.stdout + install.stderr);
-      const parent = scratch();
-      const created = await exec(process.execPath, [path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js'), 'create', 'fn'], { cwd: parent, env: registry.env });
-      assert.equal(created.code, 0, created.stderr);
-      assert.equal(JSON.parse(fs.readFileSync(path.join(parent, 'fn', 'package.json'), 'utf8')).dependencies.funcrun, `file:${TARBALL}`);
-      assert.ok(fs.existsSync(path.join(parent, 'fn', TARBALL)));
-    } finally {
-      server.close();
-    }
+    t.after(() => server.close());
+    const tools = scratch();
+    const url = `http://127.0.0.1:${server.address().port}/downloads/${TARBALL}`;
+    const install = await exec('npm', ['install', url], { cwd: tools, env: registry.env });
+    assert.equal(install.code, 0, install.stdout + install.stderr);
+    const parent = scratch();
+    const created = await exec(process.execPath, [path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js'), 'create', 'fn'], { cwd: parent, env: registry.env });
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(JSON.parse(fs.readFileSync(path.join(parent, 'fn', 'package.json'), 'utf8')).dependencies.funcrun, `file:${TARBALL}`);
+    assert.ok(fs.existsSync(path.join(parent, 'fn', TARBALL)));
   });
 
   it('the Next: line quotes what the shell would split, and keeps a leading dash from being an option', async () => {

@@ -12,9 +12,9 @@ const { stop } = require('../lib/index.js');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe('draining', () => {
-  it('a request pipelined behind one in flight when the drain begins is run and its answer sent', async () => {
+  it('a request pipelined behind one in flight when the drain begins is run and its answer sent', async (t) => {
     let ran = 0;
-    const server = await serve(async (ctx) => {
+    const server = await serve(t, async (ctx) => {
       if (ctx.path === '/slow') await sleep(300);
       else ran++;
       return ctx.path;
@@ -33,9 +33,9 @@ describe('draining', () => {
     assert.doesNotMatch(text.slice(0, text.indexOf('/slow')), /connection: close/i);
   });
 
-  it('requests pipelined before the drain began are all answered, then the connection closes', async () => {
+  it('requests pipelined before the drain began are all answered, then the connection closes', async (t) => {
     let ran = 0;
-    const server = await serve(async (ctx) => {
+    const server = await serve(t, async (ctx) => {
       await sleep(ctx.path === '/slow' ? 300 : 10);
       ran++;
       return ctx.path;
@@ -70,9 +70,9 @@ describe('draining', () => {
     assert.ok(server.log.entries().some((e) => e.level === 50 && /answers cut at the end of the grace period/.test(e.msg)));
   });
 
-  it('a response streaming when the drain began does not hold the process once it ends', async () => {
+  it('a response streaming when the drain began does not hold the process once it ends', async (t) => {
     const { Readable } = require('node:stream');
-    const server = await serve(() =>
+    const server = await serve(t, () =>
       Readable.from(
         (async function* () {
           for (let i = 0; i < 4; i++) {
@@ -145,34 +145,30 @@ describe('lifecycle bounds', () => {
 });
 
 describe('the connection cap', () => {
-  it('beyond maxConnections, new connections are refused; those within it are served', async () => {
-    const server = await serve(() => 'ok', { maxConnections: 5 });
-    const port = server.server.address().port;
+  it('beyond maxConnections, new connections are refused; those within it are served', async (t) => {
+    // Before serve() registers the server's close, so the clients go first.
     const sockets = [];
-    try {
-      for (let i = 0; i < 20; i++) {
-        const socket = net.connect(port, '127.0.0.1');
-        socket.on('error', () => {});
-        socket.closedByServer = false;
-        socket.on('close', () => (socket.closedByServer = true));
-        sockets.push(socket);
-        await new Promise((resolve) => socket.once('connect', resolve).once('close', resolve));
-      }
-      await sleep(200);
-      const open = sockets.filter((s) => !s.closedByServer);
-      assert.equal(open.length, 5);
-      for (const s of sockets) s.destroy();
-      await sleep(100);
-      assert.equal((await request(server.url)).text, 'ok', 'served again once connections close');
-    } finally {
-      for (const s of sockets) s.destroy();
-      await server.close();
+    t.after(() => sockets.forEach((socket) => socket.destroy()));
+    const server = await serve(t, () => 'ok', { maxConnections: 5 });
+    const port = server.server.address().port;
+    for (let i = 0; i < 20; i++) {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.closedByServer = false;
+      socket.on('close', () => (socket.closedByServer = true));
+      sockets.push(socket);
+      await new Promise((resolve) => socket.once('connect', resolve).once('close', resolve));
     }
+    await sleep(200);
+    const open = sockets.filter((s) => !s.closedByServer);
+    assert.equal(open.length, 5);
+    for (const s of sockets) s.destroy();
+    await sleep(100);
+    assert.equal((await request(server.url)).text, 'ok', 'served again once connections close');
   });
 
   it('with the default cap, 1,024 clients that never close after an error answer do not lock out the liveness probe', { timeout: 30_000 }, async (t) => {
-    const server = await serve(() => 'ok');
-    t.after(server.close);
+    const server = await serve(t, () => 'ok');
     const port = server.server.address().port;
     const shapes = ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nbad header\r\n\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nx-big: ' + 'a'.repeat(20_000) + '\r\n\r\n'];
     const sockets = [];
@@ -232,17 +228,13 @@ describe('SIGTERM with sockets the clients never close', () => {
 });
 
 describe('probes and start-up that misbehave', () => {
-  it('a readiness check that never settles is a 503 after probeTimeout', async () => {
-    const server = await serve({ handle: () => 'ok', readiness: () => new Promise(() => {}) }, { probeTimeout: 200 });
-    try {
-      const started = performance.now();
-      const answer = await request(server.url + '/health/readiness');
-      assert.equal(answer.status, 503);
-      assert.ok(performance.now() - started < 2000);
-      assert.ok(server.log.entries().some((e) => e.level === 40 && /did not answer in time/.test(e.err?.message ?? '')));
-    } finally {
-      await server.close();
-    }
+  it('a readiness check that never settles is a 503 after probeTimeout', async (t) => {
+    const server = await serve(t, { handle: () => 'ok', readiness: () => new Promise(() => {}) }, { probeTimeout: 200 });
+    const started = performance.now();
+    const answer = await request(server.url + '/health/readiness');
+    assert.equal(answer.status, 503);
+    assert.ok(performance.now() - started < 2000);
+    assert.ok(server.log.entries().some((e) => e.level === 40 && /did not answer in time/.test(e.err?.message ?? '')));
   });
 
   it('an init() that throws a value nothing can read: one fatal line, exit code 1', async () => {
@@ -287,8 +279,7 @@ function halfOpen(port, bytes) {
 /** A server answering 16 MiB, and a client that has asked for it and reads nothing (until resumed). */
 async function slowReader(t) {
   const size = 16 * 1024 * 1024;
-  const server = await serve(() => ({ body: Buffer.alloc(size, 'a'), headers: { 'content-type': 'application/octet-stream' } }));
-  t.after(server.close);
+  const server = await serve(t, () => ({ body: Buffer.alloc(size, 'a'), headers: { 'content-type': 'application/octet-stream' } }));
   const socket = net.connect(server.server.address().port, '127.0.0.1');
   t.after(() => socket.destroy());
   socket.on('error', () => {});

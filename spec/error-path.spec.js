@@ -3,7 +3,8 @@
 // answer and the server keeps serving.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { serve, request } = require('./helpers');
+const { Readable } = require('node:stream');
+const { serve, startServer, request } = require('./helpers');
 
 const throwing = {
   'a statusCode getter that throws': () => Object.defineProperty(new Error('x'), 'statusCode', { get: () => { throw new Error('getter'); } }),
@@ -41,7 +42,7 @@ describe('the error path cannot throw', () => {
   let server;
   let current;
   before(async () => {
-    server = await serve(() => {
+    server = await startServer(() => {
       throw current();
     }, { logLevel: 'trace' });
   });
@@ -68,7 +69,7 @@ describe('the error path cannot throw', () => {
 describe('headers on a thrown error that node would refuse', () => {
   let server;
   before(async () => {
-    server = await serve((ctx) => {
+    server = await startServer((ctx) => {
       const error = Object.assign(new Error('not found'), { statusCode: 404, headers: { 'x-id': ctx.query.id, 'x-ok': 'yes' } });
       if (ctx.query.name) error.headers[ctx.query.name] = 'v';
       throw error;
@@ -103,9 +104,9 @@ describe('headers on a thrown error that node would refuse', () => {
 });
 
 describe('an errorBody() that misbehaves', () => {
-  it('one that throws, or returns what JSON cannot hold, falls back to the plain body', async () => {
+  it('one that throws, or returns what JSON cannot hold, falls back to the plain body', async (t) => {
     let mode = 'throw';
-    const server = await serve({
+    const server = await serve(t, {
       handle: () => {
         throw Object.assign(new Error('nope'), { statusCode: 400 });
       },
@@ -117,14 +118,29 @@ describe('an errorBody() that misbehaves', () => {
         return cyclic;
       },
     });
-    try {
-      for (mode of ['throw', 'bigint', 'cyclic']) {
-        const answer = await request(server.url);
-        assert.equal(answer.status, 400, mode);
-        assert.equal(answer.json.message, 'nope', mode);
-      }
-    } finally {
-      await server.close();
+    for (mode of ['throw', 'bigint', 'cyclic']) {
+      const answer = await request(server.url);
+      assert.equal(answer.status, 400, mode);
+      assert.equal(answer.json.message, 'nope', mode);
     }
+  });
+
+  it('an errorBody() returning a stream: the plain JSON body, and the stream is closed', async (t) => {
+    let closed = 0;
+    const server = await serve(t, {
+      routes: { 'GET /a': () => 'a' },
+      errorBody: () => {
+        const s = new Readable({ read() {} });
+        s.once('close', () => closed++);
+        return s;
+      },
+    });
+    for (let i = 0; i < 20; i++) {
+      const answer = await request(server.url + '/x');
+      assert.equal(answer.json.statusCode, 404);
+      assert.doesNotMatch(answer.text, /_readableState/);
+    }
+    for (let i = 0; i < 50 && closed < 20; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(closed, 20);
   });
 });

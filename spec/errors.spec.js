@@ -1,8 +1,7 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { serve, request } = require('./helpers');
-const { statusOf, errorBody } = require('../lib/errors.js');
+const { serve, startServer, request } = require('./helpers');
 
 const SECRET = 'db-password-Zq81';
 
@@ -55,7 +54,7 @@ const throwers = {
 describe('errors over HTTP', () => {
   let server;
   before(async () => {
-    server = await serve((ctx) => throwers[ctx.path]());
+    server = await startServer((ctx) => throwers[ctx.path]());
   });
   after(() => server.close());
 
@@ -116,26 +115,6 @@ describe('errors over HTTP', () => {
   });
 });
 
-describe('statusOf and errorBody (pure)', () => {
-  it('takes statusCode, then code, within 400 to 599', () => {
-    assert.equal(statusOf({ statusCode: 400 }), 400);
-    assert.equal(statusOf({ statusCode: 599 }), 599);
-    assert.equal(statusOf({ statusCode: 600 }), 500);
-    assert.equal(statusOf({ statusCode: 404.5 }), 500);
-    assert.equal(statusOf({ statusCode: '404' }), 500);
-    assert.equal(statusOf({ code: 401 }), 401);
-    assert.equal(statusOf({ statusCode: 'x', code: 403 }), 403);
-    assert.equal(statusOf('x'), 500);
-    assert.equal(statusOf(undefined), 500);
-  });
-
-  it('a 4xx body carries the message, a 5xx body never does', () => {
-    assert.deepEqual(errorBody(400, new Error('bad')), { statusCode: 400, error: 'Bad Request', message: 'bad' });
-    assert.deepEqual(errorBody(500, new Error('secret')), { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
-    assert.deepEqual(errorBody(404, 'a string'), { statusCode: 404, error: 'Not Found', message: 'Not Found' });
-  });
-});
-
 describe('malformed HTTP', () => {
   const net = require('node:net');
   const raw = (port, data) =>
@@ -147,37 +126,30 @@ describe('malformed HTTP', () => {
       socket.on('error', reject);
     });
 
-  it('a request that is not HTTP, or has conflicting framing, gets a 400 JSON body and the server keeps serving', async () => {
-    const { url, close } = await serve(() => 'fine');
+  it('a request that is not HTTP, or has conflicting framing, gets a 400 JSON body and the server keeps serving', async (t) => {
+    const { url } = await serve(t, () => 'fine');
     const port = Number(new URL(url).port);
-    try {
-      for (const data of ['GARBAGE\r\n\r\n', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n']) {
-        const answer = await raw(port, data);
-        assert.match(answer, /^HTTP\/1\.1 400 /);
-        assert.match(answer, /content-type: application\/json/);
-        assert.match(answer, /"statusCode":400/);
-      }
-      assert.equal((await request(url)).text, 'fine');
-    } finally {
-      await close();
+    for (const data of ['GARBAGE\r\n\r\n', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n']) {
+      const answer = await raw(port, data);
+      assert.match(answer, /^HTTP\/1\.1 400 /);
+      assert.match(answer, /content-type: application\/json/);
+      assert.match(answer, /"statusCode":400/);
     }
+    assert.equal((await request(url)).text, 'fine');
   });
 
-  it('headers past the size limit get a 431 JSON body', async () => {
-    const { url, close } = await serve(() => 'fine');
-    try {
-      const answer = await raw(Number(new URL(url).port), `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`);
-      assert.match(answer, /^HTTP\/1\.1 431 /);
-      assert.match(answer, /"statusCode":431/);
-    } finally {
-      await close();
-    }
+  it('headers past the size limit get a 431 JSON body', async (t) => {
+    const { url } = await serve(t, () => 'fine');
+    const answer = await raw(Number(new URL(url).port), `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`);
+    assert.match(answer, /^HTTP\/1\.1 431 /);
+    assert.match(answer, /"statusCode":431/);
   });
 });
 
 describe("a module's errorBody", () => {
-  it('shapes every error body of the function: thrown, 404, 405, 413 and malformed JSON', async () => {
-    const { url, close } = await serve(
+  it('shapes every error body of the function: thrown, 404, 405, 413 and malformed JSON', async (t) => {
+    const { url } = await serve(
+      t,
       {
         routes: {
           'POST /things': (ctx, body) => {
@@ -190,22 +162,18 @@ describe("a module's errorBody", () => {
       { bodyLimit: 64 },
     );
     const post = (body, path = '/things') => request(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    try {
-      assert.deepEqual((await post('{"bad":true}')).json, { code: 422, text: 'bad thing', thrownIsError: true });
-      const internal = await post('{}');
-      assert.equal(internal.status, 500);
-      assert.deepEqual(internal.json, { code: 500, text: 'Internal Server Error', thrownIsError: true });
-      assert.equal((await post('{}', '/nothing')).json.code, 404);
-      assert.equal((await request(url + '/things')).json.code, 405);
-      assert.equal((await post('x'.repeat(100))).json.code, 413);
-      assert.match((await post('{')).json.text, /invalid JSON/);
-    } finally {
-      await close();
-    }
+    assert.deepEqual((await post('{"bad":true}')).json, { code: 422, text: 'bad thing', thrownIsError: true });
+    const internal = await post('{}');
+    assert.equal(internal.status, 500);
+    assert.deepEqual(internal.json, { code: 500, text: 'Internal Server Error', thrownIsError: true });
+    assert.equal((await post('{}', '/nothing')).json.code, 404);
+    assert.equal((await request(url + '/things')).json.code, 405);
+    assert.equal((await post('x'.repeat(100))).json.code, 413);
+    assert.match((await post('{')).json.text, /invalid JSON/);
   });
 
-  it('an errorBody that throws falls back to the standard body and is logged', async () => {
-    const { url, log, close } = await serve({
+  it('an errorBody that throws falls back to the standard body and is logged', async (t) => {
+    const { url, log } = await serve(t, {
       handle: () => {
         throw Object.assign(new Error('nope'), { statusCode: 400 });
       },
@@ -213,32 +181,24 @@ describe("a module's errorBody", () => {
         throw new Error('formatter broke');
       },
     });
-    try {
-      const res = await request(url);
-      assert.equal(res.status, 400);
-      assert.deepEqual(res.json, { statusCode: 400, error: 'Bad Request', message: 'nope' });
-      assert.ok(log.entries().some((e) => e.err?.message === 'formatter broke'));
-    } finally {
-      await close();
-    }
+    const res = await request(url);
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json, { statusCode: 400, error: 'Bad Request', message: 'nope' });
+    assert.ok(log.entries().some((e) => e.err?.message === 'formatter broke'));
   });
 });
 
 describe('headers of a thrown error', () => {
-  it('a thrown 4xx with headers sends them (numbers as text); a 5xx does not', async () => {
-    const { url, close } = await serve((ctx) => {
+  it('a thrown 4xx with headers sends them (numbers as text); a 5xx does not', async (t) => {
+    const { url } = await serve(t, (ctx) => {
       const status = Number(ctx.query.status);
       throw Object.assign(new Error('x'), { statusCode: status, headers: { 'WWW-Authenticate': 'Bearer', 'x-count': 3 } });
     });
-    try {
-      const unauthorized = await request(url + '/?status=401');
-      assert.equal(unauthorized.status, 401);
-      assert.equal(unauthorized.headers.get('www-authenticate'), 'Bearer');
-      assert.equal(unauthorized.headers.get('x-count'), '3', 'numbers sent as text');
-      const failed = await request(url + '/?status=503');
-      assert.equal(failed.headers.get('www-authenticate'), null);
-    } finally {
-      await close();
-    }
+    const unauthorized = await request(url + '/?status=401');
+    assert.equal(unauthorized.status, 401);
+    assert.equal(unauthorized.headers.get('www-authenticate'), 'Bearer');
+    assert.equal(unauthorized.headers.get('x-count'), '3', 'numbers sent as text');
+    const failed = await request(url + '/?status=503');
+    assert.equal(failed.headers.get('www-authenticate'), null);
   });
 });

@@ -616,48 +616,47 @@ function known(fn, request, differ) {
 
 describe('a faas-js-runtime function moved to funcrun by one line of package.json answers as it did under faas-js-runtime 4.0.1', () => {
   for (const [fn, spec] of Object.entries(CASES)) {
-    it(`${fn}: every answer is faas-js-runtime's, or an accepted difference`, async () => {
+    it(`${fn}: every answer is faas-js-runtime's, or an accepted difference`, async (t) => {
       const invents = spec.invents ?? [];
       const requests = { ...REQUESTS, ...spec.requests };
       const shutdownFiles = Object.fromEntries(SIDES.map((side) => [side, path.join(scratch, `${side}-${fn.replace(/\W/g, '-')}.shutdown`)]));
       const running = {};
-      try {
-        await Promise.all(SIDES.map(async (side) => (running[side] = await startFunction(projects[side], spec.file, { PARITY_SHUTDOWN_FILE: shutdownFiles[side] }))));
-        const unexpected = [];
-        const list = [];
-        found.set(fn, list);
-        for (const [name, request] of Object.entries(requests)) {
-          const [peer, ours] = await askBoth(running, request);
-          const a = aspectsOf(peer, invents);
-          const b = aspectsOf(ours, invents);
-          const differ = differences(a, b);
-          const named = known(fn, name, differ);
-          for (const aspect of differ) list.push({ request: name, aspect, peer: valueAt(a, aspect), ours: valueAt(b, aspect), known: named.get(aspect) });
-          const unnamed = differ.filter((aspect) => !named.has(aspect));
-          if (unnamed.length > 0) unexpected.push(`${name}: ${unnamed.map((aspect) => `${aspect} ${show(valueAt(a, aspect))} -> ${show(valueAt(b, aspect))}`).join('; ')}`);
-        }
-        // SIGTERM: both stop with 0, having run shutdown() where the function has one.
-        const stopped = await Promise.all(
-          SIDES.map((side) => {
-            running[side].child.kill('SIGTERM');
-            return running[side].exited;
-          }),
-        );
-        const shutdown = SIDES.map((side) => (fs.existsSync(shutdownFiles[side]) ? fs.readFileSync(shutdownFiles[side], 'utf8') : '(not run)'));
-        for (const [aspect, peer, ours] of [
-          ['exit on SIGTERM', JSON.stringify(stopped[0]), JSON.stringify(stopped[1])],
-          ['shutdown()', shutdown[0], shutdown[1]],
-        ]) {
-          if (peer === ours) continue;
-          list.push({ request: 'SIGTERM', aspect, peer, ours });
-          unexpected.push(`SIGTERM: ${aspect} ${peer} -> ${ours}`);
-        }
-        // funcrun's error lines, to tell why it answered as it did.
-        const failures = running.funcrun.out.stdout.split('\n').filter((line) => /"level":(50|60)/.test(line));
-        assert.deepEqual(unexpected, [], `funcrun answered otherwise than faas-js-runtime:\n  ${unexpected.join('\n  ')}\nfuncrun's errors:\n  ${failures.join('\n  ')}`);
-      } finally {
+      t.after(() => {
         for (const side of SIDES) if (running[side]?.child.exitCode === null) running[side].child.kill('SIGKILL');
+      });
+      await Promise.all(SIDES.map(async (side) => (running[side] = await startFunction(projects[side], spec.file, { PARITY_SHUTDOWN_FILE: shutdownFiles[side] }))));
+      const unexpected = [];
+      const list = [];
+      found.set(fn, list);
+      for (const [name, request] of Object.entries(requests)) {
+        const [peer, ours] = await askBoth(running, request);
+        const a = aspectsOf(peer, invents);
+        const b = aspectsOf(ours, invents);
+        const differ = differences(a, b);
+        const named = known(fn, name, differ);
+        for (const aspect of differ) list.push({ request: name, aspect, peer: valueAt(a, aspect), ours: valueAt(b, aspect), known: named.get(aspect) });
+        const unnamed = differ.filter((aspect) => !named.has(aspect));
+        if (unnamed.length > 0) unexpected.push(`${name}: ${unnamed.map((aspect) => `${aspect} ${show(valueAt(a, aspect))} -> ${show(valueAt(b, aspect))}`).join('; ')}`);
       }
+      // SIGTERM: both stop with 0, having run shutdown() where the function has one.
+      const stopped = await Promise.all(
+        SIDES.map((side) => {
+          running[side].child.kill('SIGTERM');
+          return running[side].exited;
+        }),
+      );
+      const shutdown = SIDES.map((side) => (fs.existsSync(shutdownFiles[side]) ? fs.readFileSync(shutdownFiles[side], 'utf8') : '(not run)'));
+      for (const [aspect, peer, ours] of [
+        ['exit on SIGTERM', JSON.stringify(stopped[0]), JSON.stringify(stopped[1])],
+        ['shutdown()', shutdown[0], shutdown[1]],
+      ]) {
+        if (peer === ours) continue;
+        list.push({ request: 'SIGTERM', aspect, peer, ours });
+        unexpected.push(`SIGTERM: ${aspect} ${peer} -> ${ours}`);
+      }
+      // funcrun's error lines, to tell why it answered as it did.
+      const failures = running.funcrun.out.stdout.split('\n').filter((line) => /"level":(50|60)/.test(line));
+      assert.deepEqual(unexpected, [], `funcrun answered otherwise than faas-js-runtime:\n  ${unexpected.join('\n  ')}\nfuncrun's errors:\n  ${failures.join('\n  ')}`);
     });
   }
 

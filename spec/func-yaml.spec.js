@@ -149,8 +149,7 @@ describe('run.envs as Knative func reads them', () => {
     t.after(() => {
       for (const name of ['PLAIN', 'LOCAL', 'FROM_SECRET', 'FROM_CONFIG_MAP', 'UNSET_LOCAL']) delete process.env[name];
     });
-    const app = await serve(() => ({ plain: process.env.PLAIN ?? null, secret: process.env.FROM_SECRET ?? null }), { config: folder, logLevel: 'info' });
-    t.after(() => app.close());
+    const app = await serve(t, () => ({ plain: process.env.PLAIN ?? null, secret: process.env.FROM_SECRET ?? null }), { config: folder, logLevel: 'info' });
     assert.deepEqual((await request(app.url)).json, { plain: 'from func.yaml', secret: null });
     assert.ok(app.log.entries().some((l) => /^listening on/.test(l.msg)), 'the start was logged');
     assert.deepEqual(app.log.entries().filter((l) => /run\.envs|secret|configMap/.test(JSON.stringify(l))), []);
@@ -203,11 +202,9 @@ describe("func.yaml's logLevel, as faas-js-runtime reads it", () => {
     delete process.env.FUNC_LOG_LEVEL;
     t.after(() => (saved === undefined ? delete process.env.FUNC_LOG_LEVEL : (process.env.FUNC_LOG_LEVEL = saved)));
     // Compatibility's own default is warn: func.yaml's info wins over it, start()'s option over func.yaml.
-    const app = await serve((context) => context.log.level, { config: folder, compat: 'faas-js-runtime' });
-    t.after(() => app.close());
+    const app = await serve(t, (context) => context.log.level, { config: folder, compat: 'faas-js-runtime' });
     assert.equal((await request(app.url)).text, 'info');
-    const quiet = await serve((context) => context.log.level, { config: folder, compat: 'faas-js-runtime', logLevel: 'error' });
-    t.after(() => quiet.close());
+    const quiet = await serve(t, (context) => context.log.level, { config: folder, compat: 'faas-js-runtime', logLevel: 'error' });
     assert.equal((await request(quiet.url)).text, 'error');
     assert.throws(() => readFuncYaml(project({ 'func.yaml': 'name: x\nlogLevel: loud\n' })), /func\.yaml:2: logLevel: unknown log level 'loud'/);
   });

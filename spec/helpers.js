@@ -1,6 +1,6 @@
 'use strict';
 // Shared by the specs: a real server on 127.0.0.1, port 0, per case, and a sink for log lines.
-const { start, stop } = require('../lib/index.js');
+const { serve: serveForTest, startFunction } = require('../lib/testing.js');
 
 /** Collects log lines; `entries()` parses each as JSON, so a line that is not JSON fails the test. */
 function sink() {
@@ -15,14 +15,27 @@ function sink() {
   };
 }
 
-/**
- * Starts `func` and returns `{ url, server, log, close }`. `close()` stops it (running shutdown()).
- */
-async function serve(func, options = {}) {
+// funcrun/testing's options with the log kept in a sink, at the level start() itself resolves (an
+// option, the environment, func.yaml, the module's, the compatibility default): an explicit
+// `logLevel: undefined` takes the place of startFunction's `trace`.
+function logged(options) {
   const log = sink();
-  const server = await start(func, { port: 0, host: '127.0.0.1', logDestination: log, ...options });
-  const url = `http://127.0.0.1:${server.address().port}`;
-  return { url, server, log, close: () => stop(server, 1000) };
+  return { log, options: { logDestination: log, logLevel: undefined, ...options } };
+}
+
+/**
+ * Serves `func` for the test `t` (funcrun/testing's serve): closed by `t.after` once the test ends.
+ * Resolves to `{ url, port, server, log, close }`, `log` holding every line written.
+ */
+async function serve(t, func, options = {}) {
+  const { log, options: withLog } = logged(options);
+  return { ...(await serveForTest(t, func, withLog)), log };
+}
+
+/** The same for a server a whole `describe` shares: close it in that describe's `after`. */
+async function startServer(func, options = {}) {
+  const { log, options: withLog } = logged(options);
+  return { ...(await startFunction(func, withLog)), log };
 }
 
 /** fetch, returning status, headers and the body as text (and JSON when it parses). */
@@ -38,7 +51,7 @@ async function request(url, init) {
   return { status: res.status, headers: res.headers, text, json };
 }
 
-module.exports = { serve, sink, request };
+module.exports = { serve, startServer, sink, request };
 
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -73,7 +86,8 @@ function freePort() {
 /**
  * Runs `node [...execArgv] lib/serve.js ...args` (or `script` in its place) as a user would. `env` is added to a clean copy of the
  * environment (without the FUNC_ and probe variables of the one running the specs).
- * Returns the child, its output so far, and `exited` (resolves { code, signal }).
+ * Returns the child, its output so far, `exited` (resolves { code, signal }) and `stop(signal)`,
+ * which sends the signal (SIGTERM) and resolves with `exited` (for `t.after(() => proc.stop())`).
  */
 function run(args, { env = {}, cwd, execArgv = [], script = SERVE } = {}) {
   const base = Object.fromEntries(
@@ -107,7 +121,11 @@ function run(args, { env = {}, cwd, execArgv = [], script = SERVE } = {}) {
       child.on('close', onExit);
       check();
     });
-  return { child, out, exited, lines, waitFor };
+  const stop = (signal = 'SIGTERM') => {
+    child.kill(signal);
+    return exited;
+  };
+  return { child, out, exited, stop, lines, waitFor };
 }
 
 /** Runs serve.js on a free port and waits until it listens. */

@@ -31,7 +31,7 @@ async function npm(args, cwd) {
 }
 
 describe('examples/image-integration outside the checkout', () => {
-  it('installs funcrun from its tarball, builds, serves with npm start, and its specs run', { timeout: 180_000 }, async () => {
+  it('installs funcrun from its tarball, builds, serves with npm start, and its specs run', { timeout: 180_000 }, async (t) => {
     const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-package-'));
     // lib/ is built already (npm test builds first); the tarball is what npm publishes.
     const [{ filename }] = JSON.parse(await npm(['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], ROOT));
@@ -54,19 +54,19 @@ describe('examples/image-integration outside the checkout', () => {
     child.stdout.on('data', (c) => (out.stdout += c));
     child.stderr.on('data', (c) => (out.stderr += c));
     const exited = new Promise((resolve) => child.on('close', resolve));
-    try {
-      await waitUntilListening(port, { child, out });
-      const res = await fetch(`http://127.0.0.1:${port}/v1/imageintegrations/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' });
-      const body = await res.json();
-      assert.equal(res.status, 400);
-      assert.equal(body.code, 3);
-    } finally {
+    t.after(async () => {
       process.kill(-child.pid, 'SIGTERM');
       await exited;
-    }
+    });
+    // After the server has stopped (hooks run in the order they are registered).
+    t.after(() => fs.rmSync(scratch, { recursive: true, force: true }));
+    await waitUntilListening(port, { child, out });
+    const res = await fetch(`http://127.0.0.1:${port}/v1/imageintegrations/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' });
+    const body = await res.json();
+    assert.equal(res.status, 400);
+    assert.equal(body.code, 3);
 
     // Two of its specs (the whole set runs in the workspace): the helpers resolve funcrun/testing from the tarball.
     execFileSync(process.execPath, ['--test', 'spec/json-only.spec.js', 'spec/sigv4.spec.js'], { cwd: outside, env: ENV, stdio: 'pipe' });
-    fs.rmSync(scratch, { recursive: true, force: true });
   });
 });

@@ -188,9 +188,9 @@ describe('lifecycle', () => {
 });
 
 describe('lifecycle through start()', () => {
-  it('init runs before start() resolves; shutdown runs when the server closes', async () => {
+  it('init runs before start() resolves; shutdown runs when the server closes', async (t) => {
     const events = [];
-    const { url, close } = await serve({
+    const { url, close } = await serve(t, {
       init: async () => {
         await new Promise((r) => setTimeout(r, 20));
         events.push('init');
@@ -204,24 +204,20 @@ describe('lifecycle through start()', () => {
     assert.deepEqual(events, ['init', 'started', 'shutdown']);
   });
 
-  it("init gets the runtime's logger", async () => {
-    const { log, close } = await serve({ init: ({ log: logger }) => logger.warn('from init'), handle: () => 1 });
+  it("init gets the runtime's logger", async (t) => {
+    const { log, close } = await serve(t, { init: ({ log: logger }) => logger.warn('from init'), handle: () => 1 });
     await close();
     const line = log.entries().find((e) => e.msg === 'from init');
     assert.equal(line.level, 40);
   });
 
-  it('a throwing init rejects start()', async () => {
-    await assert.rejects(serve({ init: () => { throw new Error('no init'); }, handle: () => 1 }), /no init/);
+  it('a throwing init rejects start()', async (t) => {
+    await assert.rejects(serve(t, { init: () => { throw new Error('no init'); }, handle: () => 1 }), /no init/);
   });
 
-  it('a port in use rejects start()', async () => {
-    const first = await serve(() => 1);
-    try {
-      await assert.rejects(serve(() => 1, { port: Number(new URL(first.url).port) }), /EADDRINUSE/);
-    } finally {
-      await first.close();
-    }
+  it('a port in use rejects start()', async (t) => {
+    const first = await serve(t, () => 1);
+    await assert.rejects(serve(t, () => 1, { port: Number(new URL(first.url).port) }), /EADDRINUSE/);
   });
 });
 

@@ -10,10 +10,9 @@ const SECRET = 'tok-7c1f';
 
 describe('request failed and request rejected lines', () => {
   it('a 5xx is logged at error with method, path (no query) and status, and the error', async (t) => {
-    const server = await serve(() => {
+    const server = await serve(t, () => {
       throw new Error('the database is down');
     }, { logLevel: 'info' });
-    t.after(() => server.close());
     assert.equal((await request(`${server.url}/orders/7?token=${SECRET}`, { method: 'DELETE' })).status, 500);
     const line = server.log.entries().find((e) => e.msg === 'request failed');
     assert.equal(line.level, 50);
@@ -23,28 +22,25 @@ describe('request failed and request rejected lines', () => {
   });
 
   it('a thrown value that is not an Error: the same fields, and the value described', async (t) => {
-    const server = await serve(() => {
+    const server = await serve(t, () => {
       throw 'plain words';
     }, { logLevel: 'info' });
-    t.after(() => server.close());
     await request(`${server.url}/x`, { method: 'POST' });
     const line = server.log.entries().find((e) => e.msg === 'request failed');
     assert.deepEqual([line.method, line.path, line.statusCode, line.thrown], ['POST', '/x', 500, 'plain words']);
   });
 
   it('a 4xx is logged at debug with method, path and status', async (t) => {
-    const server = await serve(() => {
+    const server = await serve(t, () => {
       throw Object.assign(new Error('no such order'), { statusCode: 404 });
     }, { logLevel: 'debug' });
-    t.after(() => server.close());
     await request(`${server.url}/orders/9`);
     const line = server.log.entries().find((e) => e.msg === 'request rejected');
     assert.deepEqual([line.level, line.method, line.path, line.statusCode, line.message], [20, 'GET', '/orders/9', 404, 'no such order']);
   });
 
   it("a statusCode returned as a string is logged as 'a string', the client gets a generic 500", async (t) => {
-    const server = await serve(() => ({ statusCode: '201', body: 'made' }), { logLevel: 'info' });
-    t.after(() => server.close());
+    const server = await serve(t, () => ({ statusCode: '201', body: 'made' }), { logLevel: 'info' });
     const res = await request(server.url);
     assert.equal(res.status, 500);
     assert.deepEqual(res.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
@@ -57,8 +53,7 @@ describe('the access line', () => {
   const accessLines = (server) => server.log.entries().filter((e) => e.msg === 'request completed');
 
   it('FUNC_ACCESS_LOG (accessLog) logs one info line per answered request: method, URL without query values, status, time', async (t) => {
-    const server = await serve((ctx) => (ctx.path === '/missing' ? { statusCode: 404, body: 'no' } : 'ok'), { logLevel: 'info', accessLog: true });
-    t.after(() => server.close());
+    const server = await serve(t, (ctx) => (ctx.path === '/missing' ? { statusCode: 404, body: 'no' } : 'ok'), { logLevel: 'info', accessLog: true });
     await request(`${server.url}/items?token=${SECRET}&page=2`);
     await request(`${server.url}/missing`, { method: 'POST', body: 'x' });
     const lines = accessLines(server);
@@ -74,23 +69,19 @@ describe('the access line', () => {
   });
 
   it('off by default: no access line at info, one at debug', async (t) => {
-    const quiet = await serve(() => 'ok', { logLevel: 'info' });
-    t.after(() => quiet.close());
+    const quiet = await serve(t, () => 'ok', { logLevel: 'info' });
     await request(quiet.url);
     assert.equal(accessLines(quiet).length, 0);
-    const verbose = await serve(() => 'ok', { logLevel: 'debug' });
-    t.after(() => verbose.close());
+    const verbose = await serve(t, () => 'ok', { logLevel: 'debug' });
     await request(verbose.url);
     assert.deepEqual(accessLines(verbose).map((l) => l.level), [20]);
   });
 
   it('faas-js-runtime compatibility turns it on; accessLog: false turns it off again', async (t) => {
-    const on = await serve(() => 'ok', { logLevel: 'info', compat: 'faas-js-runtime' });
-    t.after(() => on.close());
+    const on = await serve(t, () => 'ok', { logLevel: 'info', compat: 'faas-js-runtime' });
     await request(on.url);
     assert.equal(accessLines(on).length, 1);
-    const off = await serve(() => 'ok', { logLevel: 'info', compat: 'faas-js-runtime', accessLog: false });
-    t.after(() => off.close());
+    const off = await serve(t, () => 'ok', { logLevel: 'info', compat: 'faas-js-runtime', accessLog: false });
     await request(off.url);
     assert.equal(accessLines(off).length, 0);
   });

@@ -52,17 +52,13 @@ const serverSpans = () => spans().filter((s) => s.kind === api.SpanKind.SERVER);
 const parentOf = (span) => span.parentSpanContext?.spanId ?? span.parentSpanId;
 
 describe('OpenTelemetry', () => {
-  it('with the API installed but no tracer provider registered: no span, no trace invented', async () => {
-    const server = await serve(shop, { logLevel: 'info' });
-    try {
-      const res = await request(`${server.url}/orders/7`);
-      assert.equal(res.status, 200);
-      assert.equal(seen.traceparent, undefined);
-      const line = server.log.entries().find((l) => l.msg === 'looking up');
-      assert.equal(line.trace_id, undefined);
-    } finally {
-      await server.close();
-    }
+  it('with the API installed but no tracer provider registered: no span, no trace invented', async (t) => {
+    const server = await serve(t, shop, { logLevel: 'info' });
+    const res = await request(`${server.url}/orders/7`);
+    assert.equal(res.status, 200);
+    assert.equal(seen.traceparent, undefined);
+    const line = server.log.entries().find((l) => l.msg === 'looking up');
+    assert.equal(line.trace_id, undefined);
   });
 
   describe('with a tracer provider, a propagator and a context manager registered', () => {
@@ -80,138 +76,114 @@ describe('OpenTelemetry', () => {
       api.context.disable();
     });
 
-    it('a SERVER span per invocation: parent from traceparent, route, attributes; logs and context.traceparent from it', async () => {
+    it('a SERVER span per invocation: parent from traceparent, route, attributes; logs and context.traceparent from it', async (t) => {
       exporter.reset();
-      const server = await serve(shop, { logLevel: 'info' });
-      try {
-        const res = await request(`${server.url}/orders/42?token=abc`, { headers: { traceparent: TRACEPARENT, tracestate: 'vendor=opaque' } });
-        assert.equal(res.status, 200);
-        await sleep(10);
-        const [span] = serverSpans();
-        assert.equal(serverSpans().length, 1);
-        assert.equal(span.name, 'GET /orders/:id');
-        assert.equal(span.spanContext().traceId, TRACE_ID);
-        assert.equal(parentOf(span), PARENT);
-        assert.deepEqual(
-          { ...span.attributes },
-          { 'http.request.method': 'GET', 'url.path': '/orders/42', 'http.route': '/orders/:id', 'http.response.status_code': 200 },
-        );
-        assert.equal(span.status.code, api.SpanStatusCode.UNSET);
-        const own = span.spanContext().spanId;
-        assert.equal(seen.traceparent, `00-${TRACE_ID}-${own}-01`);
-        assert.equal(seen.tracestate, 'vendor=opaque');
-        const line = server.log.entries().find((l) => l.msg === 'looking up');
-        assert.deepEqual([line.trace_id, line.span_id, line.trace_flags], [TRACE_ID, own, '01']);
-        const db = spans().find((s) => s.name === 'db.query');
-        assert.equal(parentOf(db), own, "the function's span nests under the invocation's");
-        assert.equal(db.spanContext().traceId, TRACE_ID);
-      } finally {
-        await server.close();
-      }
+      const server = await serve(t, shop, { logLevel: 'info' });
+      const res = await request(`${server.url}/orders/42?token=abc`, { headers: { traceparent: TRACEPARENT, tracestate: 'vendor=opaque' } });
+      assert.equal(res.status, 200);
+      await sleep(10);
+      const [span] = serverSpans();
+      assert.equal(serverSpans().length, 1);
+      assert.equal(span.name, 'GET /orders/:id');
+      assert.equal(span.spanContext().traceId, TRACE_ID);
+      assert.equal(parentOf(span), PARENT);
+      assert.deepEqual(
+        { ...span.attributes },
+        { 'http.request.method': 'GET', 'url.path': '/orders/42', 'http.route': '/orders/:id', 'http.response.status_code': 200 },
+      );
+      assert.equal(span.status.code, api.SpanStatusCode.UNSET);
+      const own = span.spanContext().spanId;
+      assert.equal(seen.traceparent, `00-${TRACE_ID}-${own}-01`);
+      assert.equal(seen.tracestate, 'vendor=opaque');
+      const line = server.log.entries().find((l) => l.msg === 'looking up');
+      assert.deepEqual([line.trace_id, line.span_id, line.trace_flags], [TRACE_ID, own, '01']);
+      const db = spans().find((s) => s.name === 'db.query');
+      assert.equal(parentOf(db), own, "the function's span nests under the invocation's");
+      assert.equal(db.spanContext().traceId, TRACE_ID);
     });
 
-    it('without a traceparent: a new trace, which the logs carry', async () => {
+    it('without a traceparent: a new trace, which the logs carry', async (t) => {
       exporter.reset();
-      const server = await serve(shop, { logLevel: 'info' });
-      try {
-        await request(`${server.url}/orders/1`);
-        await sleep(10);
-        const [span] = serverSpans();
-        assert.equal(parentOf(span), undefined);
-        const line = server.log.entries().find((l) => l.msg === 'looking up');
-        assert.equal(line.trace_id, span.spanContext().traceId);
-        assert.equal(line.span_id, span.spanContext().spanId);
-      } finally {
-        await server.close();
-      }
+      const server = await serve(t, shop, { logLevel: 'info' });
+      await request(`${server.url}/orders/1`);
+      await sleep(10);
+      const [span] = serverSpans();
+      assert.equal(parentOf(span), undefined);
+      const line = server.log.entries().find((l) => l.msg === 'looking up');
+      assert.equal(line.trace_id, span.spanContext().traceId);
+      assert.equal(line.span_id, span.spanContext().spanId);
     });
 
-    it('5xx marks the span as an error; 4xx does not; the fallback handler has no route', async () => {
+    it('5xx marks the span as an error; 4xx does not; the fallback handler has no route', async (t) => {
       exporter.reset();
-      const server = await serve(shop, { logLevel: 'silent' });
-      try {
-        assert.equal((await request(`${server.url}/fail`, { method: 'POST' })).status, 500);
-        assert.equal((await request(`${server.url}/missing`)).status, 404);
-        assert.equal((await request(`${server.url}/anything/else`, { method: 'PUT' })).status, 200);
-        await sleep(10);
-        const byPath = Object.fromEntries(serverSpans().map((s) => [s.attributes['url.path'], s]));
-        assert.equal(byPath['/fail'].status.code, api.SpanStatusCode.ERROR);
-        assert.equal(byPath['/fail'].attributes['http.response.status_code'], 500);
-        assert.equal(byPath['/fail'].attributes['error.type'], '500');
-        assert.equal(byPath['/missing'].status.code, api.SpanStatusCode.UNSET);
-        assert.equal(byPath['/missing'].attributes['http.response.status_code'], 404);
-        assert.equal(byPath['/anything/else'].name, 'PUT');
-        assert.equal(byPath['/anything/else'].attributes['http.route'], undefined);
-      } finally {
-        await server.close();
-      }
+      const server = await serve(t, shop, { logLevel: 'silent' });
+      assert.equal((await request(`${server.url}/fail`, { method: 'POST' })).status, 500);
+      assert.equal((await request(`${server.url}/missing`)).status, 404);
+      assert.equal((await request(`${server.url}/anything/else`, { method: 'PUT' })).status, 200);
+      await sleep(10);
+      const byPath = Object.fromEntries(serverSpans().map((s) => [s.attributes['url.path'], s]));
+      assert.equal(byPath['/fail'].status.code, api.SpanStatusCode.ERROR);
+      assert.equal(byPath['/fail'].attributes['http.response.status_code'], 500);
+      assert.equal(byPath['/fail'].attributes['error.type'], '500');
+      assert.equal(byPath['/missing'].status.code, api.SpanStatusCode.UNSET);
+      assert.equal(byPath['/missing'].attributes['http.response.status_code'], 404);
+      assert.equal(byPath['/anything/else'].name, 'PUT');
+      assert.equal(byPath['/anything/else'].attributes['http.route'], undefined);
     });
 
-    it('a binary CloudEvent: parent from its traceparent extension, type and id as attributes; the answer carries the span', async () => {
+    it('a binary CloudEvent: parent from its traceparent extension, type and id as attributes; the answer carries the span', async (t) => {
       exporter.reset();
-      const server = await serve(shop, { logLevel: 'silent' });
-      try {
-        const event = new CloudEvent({ id: 'evt-1', source: '/spec', type: 'dev.spec.order', data: { n: 1 }, traceparent: TRACEPARENT });
-        const message = HTTP.binary(event);
-        const res = await fetch(`${server.url}/events`, { method: 'POST', headers: message.headers, body: message.body });
-        const headers = Object.fromEntries(res.headers);
-        const answer = HTTP.toEvent({ headers, body: await res.text() });
-        await sleep(10);
-        const [span] = serverSpans();
-        assert.equal(span.spanContext().traceId, TRACE_ID);
-        assert.equal(parentOf(span), PARENT);
-        assert.equal(span.attributes['cloudevents.event_id'], 'evt-1');
-        assert.equal(span.attributes['cloudevents.event_type'], 'dev.spec.order');
-        assert.equal(span.name, 'POST /events');
-        assert.equal(answer.type, 'dev.spec.seen');
-        assert.equal(answer.traceparent, `00-${TRACE_ID}-${span.spanContext().spanId}-01`);
-      } finally {
-        await server.close();
-      }
+      const server = await serve(t, shop, { logLevel: 'silent' });
+      const event = new CloudEvent({ id: 'evt-1', source: '/spec', type: 'dev.spec.order', data: { n: 1 }, traceparent: TRACEPARENT });
+      const message = HTTP.binary(event);
+      const res = await fetch(`${server.url}/events`, { method: 'POST', headers: message.headers, body: message.body });
+      const headers = Object.fromEntries(res.headers);
+      const answer = HTTP.toEvent({ headers, body: await res.text() });
+      await sleep(10);
+      const [span] = serverSpans();
+      assert.equal(span.spanContext().traceId, TRACE_ID);
+      assert.equal(parentOf(span), PARENT);
+      assert.equal(span.attributes['cloudevents.event_id'], 'evt-1');
+      assert.equal(span.attributes['cloudevents.event_type'], 'dev.spec.order');
+      assert.equal(span.name, 'POST /events');
+      assert.equal(answer.type, 'dev.spec.seen');
+      assert.equal(answer.traceparent, `00-${TRACE_ID}-${span.spanContext().spanId}-01`);
     });
 
-    it("a batch: a span per event, each under its own event's trace when the request brought none", async () => {
+    it("a batch: a span per event, each under its own event's trace when the request brought none", async (t) => {
       exporter.reset();
-      const server = await serve({ handle: (context) => ({ seen: context.traceparent }) }, { logLevel: 'silent' });
-      try {
-        const ids = ['11111111111111111111111111111111', '22222222222222222222222222222222'];
-        const events = ids.map((traceId, i) => ({
-          specversion: '1.0',
-          id: `e${i}`,
-          source: '/spec',
-          type: 'spec.batch',
-          traceparent: `00-${traceId}-${PARENT}-01`,
-        }));
-        const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events) });
-        assert.ok(res.status < 300, res.text);
-        await sleep(10);
-        const byEvent = Object.fromEntries(serverSpans().map((s) => [s.attributes['cloudevents.event_id'], s]));
-        assert.equal(byEvent.e0.spanContext().traceId, ids[0]);
-        assert.equal(byEvent.e1.spanContext().traceId, ids[1]);
-        for (const span of Object.values(byEvent)) assert.equal(parentOf(span), PARENT);
-      } finally {
-        await server.close();
-      }
+      const server = await serve(t, { handle: (context) => ({ seen: context.traceparent }) }, { logLevel: 'silent' });
+      const ids = ['11111111111111111111111111111111', '22222222222222222222222222222222'];
+      const events = ids.map((traceId, i) => ({
+        specversion: '1.0',
+        id: `e${i}`,
+        source: '/spec',
+        type: 'spec.batch',
+        traceparent: `00-${traceId}-${PARENT}-01`,
+      }));
+      const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events) });
+      assert.ok(res.status < 300, res.text);
+      await sleep(10);
+      const byEvent = Object.fromEntries(serverSpans().map((s) => [s.attributes['cloudevents.event_id'], s]));
+      assert.equal(byEvent.e0.spanContext().traceId, ids[0]);
+      assert.equal(byEvent.e1.spanContext().traceId, ids[1]);
+      for (const span of Object.values(byEvent)) assert.equal(parentOf(span), PARENT);
     });
 
-    it('an unknown method is recorded as _OTHER, as the conventions say', async () => {
+    it('an unknown method is recorded as _OTHER, as the conventions say', async (t) => {
       exporter.reset();
-      const server = await serve(shop, { logLevel: 'silent' });
-      try {
-        const http = require('node:http');
-        await new Promise((resolve, reject) => {
-          const req = http.request(`${server.url}/x`, { method: 'PURGE' }, (res) => res.resume().on('end', resolve));
-          req.on('error', reject);
-          req.end();
-        });
-        await sleep(10);
-        const [span] = serverSpans();
-        assert.equal(span.attributes['http.request.method'], '_OTHER');
-        assert.equal(span.attributes['http.request.method_original'], 'PURGE');
-        assert.equal(span.name, 'HTTP');
-      } finally {
-        await server.close();
-      }
+      const server = await serve(t, shop, { logLevel: 'silent' });
+      const http = require('node:http');
+      await new Promise((resolve, reject) => {
+        const req = http.request(`${server.url}/x`, { method: 'PURGE' }, (res) => res.resume().on('end', resolve));
+        req.on('error', reject);
+        req.end();
+      });
+      await sleep(10);
+      const [span] = serverSpans();
+      assert.equal(span.attributes['http.request.method'], '_OTHER');
+      assert.equal(span.attributes['http.request.method_original'], 'PURGE');
+      assert.equal(span.name, 'HTTP');
     });
   });
 
@@ -231,7 +203,7 @@ describe('OpenTelemetry', () => {
     }
   });
 
-  it("a tracer that throws costs the request nothing: it is served with funcrun's own trace context", async () => {
+  it("a tracer that throws costs the request nothing: it is served with funcrun's own trace context", async (t) => {
     const broken = {
       getTracer: () => ({
         startSpan() {
@@ -242,16 +214,12 @@ describe('OpenTelemetry', () => {
       }),
     };
     api.trace.setGlobalTracerProvider(broken);
-    const server = await serve(shop, { logLevel: 'info' });
-    try {
-      const res = await request(`${server.url}/orders/3`, { headers: { traceparent: TRACEPARENT } });
-      assert.equal(res.status, 200);
-      assert.deepEqual(res.json, { id: '3' });
-      assert.match(seen.traceparent, new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
-      assert.ok(!seen.traceparent.includes(PARENT), "the invocation's own span id");
-    } finally {
-      await server.close();
-      api.trace.disable();
-    }
+    const server = await serve(t, shop, { logLevel: 'info' });
+    t.after(() => api.trace.disable());
+    const res = await request(`${server.url}/orders/3`, { headers: { traceparent: TRACEPARENT } });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json, { id: '3' });
+    assert.match(seen.traceparent, new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
+    assert.ok(!seen.traceparent.includes(PARENT), "the invocation's own span id");
   });
 });

@@ -27,98 +27,74 @@ async function withEnv(vars, fn) {
 }
 
 describe('health probes', () => {
-  it('answer 200 OK on /health/liveness and /health/readiness by default, without calling the handler', async () => {
+  it('answer 200 OK on /health/liveness and /health/readiness by default, without calling the handler', async (t) => {
     let calls = 0;
-    const { url, close } = await serve(() => calls++);
-    try {
-      for (const probe of ['/health/liveness', '/health/readiness']) {
-        const res = await request(url + probe);
-        assert.equal(res.status, 200);
-        assert.equal(res.text, 'OK');
-        assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
-      }
-      assert.equal(calls, 0);
-    } finally {
-      await close();
+    const { url } = await serve(t, () => calls++);
+    for (const probe of ['/health/liveness', '/health/readiness']) {
+      const res = await request(url + probe);
+      assert.equal(res.status, 200);
+      assert.equal(res.text, 'OK');
+      assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
     }
+    assert.equal(calls, 0);
   });
 
-  it("call the module's liveness and readiness: false or a throw gives 503 with a JSON body", async () => {
+  it("call the module's liveness and readiness: false or a throw gives 503 with a JSON body", async (t) => {
     let ready = true;
-    const { url, close } = await serve({
+    const { url } = await serve(t, {
       handle: () => 'ok',
       liveness: () => {
         throw new Error('wedged');
       },
       readiness: async () => ready,
     });
-    try {
-      const live = await request(url + '/health/liveness');
-      assert.equal(live.status, 503);
-      assert.equal(live.json.statusCode, 503);
-      assert.equal((await request(url + '/health/readiness')).status, 200);
-      ready = false;
-      assert.equal((await request(url + '/health/readiness')).status, 503);
-    } finally {
-      await close();
-    }
+    const live = await request(url + '/health/liveness');
+    assert.equal(live.status, 503);
+    assert.equal(live.json.statusCode, 503);
+    assert.equal((await request(url + '/health/readiness')).status, 200);
+    ready = false;
+    assert.equal((await request(url + '/health/readiness')).status, 503);
   });
 
-  it("the function's path property moves a probe; the old path goes to the handler", async () => {
+  it("the function's path property moves a probe; the old path goes to the handler", async (t) => {
     const liveness = () => true;
     liveness.path = '/alive';
     const readiness = () => true;
     readiness.path = '/ready';
-    const { url, close } = await serve({ handle: (ctx) => `handler ${ctx.path}`, liveness, readiness });
-    try {
-      assert.equal((await request(url + '/alive')).text, 'OK');
-      assert.equal((await request(url + '/ready')).text, 'OK');
-      assert.equal((await request(url + '/health/liveness')).text, 'handler /health/liveness');
-    } finally {
-      await close();
-    }
+    const { url } = await serve(t, { handle: (ctx) => `handler ${ctx.path}`, liveness, readiness });
+    assert.equal((await request(url + '/alive')).text, 'OK');
+    assert.equal((await request(url + '/ready')).text, 'OK');
+    assert.equal((await request(url + '/health/liveness')).text, 'handler /health/liveness');
   });
 
-  it("func.yaml's deploy.healthEndpoints set the paths", async () => {
+  it("func.yaml's deploy.healthEndpoints set the paths", async (t) => {
     const folder = funcYamlFolder('name: probes\ndeploy:\n  healthEndpoints:\n    liveness: /yaml/live\n    readiness: /yaml/ready\n');
-    const { url, close } = await serve(() => 'handler', { config: folder });
-    try {
-      assert.equal((await request(url + '/yaml/live')).text, 'OK');
-      assert.equal((await request(url + '/yaml/ready')).text, 'OK');
-      assert.equal((await request(url + '/health/liveness')).text, 'handler');
-    } finally {
-      await close();
-    }
+    const { url } = await serve(t, () => 'handler', { config: folder });
+    assert.equal((await request(url + '/yaml/live')).text, 'OK');
+    assert.equal((await request(url + '/yaml/ready')).text, 'OK');
+    assert.equal((await request(url + '/health/liveness')).text, 'handler');
   });
 
-  it('precedence: LIVENESS_URL / READINESS_URL, then the path property, then func.yaml, then the default', async () => {
+  it('precedence: LIVENESS_URL / READINESS_URL, then the path property, then func.yaml, then the default', async (t) => {
     const folder = funcYamlFolder('deploy:\n  healthEndpoints:\n    liveness: /yaml/live\n    readiness: /yaml/ready\n');
     const liveness = () => true;
     liveness.path = '/prop/live';
     await withEnv({ READINESS_URL: '/env/ready' }, async () => {
-      const { url, close } = await serve({ handle: () => 'handler', liveness }, { config: folder });
-      try {
-        assert.equal((await request(url + '/env/ready')).text, 'OK');
-        assert.equal((await request(url + '/prop/live')).text, 'OK');
-        assert.equal((await request(url + '/yaml/ready')).text, 'handler');
-        assert.equal((await request(url + '/yaml/live')).text, 'handler');
-      } finally {
-        await close();
-      }
+      const { url } = await serve(t, { handle: () => 'handler', liveness }, { config: folder });
+      assert.equal((await request(url + '/env/ready')).text, 'OK');
+      assert.equal((await request(url + '/prop/live')).text, 'OK');
+      assert.equal((await request(url + '/yaml/ready')).text, 'handler');
+      assert.equal((await request(url + '/yaml/live')).text, 'handler');
     });
     await withEnv({ LIVENESS_URL: '/env/live' }, async () => {
-      const { url, close } = await serve({ handle: () => 'handler', liveness }, { config: folder });
-      try {
-        assert.equal((await request(url + '/env/live')).text, 'OK');
-        assert.equal((await request(url + '/prop/live')).text, 'handler');
-        assert.equal((await request(url + '/yaml/ready')).text, 'OK');
-      } finally {
-        await close();
-      }
+      const { url } = await serve(t, { handle: () => 'handler', liveness }, { config: folder });
+      assert.equal((await request(url + '/env/live')).text, 'OK');
+      assert.equal((await request(url + '/prop/live')).text, 'handler');
+      assert.equal((await request(url + '/yaml/ready')).text, 'OK');
     });
   });
 
-  it('FUNC_HEALTH_ROOT_PATH, FUNC_HEALTH_LIVENESS_PATH and FUNC_HEALTH_READINESS_PATH, as the Java properties do', async () => {
+  it('FUNC_HEALTH_ROOT_PATH, FUNC_HEALTH_LIVENESS_PATH and FUNC_HEALTH_READINESS_PATH, as the Java properties do', async (t) => {
     const cases = [
       [{ FUNC_HEALTH_ROOT_PATH: '/q/health' }, '/q/health/liveness', '/q/health/readiness'],
       [{ FUNC_HEALTH_ROOT_PATH: '/q', FUNC_HEALTH_LIVENESS_PATH: 'alive', FUNC_HEALTH_READINESS_PATH: 'ready' }, '/q/alive', '/q/ready'],
@@ -129,20 +105,16 @@ describe('health probes', () => {
       await withEnv(env, async () => {
         // A named-functions project and a handle project read them the same way.
         for (const module of [{ handle: () => 'handler' }, { functions: { f: () => 1 } }]) {
-          const { url, close } = await serve(module);
-          try {
-            assert.equal((await request(url + live)).text, 'OK', `${JSON.stringify(env)} ${live}`);
-            assert.equal((await request(url + ready)).text, 'OK', `${JSON.stringify(env)} ${ready}`);
-          } finally {
-            await close();
-          }
+          const { url } = await serve(t, module);
+          assert.equal((await request(url + live)).text, 'OK', `${JSON.stringify(env)} ${live}`);
+          assert.equal((await request(url + ready)).text, 'OK', `${JSON.stringify(env)} ${ready}`);
         }
       });
     }
-    await withEnv({ FUNC_HEALTH_LIVENESS_PATH: 'has space' }, () => assert.rejects(serve(() => 1), /invalid FUNC_HEALTH_LIVENESS_PATH/));
+    await withEnv({ FUNC_HEALTH_LIVENESS_PATH: 'has space' }, () => assert.rejects(serve(t, () => 1), /invalid FUNC_HEALTH_LIVENESS_PATH/));
   });
 
-  it('a probe path with dot or empty segments, or one another runtime path already has, stops the start', async () => {
+  it('a probe path with dot or empty segments, or one another runtime path already has, stops the start', async (t) => {
     for (const [env, message] of [
       [{ FUNC_HEALTH_LIVENESS_PATH: '../x' }, /invalid FUNC_HEALTH_LIVENESS_PATH "\/health\/\.\.\/x": expected a path without '\.' or '\.\.' segments/],
       [{ LIVENESS_URL: '/a/./b' }, /invalid LIVENESS_URL/],
@@ -151,32 +123,24 @@ describe('health probes', () => {
       [{ LIVENESS_URL: '/metrics' }, /the liveness probe and the metrics are both at "\/metrics"/],
       [{ FUNC_METRICS_PATH: '/health/readiness' }, /the readiness probe and the metrics are both at/],
     ]) {
-      await withEnv(env, () => assert.rejects(serve(() => 1), message));
+      await withEnv(env, () => assert.rejects(serve(t, () => 1), message));
     }
     // With metrics off, /metrics is free for a probe.
     await withEnv({ LIVENESS_URL: '/metrics', FUNC_METRICS: 'off' }, async () => {
-      const { url, close } = await serve(() => 1);
-      try {
-        assert.equal((await request(url + '/metrics')).status, 200);
-      } finally {
-        await close();
-      }
+      const { url } = await serve(t, () => 1);
+      assert.equal((await request(url + '/metrics')).status, 200);
     });
   });
 
-  it('a probe path answers GET and HEAD; another method is a 405', async () => {
-    const { url, close } = await serve(() => 'handler');
-    try {
-      assert.equal((await request(url + '/health/liveness', { method: 'HEAD' })).status, 200);
-      const res = await request(url + '/health/liveness', { method: 'POST' });
-      assert.equal(res.status, 405);
-      assert.equal(res.headers.get('allow'), 'GET, HEAD');
-    } finally {
-      await close();
-    }
+  it('a probe path answers GET and HEAD; another method is a 405', async (t) => {
+    const { url } = await serve(t, () => 'handler');
+    assert.equal((await request(url + '/health/liveness', { method: 'HEAD' })).status, 200);
+    const res = await request(url + '/health/liveness', { method: 'POST' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'GET, HEAD');
   });
 
-  it('readiness turns 503 once the server drains, while the request in flight still completes', async () => {
+  it('readiness turns 503 once the server drains, while the request in flight still completes', async (t) => {
     const gates = {};
     const gate = (name) => {
       let open;
@@ -187,7 +151,7 @@ describe('health probes', () => {
     };
     const slow = gate('slow');
     const ready = gate('ready');
-    const { url, server } = await serve({
+    const { url, server } = await serve(t, {
       handle: async () => {
         gates.slow.resolve();
         await gates.slow.promise;

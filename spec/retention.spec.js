@@ -1,7 +1,7 @@
 'use strict';
 // What a request leaves behind once it is answered. A connection kept alive must not hold its last
 // request: with many connections open, those requests survive the young generation's collections,
-// V8 grows it, and the process's memory with it (issue 15's RSS after load).
+// V8 grows it, and the process's memory with it.
 const { it } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
@@ -33,29 +33,25 @@ for (const [what, headers, body] of [
   ['a JSON request', 'content-type: application/json\r\n', '{"a":1}'],
   ['a binary CloudEvent', 'content-type: application/json\r\nce-id: 1\r\nce-source: /s\r\nce-type: t\r\nce-specversion: 1.0\r\n', '{"a":1}'],
 ]) {
-  it(`holds nothing of ${what} once it is answered, while its connection stays open`, async () => {
+  it(`holds nothing of ${what} once it is answered, while its connection stays open`, async (t) => {
     const seen = [];
-    const { url, close } = await serve({
+    const { url } = await serve(t, {
       handle(context, data) {
         seen.push(new WeakRef(context.req), new WeakRef(context));
         return { ok: data.a };
       },
     });
     const socket = net.connect(Number(new URL(url).port), '127.0.0.1');
-    try {
-      const request = `POST /x HTTP/1.1\r\nhost: x\r\n${headers}content-length: ${body.length}\r\n\r\n${body}`;
-      for (let i = 0; i < 2; i++) assert.match(await exchange(socket, request, /\r\n\r\n\{"ok":1\}$/), /^HTTP\/1\.1 200/);
-      // Past the answer's own callbacks ('finish', the socket's write), then collected.
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      gc();
-      await new Promise((resolve) => setImmediate(resolve));
-      gc();
-      assert.equal(seen.length, 4);
-      assert.deepEqual(seen.map((ref) => ref.deref() === undefined), [true, true, true, true], 'requests and contexts still reachable');
-    } finally {
-      socket.destroy();
-      await close();
-    }
+    t.after(() => socket.destroy());
+    const request = `POST /x HTTP/1.1\r\nhost: x\r\n${headers}content-length: ${body.length}\r\n\r\n${body}`;
+    for (let i = 0; i < 2; i++) assert.match(await exchange(socket, request, /\r\n\r\n\{"ok":1\}$/), /^HTTP\/1\.1 200/);
+    // Past the answer's own callbacks ('finish', the socket's write), then collected.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.equal(seen.length, 4);
+    assert.deepEqual(seen.map((ref) => ref.deref() === undefined), [true, true, true, true], 'requests and contexts still reachable');
   });
 }
 
@@ -76,7 +72,7 @@ const started = {
 for (const [what, start] of Object.entries(started)) {
   it(`holds nothing of a request once it is answered while ${what} it started is pending`, async (t) => {
     const seen = [];
-    const { url, close } = await serve({
+    const { url } = await serve(t, {
       handle(context, data) {
         // Reading `log` turns the invocation scope on where it is not always on (Node 22).
         log.debug('started');
@@ -85,7 +81,6 @@ for (const [what, start] of Object.entries(started)) {
         return { size: data.length };
       },
     });
-    t.after(close);
     for (let i = 0; i < 3; i++) {
       const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: BODY });
       assert.deepEqual(await res.json(), { size: BODY.length });
@@ -97,7 +92,7 @@ for (const [what, start] of Object.entries(started)) {
 it('holds nothing of a request once it is answered while a fetch it started waits on a pooled socket', async (t) => {
   const peerUrl = await silentPeer(t);
   const seen = [];
-  const { url, close } = await serve({
+  const { url } = await serve(t, {
     handle(context, data) {
       log.debug('calling the peer');
       fetch(peerUrl, { signal: AbortSignal.timeout(60_000) }).catch(() => {});
@@ -105,7 +100,6 @@ it('holds nothing of a request once it is answered while a fetch it started wait
       return { size: data.length };
     },
   });
-  t.after(close);
   for (let i = 0; i < 3; i++) {
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: BODY });
     assert.equal(res.status, 200);

@@ -3,127 +3,120 @@ const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const { serve, request } = require('./helpers');
 
-async function returning(value, init) {
+/** Serves a function returning `value` (or `value` itself, a function) for the test `t`, and requests it once. */
+async function returning(t, value, init) {
   const fn = typeof value === 'function' ? value : () => value;
-  const { url, close } = await serve(fn);
-  try {
-    return await request(url, init);
-  } finally {
-    await close();
-  }
+  const { url } = await serve(t, fn);
+  return request(url, init);
 }
 
 describe('return rules', () => {
-  it('nothing returned gives 204 with no body', async () => {
-    const res = await returning(undefined);
+  it('nothing returned gives 204 with no body', async (t) => {
+    const res = await returning(t, undefined);
     assert.equal(res.status, 204);
     assert.equal(res.text, '');
   });
 
-  it('a string gives 200 text/plain', async () => {
-    const res = await returning('hello');
+  it('a string gives 200 text/plain', async (t) => {
+    const res = await returning(t, 'hello');
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
     assert.equal(res.text, 'hello');
   });
 
   for (const value of [42, 0, true, false]) {
-    it(`a ${typeof value} returned directly (${value}) gives 204 with an empty body`, async () => {
-      const res = await returning(value);
+    it(`a ${typeof value} returned directly (${value}) gives 204 with an empty body`, async (t) => {
+      const res = await returning(t, value);
       assert.equal(res.status, 204);
       assert.equal(res.text, '');
     });
   }
 
-  it('a Buffer gives 200 application/octet-stream with the exact bytes', async () => {
+  it('a Buffer gives 200 application/octet-stream with the exact bytes', async (t) => {
     const bytes = Buffer.from([0, 1, 2, 255, 254]);
-    const { url, close } = await serve(() => bytes);
-    try {
-      const res = await fetch(url);
-      assert.equal(res.status, 200);
-      assert.equal(res.headers.get('content-type'), 'application/octet-stream');
-      assert.deepEqual(Buffer.from(await res.arrayBuffer()), bytes);
-    } finally {
-      await close();
-    }
+    const { url } = await serve(t, () => bytes);
+    const res = await fetch(url);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/octet-stream');
+    assert.deepEqual(Buffer.from(await res.arrayBuffer()), bytes);
   });
 
-  it('an object or array without body, headers or statusCode gives 200 JSON', async () => {
-    const object = await returning({ a: 1, nested: { b: [1, 2] } });
+  it('an object or array without body, headers or statusCode gives 200 JSON', async (t) => {
+    const object = await returning(t, { a: 1, nested: { b: [1, 2] } });
     assert.equal(object.status, 200);
     assert.equal(object.headers.get('content-type'), 'application/json; charset=utf-8');
     assert.deepEqual(object.json, { a: 1, nested: { b: [1, 2] } });
-    const array = await returning([1, 'two']);
+    const array = await returning(t, [1, 'two']);
     assert.deepEqual(array.json, [1, 'two']);
   });
 
-  it('statusCode, headers and body are sent as given', async () => {
-    const res = await returning({ statusCode: 201, headers: { 'X-Thing': 'yes' }, body: { id: 7 } });
+  it('statusCode, headers and body are sent as given', async (t) => {
+    const res = await returning(t, { statusCode: 201, headers: { 'X-Thing': 'yes' }, body: { id: 7 } });
     assert.equal(res.status, 201);
     assert.equal(res.headers.get('x-thing'), 'yes');
     assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
     assert.deepEqual(res.json, { id: 7 });
   });
 
-  it('headers without a body give 204 and the headers', async () => {
-    const res = await returning({ headers: { 'x-only': 'header' } });
+  it('headers without a body give 204 and the headers', async (t) => {
+    const res = await returning(t, { headers: { 'x-only': 'header' } });
     assert.equal(res.status, 204);
     assert.equal(res.headers.get('x-only'), 'header');
     assert.equal(res.text, '');
   });
 
-  it('a number or boolean body is sent as its text', async () => {
-    const number = await returning({ body: 42 });
+  it('a number or boolean body is sent as its text', async (t) => {
+    const number = await returning(t, { body: 42 });
     assert.equal(number.status, 200);
     assert.equal(number.text, '42');
-    const boolean = await returning({ body: false });
+    const boolean = await returning(t, { body: false });
     assert.equal(boolean.text, 'false');
   });
 
-  it("a user's content-type wins over the one the body would get", async () => {
-    const res = await returning({ headers: { 'Content-Type': 'application/vnd.thing+json' }, body: { a: 1 } });
+  it("a user's content-type wins over the one the body would get", async (t) => {
+    const res = await returning(t, { headers: { 'Content-Type': 'application/vnd.thing+json' }, body: { a: 1 } });
     assert.equal(res.headers.get('content-type'), 'application/vnd.thing+json');
     assert.deepEqual(res.json, { a: 1 });
   });
 
-  it('statusCode without headers or body gives that status with the object as JSON, as faas-js-runtime does', async () => {
-    const res = await returning({ statusCode: 451, statusMessage: 'Unavailable For Legal Reasons' });
+  it('statusCode without headers or body gives that status with the object as JSON, as faas-js-runtime does', async (t) => {
+    const res = await returning(t, { statusCode: 451, statusMessage: 'Unavailable For Legal Reasons' });
     assert.equal(res.status, 451);
     assert.match(res.headers.get('content-type'), /^application\/json/);
     assert.deepEqual(res.json, { statusCode: 451, statusMessage: 'Unavailable For Legal Reasons' });
-    const empty = await returning({ statusCode: 202, headers: { 'x-a': 'b' } });
+    const empty = await returning(t, { statusCode: 202, headers: { 'x-a': 'b' } });
     assert.equal(empty.status, 202);
     assert.equal(empty.text, '');
   });
 
-  it('a promise is awaited', async () => {
-    const res = await returning(async () => 'later');
+  it('a promise is awaited', async (t) => {
+    const res = await returning(t, async () => 'later');
     assert.equal(res.text, 'later');
   });
 
-  it('HEAD gets the headers of GET and no body', async () => {
-    const res = await returning('a body of some length', { method: 'HEAD' });
+  it('HEAD gets the headers of GET and no body', async (t) => {
+    const res = await returning(t, 'a body of some length', { method: 'HEAD' });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-length'), '21');
     assert.equal(res.text, '');
   });
 
-  it('an invalid statusCode is a 500 that names nothing internal', async () => {
-    const res = await returning({ statusCode: 'teapot', body: 'x' });
+  it('an invalid statusCode is a 500 that names nothing internal', async (t) => {
+    const res = await returning(t, { statusCode: 'teapot', body: 'x' });
     assert.equal(res.status, 500);
     assert.deepEqual(res.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
   });
 
-  it('a readable stream is streamed as application/octet-stream', async () => {
+  it('a readable stream is streamed as application/octet-stream', async (t) => {
     const { Readable } = require('node:stream');
-    const res = await returning(() => Readable.from([Buffer.from('chunk one, '), Buffer.from('chunk two')]));
+    const res = await returning(t, () => Readable.from([Buffer.from('chunk one, '), Buffer.from('chunk two')]));
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/octet-stream');
     assert.equal(res.text, 'chunk one, chunk two');
   });
 
-  it('an XML Document (such as the one an XML request arrives as) is sent as application/xml', async () => {
-    const res = await returning((ctx, doc) => {
+  it('an XML Document (such as the one an XML request arrives as) is sent as application/xml', async (t) => {
+    const res = await returning(t, (ctx, doc) => {
       doc.documentElement.setAttribute('seen', 'yes');
       return doc;
     }, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<order id="1"/>' });
@@ -132,20 +125,16 @@ describe('return rules', () => {
     assert.match(res.text, /<order id="1" seen="yes"\/>/);
   });
 
-  it('null gives 204 like nothing', async () => {
-    assert.equal((await returning(null)).status, 204);
+  it('null gives 204 like nothing', async (t) => {
+    assert.equal((await returning(t, null)).status, 204);
   });
 
-  it('a value JSON cannot hold is a 500, and the next request is served', async () => {
+  it('a value JSON cannot hold is a 500, and the next request is served', async (t) => {
     const circular = {};
     circular.self = circular;
-    const { url, close } = await serve((ctx) => (ctx.query.ok ? 'ok' : circular));
-    try {
-      assert.equal((await request(url)).status, 500);
-      assert.equal((await request(url + '/?ok=1')).text, 'ok');
-    } finally {
-      await close();
-    }
+    const { url } = await serve(t, (ctx) => (ctx.query.ok ? 'ok' : circular));
+    assert.equal((await request(url)).status, 500);
+    assert.equal((await request(url + '/?ok=1')).text, 'ok');
   });
 });
 

@@ -24,50 +24,43 @@ async function chargeOrder(n) {
 }
 
 describe('request-scoped log', () => {
-  it('under 40 concurrent requests, every helper line carries its own request\'s reqId and trace', async () => {
-    const server = await serve(async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
-    try {
-      const answers = await Promise.all(
-        Array.from({ length: 40 }, (_, n) => request(`${server.url}/?n=${n}`, { headers: { traceparent: traceparent(n) } })),
-      );
-      answers.forEach((res, n) => assert.deepEqual(res.json, { n }));
-      await sleep(50);
-      const lines = server.log.entries().filter((l) => l.msg === 'charging');
-      assert.equal(lines.length, 120);
-      const reqIdOf = new Map();
-      for (const line of lines) {
-        assert.equal(line.trace_id, traceOf(line.n), JSON.stringify(line));
-        assert.match(line.span_id, /^[0-9a-f]{16}$/);
-        assert.notEqual(line.span_id, 'b7ad6b7169203331', 'the invocation\'s own span, not the caller\'s');
-        assert.equal(typeof line.reqId, 'number');
-        if (!reqIdOf.has(line.n)) reqIdOf.set(line.n, line.reqId);
-        assert.equal(line.reqId, reqIdOf.get(line.n), 'one reqId per request');
-      }
-      assert.equal(new Set(reqIdOf.values()).size, 40);
-    } finally {
-      await server.close();
+  it('under 40 concurrent requests, every helper line carries its own request\'s reqId and trace', async (t) => {
+    const server = await serve(t, async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, n) => request(`${server.url}/?n=${n}`, { headers: { traceparent: traceparent(n) } })),
+    );
+    answers.forEach((res, n) => assert.deepEqual(res.json, { n }));
+    await sleep(50);
+    const lines = server.log.entries().filter((l) => l.msg === 'charging');
+    assert.equal(lines.length, 120);
+    const reqIdOf = new Map();
+    for (const line of lines) {
+      assert.equal(line.trace_id, traceOf(line.n), JSON.stringify(line));
+      assert.match(line.span_id, /^[0-9a-f]{16}$/);
+      assert.notEqual(line.span_id, 'b7ad6b7169203331', 'the invocation\'s own span, not the caller\'s');
+      assert.equal(typeof line.reqId, 'number');
+      if (!reqIdOf.has(line.n)) reqIdOf.set(line.n, line.reqId);
+      assert.equal(line.reqId, reqIdOf.get(line.n), 'one reqId per request');
+    }
+    assert.equal(new Set(reqIdOf.values()).size, 40);
+  });
+
+  it('without a traceparent the lines carry the reqId and no trace fields', async (t) => {
+    const server = await serve(t, async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
+    await Promise.all([1, 2, 3].map((n) => request(`${server.url}/?n=${n}`)));
+    await sleep(30);
+    const lines = server.log.entries().filter((l) => l.msg === 'charging');
+    assert.equal(lines.length, 9);
+    for (const line of lines) {
+      assert.equal(typeof line.reqId, 'number');
+      assert.equal(line.trace_id, undefined);
+      assert.equal(line.span_id, undefined);
     }
   });
 
-  it('without a traceparent the lines carry the reqId and no trace fields', async () => {
-    const server = await serve(async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
-    try {
-      await Promise.all([1, 2, 3].map((n) => request(`${server.url}/?n=${n}`)));
-      await sleep(30);
-      const lines = server.log.entries().filter((l) => l.msg === 'charging');
-      assert.equal(lines.length, 9);
-      for (const line of lines) {
-        assert.equal(typeof line.reqId, 'number');
-        assert.equal(line.trace_id, undefined);
-        assert.equal(line.span_id, undefined);
-      }
-    } finally {
-      await server.close();
-    }
-  });
-
-  it('outside an invocation (init, shutdown) it writes with the server\'s logger, without a reqId', async () => {
+  it('outside an invocation (init, shutdown) it writes with the server\'s logger, without a reqId', async (t) => {
     const server = await serve(
+      t,
       {
         init: () => log.info('warming up'),
         handle: () => 'ok',
@@ -86,9 +79,10 @@ describe('request-scoped log', () => {
     }
   });
 
-  it('a child made at load time keeps its bindings and takes the invocation\'s fields', async () => {
+  it('a child made at load time keeps its bindings and takes the invocation\'s fields', async (t) => {
     const db = log.child({ component: 'db' });
     const server = await serve(
+      t,
       async () => {
         await sleep(1);
         db.info('query ran');
@@ -97,39 +91,32 @@ describe('request-scoped log', () => {
       },
       { logLevel: 'info' },
     );
-    try {
-      await request(server.url, { headers: { traceparent: traceparent(9) } });
-      const entries = server.log.entries();
-      const ran = entries.find((l) => l.msg === 'query ran');
-      assert.equal(ran.component, 'db');
-      assert.equal(ran.trace_id, traceOf(9));
-      assert.equal(typeof ran.reqId, 'number');
-      const slow = entries.find((l) => l.msg === 'slow');
-      assert.deepEqual([slow.component, slow.table, slow.reqId, slow.level], ['db', 'orders', ran.reqId, 40]);
-    } finally {
-      await server.close();
-    }
+    await request(server.url, { headers: { traceparent: traceparent(9) } });
+    const entries = server.log.entries();
+    const ran = entries.find((l) => l.msg === 'query ran');
+    assert.equal(ran.component, 'db');
+    assert.equal(ran.trace_id, traceOf(9));
+    assert.equal(typeof ran.reqId, 'number');
+    const slow = entries.find((l) => l.msg === 'slow');
+    assert.deepEqual([slow.component, slow.table, slow.reqId, slow.level], ['db', 'orders', ran.reqId, 40]);
   });
 
-  it("a child's bindings are read once, when it is made", async () => {
+  it("a child's bindings are read once, when it is made", async (t) => {
     const config = { version: 1 };
     const configured = log.child({ config });
     config.version = 2;
-    const server = await serve(() => (configured.info('configured'), 'ok'), { logLevel: 'info' });
-    try {
-      await request(server.url);
-      config.version = 3;
-      await request(server.url);
-      const lines = server.log.entries().filter((l) => l.msg === 'configured');
-      assert.deepEqual(lines.map((l) => l.config.version), [1, 1]);
-    } finally {
-      await server.close();
-    }
+    const server = await serve(t, () => (configured.info('configured'), 'ok'), { logLevel: 'info' });
+    await request(server.url);
+    config.version = 3;
+    await request(server.url);
+    const lines = server.log.entries().filter((l) => l.msg === 'configured');
+    assert.deepEqual(lines.map((l) => l.config.version), [1, 1]);
   });
 
-  it("a returned stream's code writes with the invocation's fields", async () => {
+  it("a returned stream's code writes with the invocation's fields", async (t) => {
     const { Readable } = require('node:stream');
     const server = await serve(
+      t,
       () => ({
         body: Readable.from(
           (async function* () {
@@ -143,22 +130,19 @@ describe('request-scoped log', () => {
       }),
       { logLevel: 'info' },
     );
-    try {
-      const answers = await Promise.all([1, 2].map((n) => request(server.url, { headers: { traceparent: traceparent(n) } })));
-      for (const res of answers) assert.equal(res.text, '0,1,2,');
-      const lines = server.log.entries().filter((l) => l.msg === 'producing row');
-      assert.equal(lines.length, 6);
-      for (const line of lines) assert.ok(line.trace_id === traceOf(1) || line.trace_id === traceOf(2), JSON.stringify(line));
-      assert.equal(new Set(lines.map((l) => `${l.reqId}/${l.trace_id}`)).size, 2);
-    } finally {
-      await server.close();
-    }
+    const answers = await Promise.all([1, 2].map((n) => request(server.url, { headers: { traceparent: traceparent(n) } })));
+    for (const res of answers) assert.equal(res.text, '0,1,2,');
+    const lines = server.log.entries().filter((l) => l.msg === 'producing row');
+    assert.equal(lines.length, 6);
+    for (const line of lines) assert.ok(line.trace_id === traceOf(1) || line.trace_id === traceOf(2), JSON.stringify(line));
+    assert.equal(new Set(lines.map((l) => `${l.reqId}/${l.trace_id}`)).size, 2);
   });
 
-  it('follows the server\'s level, and a child\'s own level', async () => {
+  it('follows the server\'s level, and a child\'s own level', async (t) => {
     const verbose = log.child({ part: 'verbose' }, { level: 'debug' });
     let seen;
     const server = await serve(
+      t,
       () => {
         log.info('not written');
         log.warn('written');
@@ -168,19 +152,16 @@ describe('request-scoped log', () => {
       },
       { logLevel: 'warn' },
     );
-    try {
-      await request(server.url);
-      assert.deepEqual(seen, { level: 'warn', info: false, warn: true, child: 'debug' });
-      const msgs = server.log.entries().map((l) => l.msg);
-      assert.ok(msgs.includes('written') && msgs.includes('written by the child'));
-      assert.ok(!msgs.includes('not written'));
-    } finally {
-      await server.close();
-    }
+    await request(server.url);
+    assert.deepEqual(seen, { level: 'warn', info: false, warn: true, child: 'debug' });
+    const msgs = server.log.entries().map((l) => l.msg);
+    assert.ok(msgs.includes('written') && msgs.includes('written by the child'));
+    assert.ok(!msgs.includes('not written'));
   });
 
-  it('each event of a batch writes with its own span; work after the answer keeps the reqId', async () => {
+  it('each event of a batch writes with its own span; work after the answer keeps the reqId', async (t) => {
     const server = await serve(
+      t,
       async (context, data) => {
         await sleep(data.wait);
         log.info({ event: context.cloudevent.id }, 'handled');
@@ -188,27 +169,23 @@ describe('request-scoped log', () => {
       },
       { logLevel: 'info' },
     );
-    try {
-      const events = ['a', 'b'].map((id, i) => ({ specversion: '1.0', id, source: '/spec', type: 'spec.batch', datacontenttype: 'application/json', data: { wait: 10 - i * 5 } }));
-      const res = await request(server.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/cloudevents-batch+json', traceparent: traceparent(3) },
-        body: JSON.stringify(events),
-      });
-      assert.ok(res.status < 300, res.text);
-      await sleep(60);
-      const entries = server.log.entries();
-      const handled = entries.filter((l) => l.msg === 'handled');
-      const after = entries.filter((l) => l.msg === 'after the answer');
-      assert.equal(handled.length, 2);
-      assert.equal(after.length, 2);
-      assert.notEqual(handled[0].span_id, handled[1].span_id);
-      for (const line of [...handled, ...after]) assert.equal(line.trace_id, traceOf(3));
-      for (const id of ['a', 'b']) {
-        assert.equal(after.find((l) => l.event === id).span_id, handled.find((l) => l.event === id).span_id);
-      }
-    } finally {
-      await server.close();
+    const events = ['a', 'b'].map((id, i) => ({ specversion: '1.0', id, source: '/spec', type: 'spec.batch', datacontenttype: 'application/json', data: { wait: 10 - i * 5 } }));
+    const res = await request(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents-batch+json', traceparent: traceparent(3) },
+      body: JSON.stringify(events),
+    });
+    assert.ok(res.status < 300, res.text);
+    await sleep(60);
+    const entries = server.log.entries();
+    const handled = entries.filter((l) => l.msg === 'handled');
+    const after = entries.filter((l) => l.msg === 'after the answer');
+    assert.equal(handled.length, 2);
+    assert.equal(after.length, 2);
+    assert.notEqual(handled[0].span_id, handled[1].span_id);
+    for (const line of [...handled, ...after]) assert.equal(line.trace_id, traceOf(3));
+    for (const id of ['a', 'b']) {
+      assert.equal(after.find((l) => l.event === id).span_id, handled.find((l) => l.event === id).span_id);
     }
   });
 
@@ -217,6 +194,7 @@ describe('request-scoped log', () => {
     let poller;
     t.after(() => clearInterval(poller));
     const server = await serve(
+      t,
       (context) => {
         log.info('handled');
         poller ??= setInterval(() => {
@@ -227,7 +205,6 @@ describe('request-scoped log', () => {
       },
       { logLevel: 'info' },
     );
-    t.after(server.close);
     const first = await request(server.url, { headers: { traceparent: traceparent(5) } });
     assert.equal(first.status, 200);
     await sleep(30);
@@ -246,7 +223,7 @@ describe('request-scoped log', () => {
     }
   });
 
-  it('an ES module imports it by name and serve.js scopes it', async () => {
+  it('an ES module imports it by name and serve.js scopes it', async (t) => {
     const root = path.join(__dirname, '..');
     const dir = project({
       'package.json': JSON.stringify({ name: 'esm-scope', type: 'module', main: 'index.js' }),
@@ -254,14 +231,10 @@ describe('request-scoped log', () => {
       'index.js': `import { work } from './helper.js';\nexport default async function handle(context) { return { n: await work(Number(context.query.n)) }; }\n`,
     });
     const proc = await runServing([dir]);
-    try {
-      await Promise.all([1, 2, 3, 4].map((n) => request(`${proc.url}/?n=${n}`, { headers: { traceparent: traceparent(n) } })));
-      const lines = proc.lines().filter((l) => l.msg === 'helper');
-      assert.equal(lines.length, 4);
-      for (const line of lines) assert.equal(line.trace_id, traceOf(line.n));
-    } finally {
-      proc.child.kill('SIGTERM');
-      await proc.exited;
-    }
+    t.after(() => proc.stop());
+    await Promise.all([1, 2, 3, 4].map((n) => request(`${proc.url}/?n=${n}`, { headers: { traceparent: traceparent(n) } })));
+    const lines = proc.lines().filter((l) => l.msg === 'helper');
+    assert.equal(lines.length, 4);
+    for (const line of lines) assert.equal(line.trace_id, traceOf(line.n));
   });
 });

@@ -5,14 +5,11 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { project, run, runServing, request, freePort, waitUntilListening } = require('./helpers');
 
-async function answer(folderOrFile, pathname = '/', args = [], env = {}) {
+/** Serves `folderOrFile` with node lib/serve.js for the test `t`, and requests `pathname` once. */
+async function answer(t, folderOrFile, pathname = '/', args = [], env = {}) {
   const proc = await runServing([folderOrFile, ...args], { env });
-  try {
-    return await request(proc.url + pathname);
-  } finally {
-    proc.child.kill('SIGTERM');
-    await proc.exited;
-  }
+  t.after(() => proc.stop());
+  return request(proc.url + pathname);
 }
 
 describe('loading a function', () => {
@@ -46,16 +43,16 @@ describe('loading a function', () => {
     'TypeScript compiled with a named handle': 'ts named',
   };
   for (const [name, files] of Object.entries(shapes)) {
-    it(`serves ${name}`, async () => {
-      const res = await answer(project(files));
+    it(`serves ${name}`, async (t) => {
+      const res = await answer(t, project(files));
       assert.equal(res.status, 200);
       assert.equal(res.text, expected[name]);
     });
   }
 
-  it('serves a file given directly', async () => {
+  it('serves a file given directly', async (t) => {
     const folder = project({ 'fn.mjs': "export const handle = () => 'a file';" });
-    assert.equal((await answer(path.join(folder, 'fn.mjs'))).text, 'a file');
+    assert.equal((await answer(t, path.join(folder, 'fn.mjs'))).text, 'a file');
   });
 
   it('serves the current folder when no path is given', async () => {

@@ -7,8 +7,7 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { SETTINGS, fromEnvironment, probePaths } = require('../lib/settings.js');
-const { checkEnv } = require('../lib/configure.js');
+const { SETTINGS } = require('../lib/settings.js');
 const { start, stop, defaults } = require('../lib/index.js');
 
 const ROOT = path.join(__dirname, '..');
@@ -47,31 +46,6 @@ describe('the settings table', () => {
     for (const setting of Object.values(SETTINGS)) for (const flag of setting.flags ?? []) assert.match(help.stdout, new RegExp(`${flag}\\b`), flag);
   });
 
-  it('`funcrun config` refuses exactly the values start() refuses, variable by variable', () => {
-    const candidates = ['banana', '-1', '0', '1', '10s', '2mb', 'true', 'off', '/path', 'faas-js-runtime', 'debug', '70000', ' 8080 ', '', '2147483647', '2147483648', '99999999999'];
-    for (const setting of Object.values(SETTINGS)) {
-      for (const variable of setting.env ?? []) {
-        for (const value of candidates) {
-          let atStart;
-          try {
-            fromEnvironment({ [variable]: value });
-            atStart = 'accepted';
-          } catch (err) {
-            atStart = err.name;
-          }
-          let byConfig;
-          try {
-            checkEnv(variable, value);
-            byConfig = 'accepted';
-          } catch (err) {
-            byConfig = err.name;
-          }
-          assert.equal(byConfig, atStart, `${variable}=${value}`);
-        }
-      }
-    }
-  });
-
   it('funcrun config envs add refuses FUNC_TIMEOUT=banana (it used to accept it, and the server then refused to start)', () => {
     const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-settings-'));
     fs.writeFileSync(path.join(folder, 'func.yaml'), 'name: s\n');
@@ -83,23 +57,11 @@ describe('the settings table', () => {
     assert.equal(fs.readFileSync(path.join(folder, 'func.yaml'), 'utf8'), 'name: s\n');
   });
 
-  it('funcrun config takes what func.yaml resolves later: {{ env:NAME }} references and empty values', () => {
-    for (const value of ['{{ env:LVL }}', '{{ secret:s:key }}', '']) {
-      for (const variable of ['FUNC_LOG_LEVEL', 'FUNC_TIMEOUT', 'PORT', 'LIVENESS_URL', 'FUNC_HEALTH_ROOT_PATH']) assert.doesNotThrow(() => checkEnv(variable, value), `${variable}=${value}`);
-    }
-    // A root path is joined with '/' whichever way it is written, at start and here alike.
-    assert.doesNotThrow(() => checkEnv('FUNC_HEALTH_ROOT_PATH', 'q/health'));
-    assert.equal(probePaths({ env: { FUNC_HEALTH_ROOT_PATH: 'q/health' }, module: {}, funcYaml: {} }).liveness, '/q/health/liveness');
-  });
-
-  it('a request timeout shorter than the headers timeout starts (the headers are due by then), and a timer past 2^31 ms is refused', async () => {
+  it('a request timeout shorter than the headers timeout starts (the headers are due by then), and a timer past 2^31 ms is refused', async (t) => {
     const server = await start(() => 'ok', { port: 0, host: '127.0.0.1', logLevel: 'silent', requestTimeout: '5s' });
-    try {
-      assert.equal(server.headersTimeout, 5000);
-      assert.equal(server.requestTimeout, 5000);
-    } finally {
-      await stop(server, 100);
-    }
+    t.after(() => stop(server, 100));
+    assert.equal(server.headersTimeout, 5000);
+    assert.equal(server.requestTimeout, 5000);
     await assert.rejects(start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 2 ** 31 }), /at most 2147483647 ms/);
   });
 
@@ -118,17 +80,5 @@ describe('the settings table', () => {
     await stop(server, 100);
     await assert.rejects(start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 'banana' }), /invalid timeout 'banana'/);
     assert.equal(defaults.timeout, SETTINGS.timeout.default);
-  });
-
-  it('probe paths follow one precedence: *_URL, then root and relative paths, then the module, then func.yaml, then the default', () => {
-    const paths = (env, module = {}, funcYaml = {}) => probePaths({ env, module, funcYaml });
-    assert.deepEqual(paths({}), { liveness: '/health/liveness', readiness: '/health/readiness' });
-    assert.deepEqual(paths({}, {}, { liveness: '/y/l' }).liveness, '/y/l');
-    assert.deepEqual(paths({}, { liveness: '/m/l' }, { liveness: '/y/l' }).liveness, '/m/l');
-    assert.deepEqual(paths({ FUNC_HEALTH_ROOT_PATH: '/q/health' }, { liveness: '/m/l' }), { liveness: '/q/health/liveness', readiness: '/q/health/readiness' });
-    assert.equal(paths({ FUNC_HEALTH_LIVENESS_PATH: 'alive' }).liveness, '/health/alive');
-    assert.equal(paths({ FUNC_HEALTH_LIVENESS_PATH: '/full' }).liveness, '/full');
-    assert.equal(paths({ LIVENESS_URL: '/url', FUNC_HEALTH_ROOT_PATH: '/q' }, { liveness: '/m' }).liveness, '/url');
-    assert.throws(() => paths({ LIVENESS_URL: 'no-slash' }), /LIVENESS_URL/);
   });
 });

@@ -2,7 +2,8 @@
 // funcrun/testing, imported by name as a function project imports it.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { createContext, startFunction, CloudEvent } = require('funcrun/testing');
+const net = require('node:net');
+const { createContext, startFunction, serve, CloudEvent } = require('funcrun/testing');
 const { project, request, sink } = require('./helpers');
 
 describe('funcrun/testing', () => {
@@ -31,42 +32,56 @@ describe('funcrun/testing', () => {
     assert.equal(out.entries()[0].msg, 'captured');
   });
 
-  it('startFunction serves a module, or a project folder with its func.yaml, on a free port', async () => {
+  it('startFunction serves a module, or a project folder with its func.yaml, on a free port', async (t) => {
     const running = await startFunction({ handle: () => 'from a module' });
-    try {
-      assert.match(running.url, /^http:\/\/127\.0\.0\.1:\d+$/);
-      assert.equal((await request(running.url)).text, 'from a module');
-    } finally {
-      await running.close();
-    }
+    t.after(() => running.close());
+    assert.match(running.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal((await request(running.url)).text, 'from a module');
     const folder = project({ 'index.js': 'module.exports = () => process.env.FROM_YAML;', 'func.yaml': 'run:\n  envs:\n    - name: FROM_YAML\n      value: yes from yaml\ndeploy:\n  healthEndpoints:\n    liveness: /alive\n' });
     const fromFolder = await startFunction(folder, { config: folder });
-    try {
-      assert.equal((await request(fromFolder.url)).text, 'yes from yaml');
-      assert.equal((await request(fromFolder.url + '/alive')).text, 'OK');
-    } finally {
-      await fromFolder.close();
-    }
+    t.after(() => fromFolder.close());
+    assert.equal((await request(fromFolder.url)).text, 'yes from yaml');
+    assert.equal((await request(fromFolder.url + '/alive')).text, 'OK');
+  });
+
+  it('serve serves for one test with the options given, and closes the server after it: then its port refuses', async (t) => {
+    let served;
+    await t.test('a test that serves', async (inner) => {
+      served = await serve(inner, { handle: (ctx) => ({ debug: ctx.log.isLevelEnabled('debug') }) }, { logLevel: 'debug', logDestination: sink() });
+      assert.match(served.url, new RegExp(`^http://127\\.0\\.0\\.1:${served.port}$`));
+      assert.ok(served.server.listening);
+      assert.deepEqual((await request(served.url)).json, { debug: true });
+    });
+    assert.equal(served.server.listening, false);
+    const refused = await new Promise((resolve) => {
+      const socket = net.connect(served.port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(undefined);
+      });
+      socket.on('error', (err) => resolve(err.code));
+    });
+    assert.equal(refused, 'ECONNREFUSED');
+  });
+
+  it('serve without the test context refuses before anything listens', async () => {
+    await assert.rejects(serve(() => 'never served'), { name: 'TypeError', message: /takes the test's context first/ });
+    await assert.rejects(serve({ after: 'not a hook' }, () => 'never served'), TypeError);
   });
 });
 
 describe('createLogSink', () => {
-  it('collects the lines of a started function, at trace level, parsed as JSON', async () => {
+  it('collects the lines of a started function, at trace level, parsed as JSON', async (t) => {
     const { createLogSink } = require('funcrun/testing');
     const sink = createLogSink();
-    const running = await startFunction((ctx) => {
+    const running = await serve(t, (ctx) => {
       ctx.log.trace({ step: 1 }, 'tracing');
       return 'ok';
     }, { logDestination: sink });
-    try {
-      assert.equal(await (await fetch(running.url)).text(), 'ok');
-      const traced = sink.entries().find((e) => e.msg === 'tracing');
-      assert.equal(traced.step, 1);
-      assert.equal(traced.level, 10);
-      assert.match(sink.text(), /"msg":"tracing"/);
-      assert.equal(sink.lines.length, sink.entries().length);
-    } finally {
-      await running.close();
-    }
+    assert.equal(await (await fetch(running.url)).text(), 'ok');
+    const traced = sink.entries().find((e) => e.msg === 'tracing');
+    assert.equal(traced.step, 1);
+    assert.equal(traced.level, 10);
+    assert.match(sink.text(), /"msg":"tracing"/);
+    assert.equal(sink.lines.length, sink.entries().length);
   });
 });

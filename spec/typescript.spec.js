@@ -35,15 +35,11 @@ async function answer(url) {
   return (await request(url, { headers: { 'x-word': 'hey' } })).json;
 }
 
-/** Serves `args` with serve.js, gives `check` the running process, then stops it. */
-async function serving(args, check, options) {
+/** Serves `args` with serve.js for the test `t`, which stops it once the test ends. */
+async function serving(t, args, options) {
   const proc = await runServing(args, options);
-  try {
-    return await check(proc);
-  } finally {
-    proc.child.kill('SIGTERM');
-    await proc.exited;
-  }
+  t.after(() => proc.stop());
+  return proc;
 }
 
 /** Runs serve.js expecting it to fail at start: its exit code and its last stderr line, parsed. */
@@ -54,16 +50,15 @@ async function failedStart(args, options) {
 }
 
 describe('TypeScript without a build step', { skip: !strips && 'this node does not strip types (see the last case)' }, () => {
-  it('an unbuilt project runs src/index.ts, relative .ts imports and all, and says so', async () => {
-    await serving([tsProject('source')], async (proc) => {
-      assert.deepEqual(await answer(proc.url), { from: 'source', loud: 'HEY' });
-      const line = await proc.waitFor((l) => /running the TypeScript source/.test(l.msg));
-      assert.match(line.msg, /"main" \(build\/src\/index\.js\) is not built/);
-      assert.match(line.file, /src\/index\.ts$/);
-    });
+  it('an unbuilt project runs src/index.ts, relative .ts imports and all, and says so', async (t) => {
+    const proc = await serving(t, [tsProject('source')]);
+    assert.deepEqual(await answer(proc.url), { from: 'source', loud: 'HEY' });
+    const line = await proc.waitFor((l) => /running the TypeScript source/.test(l.msg));
+    assert.match(line.msg, /"main" \(build\/src\/index\.js\) is not built/);
+    assert.match(line.file, /src\/index\.ts$/);
   });
 
-  it("an editor's dangling lock link or a newer declaration under src/ is not a reason to warn, nor to fail", async () => {
+  it("an editor's dangling lock link or a newer declaration under src/ is not a reason to warn, nor to fail", async (t) => {
     const dir = tsProject('source', BUILT);
     const later = new Date(Date.now() + 60_000);
     fs.utimesSync(path.join(dir, 'build/src/index.js'), later, later);
@@ -72,45 +67,42 @@ describe('TypeScript without a build step', { skip: !strips && 'this node does n
     fs.writeFileSync(path.join(dir, 'src', 'types.d.ts'), 'export type X = 1;\n');
     const latest = new Date(Date.now() + 120_000);
     fs.utimesSync(path.join(dir, 'src', 'types.d.ts'), latest, latest);
-    const proc = await serving([dir], async (p) => {
-      assert.deepEqual(await answer(p.url), { from: 'build' });
-      return p;
-    });
+    const proc = await serving(t, [dir]);
+    assert.deepEqual(await answer(proc.url), { from: 'build' });
     assert.ok(!proc.lines().some((l) => l.level >= 40), proc.out.stdout);
   });
 
-  it('a built project runs its build, and warns when a source file is newer', async () => {
+  it('a built project runs its build, and warns when a source file is newer', async (t) => {
     const dir = tsProject('source', BUILT);
     const old = new Date(Date.now() - 60_000);
     fs.utimesSync(path.join(dir, 'build/src/index.js'), old, old);
-    await serving([dir], async (proc) => {
-      assert.deepEqual(await answer(proc.url), { from: 'build' });
-      const warning = await proc.waitFor((l) => l.level === 40);
-      assert.equal(warning.file, path.join(dir, 'build/src/index.js'));
-      assert.ok([path.join(dir, 'src/index.ts'), path.join(dir, 'src/shout.ts')].includes(warning.source));
-      assert.match(warning.msg, /the build is older than the source/);
-    });
+    const proc = await serving(t, [dir]);
+    assert.deepEqual(await answer(proc.url), { from: 'build' });
+    const warning = await proc.waitFor((l) => l.level === 40);
+    assert.equal(warning.file, path.join(dir, 'build/src/index.js'));
+    assert.ok([path.join(dir, 'src/index.ts'), path.join(dir, 'src/shout.ts')].includes(warning.source));
+    assert.match(warning.msg, /the build is older than the source/);
     // A fresh build: no warning.
     const fresh = tsProject('source', BUILT);
     const later = new Date(Date.now() + 60_000);
     fs.utimesSync(path.join(fresh, 'build/src/index.js'), later, later);
-    const quiet = await serving([fresh], async (proc) => {
-      await answer(proc.url);
-      return proc;
-    });
+    const quiet = await serving(t, [fresh]);
+    await answer(quiet.url);
     assert.ok(!quiet.lines().some((l) => l.level >= 40), quiet.out.stdout);
   });
 
-  it('--from-source runs the source although a build exists', async () => {
-    await serving([tsProject('source', BUILT), '--from-source'], async ({ url }) => assert.deepEqual(await answer(url), { from: 'source', loud: 'HEY' }));
+  it('--from-source runs the source although a build exists', async (t) => {
+    const { url } = await serving(t, [tsProject('source', BUILT), '--from-source']);
+    assert.deepEqual(await answer(url), { from: 'source', loud: 'HEY' });
   });
 
-  it('a .ts file given as the target runs', async () => {
+  it('a .ts file given as the target runs', async (t) => {
     const file = path.join(tsProject('file'), 'src', 'index.ts');
-    await serving([file], async ({ url }) => assert.deepEqual(await answer(url), { from: 'file', loud: 'HEY' }));
+    const { url } = await serving(t, [file]);
+    assert.deepEqual(await answer(url), { from: 'file', loud: 'HEY' });
   });
 
-  it('funcrun serve --watch runs the source and restarts on an edit, with no tsc', async () => {
+  it('funcrun serve --watch runs the source and restarts on an edit, with no tsc', async (t) => {
     const dir = tsProject('first', BUILT);
     const port = await freePort();
     const child = spawn(process.execPath, [CLI, 'serve', dir, '--watch', '--port', String(port), '--host', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -119,20 +111,19 @@ describe('TypeScript without a build step', { skip: !strips && 'this node does n
     child.stderr.on('data', (c) => (out.stderr += c));
     const exited = new Promise((resolve) => child.on('close', resolve));
     const url = `http://127.0.0.1:${port}`;
-    try {
-      await waitUntilListening(port, { child, out });
-      assert.deepEqual(await answer(url), { from: 'first', loud: 'HEY' });
-      fs.writeFileSync(path.join(dir, 'src', 'shout.ts'), 'export const shout = (word: string): string => `${word}!`;\n');
-      let seen;
-      for (let i = 0; i < 200 && seen?.loud !== 'hey!'; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        seen = await answer(url).catch(() => seen);
-      }
-      assert.deepEqual(seen, { from: 'first', loud: 'hey!' });
-    } finally {
+    t.after(async () => {
       child.kill('SIGTERM');
       await exited;
+    });
+    await waitUntilListening(port, { child, out });
+    assert.deepEqual(await answer(url), { from: 'first', loud: 'HEY' });
+    fs.writeFileSync(path.join(dir, 'src', 'shout.ts'), 'export const shout = (word: string): string => `${word}!`;\n');
+    let seen;
+    for (let i = 0; i < 200 && seen?.loud !== 'hey!'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      seen = await answer(url).catch(() => seen);
     }
+    assert.deepEqual(seen, { from: 'first', loud: 'hey!' });
   });
 
   it('syntax node cannot strip (an enum) stops the start with one line naming the file', async () => {
@@ -161,16 +152,18 @@ describe('where node cannot strip types', () => {
     });
   }
 
-  it('a built project still runs its build', async () => {
-    await serving([tsProject('x', BUILT)], async ({ url }) => assert.deepEqual(await answer(url), { from: 'build' }), { execArgv });
+  it('a built project still runs its build', async (t) => {
+    const { url } = await serving(t, [tsProject('x', BUILT)], { execArgv });
+    assert.deepEqual(await answer(url), { from: 'build' });
   });
 
   // Knative's TypeScript templates name no "main": `npm start` serves ./build/index.js.
   for (const built of ['build/index.js', 'build/src/index.js']) {
-    it(`a project without "main" runs ${built}, where its tsc put the build`, async () => {
+    it(`a project without "main" runs ${built}, where its tsc put the build`, async (t) => {
       const dir = tsProject('x', { [built]: 'exports.handle = () => ({ from: "build" });\n' });
       fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'ts-fn' }));
-      await serving([dir], async ({ url }) => assert.deepEqual(await answer(url), { from: 'build' }), { execArgv });
+      const { url } = await serving(t, [dir], { execArgv });
+      assert.deepEqual(await answer(url), { from: 'build' });
     });
   }
 });

@@ -10,30 +10,28 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
 describe('context.waitUntil', () => {
-  it('answers at once; the work finishes afterwards, logging with the reqId', async () => {
+  it('answers at once; the work finishes afterwards, logging with the reqId', async (t) => {
     const server = await serve(
+      t,
       (context) => {
         context.waitUntil(sleep(300).then(() => context.log.info('background done')));
         return { answered: true };
       },
       { logLevel: 'info' },
     );
-    try {
-      const started = Date.now();
-      const res = await request(server.url);
-      assert.deepEqual(res.json, { answered: true });
-      assert.ok(Date.now() - started < 250, 'the answer did not wait for the work');
-      assert.equal(server.log.entries().find((l) => l.msg === 'background done'), undefined);
-      await sleep(400);
-      const done = server.log.entries().find((l) => l.msg === 'background done');
-      assert.equal(typeof done.reqId, 'number');
-    } finally {
-      await server.close();
-    }
+    const started = Date.now();
+    const res = await request(server.url);
+    assert.deepEqual(res.json, { answered: true });
+    assert.ok(Date.now() - started < 250, 'the answer did not wait for the work');
+    assert.equal(server.log.entries().find((l) => l.msg === 'background done'), undefined);
+    await sleep(400);
+    const done = server.log.entries().find((l) => l.msg === 'background done');
+    assert.equal(typeof done.reqId, 'number');
   });
 
-  it('a failure is logged as an error with the reqId and the trace, and nothing else happens', async () => {
+  it('a failure is logged as an error with the reqId and the trace, and nothing else happens', async (t) => {
     const server = await serve(
+      t,
       (context) => {
         context.waitUntil(Promise.reject(new Error('the report did not send')));
         context.waitUntil(sleep(10).then(() => Promise.reject('not even an Error')));
@@ -41,27 +39,23 @@ describe('context.waitUntil', () => {
       },
       { logLevel: 'info' },
     );
-    try {
-      const res = await request(server.url, { headers: { traceparent: TRACEPARENT } });
-      assert.equal(res.status, 200);
-      await sleep(50);
-      const failures = server.log.entries().filter((l) => l.msg === 'waitUntil: the work failed');
-      assert.equal(failures.length, 2);
-      for (const line of failures) {
-        assert.equal(line.level, 50);
-        assert.equal(typeof line.reqId, 'number');
-        assert.equal(line.trace_id, '4bf92f3577b34da6a3ce929d0e0e4736');
-      }
-      assert.equal(failures[0].err.message, 'the report did not send');
-      assert.equal((await request(server.url)).status, 200, 'still serving');
-    } finally {
-      await server.close();
+    const res = await request(server.url, { headers: { traceparent: TRACEPARENT } });
+    assert.equal(res.status, 200);
+    await sleep(50);
+    const failures = server.log.entries().filter((l) => l.msg === 'waitUntil: the work failed');
+    assert.equal(failures.length, 2);
+    for (const line of failures) {
+      assert.equal(line.level, 50);
+      assert.equal(typeof line.reqId, 'number');
+      assert.equal(line.trace_id, '4bf92f3577b34da6a3ce929d0e0e4736');
     }
+    assert.equal(failures[0].err.message, 'the report did not send');
+    assert.equal((await request(server.url)).status, 200, 'still serving');
   });
 
-  it('stop() waits for the work within the grace period, then runs shutdown()', async () => {
+  it('stop() waits for the work within the grace period, then runs shutdown()', async (t) => {
     const order = [];
-    const server = await serve({
+    const server = await serve(t, {
       handle(context) {
         context.waitUntil(sleep(300).then(() => order.push('work done')));
         return 'ok';
@@ -77,9 +71,9 @@ describe('context.waitUntil', () => {
     assert.deepEqual(order, ['work done', 'shutdown']);
   });
 
-  it('work handed on by other work (a waitUntil inside a waitUntil, after the stop began) is waited for too, then shutdown()', async () => {
+  it('work handed on by other work (a waitUntil inside a waitUntil, after the stop began) is waited for too, then shutdown()', async (t) => {
     const order = [];
-    const server = await serve({
+    const server = await serve(t, {
       handle(context) {
         context.waitUntil(
           sleep(200).then(() => {
@@ -99,9 +93,10 @@ describe('context.waitUntil', () => {
     assert.equal(drain.complete, true);
   });
 
-  it('work past the grace period is not waited for beyond it: a warning, then shutdown()', async () => {
+  it('work past the grace period is not waited for beyond it: a warning, then shutdown()', async (t) => {
     const order = [];
     const server = await serve(
+      t,
       {
         handle(context) {
           context.waitUntil(sleep(3000).then(() => order.push('work done')));
@@ -139,8 +134,9 @@ describe('context.waitUntil', () => {
     assert.ok(done >= 0 && stopped > done, proc.out.stdout);
   });
 
-  it('a rejection with a value that fights back (a revoked Proxy) is still logged, never unhandled', async () => {
+  it('a rejection with a value that fights back (a revoked Proxy) is still logged, never unhandled', async (t) => {
     const server = await serve(
+      t,
       (context) => {
         const { proxy, revoke } = Proxy.revocable({}, {});
         revoke();
@@ -152,17 +148,13 @@ describe('context.waitUntil', () => {
     const unhandled = [];
     const onUnhandled = (reason) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
-    try {
-      assert.equal((await request(server.url)).status, 200);
-      await sleep(30);
-      const failure = server.log.entries().find((l) => l.msg === 'waitUntil: the work failed');
-      assert.equal(typeof failure.reqId, 'number');
-      assert.equal(unhandled.length, 0);
-      assert.equal((await request(server.url)).status, 200, 'still serving');
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-      await server.close();
-    }
+    t.after(() => process.off('unhandledRejection', onUnhandled));
+    assert.equal((await request(server.url)).status, 200);
+    await sleep(30);
+    const failure = server.log.entries().find((l) => l.msg === 'waitUntil: the work failed');
+    assert.equal(typeof failure.reqId, 'number');
+    assert.equal(unhandled.length, 0);
+    assert.equal((await request(server.url)).status, 200, 'still serving');
   });
 
   it('in a unit test (createContext), a failure is still logged, not unhandled', async () => {

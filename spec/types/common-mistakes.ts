@@ -1,7 +1,9 @@
-// Ten mistakes function authors make, each of which the exported types must refuse. Every line
+// Eleven mistakes function authors make, each of which the exported types must refuse. Every line
 // marked `error TSnnnn` must fail to compile with that code, and no other line may fail: the
 // correct forms of the same code are in correct-forms.ts.
+import { test } from 'node:test';
 import { HttpError } from 'funcrun';
+import { serve } from 'funcrun/testing';
 import type { CloudEventFunction, Context, Function, HTTPFunction, StructuredReturn } from 'funcrun';
 
 interface Order {
@@ -55,3 +57,8 @@ export const swapped: HTTPFunction = (order: Order, context: Context) => ({ id: 
 export const textErrorStatus: HTTPFunction = () => {
   throw new HttpError('404', 'no such order'); // error TS2345
 };
+
+// 11. serve() without the test's context: nothing would close the server after the test.
+export const unclosed = test('answers', async () => {
+  await serve(misspeltArrow); // error TS2554
+});

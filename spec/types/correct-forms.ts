@@ -3,7 +3,8 @@
 import { Readable } from 'node:stream';
 import { CloudEvent, HTTP } from 'cloudevents';
 import { HttpError, start } from 'funcrun';
-import { createContext } from 'funcrun/testing';
+import { test } from 'node:test';
+import { createContext, serve } from 'funcrun/testing';
 import type { CloudEventFunction, Context, Function, HTTPFunction, Invokable, StructuredReturn } from 'funcrun';
 
 interface Order {
@@ -80,6 +81,12 @@ export const compat: CloudEventFunction = (context: Context<Order>, event?: Clou
 // A unit test of a typed event function: createContext takes the event's data type from the event.
 const ordered = new CloudEvent({ source: '/test', type: 'ordered', data: order });
 export const tested = eventData(createContext({ method: 'POST', cloudevent: ordered }), ordered.data);
+
+// An integration test: serve() takes node:test's context, which closes the server after the test.
+export const servedTest = test('answers', async (t) => {
+  const { url, port, close } = await serve(t, eventData, { logLevel: 'debug' });
+  const _: [string, number, () => Promise<void>] = [url, port, close];
+});
 
 // Knative's TypeScript templates, written for faas-js-runtime (src/index.ts and test/unit.ts).
 const knativeEvent = async (context: Context, cloudevent?: CloudEvent<unknown>): Promise<CloudEvent<{ message: string }>> => {

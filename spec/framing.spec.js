@@ -1,0 +1,222 @@
+'use strict';
+// HTTP framing: funcrun owns Content-Length, Transfer-Encoding and Connection whatever a function
+// returns, and answers the framing a client chooses (absolute-form targets, missing Host, Expect,
+// pipelining, garbage, CONNECT, Upgrade, transfer codings, broken bodies) with a JSON answer
+// and a closed connection where it must.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { Readable } = require('node:stream');
+const { serve, startServer } = require('./helpers');
+const { exchange, firstResponse, statuses } = require('./raw');
+
+describe('funcrun owns the framing', () => {
+  let server;
+  let port;
+  let headers;
+  before(async () => {
+    server = await startServer(() => ({ statusCode: 200, headers, body: 'hello world' }));
+    port = server.server.address().port;
+  });
+  after(() => server.close());
+
+  it('a function\'s transfer-encoding, content-length and connection are left out; the next request on the connection is served', async () => {
+    headers = { 'transfer-encoding': 'chunked', 'content-length': '5', connection: 'upgrade', 'keep-alive': 'timeout=1', upgrade: 'websocket', 'x-kept': 'yes' };
+    const one = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+    const { text } = await exchange(port, one + one.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'));
+    assert.deepEqual(statuses(text), [200, 200]);
+    const first = firstResponse(text);
+    assert.equal(first.headers['content-length'], '11');
+    assert.equal(first.headers['transfer-encoding'], undefined);
+    assert.equal(first.headers.upgrade, undefined);
+    assert.equal(first.headers['x-kept'], 'yes');
+    assert.ok(first.body.startsWith('hello worldHTTP/1.1 200'), 'the first body is exactly 11 bytes');
+    assert.ok(server.log.entries().some((e) => e.level === 40 && /headers left out/.test(e.msg)));
+  });
+
+  it('array values are sent as repeated headers', async () => {
+    headers = { 'set-cookie': ['a=1', 'b=2'], 'x-list': ['x', 'y'] };
+    const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).text);
+    assert.deepEqual(answer.headers['set-cookie'], ['a=1', 'b=2']);
+    assert.deepEqual(answer.headers['x-list'], ['x', 'y']);
+    assert.equal(answer.headers['0'], undefined);
+  });
+
+  it('headers given as [name, value] pairs, a Headers or a Map are sent by name', async () => {
+    for (headers of [[['x-a', '1'], ['x-a', '2']], new Headers([['x-a', '1']]), new Map([['x-a', '1']])]) {
+      const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).text);
+      assert.equal(answer.status, 200);
+      assert.ok(answer.headers['x-a'] !== undefined, JSON.stringify(answer.headers));
+      assert.equal(answer.headers['0'], undefined);
+    }
+  });
+
+  it('a header value node refuses is left out rather than failing the response', async () => {
+    headers = { 'x-bad': 'caf\u20ac', 'x-crlf': 'a\r\nset-cookie: x=1', 'x-good': 'ok' };
+    const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers['x-good'], 'ok');
+    assert.equal(answer.headers['x-bad'], undefined);
+    assert.equal(answer.headers['set-cookie'], undefined);
+  });
+});
+
+describe('malformed bytes on a connection whose response is in flight', () => {
+  it('close the connection; no 400 is written into the streaming body', async (t) => {
+    const server = await serve(t, () =>
+      Readable.from(
+        (async function* () {
+          for (let i = 0; i < 6; i++) {
+            yield Buffer.from(`chunk${i};`);
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        })(),
+      ),
+    );
+    const { text } = await exchange(server.server.address().port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', { writes: [[80, 'GARBAGE \u0000\r\n\r\n']] });
+    assert.deepEqual(statuses(text), [200]);
+    assert.doesNotMatch(text, /HTTP\/1\.1 400/);
+    assert.doesNotMatch(text, /malformed/);
+  });
+
+  it('with no response in flight, malformed bytes get a JSON 400', async (t) => {
+    const server = await serve(t, () => 'ok');
+    const { text } = await exchange(server.server.address().port, 'GARBAGE \u0000\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 400);
+    assert.equal(JSON.parse(answer.body).statusCode, 400);
+  });
+});
+
+describe('HTTP framing an attacker chooses', () => {
+  let server;
+  let port;
+  before(async () => {
+    server = await startServer((ctx, data) => ({ path: ctx.path, data }), { bodyLimit: 1000 });
+    port = server.server.address().port;
+  });
+  after(() => server.close());
+
+  it('an absolute-form target is routed by its path', async () => {
+    const { text } = await exchange(port, 'GET http://example.test/health/liveness HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body, 'OK');
+    const fn = firstResponse((await exchange(port, 'GET HTTP://example.test/a/b?x=1 HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(JSON.parse(fn.body).path, '/a/b');
+    const bare = firstResponse((await exchange(port, 'GET http://example.test HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(JSON.parse(bare.body).path, '/');
+  });
+
+  it('an HTTP/1.1 request without Host gets a JSON 400', async () => {
+    const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(answer.status, 400);
+    assert.match(answer.headers['content-type'], /^application\/json/);
+    assert.match(JSON.parse(answer.body).message, /Host/);
+  });
+
+  it('an HTTP/1.0 request without Host is served', async () => {
+    const answer = firstResponse((await exchange(port, 'GET / HTTP/1.0\r\n\r\n')).text);
+    assert.equal(answer.status, 200);
+  });
+
+  it('an unknown Expect gets a JSON 417', async () => {
+    const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(answer.status, 417);
+    assert.equal(JSON.parse(answer.body).statusCode, 417);
+  });
+
+  it('Expect: 100-continue with a Content-Length over the limit gets 413 and no 100 Continue', async () => {
+    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\n', { wait: 1500 });
+    assert.deepEqual(statuses(text), [413]);
+    assert.doesNotMatch(text, /100 Continue/);
+    assert.equal(JSON.parse(firstResponse(text).body).limit, 1000);
+  });
+
+  it('Expect: 100-continue within the limit gets 100 Continue, then the answer', async () => {
+    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n', {
+      writes: [[100, 'hi']],
+    });
+    assert.match(text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    assert.deepEqual(JSON.parse(text.slice(text.indexOf('{'))).data, 'hi');
+  });
+});
+
+describe('pipelining before garbage, CONNECT, Upgrade, transfer codings', () => {
+  let server;
+  let port;
+  before(async () => {
+    server = await startServer((ctx, data) => ({ path: ctx.path, data }));
+    port = server.server.address().port;
+  });
+  after(() => server.close());
+
+  it('complete pipelined requests followed by malformed bytes are answered, then the connection closes', async () => {
+    const one = (path) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+    const { text, timedOut } = await exchange(port, one('/a') + one('/b') + 'GARBAGE \u0000\r\n\r\n');
+    assert.equal(timedOut, false);
+    assert.deepEqual(statuses(text), [200, 200]);
+    assert.match(text, /"path":"\/b"/);
+  });
+
+  it('CONNECT gets a JSON 405', async () => {
+    const { text } = await exchange(port, 'CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 405);
+    assert.equal(JSON.parse(answer.body).statusCode, 405);
+  });
+
+  // A client that never closes its side must not keep the connection (and its slot) after the answer.
+  for (const [what, bytes, status] of [
+    ['CONNECT', 'CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n', 405],
+    ['malformed bytes', 'GARBAGE \u0000\r\n\r\n', 400],
+    ['headers too large', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`, 431],
+  ]) {
+    it(`after ${what} (${status}) the connection is closed by funcrun, even when the client keeps its side open`, async (t) => {
+      const socket = require('node:net').connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+      t.after(() => socket.destroy());
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk) => (text += chunk));
+      const ended = new Promise((resolve) => socket.once('end', resolve)); // and the client never ends its own side
+      socket.write(bytes);
+      await ended;
+      assert.equal(firstResponse(text).status, status);
+      const connections = () => new Promise((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+      for (let i = 0; (await connections()) > 0; i++) {
+        assert.ok(i < 200, 'the half-open connection is still held after 10 s');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    });
+  }
+
+  it('Transfer-Encoding: gzip, chunked is a 501, not still-coded bytes for the function', async () => {
+    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 501);
+    assert.equal(answer.headers.connection, 'close');
+  });
+
+  it('an Upgrade request is answered and the connection closed; nothing behind it hangs', async (t) => {
+    const own = await serve(t, () => 'ok');
+    const { text, timedOut } = await exchange(own.server.address().port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n', { wait: 3000 });
+    assert.equal(timedOut, false);
+    assert.equal(statuses(text)[0], 200);
+    assert.equal(firstResponse(text).headers.connection, 'close');
+  });
+});
+
+describe('a request whose body goes wrong', () => {
+  for (const [what, body, status, options] of [
+    ['a body slower than the request timeout gets a JSON 408', 'Content-Length: 10\r\n\r\nab', 408, { requestTimeout: 800 }],
+    ['malformed chunk framing gets a JSON 400', 'Transfer-Encoding: chunked\r\n\r\nzz\r\n', 400, {}],
+  ]) {
+    it(`${what}, then the connection closes`, async (t) => {
+      const server = await serve(t, () => 'ok', options);
+      const { text, timedOut } = await exchange(server.server.address().port, `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n${body}`, { wait: 5000 });
+      assert.equal(timedOut, false);
+      const answer = firstResponse(text);
+      assert.equal(answer.status, status, text);
+      assert.equal(JSON.parse(answer.body).statusCode, status);
+    });
+  }
+});

@@ -1,0 +1,55 @@
+'use strict';
+// The table's parsers and precedence, without a server: start() and `funcrun config` read each
+// variable the same way, and the probe paths resolve in one order.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { SETTINGS, fromEnvironment, probePaths } = require('../../lib/settings.js');
+const { checkEnv } = require('../../lib/configure.js');
+
+describe('the settings table: parsers and precedence', () => {
+  it('`funcrun config` refuses exactly the values start() refuses, variable by variable', () => {
+    const candidates = ['banana', '-1', '0', '1', '10s', '2mb', 'true', 'off', '/path', 'faas-js-runtime', 'debug', '70000', ' 8080 ', '', '2147483647', '2147483648', '99999999999'];
+    for (const setting of Object.values(SETTINGS)) {
+      for (const variable of setting.env ?? []) {
+        for (const value of candidates) {
+          let atStart;
+          try {
+            fromEnvironment({ [variable]: value });
+            atStart = 'accepted';
+          } catch (err) {
+            atStart = err.name;
+          }
+          let byConfig;
+          try {
+            checkEnv(variable, value);
+            byConfig = 'accepted';
+          } catch (err) {
+            byConfig = err.name;
+          }
+          assert.equal(byConfig, atStart, `${variable}=${value}`);
+        }
+      }
+    }
+  });
+
+  it('funcrun config takes what func.yaml resolves later: {{ env:NAME }} references and empty values', () => {
+    for (const value of ['{{ env:LVL }}', '{{ secret:s:key }}', '']) {
+      for (const variable of ['FUNC_LOG_LEVEL', 'FUNC_TIMEOUT', 'PORT', 'LIVENESS_URL', 'FUNC_HEALTH_ROOT_PATH']) assert.doesNotThrow(() => checkEnv(variable, value), `${variable}=${value}`);
+    }
+    // A root path is joined with '/' whichever way it is written, at start and here alike.
+    assert.doesNotThrow(() => checkEnv('FUNC_HEALTH_ROOT_PATH', 'q/health'));
+    assert.equal(probePaths({ env: { FUNC_HEALTH_ROOT_PATH: 'q/health' }, module: {}, funcYaml: {} }).liveness, '/q/health/liveness');
+  });
+
+  it('probe paths follow one precedence: *_URL, then root and relative paths, then the module, then func.yaml, then the default', () => {
+    const paths = (env, module = {}, funcYaml = {}) => probePaths({ env, module, funcYaml });
+    assert.deepEqual(paths({}), { liveness: '/health/liveness', readiness: '/health/readiness' });
+    assert.deepEqual(paths({}, {}, { liveness: '/y/l' }).liveness, '/y/l');
+    assert.deepEqual(paths({}, { liveness: '/m/l' }, { liveness: '/y/l' }).liveness, '/m/l');
+    assert.deepEqual(paths({ FUNC_HEALTH_ROOT_PATH: '/q/health' }, { liveness: '/m/l' }), { liveness: '/q/health/liveness', readiness: '/q/health/readiness' });
+    assert.equal(paths({ FUNC_HEALTH_LIVENESS_PATH: 'alive' }).liveness, '/health/alive');
+    assert.equal(paths({ FUNC_HEALTH_LIVENESS_PATH: '/full' }).liveness, '/full');
+    assert.equal(paths({ LIVENESS_URL: '/url', FUNC_HEALTH_ROOT_PATH: '/q' }, { liveness: '/m' }).liveness, '/url');
+    assert.throws(() => paths({ LIVENESS_URL: 'no-slash' }), /LIVENESS_URL/);
+  });
+});
