@@ -3,7 +3,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isUtf8 } from 'node:buffer';
 import { TextDecoder } from 'node:util';
-import { HttpError } from './errors';
+import { HttpError, runtimeError } from './errors';
 import { lineAndColumn } from './position';
 import { bodyKind, type MediaType } from './media-type';
 import { parseXml } from './xml';
@@ -24,11 +24,11 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   // node de-chunks; any other transfer coding (`gzip, chunked`) would reach the function still coded.
   const coding = req.headers['transfer-encoding'];
   if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
-    return Promise.reject(new HttpError(501, `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`));
+    return Promise.reject(runtimeError('FUNCRUN_TRANSFER_ENCODING', `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`));
   }
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-    return Promise.reject(new HttpError(415, `Content-Encoding '${encoding}' is not supported; send the body uncompressed`));
+    return Promise.reject(runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`));
   }
   return new Promise((resolve, reject) => {
     let chunks: Buffer[] = [];
@@ -61,7 +61,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     // every failure (an abort, malformed chunked framing) as it follows the end.
     const onClose = () => {
       settle();
-      reject(new HttpError(400, 'the client closed the connection before the body was complete'));
+      reject(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
     };
     req.on('data', onData);
     req.on('end', onEnd);
@@ -70,7 +70,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 }
 
 function tooLarge(limit: number): HttpError {
-  return new HttpError(413, `request body is larger than the limit of ${limit} bytes`, { details: { limit } });
+  return runtimeError('FUNCRUN_BODY_TOO_LARGE', `request body is larger than the limit of ${limit} bytes`, { details: { limit } });
 }
 
 /**
@@ -80,7 +80,7 @@ function tooLarge(limit: number): HttpError {
 export function decodeText(bytes: Buffer, charset: string | undefined): string {
   if (charset === undefined || charset === 'utf-8' || charset === 'utf8') {
     // isUtf8 is a single validating pass in C++; toString then decodes without replacements.
-    if (!isUtf8(bytes)) throw new HttpError(400, 'the body is not valid UTF-8');
+    if (!isUtf8(bytes)) throw runtimeError('FUNCRUN_INVALID_TEXT', 'the body is not valid UTF-8');
     const text = bytes.toString('utf8');
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
@@ -88,12 +88,12 @@ export function decodeText(bytes: Buffer, charset: string | undefined): string {
   try {
     decoder = new TextDecoder(charset, { fatal: true });
   } catch {
-    throw new HttpError(415, `unsupported charset '${charset}'`);
+    throw runtimeError('FUNCRUN_UNSUPPORTED_CHARSET', `unsupported charset '${charset}'`);
   }
   try {
     return decoder.decode(bytes);
   } catch {
-    throw new HttpError(400, `the body is not valid ${charset}`);
+    throw runtimeError('FUNCRUN_INVALID_TEXT', `the body is not valid ${charset}`);
   }
 }
 
@@ -157,7 +157,7 @@ export function parseJson(text: string): unknown {
     const at = tooDeep(text, MAX_JSON_DEPTH);
     if (at !== -1) {
       const { line, column } = lineAndColumn(text, at);
-      throw new HttpError(400, `invalid JSON at line ${line}, column ${column}: nested deeper than ${MAX_JSON_DEPTH} levels`, {
+      throw runtimeError('FUNCRUN_INVALID_JSON', `invalid JSON at line ${line}, column ${column}: nested deeper than ${MAX_JSON_DEPTH} levels`, {
         details: { position: at, line, column },
       });
     }
@@ -196,7 +196,7 @@ function jsonError(text: string, err: Error): HttpError {
     .replace(/, .* is not valid JSON$/s, '')
     .replace(/\s*in JSON at position \d+.*$/s, '')
     .replace(/\s*\(line \d+ column \d+\)$/, '');
-  return new HttpError(400, `invalid JSON at line ${line}, column ${column}: ${reason}`, {
+  return runtimeError('FUNCRUN_INVALID_JSON', `invalid JSON at line ${line}, column ${column}: ${reason}`, {
     details: { position, line, column },
   });
 }

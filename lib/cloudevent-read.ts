@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
 import { BATCH, cloudevents, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type Mode } from './cloudevent';
-import { HttpError } from './errors';
+import { HttpError, runtimeError } from './errors';
 import { bodyKind, parseMediaType, type MediaType } from './media-type';
 import { decodeText, fastifyParsing, parseBody, parseForm, parseJson, parseXml } from './body';
 import { MAX_XML_NODES, type XmlBudget } from './xml';
@@ -24,7 +24,7 @@ export function readEvent(
 ): CloudEvent<unknown> | CloudEvent<unknown>[] {
   if (mode === 'binary') return binaryEvent(headers, body, media, reading);
   if (media?.type !== (mode === 'batch' ? BATCH : STRUCTURED)) {
-    throw new HttpError(415, `unsupported CloudEvents format '${media?.type}': expected ${STRUCTURED} or ${BATCH}`);
+    throw runtimeError('FUNCRUN_UNSUPPORTED_EVENT_FORMAT', `unsupported CloudEvents format '${media?.type}': expected ${STRUCTURED} or ${BATCH}`);
   }
   const json = body === undefined ? undefined : parseJson(decodeText(body, media.charset));
   if (mode === 'structured') {
@@ -293,12 +293,12 @@ function isInt32(value: unknown): boolean {
 }
 
 function invalid(message: string, attribute?: string): HttpError {
-  return new HttpError(400, `invalid CloudEvent: ${message}`, attribute ? { details: { attribute } } : undefined);
+  return runtimeError('FUNCRUN_INVALID_EVENT', `invalid CloudEvent: ${message}`, attribute ? { details: { attribute } } : undefined);
 }
 
 function dataError(err: unknown, where: string): unknown {
   if (!(err instanceof HttpError) || err.statusCode !== 400) return err;
-  return new HttpError(400, `invalid CloudEvent: ${where}data: ${err.message}`, { details: { attribute: 'data', ...err.details } });
+  return runtimeError('FUNCRUN_INVALID_EVENT', `invalid CloudEvent: ${where}data: ${err.message}`, { details: { attribute: 'data', ...err.details } });
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -24,6 +24,8 @@ export interface Behaviour {
    * the thrown value are sent.
    */
   readonly errorsAsText: boolean;
+  /** Error bodies leave out funcrun's error codes (docs/errors.md), as faas-js-runtime's have none. */
+  readonly withoutErrorCodes: boolean;
   /** A returned CloudEvent is answered in binary mode always, not in the mode the request came in. */
   readonly eventsAnsweredBinary: boolean;
   /** A CloudEvent returned to a plain HTTP request is answered as its JSON (`application/json`), not as an event. */
@@ -76,6 +78,7 @@ const CONTRACT: Behaviour = Object.freeze({
   scalarsAsEmpty200: false,
   corsForEveryOrigin: false,
   errorsAsText: false,
+  withoutErrorCodes: false,
   eventsAnsweredBinary: false,
   eventsToPlainRequestsAsJson: false,
   eventsWrittenAsSdk: false,
@@ -96,6 +99,7 @@ const FAAS_JS_RUNTIME: Behaviour = Object.freeze({
   scalarsAsEmpty200: true,
   corsForEveryOrigin: true,
   errorsAsText: true,
+  withoutErrorCodes: true,
   eventsAnsweredBinary: true,
   eventsToPlainRequestsAsJson: true,
   eventsWrittenAsSdk: true,

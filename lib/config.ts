@@ -44,6 +44,16 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new ConfigError(`${file}: ${(err as Error).message}`);
   }
+  // The command line reads it before loading the function, and start() again: parsed once.
+  if (lastRead !== undefined && lastRead.file === file && lastRead.text === text) return lastRead.yaml;
+  const yaml = parseFuncYaml(file, text);
+  lastRead = { file, text, yaml };
+  return yaml;
+}
+
+let lastRead: { file: string; text: string; yaml: FuncYaml } | undefined;
+
+function parseFuncYaml(file: string, text: string): FuncYaml {
   // Only functions with a func.yaml load the YAML parser: the yaml package bundled at build time
   // into one file (lib/yaml.js), which loads in a third of the time of its sixty modules.
   const { parseDocument, LineCounter, isAlias, isMap, isSeq, isScalar } = require('./yaml') as YamlModule;

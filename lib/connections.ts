@@ -2,20 +2,29 @@
 // when pipelined), and malformed HTTP, answered only when no response is in flight on it.
 import { Server, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { errorBody, HttpError } from './errors';
+import { errorBody, runtimeError } from './errors';
+import { ERROR_CODES, type ErrorCode } from './error-codes';
 import { JSON_TYPE } from './send';
 
 // Requests on a connection whose answers are not finished yet (more than one when pipelined),
 // and whether the connection is to be closed once they are (malformed bytes followed them).
-export const PENDING = Symbol('funcrun pending requests');
-export const CLOSING = Symbol('funcrun closing');
-export const LATEST = Symbol('funcrun latest request');
-export type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
+// This module alone reads and writes them.
+const PENDING = Symbol('funcrun pending requests');
+const CLOSING = Symbol('funcrun closing');
+const LATEST = Symbol('funcrun latest request');
+type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
 
 // Responses counted as answered by the fault handler, which answers a crashed request while its
 // onRequest may still finish later. (A set beside them, not a property: adding one to every
 // response would give node's own code two shapes of them.)
 const answeredEarly = new WeakSet<ServerResponse>();
+
+/** A request has arrived on its connection: its answer is pending until requestAnswered. */
+export function requestArrived(req: IncomingMessage): void {
+  const socket = req.socket as CountedSocket;
+  socket[PENDING] = (socket[PENDING] ?? 0) + 1;
+  socket[LATEST] = req;
+}
 
 /**
  * The answer to `req` is done with: written, or queued behind the answers pipelined before it,
@@ -39,11 +48,13 @@ function answered(socket: CountedSocket): void {
 }
 
 /**
- * While draining, the last pending response on a connection closes it. An earlier one must not:
- * the requests pipelined behind it were run, and their answers are still to be sent.
+ * While draining, or once malformed bytes followed the requests on a connection, the last pending
+ * response on it closes it. An earlier one must not: the requests pipelined behind it were run,
+ * and their answers are still to be sent.
  */
-export function closeAfter(req: IncomingMessage, res: ServerResponse): void {
-  if (!res.headersSent && (req.socket as CountedSocket)[PENDING] === 1) res.setHeader('connection', 'close');
+export function closeAfter(req: IncomingMessage, res: ServerResponse, draining: boolean): void {
+  const socket = req.socket as CountedSocket;
+  if ((draining || socket[CLOSING] === true) && !res.headersSent && socket[PENDING] === 1) res.setHeader('connection', 'close');
 }
 
 /**
@@ -51,7 +62,8 @@ export function closeAfter(req: IncomingMessage, res: ServerResponse): void {
  * response is pending on the connection, as node's own handler does: bytes written into a
  * response in flight would corrupt it.
  */
-export function clientError(err: NodeJS.ErrnoException, socket: CountedSocket): void {
+export function clientError(err: NodeJS.ErrnoException, connection: Socket): void {
+  const socket = connection as CountedSocket;
   if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
   // Complete requests that came before the malformed bytes are still answered; then it closes.
   // (Malformed bytes inside a request's body belong to that request: it is cut, below.)
@@ -61,8 +73,9 @@ export function clientError(err: NodeJS.ErrnoException, socket: CountedSocket): 
   // Otherwise the request the bytes belong to (a body too slow, or malformed chunks) is answered.
   const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (pending !== null && pending !== undefined && (pending.headersSent || (socket[PENDING] ?? 0) > 1)) return void socket.destroy();
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  rawError(socket, status, status === 400 ? 'malformed HTTP request' : '');
+  if (err.code === 'HPE_HEADER_OVERFLOW') rawError(socket, 'FUNCRUN_HEADERS_TOO_LARGE', '');
+  else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') rawError(socket, 'FUNCRUN_REQUEST_TIMEOUT', '');
+  else rawError(socket, 'FUNCRUN_MALFORMED_REQUEST', 'malformed HTTP request');
 }
 
 /**
@@ -73,8 +86,9 @@ export function clientError(err: NodeJS.ErrnoException, socket: CountedSocket): 
 const LINGER_MS = 1000;
 
 /** An error answer written straight to a socket that no ServerResponse owns, then closed. */
-export function rawError(socket: Socket, status: number, message: string): void {
-  const body = JSON.stringify(errorBody(status, new HttpError(status, message)));
+export function rawError(socket: Socket, code: ErrorCode, message: string): void {
+  const status = ERROR_CODES[code].status;
+  const body = JSON.stringify(errorBody(status, runtimeError(code, message)));
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: ${JSON_TYPE}\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,

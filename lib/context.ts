@@ -21,6 +21,7 @@ let partsOf: (ctx: Context) => InvocationParts;
 let traceOf: (ctx: Context) => Trace | undefined;
 let recordOf: (ctx: Context) => InvocationRecord;
 let answeredOf: (ctx: Context) => void;
+let abortOf: (ctx: Context, reason: Error) => void;
 
 /** What a context is made of. */
 export interface ContextParts {
@@ -37,6 +38,10 @@ export interface ContextParts {
   readonly res?: ServerResponse;
   readonly trace?: Trace;
   readonly runtime?: Runtime;
+  /** The handler's data: the parsed body, or the event's data. */
+  readonly body?: unknown;
+  readonly rawBody?: string | Buffer;
+  readonly event?: CloudEvent<unknown>;
 }
 
 /**
@@ -50,6 +55,11 @@ export function invocationRecord(ctx: Context): InvocationRecord {
 /** The request of `ctx` has been answered: its invocation ends once its waitUntil work settles. */
 export function invocationAnswered(ctx: Context): void {
   answeredOf(ctx);
+}
+
+/** Aborts the context's `signal`: its timeout has passed. */
+export function abortInvocation(ctx: Context, reason: Error): void {
+  abortOf(ctx, reason);
 }
 
 /** The request, response, logger and runtime a context was made with. */
@@ -75,6 +85,7 @@ export class Context<Data = unknown> {
     traceOf = (ctx) => ctx.#trace;
     recordOf = (ctx) => (ctx.#record ??= new InvocationRecord(ctx, ctx.#log, ctx.#reqId, ctx.#runtime?.log));
     answeredOf = (ctx) => ctx.#record?.answered();
+    abortOf = (ctx, reason) => (ctx.#controller ??= new AbortController()).abort(reason);
   }
 
   readonly method: string;
@@ -125,9 +136,9 @@ export class Context<Data = unknown> {
     this.query = query;
     this.params = parts.params;
     this.contentType = parts.contentType;
-    this.body = undefined;
-    this.rawBody = undefined;
-    this.cloudevent = undefined;
+    this.body = parts.body;
+    this.rawBody = parts.rawBody;
+    this.cloudevent = parts.event as CloudEvent<Data> | undefined;
     this.#defaults = parts.defaults;
     this.#res = parts.res;
     // A query key never replaces a field or method of the context (`?method=DELETE` leaves
@@ -195,11 +206,6 @@ export class Context<Data = unknown> {
       if (this.#res !== undefined) abortWhenClientGoes(this.#res, controller);
     }
     return this.#controller.signal;
-  }
-
-  /** Aborts `signal` (the runtime calls this when the timeout passes). */
-  abort(reason: Error): void {
-    (this.#controller ??= new AbortController()).abort(reason);
   }
 
   /**

@@ -7,8 +7,9 @@ import { Readable } from 'node:stream';
 import { brand } from './brand';
 import { safeHeaders, type Dropped } from './headers';
 import type { Logger } from './log';
-import { isInstance, isPartOf } from './provenance';
+import { isInstance, isPartOf, isReceived, type RequestInput } from './provenance';
 import { JSON_TYPE, send, TEXT } from './send';
+import { ERROR_CODES, type ErrorCode } from './error-codes';
 
 /** An error with an HTTP status. Its message is shown to the client when the status is below 500. */
 export class HttpError extends Error {
@@ -17,19 +18,29 @@ export class HttpError extends Error {
   readonly details?: Record<string, unknown>;
   /** Response headers that go with this error (for example `Allow` on a 405). */
   readonly headers?: Record<string, string>;
+  /** A stable, machine-readable name for the error, sent as the body's `code` (funcrun's own: docs/errors.md). */
+  readonly code?: string;
 
-  constructor(statusCode: number, message: string, options?: { details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown }) {
+  constructor(statusCode: number, message: string, options?: { details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown; code?: string }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'HttpError';
     this.statusCode = statusCode;
     this.details = options?.details;
     this.headers = options?.headers;
+    this.code = options?.code;
   }
 }
 brand(HttpError, 'HttpError');
 
+/** One of funcrun's own errors: its status comes from the table of codes (error-codes.ts). */
+export function runtimeError(code: ErrorCode, message: string, options?: { details?: Record<string, unknown>; headers?: Record<string, string> }): HttpError {
+  return new HttpError(ERROR_CODES[code].status, message, { ...options, code });
+}
+
 export interface ErrorBody {
   statusCode: number;
+  /** Set on funcrun's own errors: a stable name to match (docs/errors.md). */
+  code?: string;
   error: string;
   message: string;
   [detail: string]: unknown;
@@ -42,6 +53,8 @@ export interface Thrown {
   message?: string;
   details?: Record<string, unknown>;
   headers?: OutgoingHttpHeaders;
+  /** The error's stable code, when it is one of funcrun's own (or an HttpError given one). */
+  code?: string;
   /** What the log gets: `{ err }` for an Error, or `{ thrown }` describing a value that is not one. */
   logged: { err: unknown } | { thrown: string };
 }
@@ -71,6 +84,7 @@ export function statusOf(thrown: unknown, codeOnly = false): number {
 
 // Messages are the client's to read below 500; a runaway one is cut rather than echoed whole.
 const MAX_MESSAGE = 1024;
+const MAX_CODE = 100;
 
 /**
  * Reads a thrown value into plain facts. Never throws. `input` is what the request was parsed
@@ -78,26 +92,30 @@ const MAX_MESSAGE = 1024;
  * pick the status, message or headers. `asFaasJsRuntime`: a function's error as faas-js-runtime
  * reads it, the status from `code` only and no headers (funcrun's own errors keep theirs).
  */
-export function inspect(thrown: unknown, dropped?: Dropped[], input?: readonly unknown[], asFaasJsRuntime = false): Thrown {
+export function readThrown(thrown: unknown, dropped?: Dropped[], input?: RequestInput, asFaasJsRuntime = false): Thrown {
   const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
   // Parsed data is plain objects and arrays, walked; a class instance (every Error) is compared
   // only with the request's own objects, such as the received event, so throwing costs no walk.
   const fromRequest = (): boolean =>
-    isInstance(thrown as object) ? input!.some((root) => root === thrown || (Array.isArray(root) && root.includes(thrown))) : isPartOf(thrown as object, input!);
+    isInstance(thrown as object) ? isReceived(thrown, input!) : isPartOf(thrown as object, input!);
   if (isObject && input !== undefined && read(fromRequest) !== false) {
-    return { status: 500, logged: { thrown: describe(thrown) } };
+    return { status: 500, logged: { thrown: describeThrown(thrown) } };
   }
   const ours = isObject && read(() => thrown instanceof HttpError) === true;
   const faas = asFaasJsRuntime && !ours;
   const status = statusOf(thrown, faas);
   const isError = ours || (isObject && read(() => thrown instanceof Error) === true);
-  const facts: Thrown = { status, logged: isError ? { err: thrown } : { thrown: describe(thrown) } };
+  const facts: Thrown = { status, logged: isError ? { err: thrown } : { thrown: describeThrown(thrown) } };
   if (!isObject) return facts;
   const value = thrown as { message?: unknown; details?: unknown; headers?: unknown };
   // Read at any status; bodyOf() shows them below 500 only.
   const message = read(() => value.message);
   if (typeof message === 'string' && message !== '') facts.message = message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE) + '…' : message;
-  if (ours) facts.details = read(() => copy(value.details));
+  if (ours) {
+    facts.details = read(() => copy(value.details));
+    const code = read(() => (value as { code?: unknown }).code);
+    if (typeof code === 'string' && code !== '') facts.code = code.length > MAX_CODE ? code.slice(0, MAX_CODE) : code;
+  }
   // Headers a thrown error asks for (`Allow` on a 405, `WWW-Authenticate` on a 401): from funcrun's
   // HttpError, or from an error that chose its own 4xx status (a library error that happens to
   // carry `headers` and no status adds none).
@@ -124,7 +142,7 @@ function copy(details: unknown): Record<string, unknown> | undefined {
 const MAX_DESCRIPTION = 2048;
 
 /** A thrown value that is not an Error, as text for the log. */
-export function describe(value: unknown): string {
+export function describeThrown(value: unknown): string {
   try {
     const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
     return text.length > MAX_DESCRIPTION ? text.slice(0, MAX_DESCRIPTION) + '…' : text;
@@ -143,21 +161,35 @@ export function describe(value: unknown): string {
  * internal leaks (the detail goes to the log).
  */
 export function errorBody(status: number, thrown: unknown): ErrorBody {
-  return bodyOf({ ...inspect(thrown), status });
+  return bodyOf({ ...readThrown(thrown), status });
 }
 
-function bodyOf(facts: Thrown): ErrorBody {
+function bodyOf(facts: Thrown, withoutCodes = false): ErrorBody {
   const error = STATUS_CODES[facts.status] ?? 'Error';
-  if (facts.status >= 500) return { statusCode: facts.status, error, message: error };
-  return { statusCode: facts.status, error, message: facts.message ?? error, ...facts.details };
+  const code = facts.code === undefined || withoutCodes ? undefined : { code: facts.code };
+  if (facts.status >= 500) return { statusCode: facts.status, ...code, error, message: error };
+  return { statusCode: facts.status, ...code, error, message: facts.message ?? error, ...facts.details };
 }
 
 /** Shapes an error body: the module's `errorBody(body, thrown)`, when it has one. */
 export type ErrorFormat = (body: ErrorBody, thrown: unknown) => unknown;
 
+/** How an error is answered, beside what was thrown. */
+export interface ErrorStyle {
+  /** The module's `errorBody`, when it shapes its own error bodies. */
+  format?: ErrorFormat;
+  /** What the request was parsed into: thrown back, it is a failure (provenance.ts). */
+  input?: RequestInput;
+  /** faas-js-runtime's reading of a function's error: the message as text. */
+  asText?: boolean;
+  /** faas-js-runtime's bodies: without funcrun's error codes. */
+  withoutCodes?: boolean;
+}
+
 /** The JSON text of an error body. Never throws: a failing format or details fall back to the plain body. */
-export function errorJson(facts: Thrown, thrown: unknown, log: Logger, format?: ErrorFormat): string {
-  const body = bodyOf(facts);
+export function errorJson(facts: Thrown, thrown: unknown, log: Logger, style: ErrorStyle = {}): string {
+  const format = style.format;
+  const body = bodyOf(facts, style.withoutCodes);
   if (format !== undefined) {
     try {
       const value = format(body, thrown);
@@ -178,18 +210,16 @@ export function errorJson(facts: Thrown, thrown: unknown, log: Logger, format?: 
     return JSON.stringify(body);
   } catch {
     // Details that cannot be serialised (cyclic, BigInt): the body without them.
-    return JSON.stringify({ statusCode: body.statusCode, error: body.error, message: body.message });
+    return JSON.stringify({ statusCode: body.statusCode, code: body.code, error: body.error, message: body.message });
   }
 }
 
-/**
- * The one place a thrown value becomes a response. 5xx details go to the log, never to the
- * client. `format` is the module's `errorBody`, when it shapes its own error bodies. Never throws.
- */
-export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, format?: ErrorFormat, input?: readonly unknown[], asText = false): void {
+/** The one place a thrown value becomes a response. 5xx details go to the log, never to the client. Never throws. */
+export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, style: ErrorStyle = {}): void {
   try {
+    const { input, asText = false } = style;
     const dropped: Dropped[] = [];
-    const facts = inspect(thrown, dropped, input, asText);
+    const facts = readThrown(thrown, dropped, input, asText);
     const request = { method: req.method, path: pathOf(req.url), statusCode: facts.status };
     if (facts.status >= 500) quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));
     else quietly(() => log.debug({ ...request, message: facts.message }, 'request rejected'));
@@ -208,7 +238,7 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     // A body we stopped reading leaves the connection unusable.
     if (facts.status === 413) headers.connection = 'close';
     // faas-js-runtime's compatibility: the message as text. At 5xx it is generic there too.
-    send(req, res, facts.status, headers, asText ? bodyOf(facts).message : errorJson(facts, thrown, log, format));
+    send(req, res, facts.status, headers, asText ? bodyOf(facts).message : errorJson(facts, thrown, log, style));
   } catch (err) {
     lastResort(res, log, err);
   }
@@ -225,7 +255,7 @@ const INTERNAL = JSON.stringify({ statusCode: 500, error: 'Internal Server Error
 
 /** When answering failed: a bare 500 if nothing was written yet, else a cut connection. Never throws. */
 export function lastResort(res: ServerResponse, log: Logger, err: unknown): void {
-  quietly(() => log.error(err instanceof Error ? err : { thrown: describe(err) }, 'answering the request failed'));
+  quietly(() => log.error(err instanceof Error ? err : { thrown: describeThrown(err) }, 'answering the request failed'));
   try {
     if (res.headersSent || res.destroyed) return void res.destroy();
     for (const name of res.getHeaderNames()) res.removeHeader(name);

@@ -3,7 +3,7 @@
 // (scope.ts tells which), it is logged with that invocation's reqId and trace, and its request,
 // if still open, is answered 500; raised by work that outlived its invocation, it says so. The
 // entry point then drains the rest and exits 1.
-import { describe, HttpError, quietly, sendError } from './errors';
+import { describeThrown, quietly, runtimeError, sendError } from './errors';
 import { invocationParts } from './context';
 import { isError, type Logger } from './log';
 import { currentInvocation } from './scope';
@@ -12,8 +12,8 @@ import { requestDone } from './lifecycle';
 /** Logs a fault fatal where it belongs and answers its request. Never throws. */
 export function reportFault(err: unknown, origin: string, processLog: Logger): void {
   const what = origin === 'unhandledRejection' ? 'unhandled rejection' : 'uncaught exception';
-  // A thrown Proxy may throw even when asked what it is: isError and describe never do.
-  const logged = isError(err) ? err : { thrown: describe(err) };
+  // A thrown Proxy may throw even when asked what it is: isError and describeThrown never do.
+  const logged = isError(err) ? err : { thrown: describeThrown(err) };
   try {
     const invocation = currentInvocation();
     if (invocation === undefined) return processLog.fatal(logged, what);
@@ -25,7 +25,7 @@ export function reportFault(err: unknown, origin: string, processLog: Logger): v
     // Answered already (or after the answer, in its waitUntil work): nothing more to say to it.
     if (res === undefined || res.writableEnded) return;
     // A 500 whatever the thrown value says of itself: the function crashed, it did not answer.
-    sendError(req, res, new HttpError(500, `the function crashed: ${what}`), log, runtime?.module.errorBody);
+    sendError(req, res, runtimeError('FUNCRUN_FUNCTION_CRASHED', `the function crashed: ${what}`), log, { format: runtime?.module.errorBody, withoutCodes: runtime?.withoutCodes });
     // Answered: the drain need not wait for the crashed function, which may never return.
     if (runtime !== undefined) requestDone(runtime, req, res, true);
   } catch {

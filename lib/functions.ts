@@ -3,11 +3,10 @@
 // `ce-type`. Everything here is built once at start: schemas compiled, routes and the ce-type
 // table made; a request only looks things up.
 import type { CloudEvent } from 'cloudevents';
-import { randomUUID } from './random';
-import { asCloudEvent, cloudevents } from './cloudevent';
+import { asCloudEvent, CloudEventResponse } from './cloudevent';
 import type { Context } from './context';
 import { MAX_JSON_DEPTH } from './body';
-import { HttpError } from './errors';
+import { runtimeError } from './errors';
 import { isPartOf } from './provenance';
 import { discard, Prepared } from './respond';
 import { Readable } from 'node:stream';
@@ -51,7 +50,7 @@ export function namedRoutes(module: FunctionModule): NamedRoute[] {
   const invokers = new Map<string, Invokable>();
   const byType = new Map<string, string[]>();
   for (const [name, fn] of functions) {
-    invokers.set(name, invoker(name, fn, ajv));
+    invokers.set(name, namedInvoker(name, fn, ajv));
     for (const type of new Set([name, fn.trigger ?? name])) byType.set(type, [...(byType.get(type) ?? []), name]);
   }
   const fallback = module.handle;
@@ -59,13 +58,13 @@ export function namedRoutes(module: FunctionModule): NamedRoute[] {
     const event = context.cloudevent;
     if (event === undefined || context.method !== 'POST') {
       if (fallback !== undefined) return fallback(context, data);
-      throw new HttpError(400, 'POST / takes a CloudEvent (binary or structured), routed by its type; call a function by POST /<name>');
+      throw runtimeError('FUNCRUN_EVENT_REQUIRED', 'POST / takes a CloudEvent (binary or structured), routed by its type; call a function by POST /<name>');
     }
     const names = byType.get(event.type) ?? [];
-    if (names.length > 1) throw new HttpError(409, `ce-type '${event.type}' matches more than one function: ${names.join(', ')}`);
+    if (names.length > 1) throw runtimeError('FUNCRUN_AMBIGUOUS_EVENT', `ce-type '${event.type}' matches more than one function: ${names.join(', ')}`);
     if (names.length === 0) {
       if (fallback !== undefined) return fallback(context, data);
-      throw new HttpError(404, `no function for ce-type '${event.type}'`);
+      throw runtimeError('FUNCRUN_NO_FUNCTION_FOR_EVENT', `no function for ce-type '${event.type}'`);
     }
     return invokers.get(names[0])!(context, data);
   };
@@ -84,14 +83,14 @@ function createAjv(): Ajv {
   return ajv;
 }
 
-function invoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokable {
+function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokable {
   const schema = fn.inputSchema as Schema | undefined;
   const checkJson = schema && ajv ? compile(ajv, schema, false) : undefined;
   // A JSON Schema describes JSON values: bytes (a Buffer is an object with a key per byte) are refused.
   const checkBody =
     checkJson &&
     ((input: unknown) => {
-      if (ArrayBuffer.isView(input)) throw new HttpError(415, `function '${name}' takes JSON input described by its schema, not bytes`);
+      if (ArrayBuffer.isView(input)) throw runtimeError('FUNCRUN_BYTES_NOT_ACCEPTED', `function '${name}' takes JSON input described by its schema, not bytes`);
       checkJson(input);
     });
   // Query values are text: with a schema they are coerced to its types (and a single value to a list).
@@ -103,7 +102,7 @@ function invoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokab
       input = fn.cloudEvent ? event : data;
       checkBody?.(fn.cloudEvent ? event.data : data);
     } else if (fn.cloudEvent) {
-      throw new HttpError(400, `function '${name}' takes CloudEvents only: POST one to / with ce-type '${fn.trigger ?? name}'`);
+      throw runtimeError('FUNCRUN_EVENT_REQUIRED', `function '${name}' takes CloudEvents only: POST one to / with ce-type '${fn.trigger ?? name}'`);
     } else if (context.method === 'POST') {
       input = data;
       checkBody?.(input);
@@ -117,7 +116,7 @@ function invoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokab
     } catch (err) {
       // The input (made here from the query, so the server cannot know it) thrown back is a
       // failure, not a status and headers of the client's choosing.
-      if (err !== null && typeof err === 'object' && (isPartOf(err, [input]) || carriesInput(err, input))) throw new Error(`function '${name}' threw its own input`);
+      if (err !== null && typeof err === 'object' && (isPartOf(err, { data: input }) || carriesInput(err, input))) throw new Error(`function '${name}' threw its own input`);
       throw err;
     }
     return event === undefined ? httpOutput(output) : eventOutput(name, output, event);
@@ -144,7 +143,7 @@ function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
       field: cut(e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.')),
       description: cut(e.keyword === 'required' ? `'${(e.params as { missingProperty: string }).missingProperty}' is required` : (e.message ?? 'is invalid')),
     }));
-    throw new HttpError(400, `invalid input: ${violations.map((v) => `${v.field} ${v.description}`).join('; ')}`, { details: { violations } });
+    throw runtimeError('FUNCRUN_INVALID_INPUT', `invalid input: ${violations.map((v) => `${v.field} ${v.description}`).join('; ')}`, { details: { violations } });
   };
 }
 
@@ -152,7 +151,7 @@ function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
 function carriesInput(err: object, input: unknown): boolean {
   try {
     const headers = (err as { headers?: unknown }).headers;
-    return headers !== null && typeof headers === 'object' && isPartOf(headers, [input]);
+    return headers !== null && typeof headers === 'object' && isPartOf(headers, { data: input });
   } catch {
     return true;
   }
@@ -213,16 +212,8 @@ function eventOutput(name: string, output: unknown, request: CloudEvent<unknown>
     throw new Error(`function '${name}' answered an event with a stream: an event carries data, not a stream`);
   }
   if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
-  const binary = Buffer.isBuffer(output) || output instanceof Uint8Array;
-  return new (cloudevents().CloudEvent)({
-    id: randomUUID(),
-    type: `${name}.output`,
-    source: name,
-    specversion: request.specversion,
-    time: new Date().toISOString(),
-    datacontenttype: binary ? 'application/octet-stream' : 'application/json',
-    data: output,
-  });
+  // Made as every answered event is: a fresh id, the time now, its data's content type.
+  return new CloudEventResponse(output, { source: name, type: `${name}.output`, untyped: false }).version(request.specversion).response();
 }
 
 /**
@@ -235,9 +226,9 @@ export function queryInput(query: Record<string, string | string[]>, schema?: Sc
   for (const [key, value] of Object.entries(query)) {
     const path = key.split('.');
     // The same bound as JSON bodies: deeper input could not even be serialised back.
-    if (path.length > MAX_JSON_DEPTH) throw new HttpError(400, `query parameter names nest deeper than ${MAX_JSON_DEPTH} levels`);
+    if (path.length > MAX_JSON_DEPTH) throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter names nest deeper than ${MAX_JSON_DEPTH} levels`);
     if (path.some((part) => part === '' || part === '__proto__' || part === 'constructor' || part === 'prototype')) {
-      throw new HttpError(400, `invalid query parameter name '${key}'`);
+      throw runtimeError('FUNCRUN_INVALID_QUERY', `invalid query parameter name '${key}'`);
     }
     let node = root;
     // Own properties only: `toString` or `valueOf` are ordinary names, not Object.prototype's.
@@ -245,10 +236,10 @@ export function queryInput(query: Record<string, string | string[]>, schema?: Sc
       const next = Object.hasOwn(node, part) ? node[part] : undefined;
       if (next === undefined) node = node[part] = {} as Record<string, unknown>;
       else if (typeof next === 'object' && next !== null && !Array.isArray(next)) node = next as Record<string, unknown>;
-      else throw new HttpError(400, `query parameter '${key}' conflicts with '${path.slice(0, path.indexOf(part) + 1).join('.')}'`);
+      else throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter '${key}' conflicts with '${path.slice(0, path.indexOf(part) + 1).join('.')}'`);
     }
     const last = path[path.length - 1];
-    if (Object.hasOwn(node, last)) throw new HttpError(400, `query parameter '${key}' conflicts with another one`);
+    if (Object.hasOwn(node, last)) throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter '${key}' conflicts with another one`);
     node[last] = value;
   }
   return toLists(root, schema) as Record<string, unknown>;

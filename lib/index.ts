@@ -4,7 +4,7 @@ import { randomUUID } from './random';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Server } from 'node:http';
-import { applyEnvs, ConfigError, readFuncYaml, type FuncYaml } from './config';
+import { applyEnvs, ConfigError, readFuncYaml } from './config';
 import { checkFunction, LoadError, toFunction } from './loader';
 import { createLogger, type LogDestination, type LogLevel, type RootLogger } from './log';
 import { createServer } from './server';
@@ -30,8 +30,6 @@ export interface Options {
   includeRaw?: boolean;
   /** Folder holding func.yaml. */
   config?: string;
-  /** func.yaml already read (the CLI reads it before loading the module). */
-  funcYaml?: FuncYaml;
   /** The function's name, the default `source` of the events it answers with. Default: func.yaml's name. */
   name?: string;
   /** Where log lines go. Default process.stdout. */
@@ -123,7 +121,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const module = toFunction(func);
   if (module === undefined) throw new TypeError('start() needs a handler: a function, or an object with handle(), routes or functions');
   checkFunction(module, '<start()>');
-  const funcYaml = options.funcYaml ?? (options.config === undefined ? undefined : readFuncYaml(options.config));
+  const funcYaml = options.config === undefined ? undefined : readFuncYaml(options.config);
   // The application's own packages (its CloudEvents SDK, its OpenTelemetry API) are found from its folder.
   const folder = options.config ?? (funcYaml === undefined ? process.cwd() : dirname(funcYaml.file));
   useApplicationSdk(folder);
@@ -234,7 +232,7 @@ export { parseBytes, parseCount, parseDuration, parseSwitch } from './config';
 export { Context } from './context';
 export { CloudEventResponse } from './cloudevent';
 export { HttpError } from './errors';
-export type { LogDestination, RootLogger } from './log';
+export type { LogDestination } from './log';
 export type {
   CloudEvent,
   CloudEventFunction,
@@ -248,7 +246,6 @@ export type {
   HTTPFunction,
   HTTPFunctionReturn,
   RequestInfo,
-  IncomingBody,
   Invokable,
   Logger,
   NamedFunction,

@@ -4,11 +4,13 @@ import type { CloudEvent } from 'cloudevents';
 import { asCloudEvent } from './cloudevent';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { InvocationRecord } from './scope';
-import { invocationRecord, invocationTrace, type Context } from './context';
+import { abortInvocation, invocationRecord, invocationTrace, type Context } from './context';
 import type { Trace } from './trace';
-import { HttpError } from './errors';
+import { runtimeError } from './errors';
+import type { ErrorCode } from './error-codes';
 import { discard } from './respond';
 import { invocationScope } from './scope';
+import { isThenable, settleWithin } from './deadline';
 import type { Invokable } from './types';
 
 // A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
@@ -22,8 +24,8 @@ export type Invoke = (fn: Invokable, ctx: Context, data: unknown, deadline: numb
  * answered 504 and its context's signal aborted (the handler decides whether to stop; its late
  * result is dropped). The timeout is the request's: a batch's events share it.
  */
-export function invoker(timeout: number): Invoke {
-  const tooLate = () => new HttpError(504, `the function did not answer within ${timeout} ms`);
+export function timedInvoker(timeout: number): Invoke {
+  const tooLate = () => runtimeError('FUNCRUN_TIMEOUT', `the function did not answer within ${timeout} ms`);
   return function invoke(fn, ctx, data, deadline) {
     const left = timeout > 0 ? deadline - performance.now() : Infinity;
     if (left <= 0) throw tooLate();
@@ -38,19 +40,15 @@ export function invoker(timeout: number): Invoke {
           ? fn.call(HANDLER_THIS, ctx, data)
           : scope.run(invocationRecord(ctx), call, fn, ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
-    let timer: NodeJS.Timeout | undefined;
     let late = false;
-    const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        late = true;
-        const error = tooLate();
-        ctx.abort(error);
-        reject(error);
-      }, left);
-    });
     // A result that comes after the 504 is dropped; a stream in it is closed.
     Promise.resolve(result).then((value) => late && discard(value), ignore);
-    return Promise.race([result, expired]).finally(() => clearTimeout(timer));
+    return settleWithin(result, left, () => {
+      late = true;
+      const error = tooLate();
+      abortInvocation(ctx, error);
+      return error;
+    });
   };
 }
 
@@ -58,14 +56,9 @@ export function invoker(timeout: number): Invoke {
  * `value`, or a 504 naming `what` once `deadline` (performance.now() time) passes; with a timeout
  * of 0 (none), `value` as it is.
  */
-export async function beforeDeadline<T>(value: T | Promise<T>, timeout: number, deadline: number, what: string): Promise<T> {
+export async function beforeDeadline<T>(value: T | Promise<T>, timeout: number, deadline: number, what: string, code: ErrorCode): Promise<T> {
   if (timeout <= 0 || !isThenable(value)) return value;
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new HttpError(504, `${what} did not finish within ${timeout} ms`)), Math.max(0, deadline - performance.now()));
-  });
-  Promise.resolve(value).catch(ignore);
-  return Promise.race([value, expired]).finally(() => clearTimeout(timer));
+  return settleWithin(value, deadline - performance.now(), () => runtimeError(code, `${what} did not finish within ${timeout} ms`));
 }
 
 /**
@@ -121,15 +114,4 @@ export function inInvocation<A extends unknown[], R>(ctx: Context, fn: (...args:
 
 function enter(scope: AsyncLocalStorage<InvocationRecord> | undefined, fn: Invokable, ctx: Context, data: unknown): unknown {
   return scope === undefined ? call(fn, ctx, data) : scope.run(invocationRecord(ctx), call, fn, ctx, data);
-}
-/** `value` (maybe a promise), or a rejection with `message` once `ms` have passed. */
-export function within(value: unknown, ms: number, message: string): Promise<unknown> {
-  if (!isThenable(value)) return Promise.resolve(value);
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
-  return Promise.race([value, late]).finally(() => clearTimeout(timer));
-}
-
-export function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
 }

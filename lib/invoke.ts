@@ -86,7 +86,7 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
     url = next;
   }
   const body = Buffer.from(await res.arrayBuffer());
-  const text = describe(res, body);
+  const text = describeAnswer(res, body);
   return { status: res.status, ok: res.status <= 299, text: notFollowed === undefined ? text : `${text}\n(${notFollowed})` };
 }
 
@@ -99,7 +99,7 @@ const BODY_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 const printable = (text: string, pattern = CONTROL) => text.replace(pattern, escaped);
 
-function describe(res: Response, body: Buffer): string {
+function describeAnswer(res: Response, body: Buffer): string {
   const lines = [`HTTP ${res.status} ${printable(res.statusText)}`];
   const attributes: string[] = [];
   for (const [name, value] of res.headers) {

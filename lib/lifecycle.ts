@@ -2,15 +2,18 @@
 // and stop(), the graceful drain.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isError, type Logger, type RootLogger } from './log';
-import { describe, pathOf } from './errors';
+import { describeThrown, pathOf } from './errors';
 import type { Metrics } from './metrics';
 import { destroyAll, requestAnswered } from './connections';
+import { settleWithin } from './deadline';
 import type { Function as FunctionModule } from './types';
 
 /** What a running server keeps beside the node:http server. */
 export interface Runtime {
   readonly module: FunctionModule;
   readonly log: RootLogger;
+  /** faas-js-runtime's error bodies, without funcrun's codes (compat.ts). */
+  readonly withoutCodes: boolean;
   /** Set by stop(): readiness turns 503 and connections close after their answers. */
   draining: boolean;
   shutdown?: Promise<void>;
@@ -35,7 +38,7 @@ export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: L
   const tracked = Promise.resolve(work).then(
     () => undefined,
     // Read with helpers that never throw: a rejection value may be a hostile Proxy.
-    (err: unknown) => log.error(isError(err) ? err : { thrown: describe(err) }, 'waitUntil: the work failed'),
+    (err: unknown) => log.error(isError(err) ? err : { thrown: describeThrown(err) }, 'waitUntil: the work failed'),
   );
   // Without a server (a unit test's context) the work is only watched for failure.
   if (runtime === undefined) return tracked;
@@ -74,12 +77,11 @@ export interface Drain {
 // and the drain goes on. Resolves with how much was left.
 async function backgroundDone(runtime: Runtime, limit: number): Promise<number> {
   if (runtime.background.size === 0) return 0;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), Math.max(0, limit))));
-  const done = backgroundSettled(runtime).then(() => false);
-  const left = (await Promise.race([done, late])) ? runtime.background.size : 0;
+  const left = await settleWithin(backgroundSettled(runtime), limit, () => undefined).then(
+    () => 0,
+    () => runtime.background.size,
+  );
   if (left > 0) runtime.log.warn({ running: left }, 'waitUntil work still running after the grace period');
-  clearTimeout(timer);
   return left;
 }
 
@@ -151,14 +153,10 @@ export function stop(server: Server, gracePeriod = 10_000): Promise<Drain> {
 
 // shutdown() may never settle; the process must still be able to exit.
 function bounded(shutdown: Promise<void>, limit: number, log: RootLogger): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new Error(`shutdown() did not finish within ${limit} ms`);
-      log.error(error.message);
-      reject(error);
-    }, limit);
-    // Not unref'd: a shutdown() that holds nothing must still end in this error and exit code 1.
+  // The timer keeps the process: a shutdown() that holds nothing must still end in this error and exit code 1.
+  return settleWithin(shutdown, limit, () => {
+    const error = new Error(`shutdown() did not finish within ${limit} ms`);
+    log.error(error.message);
+    return error;
   });
-  return Promise.race([shutdown, late]).finally(() => clearTimeout(timer));
 }

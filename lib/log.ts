@@ -353,7 +353,7 @@ function fieldsOf(obj: object, skip: Skip): string {
 }
 
 /** `%j %o %O`: a string in single quotes, a function by name, anything else as JSON. */
-function inspect(value: unknown): string {
+function formatValue(value: unknown): string {
   switch (typeof value) {
     case 'string':
       return "'" + value + "'";
@@ -398,7 +398,7 @@ function format(f: string, args: ArrayLike<unknown>, from: number): string {
       case 79: // O
       case 111: // o
       case 106: // j
-        if (a < argLen && args[a] !== undefined) piece = inspect(args[a]);
+        if (a < argLen && args[a] !== undefined) piece = formatValue(args[a]);
         break;
       case 115: // s
         if (a < argLen) piece = Array.isArray(args[a]) ? joined(args[a] as unknown[]) : text(args[a]);
@@ -425,7 +425,7 @@ function format(f: string, args: ArrayLike<unknown>, from: number): string {
 /** `String(array)` (its items joined by commas, nested arrays alike), stopped once the line has no room left. */
 function joined(items: unknown[], depth = 0): string {
   let out = '';
-  let length = 0;
+  let length: number;
   try {
     length = items.length;
   } catch {

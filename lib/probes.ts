@@ -1,8 +1,8 @@
 // Liveness and readiness: the module's own check (bounded in time), then what the runtime knows
 // itself: draining, and an event loop running late.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errorJson, HttpError, inspect } from './errors';
-import { within } from './invocation';
+import { errorJson, readThrown, runtimeError } from './errors';
+import { isThenable, settleWithin } from './deadline';
 import type { Runtime } from './lifecycle';
 import type { Logger } from './log';
 import { JSON_TYPE, send, TEXT } from './send';
@@ -27,7 +27,8 @@ export async function answerProbe(req: IncomingMessage, res: ServerResponse, tar
   let answer: unknown;
   if (target.check !== undefined) {
     try {
-      answer = await within(target.check(), options.probeTimeout, 'the check did not answer in time');
+      const check = target.check();
+      answer = isThenable(check) ? await settleWithin(check, options.probeTimeout, () => new Error('the check did not answer in time')) : check;
       healthy = answer !== false;
     } catch (err) {
       reqLog.warn(err, `${target.readiness ? 'readiness' : 'liveness'} check failed`);
@@ -49,5 +50,5 @@ export async function answerProbe(req: IncomingMessage, res: ServerResponse, tar
   }
   // A check may answer with its own text (faas-js-runtime sends what it returns).
   if (healthy) send(req, res, 200, { 'content-type': TEXT }, typeof answer === 'string' && answer !== '' ? answer : 'OK');
-  else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(inspect(new HttpError(503, 'not ready')), undefined, reqLog, runtime.module.errorBody));
+  else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(readThrown(runtimeError('FUNCRUN_NOT_READY', 'not ready')), undefined, reqLog, { format: runtime.module.errorBody, withoutCodes: runtime.withoutCodes }));
 }

@@ -11,7 +11,7 @@ import { encodeEvent } from './cloudevent-reply';
 import type { Trace } from './trace';
 import type { Behaviour } from './compat';
 import { safeHeaders, type Dropped } from './headers';
-import { isInstance, isPartOf } from './provenance';
+import { isInstance, isPartOf, type RequestInput } from './provenance';
 import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
 import { kindOf } from './kind';
 
@@ -44,7 +44,7 @@ function isXmlDocument(value: object): boolean {
  * been sent, rejects when the stream fails, and resolves early when the client goes away (the
  * stream is then destroyed).
  */
-export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour, trace?: Trace): Reply | Promise<Reply> {
+export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: RequestInput, behaviour?: Behaviour, trace?: Trace): Reply | Promise<Reply> {
   let reply: Reply;
   try {
     reply = toReply(value, mode, input, behaviour, trace);
@@ -84,7 +84,7 @@ const NOTHING: Reply = Object.freeze({ status: 204, headers: Object.freeze({ 'co
 const EMPTY_200: Reply = Object.freeze({ status: 200, headers: Object.freeze({ 'content-type': JSON_TYPE }) });
 
 /** `trace`: the invocation's, which an event it answers with carries (when it has none of its own). */
-export function toReply(value: unknown, mode: Mode | undefined, input: readonly unknown[] = [], behaviour?: Behaviour, trace?: Trace): Reply {
+export function toReply(value: unknown, mode: Mode | undefined, input: RequestInput = {}, behaviour?: Behaviour, trace?: Trace): Reply {
   switch (typeof value) {
     case 'undefined':
       return NOTHING;
@@ -131,7 +131,7 @@ export function toReply(value: unknown, mode: Mode | undefined, input: readonly 
 }
 
 /** An object that is none of the kinds above: a spelled-out response, or data sent as JSON. */
-function plainReply(object: object, mode: Mode | undefined, input: readonly unknown[], behaviour: Behaviour | undefined, trace: Trace | undefined): Reply {
+function plainReply(object: object, mode: Mode | undefined, input: RequestInput, behaviour: Behaviour | undefined, trace: Trace | undefined): Reply {
   if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) {
     const reply = structured(object, mode, input, behaviour, trace);
     if (reply !== undefined) return reply;
@@ -146,7 +146,7 @@ function plainReply(object: object, mode: Mode | undefined, input: readonly unkn
  * headers), or it has a `statusCode` but neither `headers` nor `body` (faas-js-runtime sends such
  * an object whole, with its status).
  */
-function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined, input: readonly unknown[], behaviour?: Behaviour, trace?: Trace): Reply | undefined {
+function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined, input: RequestInput, behaviour?: Behaviour, trace?: Trace): Reply | undefined {
   const { statusCode, body } = value;
   const { headers: given } = value;
   if (given !== null && typeof given === 'object' && isPartOf(given, input)) return undefined;

@@ -26,6 +26,8 @@ export class InvocationRecord {
   /** The invocation's context while it runs; undefined once it has ended. */
   #context: Context | undefined;
   #log: Logger;
+  // Made only when something logs after the invocation ended: most invocations never need it.
+  #outlived: Logger | undefined = undefined;
   // waitUntil work still running: the invocation has not ended until it settles.
   #waiting = 0;
   #answered = false;
@@ -46,7 +48,8 @@ export class InvocationRecord {
 
   /** The invocation's logger; once it has ended, one whose lines say they outlived it. */
   get log(): Logger {
-    return this.#log;
+    if (this.#context !== undefined) return this.#log;
+    return (this.#outlived ??= (this.root ?? processLogger()).child({ outlivedRequest: this.reqId }));
   }
 
   /** The invocation has answered; it ends once its waitUntil work has settled too. */
@@ -64,9 +67,7 @@ export class InvocationRecord {
   }
 
   #end(): void {
-    if (this.#context === undefined) return;
     this.#context = undefined;
-    this.#log = (this.root ?? processLogger()).child({ outlivedRequest: this.reqId });
   }
 }
 

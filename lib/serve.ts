@@ -240,7 +240,7 @@ export async function serve(argv: string[], command?: string): Promise<void> {
     const pretty = flags.pretty ?? env.pretty ?? false;
     // serve's own settings stay here; the rest are start()'s options, from the flags.
     const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
-    server = await start(module, { ...options, config: folder, funcYaml, command, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
+    server = await start(module, { ...options, config: folder, command, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
   } catch (err) {
     // A value refused, from a variable or func.yaml as from a flag, is bad use too.
     report.fail(err, err instanceof ConfigError ? EXIT.USAGE : EXIT.FAILED);

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from './config';
-import { describe } from './errors';
+import { describeThrown } from './errors';
 import { LoadError } from './loader';
 
 export interface StartFailure {
@@ -52,7 +52,7 @@ function explain(err: unknown): StartFailure {
     };
   }
   // Anything else (a throwing init(), say) is the function's own: its message, and its stack in the log.
-  return { message: err instanceof Error ? err.message : `the function failed to start: it threw ${describe(err)}`, stack: err };
+  return { message: err instanceof Error ? err.message : `the function failed to start: it threw ${describeThrown(err)}`, stack: err };
 }
 
 // V8 prints a syntax error's place at the top of its stack for CommonJS and TypeScript:

@@ -120,8 +120,6 @@ export function createContext<Data = unknown>(options: ContextOptions<Data> = {}
   const silent = options.logDestination === undefined;
   const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
   const contentType = contentTypeOf(headers['content-type'], false);
-  const context = new Context<Data>({ req, log: log.forRequest(1), path, query, params: options.params ?? {}, contentType, defaults: responseDefaults('function') });
-  context.body = options.cloudevent?.data ?? options.body;
-  context.cloudevent = options.cloudevent;
-  return context;
+  const event = options.cloudevent;
+  return new Context<Data>({ req, log: log.forRequest(1), path, query, params: options.params ?? {}, contentType, defaults: responseDefaults('function'), body: event?.data ?? options.body, event });
 }

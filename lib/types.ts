@@ -67,8 +67,6 @@ export interface ReturnedEvent<T = unknown> extends Pick<CloudEvent<T>, 'specver
 /** What a handler may return, an event carrying data of type T. */
 export type Returned<T = unknown> = StructuredReturn | ReturnedObject | ReturnedEvent<T> | CloudEventResponse<T> | Message | string | number | boolean | null | undefined | void;
 
-/** The handler's second argument: parsed by media type (JSON value, XML Document, string, Buffer). */
-export type IncomingBody = unknown;
 
 export type HTTPFunctionReturn = Returned;
 

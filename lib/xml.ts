@@ -2,7 +2,7 @@
 // then @xmldom/xmldom (loaded on the first XML body) builds the DOM and stops at its first error.
 // xmldom is quadratic on some inputs (nested namespace scopes, recovery after errors) and slow
 // per node; it only ever sees text that passed the scan.
-import { HttpError } from './errors';
+import { HttpError, runtimeError } from './errors';
 import { lineAndColumn } from './position';
 
 /** Deepest element nesting accepted. */
@@ -27,11 +27,6 @@ type XmlModule = typeof import('@xmldom/xmldom');
 let xmldom: XmlModule | undefined;
 
 /**
- * Parses XML into a DOM Document. Anything not well-formed, a DOCTYPE with an internal subset
- * (where entities are declared), and a document past one of the bounds above is a 400 that says
- * what and where (line and column), quoting at most a few dozen characters of the input.
- */
-/**
  * Nodes left for one request: the documents of a batch's events share it, so a request holds no
  * more XML than one body may.
  */
@@ -39,6 +34,11 @@ export interface XmlBudget {
   nodes: number;
 }
 
+/**
+ * Parses XML into a DOM Document. Anything not well-formed, a DOCTYPE with an internal subset
+ * (where entities are declared), and a document past one of the bounds above is a 400 that says
+ * what and where (line and column), quoting at most a few dozen characters of the input.
+ */
 export function parseXml(text: string, budget: XmlBudget = { nodes: MAX_XML_NODES }): unknown {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   // XML 1.0 end-of-line handling, done once here so that the scan and xmldom count lines alike.
@@ -71,9 +71,9 @@ function positive(value: unknown): number | undefined {
 }
 
 function invalid(line: number | undefined, column: number | undefined, reason: string): HttpError {
-  if (line === undefined) return new HttpError(400, `invalid XML: ${reason}`);
+  if (line === undefined) return runtimeError('FUNCRUN_INVALID_XML', `invalid XML: ${reason}`);
   const at = column === undefined ? `line ${line}` : `line ${line}, column ${column}`;
-  return new HttpError(400, `invalid XML at ${at}: ${reason}`, { details: column === undefined ? { line } : { line, column } });
+  return runtimeError('FUNCRUN_INVALID_XML', `invalid XML at ${at}: ${reason}`, { details: column === undefined ? { line } : { line, column } });
 }
 
 /** xmldom's message without its location suffix, control characters or more than REASON characters. */
@@ -340,7 +340,7 @@ function scan(text: string, budget: XmlBudget): void {
   const startTag = (i: number): number => {
     const end = nameEnd(text, i + 1);
     if (end === i + 1) {
-      return fail(i, text.charCodeAt(i + 1) === LT || i + 1 >= n ? "'<' not followed by a name" : `'<' followed by ${describe(i + 1)}, not a name`);
+      return fail(i, text.charCodeAt(i + 1) === LT || i + 1 >= n ? "'<' not followed by a name" : `'<' followed by ${describeAt(i + 1)}, not a name`);
     }
     if (rootSeen && open.length === 0) return fail(i, 'a second root element');
     if (open.length >= MAX_XML_DEPTH) return fail(i, `nesting deeper than ${MAX_XML_DEPTH} elements`);
@@ -366,7 +366,7 @@ function scan(text: string, budget: XmlBudget): void {
       if (j >= n) return fail(i, `tag <${quote(name)}> is not closed`);
       const attrStart = j;
       const attrEnd = nameEnd(text, j);
-      if (attrEnd === j) return fail(j, `${describe(j)} in tag <${quote(name)}>`);
+      if (attrEnd === j) return fail(j, `${describeAt(j)} in tag <${quote(name)}>`);
       if (j === before) return fail(j, 'attributes must be separated by white space');
       if (++attributes > MAX_XML_ATTRIBUTES) return fail(j, `more than ${MAX_XML_ATTRIBUTES} attributes on one element`);
       count(j);
@@ -414,7 +414,7 @@ function scan(text: string, budget: XmlBudget): void {
   };
 
   /** A short description of the character at `at`, for messages. */
-  const describe = (at: number): string => {
+  const describeAt = (at: number): string => {
     if (at >= n) return 'the end of the input';
     const c = text.charCodeAt(at);
     return c > 0x20 && c < 0x7f ? `'${text[at]}'` : `character ${hex(c)}`;

@@ -84,6 +84,7 @@ describe('request data by media type', () => {
     // The prototype is Object's, untouched: `__proto__=p` made an own key, and nothing polluted.
     const probe = await serve(t, (ctx, data) => ({
       ordinary: Object.getPrototypeOf(data) === Object.prototype && Object.getPrototypeOf(ctx.query) === Object.prototype,
+      // eslint-disable-next-line no-prototype-builtins -- the parsed objects' own prototype methods are what is checked
       own: Object.hasOwn(data, '__proto__') && data.hasOwnProperty('a') && ctx.query.hasOwnProperty('__proto__'),
       polluted: {}.x !== undefined || {}.q !== undefined,
     }));

@@ -14,14 +14,19 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 describe('draining', () => {
   it('a request pipelined behind one in flight when the drain begins is run and its answer sent', async (t) => {
     let ran = 0;
+    let slowBegan;
+    const began = new Promise((resolve) => (slowBegan = resolve));
     const server = await serve(t, async (ctx) => {
-      if (ctx.path === '/slow') await sleep(300);
-      else ran++;
+      if (ctx.path === '/slow') {
+        slowBegan();
+        await sleep(300);
+      } else ran++;
       return ctx.path;
     });
     const port = server.server.address().port;
     const answer = exchange(port, 'GET /slow HTTP/1.1\r\nHost: x\r\n\r\n', { writes: [[100, 'GET /second HTTP/1.1\r\nHost: x\r\n\r\n']] });
-    await sleep(50);
+    // The drain begins while /slow is in flight (on a loaded machine, not before it has arrived).
+    await began;
     const stopped = stop(server.server, 5000);
     const { text, timedOut } = await answer;
     await stopped;

@@ -110,7 +110,7 @@ describe('an errorBody() that misbehaves', () => {
       handle: () => {
         throw Object.assign(new Error('nope'), { statusCode: 400 });
       },
-      errorBody: (body) => {
+      errorBody: (_body) => {
         if (mode === 'throw') throw new Error('formatter');
         if (mode === 'bigint') return { n: 1n };
         const cyclic = {};

@@ -69,7 +69,7 @@ describe('faults attributed to their request', () => {
   it('an exception from a timer: fatal with its reqId and trace, its request 500, the others answered, shutdown(), exit 1', async () => {
     const { crashed, slow, others, code, lines } = await crash('timer', { extra: ['a', 'b', 'c'] });
     assert.equal(crashed.status, 500);
-    assert.deepEqual(crashed.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+    assert.deepEqual(crashed.json, { statusCode: 500, code: 'FUNCRUN_FUNCTION_CRASHED', error: 'Internal Server Error', message: 'Internal Server Error' });
     assert.ok(!crashed.text.includes('secret-ish'), 'the 500 says nothing of the error');
     assert.equal(slow.status, 200, 'a request in flight finishes');
     assert.deepEqual(slow.json, { ok: 'slow' });

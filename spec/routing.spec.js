@@ -45,7 +45,7 @@ describe('routing over HTTP', () => {
     const res = await request(url + '/nowhere', { method: 'POST' });
     assert.equal(res.status, 404);
     assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
-    assert.deepEqual(res.json, { statusCode: 404, error: 'Not Found', message: 'no route for POST /nowhere' });
+    assert.deepEqual(res.json, { statusCode: 404, code: 'FUNCRUN_NOT_FOUND', error: 'Not Found', message: 'no route for POST /nowhere' });
   });
 
   it('handle takes what no route matches', async (t) => {

@@ -25,7 +25,7 @@ describe('handler timeout', () => {
     );
     const slow = await request(url + '/slow');
     assert.equal(slow.status, 504);
-    assert.deepEqual(slow.json, { statusCode: 504, error: 'Gateway Timeout', message: 'Gateway Timeout' });
+    assert.deepEqual(slow.json, { statusCode: 504, code: 'FUNCRUN_TIMEOUT', error: 'Gateway Timeout', message: 'Gateway Timeout' });
     assert.match(seen.reason, /did not answer within 150 ms/);
     assert.equal((await request(url + '/quick')).text, 'quick');
   });

@@ -207,7 +207,7 @@ describe('trace context with CloudEvents', () => {
   });
 
   it("the trace headers count toward the answer's header block: past it, the answer goes structured", async (t) => {
-    const server = await serve(t, (context) => new CloudEvent({ type: 'dev.example.answer', source: '/answer', big: 'x'.repeat(12_000) }));
+    const server = await serve(t, () => new CloudEvent({ type: 'dev.example.answer', source: '/answer', big: 'x'.repeat(12_000) }));
     const message = HTTP.binary(new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: {}, traceparent: TRACEPARENT, tracestate: `a=${'z'.repeat(6000)}` }));
     const res = await fetch(server.url, { method: 'POST', headers: message.headers, body: message.body });
     assert.equal(res.status, 200);

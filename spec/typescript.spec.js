@@ -10,7 +10,6 @@ const path = require('node:path');
 const { project, freePort, waitUntilListening, run, runServing, request } = require('./helpers');
 
 const CLI = path.join(__dirname, '..', 'lib', 'cli.js');
-const SERVE = path.join(__dirname, '..', 'lib', 'serve.js');
 const strips = Boolean(process.features.typescript);
 
 // The function contract's TypeScript layout, ESM as `funcrun create` writes it: main names the build output.

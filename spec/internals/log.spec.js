@@ -572,7 +572,7 @@ describe('prettyDestination', () => {
     const out = sink();
     createLogger('info', out).forRequest(3).info({ order: 1 }, 'paid');
     pretty.write(out.lines[0]);
-    assert.match(written[0], /^\d\d:\d\d:\d\d\.\d{3} INFO  \[req 3\] paid order=1\n$/);
+    assert.match(written[0], /^\d\d:\d\d:\d\d\.\d{3} INFO {2}\[req 3\] paid order=1\n$/);
     const odd = ['null\n', '5\n', '[1]\n', 'not json\n', '{"time":"never"}\n', '{"level":{"a":1},"msg":{"b":2},"reqId":null,"err":null}\n'];
     for (const line of odd) assert.doesNotThrow(() => pretty.write(line));
     assert.deepEqual(written.slice(1, 5), ['null\n', '5\n', '[1]\n', 'not json\n']);

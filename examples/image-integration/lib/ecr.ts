@@ -117,7 +117,7 @@ export function awsEndpoint(service: 'ecr' | 'sts', region: string, aws: AwsSett
 
 function awsError(service: string, reply: Reply, redactor: Redactor): TestFailure {
   const text = reply.body.toString('utf8');
-  let reason = '';
+  let reason: string;
   try {
     const json = JSON.parse(text) as { __type?: string; message?: string; Message?: string };
     reason = `${(json.__type ?? '').split('#').pop()}: ${json.message ?? json.Message ?? ''}`;

@@ -1,6 +1,6 @@
 // Validation before any network call: the body decoded as StackRox decodes it (request-decode.ts:
 // protojson with unknown fields ignored), then every problem at once, each with its field.
-import { CONFIG_NAMES, schema, secretPaths, updateSchema, type Category, type ConfigName, type SchemaNode } from './schema';
+import { CONFIG_NAMES, schema, secretPaths, updateSchema, type Category, type ConfigName } from './schema';
 import { parseEndpoint, parseHostPort } from './endpoint';
 import type { FieldViolation } from './grpc';
 import { decodeMessage, nearMisses, quoteName, type Decoded } from './request-decode';

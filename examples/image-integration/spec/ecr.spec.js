@@ -16,7 +16,7 @@ function verifySignature(req, body, service) {
   const auth = req.headers.authorization ?? '';
   const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(auth);
   if (!m) return 'IncompleteSignatureException';
-  const [, keyId, , region, signedService, signedHeaders, signature] = m;
+  const [, keyId, , region, signedService, signedHeaders] = m;
   if (!(keyId in KEYS)) return 'UnrecognizedClientException';
   if (signedService !== service) return 'InvalidSignatureException';
   if (keyId === 'ASIATEMPKEY' && req.headers['x-amz-security-token'] !== SESSION) return 'UnrecognizedClientException';

@@ -71,7 +71,10 @@ function forms(secret, user = USER) {
 /** Every string inside parsed JSON (the log's lines, an answer), so the logger's own escaping hides nothing. */
 function strings(value, out = []) {
   if (typeof value === 'string') out.push(value);
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(k), strings(v, out);
+  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) {
+    out.push(k);
+    strings(v, out);
+  }
   return out;
 }
 

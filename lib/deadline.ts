@@ -1,0 +1,18 @@
+// The one race against the clock: a function's answer, authorize(), a probe's check, the
+// waitUntil work of a drain and shutdown() are each given until a deadline.
+
+/**
+ * A promise of `value`, or rejected with what `late()` returns once `ms` have passed. The timer is
+ * cleared as soon as `value` settles, and is not unref'd: something waiting on it keeps the process.
+ */
+export function settleWithin<T>(value: T | PromiseLike<T>, ms: number, late: () => unknown): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(late()), Math.max(0, ms));
+  });
+  return Promise.race([value, expired]).finally(() => clearTimeout(timer));
+}
+
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
+}

@@ -1,0 +1,421 @@
+// One request's way through funcrun: `onRequest` is the list of its numbered steps, each step a
+// function of its own over the request's `Exchange`. What is decided once at start (routes,
+// CORS origins, defaults) is in the `Pipeline` server.ts builds; the steps do per-request work only.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { CloudEvent } from 'cloudevents';
+import { fastifyParsing, hasBody, parseBody, rawBodyOf, readBody } from './body';
+import { queryOf, readTarget } from './target';
+import type { Behaviour } from './compat';
+import { detectMode, replyMode, type Mode, type ResponseDefaults } from './cloudevent';
+import { readEvent } from './cloudevent-read';
+import { Context, contentTypeOf, invocationAnswered, sharingQuery, type ContextParts } from './context';
+import { allowAnyOrigin, allowOrigin, isPreflight, type OriginCheck } from './cors';
+import { runtimeError, sendError } from './errors';
+import type { Logger, RootLogger } from './log';
+import { parseMediaType, type MediaType } from './media-type';
+import { discard, respond, type Reply } from './respond';
+import { eventTrace, requestTrace, sibling, type Trace } from './trace';
+import type { Tracing } from './otel';
+import { JSON_TYPE, send } from './send';
+import { METRICS_TYPE, type Metrics } from './metrics';
+import { requestDone, type Runtime } from './lifecycle';
+import { answerProbe, type ProbeOptions } from './probes';
+import { batch, beforeDeadline, inInvocation, type Invoke } from './invocation';
+import { closeAfter, requestArrived } from './connections';
+import type { RequestInput } from './provenance';
+import type { Match } from './router';
+import type { Destination, FunctionDestination, RouteTable } from './routes';
+import type { Function as FunctionModule, RequestInfo } from './types';
+import type { Settings } from './server';
+
+/** What every request's steps share: decided once, when the server is made. */
+export interface Pipeline {
+  readonly settings: Settings;
+  readonly behaviour: Behaviour;
+  readonly module: FunctionModule;
+  readonly routes: RouteTable;
+  readonly log: RootLogger;
+  readonly runtime: Runtime;
+  readonly metrics: Metrics | undefined;
+  readonly cors: OriginCheck | undefined;
+  /** faas-js-runtime's blanket CORS, in compatibility mode without the module's own. */
+  readonly corsForEveryOrigin: boolean;
+  readonly eventData: { asFaasJsRuntime: boolean };
+  readonly defaults: ResponseDefaults;
+  readonly tracing: Tracing | undefined;
+  readonly invoke: Invoke;
+  readonly probeOptions: ProbeOptions;
+  /** The level of the line logged per answered request, or undefined when it would not be written. */
+  readonly accessLevel: 'info' | 'debug' | undefined;
+  /** The last reqId given out. */
+  requests: number;
+}
+
+// Methods whose empty body is still a body: with a Content-Type it is parsed ('' for text, {} for a form).
+const SENDS_BODY = new Set(['POST', 'PUT', 'PATCH']);
+const EMPTY = Buffer.alloc(0);
+// The methods faas-js-runtime routes to the function (fastify answers HEAD for a GET route).
+const ROOT_METHODS = new Set(['GET', 'HEAD', 'POST']);
+
+// A request that sent `Expect: 100-continue` and waits for the go-ahead before its body.
+const AWAITS_CONTINUE = Symbol('funcrun awaits 100-continue');
+type ContinueRequest = IncomingMessage & { [AWAITS_CONTINUE]?: boolean };
+
+/** `100 Continue` is sent once the request may go on: after authorize, before its body is read. */
+export function awaitContinue(req: IncomingMessage): void {
+  (req as ContinueRequest)[AWAITS_CONTINUE] = true;
+}
+
+/** One request and its answer, as the steps read and fill it in. Every field is set here, so all share one shape. */
+export class Exchange {
+  /** The request's logger; a single event's own trace replaces it once the event is read. */
+  log: Logger;
+  readonly method: string;
+  /** The request path as sent, and the query string after `?`. */
+  readonly path: string;
+  readonly search: string | undefined;
+  params: Record<string, string> | undefined = undefined;
+  /** The trace an answered event carries: the single invocation's. */
+  replyTrace: Trace | undefined;
+  /** What the request was parsed into, so far: never read as response instructions (provenance.ts). */
+  input: RequestInput | undefined = undefined;
+  /** When the request's timeout starts: the access check, the body and the function count against it. */
+  started = 0;
+  /** When the request reached the function, for the metrics; -1 until then. */
+  began = -1;
+  /** Set once the function has been called: from then on an error is the function's. */
+  invoked = false;
+  // The body and what it was read as (step 6).
+  media: MediaType | undefined = undefined;
+  mode: Mode | undefined = undefined;
+  query: Record<string, string | string[]> | undefined = undefined;
+  contentType: string | undefined = undefined;
+  rawBody: string | Buffer | undefined = undefined;
+  /** The handler's data, or the events read from the body. */
+  data: unknown = undefined;
+  events: CloudEvent<unknown> | CloudEvent<unknown>[] | undefined = undefined;
+  // The contexts (step 7): a batch's share one prototype for the query's keys.
+  contextClass: new (parts: ContextParts) => Context = Context;
+  /** With the application's OpenTelemetry, each invocation is a span of its tracer. */
+  otel: Tracing | undefined = undefined;
+  spans: Trace[] | undefined = undefined;
+  /** The single invocation's context (not a batch's): its answer is sent as part of it. */
+  single: Context | undefined = undefined;
+  /** The contexts made for the function: their invocations end with this request's answer. */
+  contexts: Context | Context[] | undefined = undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly reqId: number,
+    log: RootLogger,
+    /** The trace the request arrived in, if any. */
+    readonly trace: Trace | undefined,
+  ) {
+    this.log = trace === undefined ? log.forRequest(reqId) : log.forRequest(reqId, trace.logFields);
+    this.replyTrace = trace;
+    this.method = req.method ?? 'GET';
+    const { path, search } = readTarget(req.url ?? '/');
+    this.path = path;
+    this.search = search;
+  }
+
+  get inBatch(): boolean {
+    return Array.isArray(this.events);
+  }
+}
+
+export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const x = arrive(p, req, res);
+  try {
+    // 1. The request line and headers: what HTTP itself requires.
+    checkHttp(x);
+    // 2. CORS: a preflight is answered here.
+    if (answerCors(p, x)) return;
+    // 3. The route, and 4. the module's access check, before the body is read or a 404 says which routes exist.
+    const match = p.routes.router.find(x.method, x.path);
+    x.started = performance.now();
+    if (p.module.authorize !== undefined && !isProbe(match)) await checkAccess(p, x);
+    const destination = destinationOf(p, x, match);
+    // 5. Probes and metrics are answered by the runtime itself.
+    if (destination.kind !== 'function') return await answerRuntime(p, x, destination);
+    // 6. The body, read within the limit, then parsed by its media type (or read as CloudEvents).
+    const bytes = hasBody(req) ? await readBody(req, bodyLimit(p, x)) : noBody(p, x);
+    parseInput(p, x, bytes);
+    // 7. The function: with the request's data, or once per event.
+    const value = await callFunction(p, x, destination);
+    // 8. The answer, by the return rules.
+    const sent = answer(p, x, value);
+    if (sent !== undefined) await sent;
+  } catch (err) {
+    // Any step's failure becomes an answer in one place: sendError().
+    fail(p, x, err);
+  } finally {
+    finish(p, x);
+  }
+}
+
+/** 0. The request is counted on its connection and among those in flight, with a reqId and a logger. */
+function arrive(p: Pipeline, req: IncomingMessage, res: ServerResponse): Exchange {
+  const x = new Exchange(req, res, ++p.requests, p.log, requestTrace(req.headers));
+  requestArrived(req);
+  p.runtime.inFlight.set(req, x.reqId);
+  if (p.accessLevel !== undefined) logWhenAnswered(x, p.accessLevel);
+  return x;
+}
+
+function checkHttp(x: Exchange): void {
+  const req = x.req;
+  // HTTP/1.1 requires Host (RFC 9112 section 3.2); node's own check would answer without a JSON body.
+  if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+    throw runtimeError('FUNCRUN_NO_HOST', 'the request has no Host header');
+  }
+  // funcrun upgrades nothing, and node has handed the rest of this connection's bytes to the
+  // upgrade: answer this request, then close, rather than leave requests behind it unanswered.
+  if (req.headers.upgrade !== undefined) x.res.setHeader('connection', 'close');
+}
+
+/** True when the request was answered here: a preflight, or OPTIONS under faas-js-runtime's blanket CORS. */
+function answerCors(p: Pipeline, x: Exchange): boolean {
+  const { req, res } = x;
+  if (p.cors !== undefined && req.headers.origin !== undefined) {
+    const allowed = allowOrigin(req, res, p.cors);
+    if (!isPreflight(req)) return false;
+    if (!allowed) throw runtimeError('FUNCRUN_ORIGIN_NOT_ALLOWED', `origin '${req.headers.origin}' is not allowed`);
+    send(req, res, 204, undefined, undefined);
+    return true;
+  }
+  if (p.corsForEveryOrigin && x.method === 'OPTIONS' && (x.path === '/' || !p.behaviour.rootOnly)) {
+    // faas-js-runtime answers OPTIONS itself, whoever asks, without calling the function.
+    allowAnyOrigin(res);
+    send(req, res, 204, { 'content-type': JSON_TYPE, 'access-control-allow-headers': '*' }, undefined);
+    return true;
+  }
+  return false;
+}
+
+// Probes are exempt from the access check: the platform asks them without credentials.
+function isProbe(match: Match<Destination>): boolean {
+  return match.kind === 'found' && match.handler.kind === 'probe';
+}
+
+/** The module's `authorize()`: `false` or a throw refuses; within the request's timeout, as the function is. */
+async function checkAccess(p: Pipeline, x: Exchange): Promise<void> {
+  const info: RequestInfo = { method: x.method, path: x.path, headers: x.req.headers, query: queryOf(x.search) };
+  // What it throws is read by the same rule as a handler's: headers that are the request's own are not sent back.
+  x.input = { access: info };
+  const timeout = p.settings.timeout;
+  // A hung auth backend is a 504, not a pile-up of requests up to the connection cap.
+  const verdict = await beforeDeadline(p.module.authorize!(info), timeout, x.started + timeout, 'authorize()', 'FUNCRUN_AUTHORIZE_TIMEOUT');
+  // `false` refuses as a throw does: the types, and the probes' own rule, say a boolean answers.
+  if (verdict === false) throw runtimeError('FUNCRUN_NOT_AUTHORIZED', 'not allowed');
+}
+
+/** The route's destination, or a 404 or 405 for a request no route takes. */
+function destinationOf(p: Pipeline, x: Exchange, match: Match<Destination>): Destination {
+  const { method, path } = x;
+  if (match.kind === 'found') {
+    x.params = match.params;
+    return match.handler;
+  }
+  if (match.kind === 'method') throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`, { headers: { allow: match.allow.join(', ') } });
+  const rootOnly = p.behaviour.rootOnly;
+  if (p.routes.fallback !== undefined && (!rootOnly || (path === '/' && ROOT_METHODS.has(method)))) return p.routes.fallback;
+  // fastify's own 404, as faas-js-runtime answers a path or method it has no route for.
+  if (rootOnly) throw runtimeError('FUNCRUN_NOT_FOUND', `Route ${method}:${x.req.url} not found`);
+  throw runtimeError('FUNCRUN_NOT_FOUND', `no route for ${method} ${path}`);
+}
+
+function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destination, FunctionDestination>): Promise<void> | void {
+  if (destination.kind === 'probe') return answerProbe(x.req, x.res, destination, p.runtime, p.probeOptions, x.log);
+  send(x.req, x.res, 200, { 'content-type': METRICS_TYPE }, p.metrics!.render());
+}
+
+/** The body limit, once the request may send its body: `100 Continue` goes out now when it waits for one. */
+function bodyLimit(p: Pipeline, x: Exchange): number {
+  startBody(p, x);
+  if ((x.req as ContinueRequest)[AWAITS_CONTINUE] === true) x.res.writeContinue();
+  return p.settings.bodyLimit;
+}
+
+/** A request without a body: an empty one for a method that sends one with a Content-Type, else none. */
+function noBody(p: Pipeline, x: Exchange): Buffer | undefined {
+  startBody(p, x);
+  return x.media !== undefined && SENDS_BODY.has(x.method) ? EMPTY : undefined;
+}
+
+function startBody(p: Pipeline, x: Exchange): void {
+  if (p.metrics !== undefined) x.began = performance.now();
+  x.media = parseMediaType(x.req.headers['content-type']);
+}
+
+function parseInput(p: Pipeline, x: Exchange, bytes: Buffer | undefined): void {
+  const { req, media } = x;
+  const behaviour = p.behaviour;
+  const mode = (x.mode = detectMode(req.headers, media, behaviour.binaryEventsById));
+  const query = (x.query = queryOf(x.search));
+  x.params ??= {};
+  x.contentType = contentTypeOf(req.headers['content-type'], behaviour.rawContentType);
+  // Once per request: a batch's events all share it.
+  if (p.settings.includeRaw && bytes !== undefined) x.rawBody = rawBodyOf(bytes, media);
+  if (mode === undefined) {
+    // In faas-js-runtime compatibility, only what fastify parses is parsed (an event's data aside).
+    const data = (x.data = bytes === undefined ? undefined : parseBody(bytes, behaviour.fastifyBodyParsers ? fastifyParsing(media, bytes) : media));
+    x.input = { data, query, request: req, params: x.params };
+    return;
+  }
+  const events = (x.events = readEvent(mode, req.headers, bytes, media, p.eventData));
+  // A batch's events share the request's query: one prototype holds its keys for all of them.
+  if (Array.isArray(events) && x.search !== undefined) x.contextClass = sharingQuery(query);
+  // An event is recognised by its class; its data is parsed request data like any body.
+  x.input = { events, data: Array.isArray(events) ? events.map((e) => e.data) : events.data, query, request: req, params: x.params };
+}
+
+/** What the function returned (or a promise of it). */
+function callFunction(p: Pipeline, x: Exchange, destination: FunctionDestination): unknown {
+  const { settings, behaviour, metrics } = p;
+  const fn = destination.fn;
+  const deadline = settings.timeout > 0 ? x.started + settings.timeout : Infinity;
+  if (p.tracing?.active() === true) x.otel = p.tracing;
+  const events = x.events;
+  // Every context is made before the call, so queueing ends here.
+  if (events === undefined) {
+    const ctx = (x.single = contextFor(p, x, destination, undefined));
+    if (metrics !== undefined) metrics.queued((performance.now() - x.began) / 1000);
+    x.invoked = true;
+    return p.invoke(fn, ctx, x.data, deadline);
+  }
+  if (metrics !== undefined) metrics.queued((performance.now() - x.began) / 1000);
+  x.invoked = true;
+  if (Array.isArray(events)) {
+    const context = (event: CloudEvent<unknown>) => contextFor(p, x, destination, event);
+    return batch(events, fn, context, (f, ctx, data) => p.invoke(f, ctx, data, deadline), () => x.res.destroyed, behaviour.eventAsArgument);
+  }
+  const ctx = (x.single = contextFor(p, x, destination, events));
+  return p.invoke(fn, ctx, behaviour.eventAsArgument ? events : events.data, deadline);
+}
+
+/** A context for the function: the request's, or one event's (with its own trace and span). */
+function contextFor(p: Pipeline, x: Exchange, destination: FunctionDestination, event: CloudEvent<unknown> | undefined): Context {
+  const inBatch = x.inBatch;
+  let own = x.otel?.begin(x.method, x.path, destination.route, x.req.headers, event);
+  if (own !== undefined) {
+    if ((x.spans ??= []).push(own) === 1) x.otel!.endWith(x.res, x.spans);
+  } else if (event !== undefined) {
+    // An event brings its trace in its attributes, when the request had none; a batch's events
+    // under the request's trace are each an invocation of their own, with a span of their own.
+    own = x.trace === undefined ? eventTrace(event) : inBatch ? sibling(x.trace) : undefined;
+  }
+  let log = x.log;
+  if (own !== undefined) {
+    log = p.log.forRequest(x.reqId, own.logFields);
+    // The single invocation's trace is the request's from now on: its answer and the runtime's lines carry it.
+    if (!inBatch) {
+      x.replyTrace = own;
+      x.log = log;
+    }
+  }
+  const { req, res, reqId, path } = x;
+  const ctx = new x.contextClass({
+    req,
+    res,
+    log,
+    reqId,
+    path,
+    query: x.query!,
+    params: x.params!,
+    contentType: x.contentType,
+    defaults: p.defaults,
+    trace: own ?? x.trace,
+    runtime: p.runtime,
+    body: event === undefined ? x.data : event.data,
+    rawBody: x.rawBody,
+    event,
+  });
+  const made = x.contexts;
+  x.contexts = made === undefined ? ctx : Array.isArray(made) ? (made.push(ctx), made) : [made, ctx];
+  return ctx;
+}
+
+/** Sends the answer; a promise while a returned stream is still being sent. */
+function answer(p: Pipeline, x: Exchange, value: unknown): Promise<void> | undefined {
+  const { req, res } = x;
+  const behaviour = p.behaviour;
+  // A fault in the invocation was answered 500 already (faults.ts).
+  if (res.writableEnded) return void discard(value);
+  closeAfter(req, res, p.runtime.draining);
+  const how = replyMode(x.mode, behaviour.eventsAnsweredBinary);
+  // faas-js-runtime's blanket CORS is on the function's answers only: not on errors, probes or its 404s.
+  if (p.corsForEveryOrigin) allowAnyOrigin(res);
+  const input = x.input ?? {};
+  // A returned stream's code (a generator that logs, a read() that fails) runs while the answer
+  // is sent: as part of the invocation. Other answers run no code of the function's after it returned.
+  const sent =
+    x.single !== undefined && streams(value)
+      ? inInvocation(x.single, respond, req, res, value, how, input, behaviour, x.replyTrace)
+      : respond(req, res, value, how, input, behaviour, x.replyTrace);
+  if (sent instanceof Promise) return sent.then((reply) => answered(p, x, reply));
+  answered(p, x, sent);
+}
+
+function answered(p: Pipeline, x: Exchange, reply: Reply): void {
+  if (reply.dropped !== undefined) x.log.warn({ headers: reply.dropped }, 'response headers left out');
+  if (x.began >= 0) p.metrics!.record((performance.now() - x.began) / 1000, false);
+}
+
+function fail(p: Pipeline, x: Exchange, err: unknown): void {
+  const { req, res } = x;
+  closeAfter(req, res, p.runtime.draining);
+  // A body left unread (refused before or while reading it) leaves the connection unusable.
+  if (!res.headersSent && hasBody(req) && !req.complete) res.setHeader('connection', 'close');
+  sendError(req, res, err, x.log, {
+    format: p.module.errorBody,
+    input: x.input,
+    asText: x.invoked && p.behaviour.errorsAsText,
+    withoutCodes: p.behaviour.withoutErrorCodes,
+  });
+  if (x.began >= 0) p.metrics!.record((performance.now() - x.began) / 1000, true);
+}
+
+/** The request is answered: its invocations end (once their waitUntil work settles), and its connection counts it. */
+function finish(p: Pipeline, x: Exchange): void {
+  const made = x.contexts;
+  if (Array.isArray(made)) for (const ctx of made) invocationAnswered(ctx);
+  else if (made !== undefined) invocationAnswered(made);
+  requestDone(p.runtime, x.req, x.res);
+}
+
+/** Whether a returned value is, or holds as its body, a stream (read after the function returned). */
+function streams(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  try {
+    return value instanceof Readable || (value as { body?: unknown }).body instanceof Readable;
+  } catch {
+    // A Proxy's trap or a getter threw: respond() reads the value again and answers the failure.
+    return false;
+  }
+}
+
+/** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept. */
+export function withoutQueryValues(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const names = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      return eq === -1 ? pair : `${pair.slice(0, eq)}=…`;
+    });
+  return `${url.slice(0, q)}?${names.join('&')}`;
+}
+
+// One line per answered request, with the logger the request has by then (a single event's trace).
+function logWhenAnswered(x: Exchange, level: 'info' | 'debug'): void {
+  const started = process.hrtime.bigint();
+  x.res.once('finish', () => {
+    const responseTime = Number(process.hrtime.bigint() - started) / 1e6;
+    x.log[level]({ method: x.req.method, url: withoutQueryValues(x.req.url ?? ''), statusCode: x.res.statusCode, responseTime }, 'request completed');
+  });
+}
