@@ -37,7 +37,9 @@ for (const mode of ['default', 'compat']) {
   const { passed, failed } = parseTap(run.stdout);
   const unexpected = failed.filter((f) => !accepted[mode].has(f.test));
   const stale = [...accepted[mode]].filter((name) => !failed.some((f) => f.test === name));
-  console.log(`faas-js-runtime suite, ${mode} mode: ${passed} passed, ${failed.length} failed (${failed.length - unexpected.length} of them accepted in docs/migrating.md)`);
+  console.log(
+    `faas-js-runtime suite, ${mode} mode: ${passed} passed, ${failed.length} failed (${failed.length - unexpected.length} of them accepted in docs/migrating.md)`,
+  );
   for (const f of unexpected) console.log(`  UNEXPECTED: ${f.test} -> ${f.assertion}`);
   for (const name of stale) console.log(`  note: "${name}" is accepted for ${mode} mode in docs/migrating.md but passes now`);
   if (unexpected.length > 0 || passed === 0 || run.status === null) ok = false;

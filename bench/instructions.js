@@ -34,7 +34,15 @@ const CONNECTIONS = Number(args.connections);
 
 const WORKLOADS = [
   { name: 'json', label: 'JSON POST', path: '/json', method: 'POST', headers: { 'content-type': 'application/json' }, body: order, target: 0.93 },
-  { name: 'event-reply', label: 'CloudEvent, cloudEventResponse', path: '/event-reply', method: 'POST', headers: { ...ce, 'content-type': 'application/json' }, body: order, target: 0.85 },
+  {
+    name: 'event-reply',
+    label: 'CloudEvent, cloudEventResponse',
+    path: '/event-reply',
+    method: 'POST',
+    headers: { ...ce, 'content-type': 'application/json' },
+    body: order,
+    target: 0.85,
+  },
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {} },
 ].filter((w) => !args.only || args.only.split(',').includes(w.name));
 
@@ -49,7 +57,9 @@ const SERVERS = {
  */
 async function send(port, workload, count) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  await Promise.all(Array.from({ length: CONNECTIONS }, (_, c) => sendOn(agent, port, workload, Math.floor(count / CONNECTIONS) + (c < count % CONNECTIONS ? 1 : 0))));
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, (_, c) => sendOn(agent, port, workload, Math.floor(count / CONNECTIONS) + (c < count % CONNECTIONS ? 1 : 0))),
+  );
   agent.destroy();
 }
 
@@ -79,10 +89,14 @@ async function instructions(name, workload) {
   // JIT-compiled code rewrites itself: all-non-file makes valgrind notice.
   // Uninstrumented until the warm-up is done (valgrind then runs the server at a few times its
   // usual cost, not fifty), then zeroed, counted over the window, and dumped.
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, ...argv], {
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    'valgrind',
+    ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, ...argv],
+    {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (c) => (stderr += c));
   try {
@@ -160,21 +174,27 @@ async function main() {
       ir[name] = counted.all - counted.compiler;
       compiler[name] = counted.compiler;
       bytes[name] = await allocated(name, workload);
-      console.error(`${workload.label}, ${name}: ${Math.round(ir[name])} instructions (and ${Math.round(compiler[name])} of the optimising compiler), ${Math.round(bytes[name])} bytes allocated per request`);
+      console.error(
+        `${workload.label}, ${name}: ${Math.round(ir[name])} instructions (and ${Math.round(compiler[name])} of the optimising compiler), ${Math.round(bytes[name])} bytes allocated per request`,
+      );
     }
     rows.push({ workload, ir, compiler, bytes });
   }
   const fmt = (n) => Math.round(n).toLocaleString('en-US');
-  console.log(`Measured ${new Date().toISOString().slice(0, 10)}, Node.js ${process.version}, ${REQUESTS} requests after ${WARMUP} of warm-up, ${CONNECTIONS} keep-alive connection${CONNECTIONS === 1 ? '' : 's'}.`);
+  console.log(
+    `Measured ${new Date().toISOString().slice(0, 10)}, Node.js ${process.version}, ${REQUESTS} requests after ${WARMUP} of warm-up, ${CONNECTIONS} keep-alive connection${CONNECTIONS === 1 ? '' : 's'}.`,
+  );
   console.log('');
-  console.log('Instructions exclude V8\'s optimising compiler (its share, raw / funcrun, in the last column).');
+  console.log("Instructions exclude V8's optimising compiler (its share, raw / funcrun, in the last column).");
   console.log('');
   console.log('| workload | raw instructions / request | funcrun | raw / funcrun | target | raw bytes allocated / request | funcrun | compiler |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const { workload, ir, compiler, bytes } of rows) {
     const ratio = ir.raw / ir.funcrun;
     const target = workload.target === undefined ? '' : `≥ ${workload.target} ${ratio >= workload.target ? '(met)' : '(missed)'}`;
-    console.log(`| ${workload.label} | ${fmt(ir.raw)} | ${fmt(ir.funcrun)} | **${ratio.toFixed(2)}** | ${target} | ${fmt(bytes.raw)} | ${fmt(bytes.funcrun)} | ${fmt(compiler.raw)} / ${fmt(compiler.funcrun)} |`);
+    console.log(
+      `| ${workload.label} | ${fmt(ir.raw)} | ${fmt(ir.funcrun)} | **${ratio.toFixed(2)}** | ${target} | ${fmt(bytes.raw)} | ${fmt(bytes.funcrun)} | ${fmt(compiler.raw)} / ${fmt(compiler.funcrun)} |`,
+    );
   }
 }
 

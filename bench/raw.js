@@ -33,9 +33,18 @@ const server = http.createServer((req, res) => {
       }
       case '/event-reply': {
         const data = JSON.parse(text);
-        return json(res, 200, { ok: true, customerId: data.customerId }, {
-          'ce-id': randomUUID(), 'ce-source': '/bench', 'ce-type': 'dev.bench.reply', 'ce-specversion': '1.0', 'ce-time': new Date().toISOString(),
-        });
+        return json(
+          res,
+          200,
+          { ok: true, customerId: data.customerId },
+          {
+            'ce-id': randomUUID(),
+            'ce-source': '/bench',
+            'ce-type': 'dev.bench.reply',
+            'ce-specversion': '1.0',
+            'ce-time': new Date().toISOString(),
+          },
+        );
       }
       case '/xml': {
         DOMParser ??= require('@xmldom/xmldom').DOMParser;

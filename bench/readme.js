@@ -18,7 +18,9 @@ function readme({ workloads, options, targets, command, results }) {
     const request = `${w.method} ${code(w.path)}${w.headers['content-type'] ? `, ${code(w.headers['content-type'])}` : ''}${w.headers['ce-id'] ? ', binary CloudEvent headers' : ''}`;
     return `| ${code(w.name)} | ${w.label} | ${request} | ${w.target ? `≥ ${w.target}` : ''} |`;
   });
-  const optionRows = Object.entries(options).map(([name, o]) => `| ${code(`--${name}`)} | ${o.default === undefined || o.type === 'boolean' ? '' : code(o.default)} | ${o.doc} |`);
+  const optionRows = Object.entries(options).map(
+    ([name, o]) => `| ${code(`--${name}`)} | ${o.default === undefined || o.type === 'boolean' ? '' : code(o.default)} | ${o.doc} |`,
+  );
   return `# Benchmarks
 
 Written by ${code('npm run bench -- --markdown')} (${code('bench/run.js')}; the text is ${code('bench/readme.js')}'s): the

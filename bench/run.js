@@ -21,7 +21,7 @@ const OPTIONS = {
   peers: { type: 'boolean', default: false, doc: "add faas-js-runtime and Google's Functions Framework" },
   only: { type: 'string', doc: 'the workloads to run, by name: `--only json,query`' },
   'cold-runs': { type: 'string', default: '9', doc: 'starts per server for the cold start median' },
-  markdown: { type: 'boolean', default: false, doc: 'write bench/README.md: the method and this run\'s tables' },
+  markdown: { type: 'boolean', default: false, doc: "write bench/README.md: the method and this run's tables" },
 };
 const { values: args } = parseArgs({
   options: Object.fromEntries(Object.entries(OPTIONS).map(([name, { doc: _doc, ...option }]) => [name, option])),
@@ -42,19 +42,51 @@ const LOADER = has('wrk') ? 'wrk' : 'autocannon';
 const ALL_WORKLOADS = [
   { name: 'json', label: 'JSON POST', path: '/json', method: 'POST', headers: { 'content-type': 'application/json' }, body: order, target: 0.95 },
   { name: 'text', label: 'text POST', path: '/text', method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'a line of plain text to count' },
-  { name: 'binary-event', label: 'binary CloudEvent', path: '/event', method: 'POST', headers: { ...ce, 'content-type': 'application/json' }, body: order, target: 0.85, event: true },
+  {
+    name: 'binary-event',
+    label: 'binary CloudEvent',
+    path: '/event',
+    method: 'POST',
+    headers: { ...ce, 'content-type': 'application/json' },
+    body: order,
+    target: 0.85,
+    event: true,
+  },
   {
     name: 'structured-event',
     label: 'structured CloudEvent',
     path: '/event',
     method: 'POST',
     headers: { 'content-type': 'application/cloudevents+json' },
-    body: JSON.stringify({ id: 'b-1', source: '/bench', type: 'dev.bench.order', specversion: '1.0', datacontenttype: 'application/json', data: JSON.parse(order) }),
+    body: JSON.stringify({
+      id: 'b-1',
+      source: '/bench',
+      type: 'dev.bench.order',
+      specversion: '1.0',
+      datacontenttype: 'application/json',
+      data: JSON.parse(order),
+    }),
     target: 0.85,
     event: true,
   },
-  { name: 'event-reply', label: 'CloudEvent, cloudEventResponse', path: '/event-reply', method: 'POST', headers: { ...ce, 'content-type': 'application/json' }, body: order, target: 0.85, event: true },
-  { name: 'xml', label: 'XML POST', path: '/xml', method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<order><customer>1</customer><product>2</product></order>' },
+  {
+    name: 'event-reply',
+    label: 'CloudEvent, cloudEventResponse',
+    path: '/event-reply',
+    method: 'POST',
+    headers: { ...ce, 'content-type': 'application/json' },
+    body: order,
+    target: 0.85,
+    event: true,
+  },
+  {
+    name: 'xml',
+    label: 'XML POST',
+    path: '/xml',
+    method: 'POST',
+    headers: { 'content-type': 'application/xml' },
+    body: '<order><customer>1</customer><product>2</product></order>',
+  },
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {}, target: 0.95 },
 ];
 const WORKLOADS = ALL_WORKLOADS.filter((w) => !args.only || args.only.split(',').includes(w.name));
@@ -68,12 +100,28 @@ function servers(peersDir) {
   if (peersDir) {
     // It serves `/` only: a process per workload, its requests sent to `/`.
     list['faas-js-runtime'] = Object.assign(
-      (port, workload) => ['node', [path.join(peersDir, 'node_modules', 'faas-js-runtime', 'bin', 'cli.js'), path.join(__dirname, 'peers', 'faas.js'), '--port', String(port), '--log-level', 'warn'], { BENCH_WORKLOAD: workload?.name ?? 'json' }],
+      (port, workload) => [
+        'node',
+        [
+          path.join(peersDir, 'node_modules', 'faas-js-runtime', 'bin', 'cli.js'),
+          path.join(__dirname, 'peers', 'faas.js'),
+          '--port',
+          String(port),
+          '--log-level',
+          'warn',
+        ],
+        { BENCH_WORKLOAD: workload?.name ?? 'json' },
+      ],
       { perWorkload: true },
     );
     list['functions-framework'] = (port) => [
       'node',
-      [path.join(peersDir, 'node_modules', '@google-cloud', 'functions-framework', 'build', 'src', 'main.js'), '--target=handle', `--source=${path.join(__dirname, 'peers', 'gcf.js')}`, `--port=${port}`],
+      [
+        path.join(peersDir, 'node_modules', '@google-cloud', 'functions-framework', 'build', 'src', 'main.js'),
+        '--target=handle',
+        `--source=${path.join(__dirname, 'peers', 'gcf.js')}`,
+        `--port=${port}`,
+      ],
       {},
     ];
   }
@@ -117,8 +165,17 @@ function load(server, workload, seconds) {
   }
   const headerArgs = Object.entries(workload.headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
   const [cmd, argv] = pinned(1, process.execPath, [
-    require.resolve('autocannon/autocannon.js'), '-c', String(CONNECTIONS), '-d', String(seconds), '-m', workload.method, ...headerArgs,
-    ...(workload.body ? ['-b', workload.body] : []), '--json', url,
+    require.resolve('autocannon/autocannon.js'),
+    '-c',
+    String(CONNECTIONS),
+    '-d',
+    String(seconds),
+    '-m',
+    workload.method,
+    ...headerArgs,
+    ...(workload.body ? ['-b', workload.body] : []),
+    '--json',
+    url,
   ]);
   const result = JSON.parse(execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
   if (result.non2xx > 0) throw new Error(`${workload.name}: ${result.non2xx} responses were not 2xx`);
@@ -143,7 +200,10 @@ async function coldStart(make) {
   const started = process.hrtime.bigint();
   const child = spawn(cmd, full, { env: { ...process.env, ...env }, stdio: 'ignore' });
   for (;;) {
-    const ok = await fetch(`http://127.0.0.1:${port}/health/readiness`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/health/readiness`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (child.exitCode !== null) throw new Error('exited during cold start');
     await new Promise((r) => setTimeout(r, 2));
@@ -156,7 +216,10 @@ async function coldStart(make) {
 function installPeers() {
   const dir = path.join(os.tmpdir(), 'funcrun-bench-peers');
   fs.mkdirSync(dir, { recursive: true });
-  if (!fs.existsSync(path.join(dir, 'node_modules', 'faas-js-runtime')) || !fs.existsSync(path.join(dir, 'node_modules', '@google-cloud', 'functions-framework'))) {
+  if (
+    !fs.existsSync(path.join(dir, 'node_modules', 'faas-js-runtime')) ||
+    !fs.existsSync(path.join(dir, 'node_modules', '@google-cloud', 'functions-framework'))
+  ) {
     fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}');
     process.stderr.write(`installing faas-js-runtime and @google-cloud/functions-framework into ${dir}\n`);
     execFileSync('npm', ['install', '--no-audit', '--no-fund', 'faas-js-runtime@4.0.1', '@google-cloud/functions-framework@^3'], { cwd: dir, stdio: 'ignore' });
@@ -215,11 +278,17 @@ async function main() {
 
   const cpu = os.cpus()[0].model.replace(/\s+/g, ' ').trim();
   const lines = [];
-  lines.push(`Measured ${new Date().toISOString().slice(0, 10)} on ${cpu}, ${os.cpus().length} cores, Node.js ${process.version}, ${os.platform()} ${os.release()}.`);
-  lines.push(`Load: ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${DURATION}s per server and workload, raw and funcrun back to back in alternating order (medians; the ratio is the median of each round's ratio)${PIN ? '; servers on core 0, load on core 1 (taskset)' : ''}.`);
+  lines.push(
+    `Measured ${new Date().toISOString().slice(0, 10)} on ${cpu}, ${os.cpus().length} cores, Node.js ${process.version}, ${os.platform()} ${os.release()}.`,
+  );
+  lines.push(
+    `Load: ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${DURATION}s per server and workload, raw and funcrun back to back in alternating order (medians; the ratio is the median of each round's ratio)${PIN ? '; servers on core 0, load on core 1 (taskset)' : ''}.`,
+  );
   lines.push('');
   const peerNames = names.filter((n) => n !== 'raw' && n !== 'funcrun' && n !== 'control');
-  lines.push(`| workload | raw node:http req/s | funcrun req/s | funcrun / raw (rounds' range) | target | p50 raw / funcrun (ms) | p99 raw / funcrun (ms) |${peerNames.map((p) => ` ${p} req/s |`).join('')}`);
+  lines.push(
+    `| workload | raw node:http req/s | funcrun req/s | funcrun / raw (rounds' range) | target | p50 raw / funcrun (ms) | p99 raw / funcrun (ms) |${peerNames.map((p) => ` ${p} req/s |`).join('')}`,
+  );
   lines.push(`|---|---|---|---|---|---|---|${peerNames.map(() => '---|').join('')}`);
   const verdicts = [];
   for (const workload of WORKLOADS) {
@@ -240,24 +309,35 @@ async function main() {
   if (control) {
     const pairs = control.map((x, i) => x.rps / results.json.raw[i].rps);
     lines.push('');
-    lines.push(`Measurement noise: a second, identical raw server measured the same way comes out at **${fmt(median(pairs), 2)}** of the first on JSON POST (rounds' range ${fmt(Math.min(...pairs), 2)}–${fmt(Math.max(...pairs), 2)}); read the ratios above with that margin.`);
+    lines.push(
+      `Measurement noise: a second, identical raw server measured the same way comes out at **${fmt(median(pairs), 2)}** of the first on JSON POST (rounds' range ${fmt(Math.min(...pairs), 2)}–${fmt(Math.max(...pairs), 2)}); read the ratios above with that margin.`,
+    );
   }
   lines.push('');
   lines.push(`| | raw node:http | funcrun | funcrun vs raw | target |${peerNames.map((p) => ` ${p} |`).join('')}`);
   lines.push(`|---|---|---|---|---|${peerNames.map(() => '---|').join('')}`);
   const coldRatio = cold.funcrun / cold.raw;
   verdicts.push({ what: 'cold start', ok: coldRatio <= COLD_START_TARGET });
-  lines.push(`| cold start, process start to first 2xx on a new connection (median of ${args['cold-runs']}; funcrun reads func.yaml) | ${fmt(cold.raw)} ms | ${fmt(cold.funcrun)} ms | ×${fmt(coldRatio, 2)} | ≤ ×${COLD_START_TARGET} |${peerNames.map((p) => ` ${fmt(cold[p])} ms |`).join('')}`);
+  lines.push(
+    `| cold start, process start to first 2xx on a new connection (median of ${args['cold-runs']}; funcrun reads func.yaml) | ${fmt(cold.raw)} ms | ${fmt(cold.funcrun)} ms | ×${fmt(coldRatio, 2)} | ≤ ×${COLD_START_TARGET} |${peerNames.map((p) => ` ${fmt(cold[p])} ms |`).join('')}`,
+  );
   const rssDelta = (rss.funcrun - rss.raw) / 1024;
   verdicts.push({ what: 'RSS after load', ok: rssDelta <= RSS_TARGET_MB });
-  lines.push(`| RSS after the load above | ${fmt(rss.raw / 1024, 1)} MB | ${fmt(rss.funcrun / 1024, 1)} MB | ${rssDelta >= 0 ? '+' : '−'}${fmt(Math.abs(rssDelta), 1)} MB | ≤ +${RSS_TARGET_MB} MB |${peerNames.map((p) => ` ${fmt(rss[p] / 1024, 1)} MB |`).join('')}`);
+  lines.push(
+    `| RSS after the load above | ${fmt(rss.raw / 1024, 1)} MB | ${fmt(rss.funcrun / 1024, 1)} MB | ${rssDelta >= 0 ? '+' : '−'}${fmt(Math.abs(rssDelta), 1)} MB | ≤ +${RSS_TARGET_MB} MB |${peerNames.map((p) => ` ${fmt(rss[p] / 1024, 1)} MB |`).join('')}`,
+  );
   lines.push('');
   lines.push(`Targets: ${verdicts.map((v) => `${v.what} ${v.ok ? 'met' : 'MISSED'}`).join('; ')}.`);
   process.stdout.write(lines.join('\n') + '\n');
   if (args.markdown) {
-    const targets = `${ALL_WORKLOADS.filter((w) => w.target).map((w) => `${w.label} ≥ ${w.target} of raw`).join(', ')}; cold start ≤ ×${COLD_START_TARGET} raw's; RSS after load ≤ raw's + ${RSS_TARGET_MB} MB`;
+    const targets = `${ALL_WORKLOADS.filter((w) => w.target)
+      .map((w) => `${w.label} ≥ ${w.target} of raw`)
+      .join(', ')}; cold start ≤ ×${COLD_START_TARGET} raw's; RSS after load ≤ raw's + ${RSS_TARGET_MB} MB`;
     const file = path.join(__dirname, 'README.md');
-    fs.writeFileSync(file, readme({ workloads: ALL_WORKLOADS, options: OPTIONS, targets, command: process.argv.slice(2).join(' '), results: lines.join('\n') }));
+    fs.writeFileSync(
+      file,
+      readme({ workloads: ALL_WORKLOADS, options: OPTIONS, targets, command: process.argv.slice(2).join(' '), results: lines.join('\n') }),
+    );
     process.stderr.write(`wrote ${path.relative(process.cwd(), file)}\n`);
   }
 }

@@ -24,7 +24,9 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   // node de-chunks; any other transfer coding (`gzip, chunked`) would reach the function still coded.
   const coding = req.headers['transfer-encoding'];
   if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
-    return Promise.reject(runtimeError('FUNCRUN_TRANSFER_ENCODING', `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`));
+    return Promise.reject(
+      runtimeError('FUNCRUN_TRANSFER_ENCODING', `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`),
+    );
   }
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
@@ -201,7 +203,6 @@ function jsonError(text: string, err: Error): HttpError {
   });
 }
 
-
 /**
  * The offset of the first character that makes `text` invalid JSON (its length when the text
  * ends too early). Only runs after JSON.parse failed, to say where; it never decides validity.
@@ -341,4 +342,3 @@ export function searchParamsToObject(params: URLSearchParams): Record<string, st
   }
   return out;
 }
-

@@ -157,7 +157,9 @@ async function invokeCommand(args: string[]): Promise<void> {
   if (values.data !== undefined && values.file !== undefined) throw new UsageError('give --data or --file, not both');
   const method = ((values['request-type'] as string | undefined) ?? 'POST').toUpperCase();
   if (method !== 'GET' && method !== 'POST') throw new UsageError(notOneOf('--request-type', method, ['GET', 'POST']));
-  const funcYaml = existsSync(join(resolve((values.path as string | undefined) ?? '.'), 'func.yaml')) ? readFuncYaml(resolve((values.path as string | undefined) ?? '.')) : undefined;
+  const funcYaml = existsSync(join(resolve((values.path as string | undefined) ?? '.'), 'func.yaml'))
+    ? readFuncYaml(resolve((values.path as string | undefined) ?? '.'))
+    : undefined;
   const format = (values.format as string | undefined) ?? (funcYaml?.invoke === 'cloudevent' ? 'cloudevent' : 'http');
   if (format !== 'http' && format !== 'cloudevent') throw new UsageError(notOneOf('--format', format, ['http', 'cloudevent']));
   const extensions: Record<string, string> = {};
@@ -299,7 +301,8 @@ async function main(argv: string[]): Promise<void> {
   if (existsSync(command)) return serveCommand(argv);
   // An option of serve's before any command (`funcrun --port 8080`): serve is what was meant.
   const option = command.startsWith('-') ? nearest(command.replace(/^-+/, ''), Object.keys(flagOptions()), { prefixes: true }) : undefined;
-  if (option !== undefined) throw new UsageError(`unknown command '${command}': did you mean funcrun serve --${option}? (funcrun serve --help lists the options)`);
+  if (option !== undefined)
+    throw new UsageError(`unknown command '${command}': did you mean funcrun serve --${option}? (funcrun serve --help lists the options)`);
   const meant = nearest(command.replace(/^-+/, ''), COMMANDS, { prefixes: true });
   throw new UsageError(`unknown command '${command}'${meant === undefined ? '' : `: did you mean ${meant}?`} (funcrun --help lists the commands)`);
 }

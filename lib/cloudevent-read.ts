@@ -223,7 +223,8 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
         break;
       case 'dataschema':
       case 'schemaurl':
-        if (typeof value !== 'string' || !ABSOLUTE_URI.test(value) || !URI_REFERENCE.test(value)) throw invalid(`${where}attribute '${name}' must be a URI`, name);
+        if (typeof value !== 'string' || !ABSOLUTE_URI.test(value) || !URI_REFERENCE.test(value))
+          throw invalid(`${where}attribute '${name}' must be a URI`, name);
         break;
       case 'datacontenttype':
       case 'subject':

@@ -53,7 +53,11 @@ function sdkBinary(headers: Record<string, string>, data: unknown): EncodedEvent
   if (data === undefined) return { headers, body: undefined };
   if (ArrayBuffer.isView(data)) return { headers, body: Buffer.from(data.buffer, data.byteOffset, data.byteLength) };
   if (typeof data === 'string') return { headers, body: data };
-  if (typeof data === 'object' && typeof (data as { nodeType?: unknown }).nodeType === 'number' && bodyKind(parseMediaType(headers['content-type'])) === 'xml') {
+  if (
+    typeof data === 'object' &&
+    typeof (data as { nodeType?: unknown }).nodeType === 'number' &&
+    bodyKind(parseMediaType(headers['content-type'])) === 'xml'
+  ) {
     return { headers, body: String(data) };
   }
   return { headers, body: JSON.stringify(data) ?? 'null' };
@@ -105,7 +109,10 @@ function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Re
     if (name === 'datacontenttype') {
       if (!PRINTABLE.test(text) || parseMediaType(text) === undefined) return undefined;
       header = headers['content-type'] = text;
-    } else header = headers[HEADER_NAMES[name] ?? `ce-${name}`] = ENCODED.test(text) ? text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27')) : text;
+    } else
+      header = headers[HEADER_NAMES[name] ?? `ce-${name}`] = ENCODED.test(text)
+        ? text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27'))
+        : text;
     size += name.length + header.length + 6;
     if (size > MAX_BINARY_HEADERS) return undefined;
   }

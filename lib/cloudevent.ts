@@ -68,12 +68,7 @@ export function detectMode(headers: IncomingHttpHeaders, media: MediaType | unde
     return media.type.startsWith('application/cloudevents-batch') ? 'batch' : 'structured';
   }
   if (byId) return headers['ce-id'] !== undefined ? 'binary' : undefined;
-  if (
-    headers['ce-specversion'] !== undefined ||
-    headers['ce-id'] !== undefined ||
-    headers['ce-type'] !== undefined ||
-    headers['ce-source'] !== undefined
-  ) {
+  if (headers['ce-specversion'] !== undefined || headers['ce-id'] !== undefined || headers['ce-type'] !== undefined || headers['ce-source'] !== undefined) {
     return 'binary';
   }
   return undefined;
@@ -196,4 +191,3 @@ function madeBy(value: object, name: string): boolean {
   }
   return false;
 }
-

@@ -144,7 +144,8 @@ export function isEnvName(name: string): boolean {
 export function envProblem(name: string | undefined, value: string | undefined): string | undefined {
   if (name === undefined) {
     if (value === undefined) return 'a run.envs entry needs a name and a value, or a value alone that imports a secret or config map';
-    if (!WHOLE.test(value)) return "a run.envs entry without a name imports every key of a secret or config map: its value must be '{{ secret:NAME }}' or '{{ configMap:NAME }}'";
+    if (!WHOLE.test(value))
+      return "a run.envs entry without a name imports every key of a secret or config map: its value must be '{{ secret:NAME }}' or '{{ configMap:NAME }}'";
     return undefined;
   }
   if (!isEnvName(name)) return `invalid variable name '${quote(name)}' in run.envs: letters, digits, '_', '-' and '.', not starting with a digit`;
@@ -259,7 +260,8 @@ export function checkLogLevel(value: string, what: string): LogLevel {
  */
 export function pathProblem(value: string): string | undefined {
   if (!value.startsWith('/')) return "expected a path starting with '/'";
-  if (!/^(?:[A-Za-z0-9\-._~!$&'()+,;=@/]|%[0-9A-Fa-f]{2}|:)*$/.test(value)) return "expected a path of URL characters such as /health/ready (no spaces or control characters; '%' only as %XX)";
+  if (!/^(?:[A-Za-z0-9\-._~!$&'()+,;=@/]|%[0-9A-Fa-f]{2}|:)*$/.test(value))
+    return "expected a path of URL characters such as /health/ready (no spaces or control characters; '%' only as %XX)";
   if (/\/[:*]/.test(value)) return "expected a literal path: a segment starting with ':' or '*' would be a route parameter";
   // Clients resolve dot segments away and may merge empty ones: a probe there would never be asked.
   if (/\/\.{1,2}(?:\/|$)/.test(value)) return "expected a path without '.' or '..' segments";

@@ -18,7 +18,9 @@ export interface FuncYamlFile {
 export function openFuncYaml(folder: string): FuncYamlFile {
   const file = join(folder, 'func.yaml');
   if (!existsSync(file)) {
-    throw new ConfigError(`no func.yaml in ${folder}: pass the function's folder with --path, or write one (specVersion, name, runtime; func create and funcrun create write it with a new project)`);
+    throw new ConfigError(
+      `no func.yaml in ${folder}: pass the function's folder with --path, or write one (specVersion, name, runtime; func create and funcrun create write it with a new project)`,
+    );
   }
   readFuncYaml(folder); // refuses a malformed file, naming the line
   return { file, doc: yaml().parseDocument(readFileSync(file, 'utf8')) };

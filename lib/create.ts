@@ -50,7 +50,9 @@ function installedFromRegistry(root: string): boolean {
     // A registry's tarball address is <registry>/funcrun/-/funcrun-<version>.tgz; a tarball
     // installed from any other address (or a file, a link, git) is not one a range can find.
     const resolved = entry?.resolved;
-    return entry?.version === VERSION && typeof resolved === 'string' && /^https?:\/\//.test(resolved) && resolved.endsWith(`/funcrun/-/funcrun-${VERSION}.tgz`);
+    return (
+      entry?.version === VERSION && typeof resolved === 'string' && /^https?:\/\//.test(resolved) && resolved.endsWith(`/funcrun/-/funcrun-${VERSION}.tgz`)
+    );
   } catch {
     return false;
   }

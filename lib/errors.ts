@@ -21,7 +21,11 @@ export class HttpError extends Error {
   /** A stable, machine-readable name for the error, sent as the body's `code` (funcrun's own: docs/errors.md). */
   readonly code?: string;
 
-  constructor(statusCode: number, message: string, options?: { details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown; code?: string }) {
+  constructor(
+    statusCode: number,
+    message: string,
+    options?: { details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown; code?: string },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'HttpError';
     this.statusCode = statusCode;
@@ -96,8 +100,7 @@ export function readThrown(thrown: unknown, dropped?: Dropped[], input?: Request
   const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
   // Parsed data is plain objects and arrays, walked; a class instance (every Error) is compared
   // only with the request's own objects, such as the received event, so throwing costs no walk.
-  const fromRequest = (): boolean =>
-    isInstance(thrown as object) ? isReceived(thrown, input!) : isPartOf(thrown as object, input!);
+  const fromRequest = (): boolean => (isInstance(thrown as object) ? isReceived(thrown, input!) : isPartOf(thrown as object, input!));
   if (isObject && input !== undefined && read(fromRequest) !== false) {
     return { status: 500, logged: { thrown: describeThrown(thrown) } };
   }

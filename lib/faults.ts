@@ -25,7 +25,10 @@ export function reportFault(err: unknown, origin: string, processLog: Logger): v
     // Answered already (or after the answer, in its waitUntil work): nothing more to say to it.
     if (res === undefined || res.writableEnded) return;
     // A 500 whatever the thrown value says of itself: the function crashed, it did not answer.
-    sendError(req, res, runtimeError('FUNCRUN_FUNCTION_CRASHED', `the function crashed: ${what}`), log, { format: runtime?.module.errorBody, withoutCodes: runtime?.withoutCodes });
+    sendError(req, res, runtimeError('FUNCRUN_FUNCTION_CRASHED', `the function crashed: ${what}`), log, {
+      format: runtime?.module.errorBody,
+      withoutCodes: runtime?.withoutCodes,
+    });
     // Answered: the drain need not wait for the crashed function, which may never return.
     if (runtime !== undefined) requestDone(runtime, req, res, true);
   } catch {

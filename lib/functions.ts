@@ -32,7 +32,8 @@ export function checkFunctions(functions: unknown, fail: (message: string) => ne
     if (!NAME.test(name)) fail(`functions['${name}']: a name is a path segment: letters, digits, '.', '_', '~' and '-'`);
     if (typeof fn !== 'function') fail(`functions['${name}'] must be a function`);
     const { inputSchema, cloudEvent, trigger } = fn as NamedFunction;
-    if (inputSchema !== undefined && (inputSchema === null || typeof inputSchema !== 'object')) fail(`functions['${name}'].inputSchema must be a JSON Schema object`);
+    if (inputSchema !== undefined && (inputSchema === null || typeof inputSchema !== 'object'))
+      fail(`functions['${name}'].inputSchema must be a JSON Schema object`);
     if (cloudEvent !== undefined && typeof cloudEvent !== 'boolean') fail(`functions['${name}'].cloudEvent must be true or false`);
     if (trigger !== undefined && (typeof trigger !== 'string' || trigger === '')) fail(`functions['${name}'].trigger must be a CloudEvent type`);
   }
@@ -116,7 +117,8 @@ function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): In
     } catch (err) {
       // The input (made here from the query, so the server cannot know it) thrown back is a
       // failure, not a status and headers of the client's choosing.
-      if (err !== null && typeof err === 'object' && (isPartOf(err, { data: input }) || carriesInput(err, input))) throw new Error(`function '${name}' threw its own input`);
+      if (err !== null && typeof err === 'object' && (isPartOf(err, { data: input }) || carriesInput(err, input)))
+        throw new Error(`function '${name}' threw its own input`);
       throw err;
     }
     return event === undefined ? httpOutput(output) : eventOutput(name, output, event);
@@ -143,7 +145,9 @@ function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
       field: cut(e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.')),
       description: cut(e.keyword === 'required' ? `'${(e.params as { missingProperty: string }).missingProperty}' is required` : (e.message ?? 'is invalid')),
     }));
-    throw runtimeError('FUNCRUN_INVALID_INPUT', `invalid input: ${violations.map((v) => `${v.field} ${v.description}`).join('; ')}`, { details: { violations } });
+    throw runtimeError('FUNCRUN_INVALID_INPUT', `invalid input: ${violations.map((v) => `${v.field} ${v.description}`).join('; ')}`, {
+      details: { violations },
+    });
   };
 }
 
@@ -258,7 +262,9 @@ function toLists(value: unknown, schema: Schema | undefined): unknown {
   const properties = schema?.properties as Record<string, Schema> | undefined;
   const additional = schema?.additionalProperties;
   for (const key of keys) {
-    const child = (properties !== undefined && Object.hasOwn(properties, key) ? properties[key] : undefined) ?? (typeof additional === 'object' ? (additional as Schema) : undefined);
+    const child =
+      (properties !== undefined && Object.hasOwn(properties, key) ? properties[key] : undefined) ??
+      (typeof additional === 'object' ? (additional as Schema) : undefined);
     object[key] = toLists(object[key], child);
   }
   return object;

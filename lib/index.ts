@@ -197,8 +197,8 @@ function announceCompatibility(log: RootLogger, byName: boolean): void {
   if (announced) return;
   announced = true;
   const message =
-    'faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, routes, CORS and the log level are faas-js-runtime\'s ' +
-    '(docs/migrating.md); FUNC_COMPAT=none for funcrun\'s own behaviour';
+    "faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, routes, CORS and the log level are faas-js-runtime's " +
+    "(docs/migrating.md); FUNC_COMPAT=none for funcrun's own behaviour";
   if (byName) log.warn({ compat: 'faas-js-runtime', because: 'funcrun runs under the name faas-js-runtime' }, message);
   else log.info({ compat: 'faas-js-runtime', because: 'FUNC_COMPAT' }, message);
 }

@@ -61,7 +61,8 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
       res = await fetch(url, { method, headers, body: sent, signal, redirect: 'manual' });
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${options.timeout / 1000}s` : (cause?.code ?? cause?.message ?? (err as Error).message);
+      const reason =
+        (err as Error).name === 'TimeoutError' ? `no answer within ${options.timeout / 1000}s` : (cause?.code ?? cause?.message ?? (err as Error).message);
       throw new Error(`cannot reach ${url.origin}: ${reason}`);
     }
     const location = res.headers.get('location');

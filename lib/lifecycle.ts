@@ -90,7 +90,9 @@ async function backgroundDone(runtime: Runtime, limit: number): Promise<number> 
 function cutConnections(server: Server, runtime: Runtime): number {
   const cut = runtime.inFlight.size;
   for (const [req, reqId] of runtime.inFlight) {
-    runtime.log.forRequest(reqId).error({ method: req.method, path: pathOf(req.url) }, 'request cut at the end of the grace period: its connection is closed unanswered');
+    runtime.log
+      .forRequest(reqId)
+      .error({ method: req.method, path: pathOf(req.url) }, 'request cut at the end of the grace period: its connection is closed unanswered');
   }
   const unwritten = destroyAll(server);
   if (unwritten > 0) runtime.log.error({ connections: unwritten }, 'answers cut at the end of the grace period: their clients had not read them whole');
@@ -131,7 +133,8 @@ export function stop(server: Server, gracePeriod = 10_000): Promise<Drain> {
   if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
   runtime.draining = true;
   const deadline = Date.now() + gracePeriod;
-  const drained = (cut: number, unfinished: number) => bounded(runShutdown(runtime), gracePeriod, runtime.log).then((): Drain => ({ complete: cut + unfinished === 0, cut, unfinished }));
+  const drained = (cut: number, unfinished: number) =>
+    bounded(runShutdown(runtime), gracePeriod, runtime.log).then((): Drain => ({ complete: cut + unfinished === 0, cut, unfinished }));
   if (!server.listening) return backgroundDone(runtime, gracePeriod).then((unfinished) => drained(0, unfinished));
   let cutCount = 0;
   const cut = setTimeout(() => (cutCount = cutConnections(server, runtime)), gracePeriod);

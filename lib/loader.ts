@@ -84,7 +84,9 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
   try {
     stats = statSync(path);
   } catch {
-    throw new LoadError(`${path}: no such file or folder${unbuilt(path) ? ": it is the TypeScript project's build, made by npm run build (or serve the project's folder to run src/index.ts without a build)" : ''}`);
+    throw new LoadError(
+      `${path}: no such file or folder${unbuilt(path) ? ": it is the TypeScript project's build, made by npm run build (or serve the project's folder to run src/index.ts without a build)" : ''}`,
+    );
   }
   if (stats.isFile()) {
     if (/\.[cm]?ts$/.test(path) && !canRunTypeScript()) throw new LoadError(`${path}: ${NO_TYPE_STRIPPING}, or compile it and serve the output`);
@@ -113,7 +115,9 @@ export function resolveEntry(target: string, { preferSource = false } = {}): Ent
       if (file !== undefined) return { folder: path, file, newerSource: hasSource ? newerThan(join(path, 'src'), file) : undefined, note: ignored };
       if (!hasSource) throw new LoadError(`${manifest}: "main" is ${JSON.stringify(main)}, and no such file exists`);
       if (canRunTypeScript()) return { folder: path, file: source, note: `"main" (${main}) is not built` };
-      throw new LoadError(`${manifest}: "main" is ${JSON.stringify(main)}, which is not built, and ${NO_TYPE_STRIPPING} to run ${TS_SOURCE} without a build, or build it first (npm run build)`);
+      throw new LoadError(
+        `${manifest}: "main" is ${JSON.stringify(main)}, which is not built, and ${NO_TYPE_STRIPPING} to run ${TS_SOURCE} without a build, or build it first (npm run build)`,
+      );
     }
   }
   for (const name of ['index.js', 'index.mjs', 'index.cjs']) {
@@ -188,7 +192,9 @@ export async function loadFunction(target: string): Promise<LoadedFunction> {
 function misspelledExports(exported: unknown): string[] {
   const out: string[] = [];
   const ns = exported as Record<string, unknown>;
-  const scopes = [ns, ns.default].filter((value): value is Record<string, unknown> => value !== null && (typeof value === 'object' || typeof value === 'function'));
+  const scopes = [ns, ns.default].filter(
+    (value): value is Record<string, unknown> => value !== null && (typeof value === 'object' || typeof value === 'function'),
+  );
   for (const scope of scopes) {
     for (const name of Object.keys(scope)) {
       if ((PROPERTIES as readonly string[]).includes(name) || name === 'default' || name === '__esModule') continue;
@@ -230,7 +236,11 @@ function foundInstead(exported: unknown): string {
   if (names.length === 0) return 'it exports nothing: module.exports = { handle } (or export function handle)';
   const shown = names.slice(0, 6).map((name) => `${name} (${kindOf(target[name], { shown: false })})`);
   const found = `found ${target === ns ? '' : 'a default export with '}${shown.join(', ')}${names.length > 6 ? ', …' : ''}`;
-  const meant = nearest('handle', names.filter((name) => typeof target[name] === 'function'), { prefixes: true });
+  const meant = nearest(
+    'handle',
+    names.filter((name) => typeof target[name] === 'function'),
+    { prefixes: true },
+  );
   return meant === undefined ? found : `${found}: did you mean handle? Rename ${meant} to handle`;
 }
 

@@ -709,10 +709,18 @@ function prettyLine(line: string): string | undefined {
   const name = (NAMES[String(level)] ?? JSON.stringify(level) ?? '?').padEnd(5);
   const req = reqId === undefined ? '' : ` [req ${printable(typeof reqId === 'string' ? reqId : JSON.stringify(reqId))}]`;
   const message = msg === undefined ? '' : printable(typeof msg === 'string' ? msg : JSON.stringify(msg));
-  const extra = Object.entries(rest).map(([k, v]) => ` ${printable(k)}=${printable(typeof v === 'string' ? v : JSON.stringify(v))}`).join('');
+  const extra = Object.entries(rest)
+    .map(([k, v]) => ` ${printable(k)}=${printable(typeof v === 'string' ? v : JSON.stringify(v))}`)
+    .join('');
   const stack = err !== null && typeof err === 'object' ? (err as { stack?: unknown }).stack : undefined;
   // A stack's lines are indented: its first line is a message, which a client's text may be part of.
-  const trace = typeof stack === 'string' ? `\n${stack.split('\n').map((l) => `    ${printable(l.trimStart())}`).join('\n')}` : '';
+  const trace =
+    typeof stack === 'string'
+      ? `\n${stack
+          .split('\n')
+          .map((l) => `    ${printable(l.trimStart())}`)
+          .join('\n')}`
+      : '';
   return `${clock} ${name}${req} ${message}${extra}${trace}\n`;
 }
 

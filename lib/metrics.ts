@@ -85,7 +85,9 @@ export class Metrics {
   render(): string {
     // Rendered at the first scrape, once: every series carries the same labels, in faas-js-runtime's
     // order (the instance id is a random UUID, made then rather than at start).
-    const l = (this.#labels ??= (['faas_name', 'faas_id', 'faas_instance', 'faas_version', 'faas_runtime'] as const).map((k) => `${k}="${escape(this.#given[k])}"`).join(','));
+    const l = (this.#labels ??= (['faas_name', 'faas_id', 'faas_instance', 'faas_version', 'faas_runtime'] as const)
+      .map((k) => `${k}="${escape(this.#given[k])}"`)
+      .join(','));
     const lines: string[] = [];
     const metric = (name: string, type: string, help: string, series: string[]) => lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...series);
     const histogram = (name: string, help: string, h: Histogram) => {
@@ -113,9 +115,13 @@ export class Metrics {
     metric('faas_cpu_utilization', 'gauge', 'The CPU utilization of this function instance', [`faas_cpu_utilization{${l}} ${(cpuSeconds / seconds) * 100}`]);
     metric('faas_mem_utilization', 'gauge', 'The memory utilization of this function instance', [`faas_mem_utilization{${l}} ${memory.rss / 1024 ** 2}`]);
     metric('faas_netio_utilization', 'gauge', 'The network I/O utilization of this function instance', [`faas_netio_utilization{${l}} ${netMb / seconds}`]);
-    metric('process_cpu_seconds_total', 'counter', 'Total user and system CPU time spent in seconds', [`process_cpu_seconds_total{${l}} ${(cpu.user + cpu.system) / 1e6}`]);
+    metric('process_cpu_seconds_total', 'counter', 'Total user and system CPU time spent in seconds', [
+      `process_cpu_seconds_total{${l}} ${(cpu.user + cpu.system) / 1e6}`,
+    ]);
     metric('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes', [`process_resident_memory_bytes{${l}} ${memory.rss}`]);
-    metric('process_start_time_seconds', 'gauge', 'Start time of the process since unix epoch in seconds', [`process_start_time_seconds{${l}} ${Math.round(Date.now() / 1000 - process.uptime())}`]);
+    metric('process_start_time_seconds', 'gauge', 'Start time of the process since unix epoch in seconds', [
+      `process_start_time_seconds{${l}} ${Math.round(Date.now() / 1000 - process.uptime())}`,
+    ]);
     metric('nodejs_heap_size_used_bytes', 'gauge', 'Process heap size used from Node.js in bytes', [`nodejs_heap_size_used_bytes{${l}} ${memory.heapUsed}`]);
     metric('nodejs_eventloop_lag_seconds', 'gauge', 'Lag of the event loop in seconds', [`nodejs_eventloop_lag_seconds{${l}} ${this.#lag() / 1000}`]);
     return lines.join('\n') + '\n';

@@ -22,7 +22,14 @@ export interface ProbeOptions {
 }
 
 /** Answers a probe: 200 with `OK` (or the check's own text), or 503 with a JSON body. */
-export async function answerProbe(req: IncomingMessage, res: ServerResponse, target: Probe, runtime: Runtime, options: ProbeOptions, reqLog: Logger): Promise<void> {
+export async function answerProbe(
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: Probe,
+  runtime: Runtime,
+  options: ProbeOptions,
+  reqLog: Logger,
+): Promise<void> {
   let healthy = true;
   let answer: unknown;
   if (target.check !== undefined) {
@@ -50,5 +57,15 @@ export async function answerProbe(req: IncomingMessage, res: ServerResponse, tar
   }
   // A check may answer with its own text (faas-js-runtime sends what it returns).
   if (healthy) send(req, res, 200, { 'content-type': TEXT }, typeof answer === 'string' && answer !== '' ? answer : 'OK');
-  else send(req, res, 503, { 'content-type': JSON_TYPE }, errorJson(readThrown(runtimeError('FUNCRUN_NOT_READY', 'not ready')), undefined, reqLog, { format: runtime.module.errorBody, withoutCodes: runtime.withoutCodes }));
+  else
+    send(
+      req,
+      res,
+      503,
+      { 'content-type': JSON_TYPE },
+      errorJson(readThrown(runtimeError('FUNCRUN_NOT_READY', 'not ready')), undefined, reqLog, {
+        format: runtime.module.errorBody,
+        withoutCodes: runtime.withoutCodes,
+      }),
+    );
 }

@@ -219,7 +219,8 @@ function destinationOf(p: Pipeline, x: Exchange, match: Match<Destination>): Des
     x.params = match.params;
     return match.handler;
   }
-  if (match.kind === 'method') throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`, { headers: { allow: match.allow.join(', ') } });
+  if (match.kind === 'method')
+    throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`, { headers: { allow: match.allow.join(', ') } });
   const rootOnly = p.behaviour.rootOnly;
   if (p.routes.fallback !== undefined && (!rootOnly || (path === '/' && ROOT_METHODS.has(method)))) return p.routes.fallback;
   // fastify's own 404, as faas-js-runtime answers a path or method it has no route for.
@@ -290,7 +291,14 @@ function callFunction(p: Pipeline, x: Exchange, destination: FunctionDestination
   x.invoked = true;
   if (Array.isArray(events)) {
     const context = (event: CloudEvent<unknown>) => contextFor(p, x, destination, event);
-    return batch(events, fn, context, (f, ctx, data) => p.invoke(f, ctx, data, deadline), () => x.res.destroyed, behaviour.eventAsArgument);
+    return batch(
+      events,
+      fn,
+      context,
+      (f, ctx, data) => p.invoke(f, ctx, data, deadline),
+      () => x.res.destroyed,
+      behaviour.eventAsArgument,
+    );
   }
   const ctx = (x.single = contextFor(p, x, destination, events));
   return p.invoke(fn, ctx, behaviour.eventAsArgument ? events : events.data, deadline);

@@ -44,7 +44,15 @@ function isXmlDocument(value: object): boolean {
  * been sent, rejects when the stream fails, and resolves early when the client goes away (the
  * stream is then destroyed).
  */
-export function respond(req: IncomingMessage, res: ServerResponse, value: unknown, mode: Mode | undefined, input: RequestInput, behaviour?: Behaviour, trace?: Trace): Reply | Promise<Reply> {
+export function respond(
+  req: IncomingMessage,
+  res: ServerResponse,
+  value: unknown,
+  mode: Mode | undefined,
+  input: RequestInput,
+  behaviour?: Behaviour,
+  trace?: Trace,
+): Reply | Promise<Reply> {
   let reply: Reply;
   try {
     reply = toReply(value, mode, input, behaviour, trace);
@@ -146,7 +154,13 @@ function plainReply(object: object, mode: Mode | undefined, input: RequestInput,
  * headers), or it has a `statusCode` but neither `headers` nor `body` (faas-js-runtime sends such
  * an object whole, with its status).
  */
-function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, mode: Mode | undefined, input: RequestInput, behaviour?: Behaviour, trace?: Trace): Reply | undefined {
+function structured(
+  value: { statusCode?: unknown; headers?: unknown; body?: unknown },
+  mode: Mode | undefined,
+  input: RequestInput,
+  behaviour?: Behaviour,
+  trace?: Trace,
+): Reply | undefined {
   const { statusCode, body } = value;
   const { headers: given } = value;
   if (given !== null && typeof given === 'object' && isPartOf(given, input)) return undefined;
@@ -174,7 +188,12 @@ function structured(value: { statusCode?: unknown; headers?: unknown; body?: unk
   return dropped.length === 0 ? { status, headers, body: content.body } : { status, headers, body: content.body, dropped };
 }
 
-function bodyOf(body: unknown, mode: Mode | undefined, trace: Trace | undefined, behaviour: Behaviour | undefined): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
+function bodyOf(
+  body: unknown,
+  mode: Mode | undefined,
+  trace: Trace | undefined,
+  behaviour: Behaviour | undefined,
+): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
   if (body === undefined) return {};
   // faas-js-runtime sends a null body as JSON `null`.
   if (body === null) return behaviour?.jsonByDefault ? { body: 'null', type: JSON_TYPE } : {};
@@ -240,7 +259,8 @@ function stream(req: IncomingMessage, res: ServerResponse, reply: Reply, source:
     objectMode: true,
     write(chunk: unknown, _encoding, callback) {
       if (typeof chunk === 'string') chunk = Buffer.from(chunk);
-      if (!(chunk instanceof Uint8Array)) return callback(new TypeError(`the function's stream produced a chunk that is not bytes or a string (${typeof chunk})`));
+      if (!(chunk instanceof Uint8Array))
+        return callback(new TypeError(`the function's stream produced a chunk that is not bytes or a string (${typeof chunk})`));
       head();
       if (res.write(chunk)) callback();
       else res.once('drain', () => callback());

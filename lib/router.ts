@@ -3,10 +3,7 @@
 
 export type Params = Record<string, string>;
 
-export type Match<H> =
-  | { kind: 'found'; handler: H; params: Params }
-  | { kind: 'method'; allow: string[] }
-  | { kind: 'none' };
+export type Match<H> = { kind: 'found'; handler: H; params: Params } | { kind: 'method'; allow: string[] } | { kind: 'none' };
 
 interface Route<H> {
   method: string; // upper case, or '*' for any method
@@ -102,9 +99,7 @@ export class Router<H> {
 
 function pick<H>(routes: Route<H>[], method: string): Route<H> | undefined {
   return (
-    routes.find((r) => r.method === method) ??
-    (method === 'HEAD' ? routes.find((r) => r.method === 'GET') : undefined) ??
-    routes.find((r) => r.method === '*')
+    routes.find((r) => r.method === method) ?? (method === 'HEAD' ? routes.find((r) => r.method === 'GET') : undefined) ?? routes.find((r) => r.method === '*')
   );
 }
 

@@ -7,9 +7,7 @@ import type { Function as FunctionModule, HealthCheck, Invokable } from './types
 
 /** What a request's route leads to. */
 export type Destination =
-  | { kind: 'function'; fn: Invokable; route?: string }
-  | { kind: 'probe'; check?: HealthCheck; readiness: boolean }
-  | { kind: 'metrics' };
+  { kind: 'function'; fn: Invokable; route?: string } | { kind: 'probe'; check?: HealthCheck; readiness: boolean } | { kind: 'metrics' };
 
 export type FunctionDestination = Extract<Destination, { kind: 'function' }>;
 

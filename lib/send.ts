@@ -31,4 +31,3 @@ export function send(
   if (req.method === 'HEAD' || body === undefined) res.end();
   else res.end(body);
 }
-

@@ -52,14 +52,22 @@ export interface Settings {
   tracing?: Tracing;
 }
 
-
 export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
   const metrics = settings.metrics === undefined ? undefined : new Metrics(settings.metrics.labels);
   const loop = settings.maxEventLoopDelay > 0 || metrics !== undefined ? monitorLoop() : undefined;
   if (loop !== undefined) metrics?.lagFrom(loop.delay);
   const behaviour = settings.behaviour;
   const cors = module.cors ? originCheck(module.cors()) : undefined;
-  const runtime: Runtime = { module, log, withoutCodes: behaviour.withoutErrorCodes, draining: false, metrics, background: new Set(), inFlight: new Map(), outside: AsyncResource.bind((run) => run()) };
+  const runtime: Runtime = {
+    module,
+    log,
+    withoutCodes: behaviour.withoutErrorCodes,
+    draining: false,
+    metrics,
+    background: new Set(),
+    inFlight: new Map(),
+    outside: AsyncResource.bind((run) => run()),
+  };
   // One line per answered request: at info when asked for (FUNC_ACCESS_LOG), else at debug.
   const accessLevel = settings.accessLog ? 'info' : 'debug';
   const pipeline: Pipeline = {
@@ -106,7 +114,9 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   // With `Expect: 100-continue`, a body over the limit is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (Number(req.headers['content-length']) > settings.bodyLimit) {
-      const error = runtimeError('FUNCRUN_BODY_TOO_LARGE', `request body is larger than the limit of ${settings.bodyLimit} bytes`, { details: { limit: settings.bodyLimit } });
+      const error = runtimeError('FUNCRUN_BODY_TOO_LARGE', `request body is larger than the limit of ${settings.bodyLimit} bytes`, {
+        details: { limit: settings.bodyLimit },
+      });
       return sendError(req, res, error, newRequestLog(), errorStyle);
     }
     awaitContinue(req);
@@ -122,7 +132,11 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
   server.on('connect', (_req: IncomingMessage, socket: Socket) => rawError(socket, 'FUNCRUN_CONNECT_REFUSED', 'CONNECT is not supported'));
   // shutdown() runs once the work handed to waitUntil has settled too (stop() bounds that wait).
-  server.once('close', () => backgroundSettled(runtime).then(() => runShutdown(runtime)).catch((err) => log.error(err, 'shutdown() failed')));
+  server.once('close', () =>
+    backgroundSettled(runtime)
+      .then(() => runShutdown(runtime))
+      .catch((err) => log.error(err, 'shutdown() failed')),
+  );
   register(server, runtime);
   return server;
 }

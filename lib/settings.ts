@@ -31,8 +31,21 @@ const path = (value: Raw, what: string): string => checkPath(String(value), what
 
 /** The table. Keys are start()'s option names. */
 export const SETTINGS = {
-  port: { flags: ['--port'], short: 'p', env: ['PORT', 'FUNC_PORT'], default: 8080, parse: (v: Raw, w: string) => parsePort(text(v), w), help: 'port to listen on' },
-  host: { flags: ['--host'], env: ['FUNC_HOST'], default: undefined as string | undefined, parse: (v: Raw) => text(v), help: 'address to listen on (default: every address)' },
+  port: {
+    flags: ['--port'],
+    short: 'p',
+    env: ['PORT', 'FUNC_PORT'],
+    default: 8080,
+    parse: (v: Raw, w: string) => parsePort(text(v), w),
+    help: 'port to listen on',
+  },
+  host: {
+    flags: ['--host'],
+    env: ['FUNC_HOST'],
+    default: undefined as string | undefined,
+    parse: (v: Raw) => text(v),
+    help: 'address to listen on (default: every address)',
+  },
   logLevel: {
     flags: ['--log-level', '--logLevel'],
     env: ['FUNC_LOG_LEVEL'],
@@ -47,10 +60,36 @@ export const SETTINGS = {
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
     help: 'largest request body, such as 1048576 or 2mb',
   },
-  includeRaw: { flags: ['--include-raw', '--includeRaw'], boolean: true, env: ['FUNC_INCLUDE_RAW'], default: false, parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w), help: 'put the body as it arrived on context.rawBody' },
-  gracePeriod: { flags: ['--grace-period'], env: ['FUNC_GRACE_PERIOD'], default: 10_000, parse: duration, help: 'how long requests in flight may take at shutdown, such as 10s', serveOnly: true },
-  timeout: { flags: ['--timeout'], env: ['FUNC_TIMEOUT'], default: 0, parse: duration, help: 'answer 504 when the function takes longer, such as 30s (default: off)' },
-  maxConnections: { flags: ['--max-connections'], env: ['FUNC_MAX_CONNECTIONS'], default: 1024, parse: (v: Raw, w: string) => parseCount(text(v), w), help: 'open connections at most' },
+  includeRaw: {
+    flags: ['--include-raw', '--includeRaw'],
+    boolean: true,
+    env: ['FUNC_INCLUDE_RAW'],
+    default: false,
+    parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w),
+    help: 'put the body as it arrived on context.rawBody',
+  },
+  gracePeriod: {
+    flags: ['--grace-period'],
+    env: ['FUNC_GRACE_PERIOD'],
+    default: 10_000,
+    parse: duration,
+    help: 'how long requests in flight may take at shutdown, such as 10s',
+    serveOnly: true,
+  },
+  timeout: {
+    flags: ['--timeout'],
+    env: ['FUNC_TIMEOUT'],
+    default: 0,
+    parse: duration,
+    help: 'answer 504 when the function takes longer, such as 30s (default: off)',
+  },
+  maxConnections: {
+    flags: ['--max-connections'],
+    env: ['FUNC_MAX_CONNECTIONS'],
+    default: 1024,
+    parse: (v: Raw, w: string) => parseCount(text(v), w),
+    help: 'open connections at most',
+  },
   compat: {
     flags: ['--compat'],
     env: ['FUNC_COMPAT'],
@@ -66,14 +105,32 @@ export const SETTINGS = {
     parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w),
     help: 'log an info line for every answered request (default: on in faas-js-runtime compatibility)',
   },
-  maxEventLoopDelay: { env: ['FUNC_MAX_EVENT_LOOP_DELAY'], default: 1000, parse: duration, help: 'readiness answers 503 while the event loop runs later than this (0: off)' },
+  maxEventLoopDelay: {
+    env: ['FUNC_MAX_EVENT_LOOP_DELAY'],
+    default: 1000,
+    parse: duration,
+    help: 'readiness answers 503 while the event loop runs later than this (0: off)',
+  },
   headersTimeout: { env: ['FUNC_HEADERS_TIMEOUT'], default: 20_000, parse: duration, help: 'time a client has to send its headers' },
   requestTimeout: { env: ['FUNC_REQUEST_TIMEOUT'], default: 60_000, parse: duration, help: 'time a client has to send its whole request' },
   keepAliveTimeout: { env: ['FUNC_KEEP_ALIVE_TIMEOUT'], default: 95_000, parse: duration, help: 'how long an idle keep-alive connection stays open' },
   probeTimeout: { env: ['FUNC_PROBE_TIMEOUT'], default: 5_000, parse: duration, help: 'a liveness or readiness check not answered by then fails (503)' },
-  metrics: { env: ['FUNC_METRICS'], default: true, parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w), help: 'serve Prometheus metrics' },
+  metrics: {
+    env: ['FUNC_METRICS'],
+    default: true,
+    parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w),
+    help: 'serve Prometheus metrics',
+  },
   metricsPath: { env: ['FUNC_METRICS_PATH'], default: '/metrics', parse: path, help: 'where metrics are served' },
-  pretty: { flags: ['--pretty'], boolean: true, env: ['FUNC_LOG_PRETTY'], default: false, parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w), help: 'human-readable log lines instead of JSON', serveOnly: true },
+  pretty: {
+    flags: ['--pretty'],
+    boolean: true,
+    env: ['FUNC_LOG_PRETTY'],
+    default: false,
+    parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w),
+    help: 'human-readable log lines instead of JSON',
+    serveOnly: true,
+  },
 } satisfies Record<string, Setting<unknown>>;
 
 export type SettingName = keyof typeof SETTINGS;

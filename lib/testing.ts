@@ -52,7 +52,8 @@ export interface TestTeardown {
  */
 export async function serve(t: TestTeardown, func: FunctionModule | Invokable | string, options: Options = {}): Promise<RunningFunction> {
   // Checked before anything listens: a server nothing would close keeps the test run alive.
-  if (typeof t?.after !== 'function') throw new TypeError("serve(t, func, options) takes the test's context first (node:test's t), to close the server after the test");
+  if (typeof t?.after !== 'function')
+    throw new TypeError("serve(t, func, options) takes the test's context first (node:test's t), to close the server after the test");
   const running = await startFunction(func, options);
   t.after(() => running.close());
   return running;
@@ -121,5 +122,15 @@ export function createContext<Data = unknown>(options: ContextOptions<Data> = {}
   const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
   const contentType = contentTypeOf(headers['content-type'], false);
   const event = options.cloudevent;
-  return new Context<Data>({ req, log: log.forRequest(1), path, query, params: options.params ?? {}, contentType, defaults: responseDefaults('function'), body: event?.data ?? options.body, event });
+  return new Context<Data>({
+    req,
+    log: log.forRequest(1),
+    path,
+    query,
+    params: options.params ?? {},
+    contentType,
+    defaults: responseDefaults('function'),
+    body: event?.data ?? options.body,
+    event,
+  });
 }

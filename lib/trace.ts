@@ -50,7 +50,8 @@ export function traceOf(traceparent: unknown, tracestate: unknown): Trace | unde
   const flags = traceparent.slice(53, 55);
   if (!LOWER_HEX.test(traceId) || !LOWER_HEX.test(parentSpanId) || !LOWER_HEX.test(flags)) return undefined;
   if (ALL_ZERO.test(traceId) || ALL_ZERO.test(parentSpanId)) return undefined;
-  const state = typeof tracestate === 'string' && tracestate.length <= MAX_TRACESTATE && PRINTABLE.test(tracestate) && tracestate.trim() !== '' ? tracestate : undefined;
+  const state =
+    typeof tracestate === 'string' && tracestate.length <= MAX_TRACESTATE && PRINTABLE.test(tracestate) && tracestate.trim() !== '' ? tracestate : undefined;
   return newSpan(traceId, parentSpanId, flags, state);
 }
 

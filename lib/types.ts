@@ -65,8 +65,8 @@ export interface ReturnedObject {
 export interface ReturnedEvent<T = unknown> extends Pick<CloudEvent<T>, 'specversion' | 'id' | 'type' | 'source' | 'data' | 'validate'> {}
 
 /** What a handler may return, an event carrying data of type T. */
-export type Returned<T = unknown> = StructuredReturn | ReturnedObject | ReturnedEvent<T> | CloudEventResponse<T> | Message | string | number | boolean | null | undefined | void;
-
+export type Returned<T = unknown> =
+  StructuredReturn | ReturnedObject | ReturnedEvent<T> | CloudEventResponse<T> | Message | string | number | boolean | null | undefined | void;
 
 export type HTTPFunctionReturn = Returned;
 

@@ -145,16 +145,7 @@ function isNameStart(c: number): boolean {
 
 /** XML 1.0 NameChar (below U+10000). */
 function isNameChar(c: number): boolean {
-  return (
-    isNameStart(c) ||
-    c === DASH ||
-    c === 0x2e ||
-    (c >= 0x30 && c <= 0x39) ||
-    c === 0xb7 ||
-    (c >= 0x300 && c <= 0x36f) ||
-    c === 0x203f ||
-    c === 0x2040
-  );
+  return isNameStart(c) || c === DASH || c === 0x2e || (c >= 0x30 && c <= 0x39) || c === 0xb7 || (c >= 0x300 && c <= 0x36f) || c === 0x203f || c === 0x2040;
 }
 
 /** True for a code point XML 1.0 allows (its Char production). */
@@ -202,7 +193,6 @@ function charEnd(text: string, i: number): number {
 function hex(code: number): string {
   return 'U+' + code.toString(16).toUpperCase().padStart(4, '0');
 }
-
 
 /**
  * Checks in one pass, each character looked at a bounded number of times, that `text` is a
@@ -323,7 +313,7 @@ function scan(text: string, budget: XmlBudget): void {
       if (c === LBRACKET) return fail(j, 'a DOCTYPE internal subset is not accepted (no ENTITY or other declarations)');
       if (c === QUOT || c === APOS) {
         const from = j;
-        for (j++; text.charCodeAt(j) !== c; ) {
+        for (j++; text.charCodeAt(j) !== c;) {
           if (j >= n) return fail(from, 'DOCTYPE literal is not closed');
           const next = charEnd(text, j);
           j = next < 0 ? badChar(j) : next;
@@ -382,7 +372,7 @@ function scan(text: string, budget: XmlBudget): void {
       const q = text.charCodeAt(j);
       if (q !== QUOT && q !== APOS) return fail(j, 'attribute value not in quotes');
       const from = j;
-      for (j++; text.charCodeAt(j) !== q; ) {
+      for (j++; text.charCodeAt(j) !== q;) {
         if (j >= n) return fail(from, 'attribute value is not closed');
         const v = text.charCodeAt(j);
         if (v === LT) return fail(j, "'<' in an attribute value");

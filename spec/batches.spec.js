@@ -12,14 +12,20 @@ describe('CloudEvents batches', () => {
     const types = [];
     const { url } = await serve(t, (ctx, data) => {
       types.push(ctx.cloudevent.type);
-      return ctx.cloudEventResponse({ doubled: data.n * 2 }).type('dev.example.doubled').source('/batch');
+      return ctx
+        .cloudEventResponse({ doubled: data.n * 2 })
+        .type('dev.example.doubled')
+        .source('/batch');
     });
     const events = [1, 2, 3].map((n) => new CloudEvent({ type: `t${n}`, source: '/s', data: { n } }));
     const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events) });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type'), /^application\/cloudevents-batch\+json/);
     assert.deepEqual(types, ['t1', 't2', 't3']);
-    assert.deepEqual(res.json.map((e) => e.data.doubled), [2, 4, 6]);
+    assert.deepEqual(
+      res.json.map((e) => e.data.doubled),
+      [2, 4, 6],
+    );
     assert.ok(res.json.every((e) => e.type === 'dev.example.doubled'));
   });
 
@@ -44,7 +50,11 @@ describe('CloudEvents batches', () => {
     const events = JSON.stringify(Array.from({ length: 20000 }, (_, i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't' })));
     const query = Array.from({ length: 1500 }, (_, i) => `k${i}=1`).join('&');
     const started = performance.now();
-    const answer = await request(`${server.url}/?${query}`, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: events });
+    const answer = await request(`${server.url}/?${query}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents-batch+json' },
+      body: events,
+    });
     const took = performance.now() - started;
     assert.equal(answer.status, 204);
     assert.ok(took < 3000, `took ${Math.round(took)} ms (quadratic: about 10 s; linear: about 0.5 s)`);
@@ -55,17 +65,35 @@ describe('CloudEvents batches', () => {
     const server = await serve(t, (ctx) => void seen.push([ctx.page, ctx.method, ctx.query.method]));
     const events = JSON.stringify([1, 2].map((i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't' })));
     await request(`${server.url}/?page=2&method=DELETE`, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: events });
-    assert.deepEqual(seen, [['2', 'POST', 'DELETE'], ['2', 'POST', 'DELETE']]);
+    assert.deepEqual(seen, [
+      ['2', 'POST', 'DELETE'],
+      ['2', 'POST', 'DELETE'],
+    ]);
   });
 
   it('a batch of XML events shares one node budget: together no more than one XML body', async (t) => {
     const server = await serve(t, () => undefined, { bodyLimit: 2_000_000 });
     const doc = '<r>' + '<a/>'.repeat(20_000) + '</r>';
-    const events = Array.from({ length: 4 }, (_, i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't', datacontenttype: 'application/xml', data: doc }));
-    const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events) });
+    const events = Array.from({ length: 4 }, (_, i) => ({
+      specversion: '1.0',
+      id: String(i),
+      source: '/s',
+      type: 't',
+      datacontenttype: 'application/xml',
+      data: doc,
+    }));
+    const answer = await request(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents-batch+json' },
+      body: JSON.stringify(events),
+    });
     assert.equal(answer.status, 400);
     assert.match(answer.json.message, /more than 50000/);
-    const two = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events.slice(0, 2)) });
+    const two = await request(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents-batch+json' },
+      body: JSON.stringify(events.slice(0, 2)),
+    });
     assert.equal(two.status, 204);
   });
 });

@@ -11,7 +11,10 @@ const page = fs.readFileSync(path.join(__dirname, '..', 'bench', 'README.md'), '
 
 describe('bench/README.md', () => {
   it("has the generator's sections, in its order, and no others", () => {
-    const headings = page.split('\n').filter((line) => line.startsWith('## ')).map((line) => line.slice(3));
+    const headings = page
+      .split('\n')
+      .filter((line) => line.startsWith('## '))
+      .map((line) => line.slice(3));
     assert.deepEqual(headings, HEADINGS);
   });
 

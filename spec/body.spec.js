@@ -80,7 +80,12 @@ describe('request data by media type', () => {
 
   it('form-urlencoded gives an ordinary object, repeated keys as arrays, __proto__ and constructor only keys', async (t) => {
     const res = await post('a=1&b=x+y&a=2&c=%C3%A9&__proto__=p&constructor=c&toString=t', 'application/x-www-form-urlencoded');
-    assert.deepEqual(res.json, { kind: 'object', value: { a: ['1', '2'], b: 'x y', c: 'é', ['__proto__']: 'p', constructor: 'c', toString: 't' }, proto: 'object', same: true });
+    assert.deepEqual(res.json, {
+      kind: 'object',
+      value: { a: ['1', '2'], b: 'x y', c: 'é', ['__proto__']: 'p', constructor: 'c', toString: 't' },
+      proto: 'object',
+      same: true,
+    });
     // The prototype is Object's, untouched: `__proto__=p` made an own key, and nothing polluted.
     const probe = await serve(t, (ctx, data) => ({
       ordinary: Object.getPrototypeOf(data) === Object.prototype && Object.getPrototypeOf(ctx.query) === Object.prototype,
@@ -88,7 +93,11 @@ describe('request data by media type', () => {
       own: Object.hasOwn(data, '__proto__') && data.hasOwnProperty('a') && ctx.query.hasOwnProperty('__proto__'),
       polluted: {}.x !== undefined || {}.q !== undefined,
     }));
-    const seen = await request(probe.url + '/?__proto__=q&constructor=c', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'x=1&__proto__[x]=1&__proto__=q&a=1' });
+    const seen = await request(probe.url + '/?__proto__=q&constructor=c', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'x=1&__proto__[x]=1&__proto__=q&a=1',
+    });
     assert.deepEqual(seen.json, { ordinary: true, own: true, polluted: false });
   });
 
@@ -206,13 +215,23 @@ describe('request data by media type', () => {
     /** POSTs JSON on a new connection (no pooled keep-alive socket can stand in for the listener). */
     const freshPost = (body) =>
       new Promise((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port: Number(port), method: 'POST', path: '/', agent: false, headers: { 'content-type': 'application/json', connection: 'close' } }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode, text }));
-          res.on('error', reject);
-        });
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port: Number(port),
+            method: 'POST',
+            path: '/',
+            agent: false,
+            headers: { 'content-type': 'application/json', connection: 'close' },
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => (text += chunk));
+            res.on('end', () => resolve({ status: res.statusCode, text }));
+            res.on('error', reject);
+          },
+        );
         req.on('error', reject);
         req.setTimeout(LIMIT_MS, () => req.destroy(new Error(`no answer within ${LIMIT_MS} ms`)));
         req.end(body);
@@ -230,22 +249,42 @@ describe('request data by media type', () => {
       ['text that is not XML', async () => (await postJson('just words', 'text/xml')).status, 400],
       ['a body over the limit', async () => (await postJson('x'.repeat(1025), 'text/plain')).status, 413],
       ['a compressed body', async () => (await postJson('x', 'text/plain', { 'content-encoding': 'gzip' })).status, 415],
-      ['a chunked body over the limit, never finished', async () => {
-        const answer = await rawExchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n' + '800\r\n' + 'y'.repeat(0x800) + '\r\n');
-        return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
-      }, 413],
-      ['a body over the limit with Expect: 100-continue', async () => {
-        const answer = await rawExchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n', { hangUpAfter: 1000 });
-        return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
-      }, 413],
-      ['a malformed HTTP request', async () => {
-        const answer = await rawExchange('GARBAGE\r\n\r\n');
-        return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
-      }, 400],
-      ['a client that hangs up halfway through its body', async () => {
-        await rawExchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n' + 'z'.repeat(10), { hangUpAfter: 100 });
-        return undefined;
-      }, undefined],
+      [
+        'a chunked body over the limit, never finished',
+        async () => {
+          const answer = await rawExchange(
+            'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n' + '800\r\n' + 'y'.repeat(0x800) + '\r\n',
+          );
+          return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+        },
+        413,
+      ],
+      [
+        'a body over the limit with Expect: 100-continue',
+        async () => {
+          const answer = await rawExchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n', {
+            hangUpAfter: 1000,
+          });
+          return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+        },
+        413,
+      ],
+      [
+        'a malformed HTTP request',
+        async () => {
+          const answer = await rawExchange('GARBAGE\r\n\r\n');
+          return Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+        },
+        400,
+      ],
+      [
+        'a client that hangs up halfway through its body',
+        async () => {
+          await rawExchange('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n' + 'z'.repeat(10), { hangUpAfter: 100 });
+          return undefined;
+        },
+        undefined,
+      ],
     ];
 
     for (const [i, [what, send, expected]] of bad.entries()) {
@@ -271,7 +310,11 @@ describe('request data by media type', () => {
 });
 
 it('once the body is read, its reader has left no listener on the request (which holds its chunks)', async (t) => {
-  const { url } = await serve(t, (context) => ({ data: context.req.listenerCount('data'), end: context.req.listenerCount('end'), close: context.req.listenerCount('close') }));
+  const { url } = await serve(t, (context) => ({
+    data: context.req.listenerCount('data'),
+    end: context.req.listenerCount('end'),
+    close: context.req.listenerCount('close'),
+  }));
   for (const body of ['{"a":1}', 'x'.repeat(100_000)]) {
     const res = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body });
     assert.deepEqual(res.json, { data: 0, end: 0, close: 0 });
@@ -295,7 +338,11 @@ describe('text bodies must be what they claim', () => {
   }
 
   it('a body in a declared single-byte charset is decoded by it', async () => {
-    const answer = await request(server.url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=latin1' }, body: Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
+    const answer = await request(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain; charset=latin1' },
+      body: Buffer.from([0x63, 0x61, 0x66, 0xe9]),
+    });
     assert.equal(answer.json.data, 'café');
   });
 

@@ -30,7 +30,12 @@ describe('funcrun', () => {
     const top = await funcrun(['--help']);
     assert.equal(top.code, 0);
     for (const command of ['create', 'invoke', 'config', 'serve']) assert.match(top.stdout, new RegExp(`\\n  ${command}`));
-    for (const args of [['create', '--help'], ['invoke', '--help'], ['config', '--help'], ['serve', '--help']]) {
+    for (const args of [
+      ['create', '--help'],
+      ['invoke', '--help'],
+      ['config', '--help'],
+      ['serve', '--help'],
+    ]) {
       const res = await funcrun(args);
       assert.equal(res.code, 0, args.join(' '));
       assert.match(res.stdout, new RegExp(`^Usage: funcrun ${args[0]}`));
@@ -43,7 +48,16 @@ describe('funcrun', () => {
   });
 
   it('bad use exits non-zero with one line', async () => {
-    for (const args of [['frobnicate'], ['create'], ['create', 'a', 'b'], ['create', 'x', '--language', 'cobol'], ['invoke', '--request-type', 'PUT'], ['config', 'envs', 'add'], ['config', 'nothing'], ['invoke', '--bogus']]) {
+    for (const args of [
+      ['frobnicate'],
+      ['create'],
+      ['create', 'a', 'b'],
+      ['create', 'x', '--language', 'cobol'],
+      ['invoke', '--request-type', 'PUT'],
+      ['config', 'envs', 'add'],
+      ['config', 'nothing'],
+      ['invoke', '--bogus'],
+    ]) {
       const res = await funcrun(args, { cwd: scratch() });
       assert.equal(res.code, 2, args.join(' '));
       assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
@@ -142,7 +156,25 @@ describe('funcrun invoke', () => {
   });
 
   it('--format cloudevent sends a binary event and prints the answer event', async () => {
-    const res = await funcrun(['invoke', '--target', server.url, '--format', 'cloudevent', '--id', 'evt-1', '--source', '/cli', '--type', 'dev.example.ask', '-e', 'tenant=acme', '-e', 'region=eu', '--data', '{"q":1}']);
+    const res = await funcrun([
+      'invoke',
+      '--target',
+      server.url,
+      '--format',
+      'cloudevent',
+      '--id',
+      'evt-1',
+      '--source',
+      '/cli',
+      '--type',
+      'dev.example.ask',
+      '-e',
+      'tenant=acme',
+      '-e',
+      'region=eu',
+      '--data',
+      '{"q":1}',
+    ]);
     assert.equal(res.code, 0, res.stderr);
     const event = last().event;
     assert.equal(event.id, 'evt-1');
@@ -180,7 +212,18 @@ describe('funcrun invoke', () => {
 });
 
 describe('funcrun config', () => {
-  const original = ['# my function', 'name: cfg # the name', 'runtime: node', 'run:', '  envs:', '    # keep this comment', '    - name: EXISTING', '      value: one', 'deploy: {}', ''].join('\n');
+  const original = [
+    '# my function',
+    'name: cfg # the name',
+    'runtime: node',
+    'run:',
+    '  envs:',
+    '    # keep this comment',
+    '    - name: EXISTING',
+    '      value: one',
+    'deploy: {}',
+    '',
+  ].join('\n');
   const folder = () => project({ 'func.yaml': original });
 
   it('envs add appends, keeping comments and order; add again updates in place', async () => {
@@ -190,7 +233,10 @@ describe('funcrun config', () => {
     const text = fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8');
     assert.match(text, /^# my function\nname: cfg # the name\nruntime: node\n/);
     assert.match(text, /# keep this comment/);
-    assert.deepEqual(require('yaml').parse(text).run.envs, [{ name: 'EXISTING', value: 'two' }, { name: 'FUNC_LOG_LEVEL', value: 'debug' }]);
+    assert.deepEqual(require('yaml').parse(text).run.envs, [
+      { name: 'EXISTING', value: 'two' },
+      { name: 'FUNC_LOG_LEVEL', value: 'debug' },
+    ]);
     const list = await funcrun(['config', 'envs', 'list', '--path', dir]);
     assert.equal(list.stdout, 'EXISTING=two\nFUNC_LOG_LEVEL=debug\n');
   });
@@ -206,7 +252,13 @@ describe('funcrun config', () => {
 
   it('refuses values funcrun would refuse as bad use (exit code 2), and leaves the file alone', async () => {
     const dir = folder();
-    for (const [name, value, message] of [['FUNC_LOG_LEVEL', 'loud', /unknown log level 'loud'/], ['LIVENESS_URL', 'alive', /expected a path starting with '\/'/], ['1bad', 'x', /invalid variable name/], ['FROM_SECRET', '{{ secret:whole }}', /must be '\{\{ env:NAME \}\}', '\{\{ secret:NAME:KEY \}\}'/], ['FUNC_BODY_LIMIT', 'huge', /invalid FUNC_BODY_LIMIT/]]) {
+    for (const [name, value, message] of [
+      ['FUNC_LOG_LEVEL', 'loud', /unknown log level 'loud'/],
+      ['LIVENESS_URL', 'alive', /expected a path starting with '\/'/],
+      ['1bad', 'x', /invalid variable name/],
+      ['FROM_SECRET', '{{ secret:whole }}', /must be '\{\{ env:NAME \}\}', '\{\{ secret:NAME:KEY \}\}'/],
+      ['FUNC_BODY_LIMIT', 'huge', /invalid FUNC_BODY_LIMIT/],
+    ]) {
       const res = await funcrun(['config', 'envs', 'add', '--name', name, '--value', value, '--path', dir]);
       assert.equal(res.code, 2, name);
       assert.match(res.stderr, message);
@@ -215,7 +267,9 @@ describe('funcrun config', () => {
   });
 
   it('entries without a name (a whole secret or config map) are listed as what they import; add and remove by name leave them alone', async () => {
-    const withImports = original.replace('    - name: EXISTING', "    - value: '{{ secret:mysecret }}'\n    - name: EXISTING").replace('deploy: {}', "    - value: '{{ configMap:settings }}'\ndeploy: {}");
+    const withImports = original
+      .replace('    - name: EXISTING', "    - value: '{{ secret:mysecret }}'\n    - name: EXISTING")
+      .replace('deploy: {}', "    - value: '{{ configMap:settings }}'\ndeploy: {}");
     const dir = project({ 'func.yaml': withImports });
     const list = await funcrun(['config', 'envs', 'list', '--path', dir]);
     assert.equal(list.code, 0, list.stderr);
@@ -242,12 +296,20 @@ describe('funcrun config', () => {
     assert.equal((await funcrun(['config', 'health', '--liveness', '/alive', '--readiness', '/ready', '--env', '--path', dir])).code, 0);
     const parsed = require('yaml').parse(fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8'));
     assert.deepEqual(parsed.deploy.healthEndpoints, { liveness: '/alive', readiness: '/ready' });
-    assert.deepEqual(parsed.run.envs.slice(1), [{ name: 'LIVENESS_URL', value: '/alive' }, { name: 'READINESS_URL', value: '/ready' }]);
+    assert.deepEqual(parsed.run.envs.slice(1), [
+      { name: 'LIVENESS_URL', value: '/alive' },
+      { name: 'READINESS_URL', value: '/ready' },
+    ]);
     const bad = await funcrun(['config', 'health', '--liveness', 'alive', '--path', dir]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /expected a path starting with '\/'/);
     // Paths that could never be asked for: a newline, a space, a route parameter, a bad escape.
-    for (const [path, problem] of [['/ready\nnow', /URL characters/], ['/re ady', /URL characters/], ['/ready/:any', /route parameter/], ['/a%zz', /%XX/]]) {
+    for (const [path, problem] of [
+      ['/ready\nnow', /URL characters/],
+      ['/re ady', /URL characters/],
+      ['/ready/:any', /route parameter/],
+      ['/a%zz', /%XX/],
+    ]) {
       const refused = await funcrun(['config', 'health', '--readiness', path, '--path', dir]);
       assert.equal(refused.code, 1, path);
       assert.match(refused.stderr, problem, path);
@@ -311,7 +373,10 @@ describe('funcrun serve', () => {
     let text = 'first';
     for (let i = 0; i < 100 && text !== 'second'; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      text = await request(proc.url).then((r) => r.text, () => text);
+      text = await request(proc.url).then(
+        (r) => r.text,
+        () => text,
+      );
     }
     assert.equal(text, 'second');
     assert.match(proc.out.stderr, /index\.js changed, restarting/);

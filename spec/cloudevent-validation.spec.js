@@ -12,7 +12,10 @@ const event = (extra) => ({ specversion: '1.0', id: '1', source: '/spec', type: 
 describe('CloudEvent attributes as the spec defines them', () => {
   let server;
   before(async () => {
-    server = await startServer((ctx, data) => ({ data: Buffer.isBuffer(data) ? { bytes: data.toString('utf8') } : data, attributes: { ...ctx.cloudevent, data: undefined } }));
+    server = await startServer((ctx, data) => ({
+      data: Buffer.isBuffer(data) ? { bytes: data.toString('utf8') } : data,
+      attributes: { ...ctx.cloudevent, data: undefined },
+    }));
   });
   after(() => server.close());
 
@@ -48,7 +51,14 @@ describe('CloudEvent attributes as the spec defines them', () => {
     });
   }
 
-  for (const time of ['2020-02-30T00:00:00Z', '2021-02-29T00:00:00Z', '2020-01-01T24:00:00Z', '2020-13-01T00:00:00Z', '2020-01-01T00:00:00+24:00', '2020-00-10T00:00:00Z']) {
+  for (const time of [
+    '2020-02-30T00:00:00Z',
+    '2021-02-29T00:00:00Z',
+    '2020-01-01T24:00:00Z',
+    '2020-13-01T00:00:00Z',
+    '2020-01-01T00:00:00+24:00',
+    '2020-00-10T00:00:00Z',
+  ]) {
     it(`time ${time} is not a time: 400`, async () => {
       const answer = await request(server.url, structured(event({ time })));
       assert.equal(answer.status, 400);
@@ -70,7 +80,15 @@ describe('CloudEvent attributes as the spec defines them', () => {
   it('specversion 0.3 data with datacontentencoding base64 is decoded', async () => {
     const answer = await request(
       server.url,
-      structured({ specversion: '0.3', id: '1', source: '/s', type: 't', datacontenttype: 'application/octet-stream', datacontentencoding: 'base64', data: 'aGVsbG8=' }),
+      structured({
+        specversion: '0.3',
+        id: '1',
+        source: '/s',
+        type: 't',
+        datacontenttype: 'application/octet-stream',
+        datacontentencoding: 'base64',
+        data: 'aGVsbG8=',
+      }),
     );
     assert.equal(answer.status, 200);
     assert.deepEqual(answer.json.data, { bytes: 'hello' });

@@ -184,7 +184,13 @@ describe('CloudEvents out', () => {
     server = await startServer((ctx, data) => {
       switch (ctx.query.answer) {
         case 'chain':
-          return ctx.cloudEventResponse({ echo: data ?? null }).id('fixed-id').source('/answers').type('dev.example.answer').version('1.0').response();
+          return ctx
+            .cloudEventResponse({ echo: data ?? null })
+            .id('fixed-id')
+            .source('/answers')
+            .type('dev.example.answer')
+            .version('1.0')
+            .response();
         case 'unfinished':
           return ctx.cloudEventResponse({ unfinished: true }).type('dev.example.unfinished').source('/answers');
         case 'defaults':
@@ -285,7 +291,18 @@ describe('CloudEvents out', () => {
 
   it('an event whose datacontenttype no header can carry is answered structured, not a failed writeHead', async (t) => {
     const { CloudEvent } = require('cloudevents');
-    const bad = await serve(t, () => Object.freeze(Object.assign(Object.create(CloudEvent.prototype), { specversion: '1.0', id: '1', source: '/s', type: 't', datacontenttype: 'text/plain\u20ac', data: 'x' })));
+    const bad = await serve(t, () =>
+      Object.freeze(
+        Object.assign(Object.create(CloudEvent.prototype), {
+          specversion: '1.0',
+          id: '1',
+          source: '/s',
+          type: 't',
+          datacontenttype: 'text/plain\u20ac',
+          data: 'x',
+        }),
+      ),
+    );
     const { text } = await exchange(bad.server.address().port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     assert.match(text, /^HTTP\/1\.1 200 OK\r\ncontent-type: application\/cloudevents\+json/);
     assert.match(text, /"datacontenttype":"text\/plain/);
@@ -295,7 +312,14 @@ describe('CloudEvents out', () => {
 describe('CloudEvents passed through', () => {
   it('a received event is not given values it did not have, and goes back out as it came', async (t) => {
     const { url } = await serve(t, (ctx) => ctx.cloudevent);
-    const headers = { 'ce-id': 'x-1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0', 'ce-subject': 'caf\u00e9 "quoted" 100%', 'content-type': 'application/json' };
+    const headers = {
+      'ce-id': 'x-1',
+      'ce-source': '/s',
+      'ce-type': 't',
+      'ce-specversion': '1.0',
+      'ce-subject': 'caf\u00e9 "quoted" 100%',
+      'content-type': 'application/json',
+    };
     const encoded = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, k === 'ce-subject' ? 'caf%C3%A9%20%22quoted%22%20100%25' : v]));
     const binary = await send(url, { headers: encoded, body: '{"a":1}' });
     assert.equal(binary.status, 200);
@@ -303,7 +327,10 @@ describe('CloudEvents passed through', () => {
     assert.equal(binary.headers['ce-subject'], 'caf%C3%A9%20%22quoted%22%20100%25');
     const back = HTTP.toEvent({ headers: binary.headers, body: binary.text });
     assert.equal(back.id, 'x-1');
-    const structured = await send(url, { headers: { 'content-type': 'application/cloudevents+json' }, body: JSON.stringify({ id: 'x-2', source: '/s', type: 't', specversion: '1.0', data: { b: 2 } }) });
+    const structured = await send(url, {
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({ id: 'x-2', source: '/s', type: 't', specversion: '1.0', data: { b: 2 } }),
+    });
     const json = JSON.parse(structured.text);
     assert.deepEqual(json, { id: 'x-2', source: '/s', type: 't', specversion: '1.0', data: { b: 2 } });
   });

@@ -119,10 +119,14 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
   const compat = { compat: 'faas-js-runtime' };
 
   it('the whole event is the second argument, and a returned event is answered in binary mode', async (t) => {
-    const server = await serve(t, (ctx, event) => {
-      if (!(event instanceof CloudEvent) || event !== ctx.cloudevent) throw new Error('not the event');
-      return new CloudEvent({ source: 'image-func', type: 'response', datacontenttype: event.datacontenttype, data: event.data });
-    }, compat);
+    const server = await serve(
+      t,
+      (ctx, event) => {
+        if (!(event instanceof CloudEvent) || event !== ctx.cloudevent) throw new Error('not the event');
+        return new CloudEvent({ source: 'image-func', type: 'response', datacontenttype: event.datacontenttype, data: event.data });
+      },
+      compat,
+    );
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0x00]);
     const res = await fetch(server.url, binary(new CloudEvent({ source: '/s', type: 't', datacontenttype: 'image/png', data: png })));
     assert.equal(res.status, 200);
@@ -137,11 +141,15 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
 
   it("the function's answers allow every origin, errors and probes do not, and OPTIONS is answered without the function", async (t) => {
     let calls = 0;
-    const server = await serve(t, (ctx) => {
-      calls++;
-      if (ctx.query.fail !== undefined) throw Object.assign(new Error('no'), { code: 400 });
-      return '';
-    }, compat);
+    const server = await serve(
+      t,
+      (ctx) => {
+        calls++;
+        if (ctx.query.fail !== undefined) throw Object.assign(new Error('no'), { code: 400 });
+        return '';
+      },
+      compat,
+    );
     const res = await request(server.url);
     assert.equal(res.status, 204);
     assert.equal(res.headers.get('access-control-allow-origin'), '*');
@@ -162,23 +170,27 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     }
   });
 
-  it("a thrown error is answered as text: a 4xx with its message, a 5xx generic (the message would leak)", async (t) => {
-    const server = await serve(t, {
-      routes: {
-        'GET /legal': () => {
-          throw Object.assign(new Error('Unavailable for Legal Reasons'), { code: 451 });
-        },
-        'GET /boom': () => {
-          throw new Error('password=hunter2 at db.internal:5432');
-        },
-        'GET /forbidden': () => {
-          throw Object.assign(new Error('forbidden'), { statusCode: 403 });
-        },
-        'GET /login': () => {
-          throw Object.assign(new Error('log in first'), { code: 401, headers: { 'www-authenticate': 'Bearer' } });
+  it('a thrown error is answered as text: a 4xx with its message, a 5xx generic (the message would leak)', async (t) => {
+    const server = await serve(
+      t,
+      {
+        routes: {
+          'GET /legal': () => {
+            throw Object.assign(new Error('Unavailable for Legal Reasons'), { code: 451 });
+          },
+          'GET /boom': () => {
+            throw new Error('password=hunter2 at db.internal:5432');
+          },
+          'GET /forbidden': () => {
+            throw Object.assign(new Error('forbidden'), { statusCode: 403 });
+          },
+          'GET /login': () => {
+            throw Object.assign(new Error('log in first'), { code: 401, headers: { 'www-authenticate': 'Bearer' } });
+          },
         },
       },
-    }, compat);
+      compat,
+    );
     const legal = await request(server.url + '/legal');
     assert.equal(legal.status, 451);
     assert.match(legal.headers.get('content-type'), /^text\/plain/);
@@ -207,13 +219,17 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
   });
 
   it('headers without a body send the whole object as JSON; numbers are empty answers', async (t) => {
-    const server = await serve(t, {
-      routes: {
-        'GET /headers': () => ({ headers: { 'X-announce-action': 'Saying hello' }, message: 'Well hello there' }),
-        'GET /number': () => 42,
-        'GET /zero': () => 0,
+    const server = await serve(
+      t,
+      {
+        routes: {
+          'GET /headers': () => ({ headers: { 'X-announce-action': 'Saying hello' }, message: 'Well hello there' }),
+          'GET /number': () => 42,
+          'GET /zero': () => 0,
+        },
       },
-    }, compat);
+      compat,
+    );
     const headers = await request(server.url + '/headers');
     assert.equal(headers.status, 200);
     assert.equal(headers.headers.get('x-announce-action'), 'Saying hello');
@@ -224,7 +240,11 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
   });
 
   it('an event returned to a plain HTTP request is answered as its JSON, not as an event', async (t) => {
-    const server = await serve(t, () => new CloudEvent({ id: 'a1', source: '/shop', type: 'order.accepted', time: '2024-05-06T07:08:09.000Z', data: { ok: true } }), compat);
+    const server = await serve(
+      t,
+      () => new CloudEvent({ id: 'a1', source: '/shop', type: 'order.accepted', time: '2024-05-06T07:08:09.000Z', data: { ok: true } }),
+      compat,
+    );
     const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
@@ -249,10 +269,15 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     }
     const empty = await post('application/json', '');
     assert.equal(empty.status, 400);
-    assert.deepEqual(empty.json, { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY', error: 'Bad Request', message: "Body cannot be empty when content-type is set to 'application/json'" });
+    assert.deepEqual(empty.json, {
+      statusCode: 400,
+      code: 'FST_ERR_CTP_EMPTY_JSON_BODY',
+      error: 'Bad Request',
+      message: "Body cannot be empty when content-type is set to 'application/json'",
+    });
   });
 
-  it('handle answers / only, to GET, HEAD and POST: another path or method is fastify\'s 404 (OPTIONS too); routes are still served', async (t) => {
+  it("handle answers / only, to GET, HEAD and POST: another path or method is fastify's 404 (OPTIONS too); routes are still served", async (t) => {
     let calls = 0;
     const server = await serve(t, { routes: { 'PUT /orders': () => 'stored' }, handle: () => (calls++, 'ok') }, compat);
     for (const method of ['GET', 'HEAD', 'POST']) assert.equal((await request(server.url + '/?a=1', { method })).status, 200, method);
@@ -287,7 +312,14 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
 
   it("an event's data_base64 arrives as a Uint8Array of its bytes, as the SDK decodes it", async (t) => {
     const server = await serve(t, (ctx, event) => ({ uint8: Object.getPrototypeOf(event.data) === Uint8Array.prototype, bytes: [...event.data] }), compat);
-    const body = JSON.stringify({ specversion: '1.0', id: '1', source: '/s', type: 't', datacontenttype: 'image/png', data_base64: Buffer.from([0x89, 0, 0xff]).toString('base64') });
+    const body = JSON.stringify({
+      specversion: '1.0',
+      id: '1',
+      source: '/s',
+      type: 't',
+      datacontenttype: 'image/png',
+      data_base64: Buffer.from([0x89, 0, 0xff]).toString('base64'),
+    });
     const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body });
     assert.deepEqual(res.json, { uint8: true, bytes: [0x89, 0, 0xff] });
   });
@@ -372,7 +404,7 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     assert.deepEqual((await request(chained.url)).json, { datacontenttype: null });
   });
 
-  it("metric labels are printed as faas-js-runtime prints them", async (t) => {
+  it('metric labels are printed as faas-js-runtime prints them', async (t) => {
     const saved = process.env.FAAS_ID;
     process.env.FAAS_ID = 'test';
     let server;
@@ -384,7 +416,10 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     }
     await request(server.url);
     const text = (await request(server.url + '/metrics')).text;
-    assert.match(text, /^faas_invocations\{faas_name="anonymous",faas_id="test",faas_instance="undefined",faas_version="undefined",faas_runtime="Node.js"\} 1$/m);
+    assert.match(
+      text,
+      /^faas_invocations\{faas_name="anonymous",faas_id="test",faas_instance="undefined",faas_version="undefined",faas_runtime="Node.js"\} 1$/m,
+    );
   });
 
   it('is switched on by FUNC_COMPAT, by --compat and by func.yaml run.envs; an unknown value stops the start', async (t) => {
@@ -405,11 +440,17 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
       const res = await request(proc.url, binary(order));
       assert.deepEqual(res.json, { isEvent: how !== 'default' }, how);
     }
-    await assert.rejects(start(() => 'x', { port: 0, host: '127.0.0.1', compat: 'fastify' }), /invalid compat 'fastify'/);
+    await assert.rejects(
+      start(() => 'x', { port: 0, host: '127.0.0.1', compat: 'fastify' }),
+      /invalid compat 'fastify'/,
+    );
     const saved = process.env.FUNC_COMPAT;
     process.env.FUNC_COMPAT = 'faas-js-runtim';
     try {
-      await assert.rejects(start(() => 'x', { port: 0, host: '127.0.0.1' }), /invalid FUNC_COMPAT/);
+      await assert.rejects(
+        start(() => 'x', { port: 0, host: '127.0.0.1' }),
+        /invalid FUNC_COMPAT/,
+      );
     } finally {
       if (saved === undefined) delete process.env.FUNC_COMPAT;
       else process.env.FUNC_COMPAT = saved;
@@ -421,7 +462,12 @@ describe('compatibility under hostile input', () => {
   it('rawBody is made once per request: a 1 MB batch with includeRaw stays linear', async (t) => {
     const server = await serve(t, () => undefined, { includeRaw: true, bodyLimit: '2mb' });
     const event = JSON.stringify({ id: '1', source: '/s', type: 't', specversion: '1.0' });
-    const body = '[' + Array(Math.floor(1_000_000 / (event.length + 1))).fill(event).join(',') + ']';
+    const body =
+      '[' +
+      Array(Math.floor(1_000_000 / (event.length + 1)))
+        .fill(event)
+        .join(',') +
+      ']';
     const started = performance.now();
     const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body });
     const ms = performance.now() - started;
@@ -493,7 +539,8 @@ describe('funcrun entered as faas-js-runtime follows faas-js-runtime', () => {
     fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(pkg, 'package.json'));
     fs.mkdirSync(path.join(pkg, 'bin'));
     fs.copyFileSync(path.join(ROOT, 'bin', 'cli.js'), path.join(pkg, 'bin', 'cli.js'));
-    for (const file of fs.readdirSync(path.join(ROOT, 'lib')).filter((f) => f.endsWith('.js'))) fs.copyFileSync(path.join(ROOT, 'lib', file), path.join(pkg, 'lib', file));
+    for (const file of fs.readdirSync(path.join(ROOT, 'lib')).filter((f) => f.endsWith('.js')))
+      fs.copyFileSync(path.join(ROOT, 'lib', file), path.join(pkg, 'lib', file));
     fs.mkdirSync(path.join(app, 'node_modules', '.bin'));
     fs.symlinkSync(`../${name}/lib/serve.js`, path.join(app, 'node_modules', '.bin', 'faas-js-runtime'));
     fs.symlinkSync(`../${name}/lib/cli.js`, path.join(app, 'node_modules', '.bin', 'funcrun'));
@@ -563,12 +610,15 @@ describe('funcrun entered as faas-js-runtime follows faas-js-runtime', () => {
     await stopped(proc);
   });
 
-  it('FUNC_COMPAT=none chooses funcrun\'s own behaviour: the data is the second argument, no warning', async (t) => {
+  it("FUNC_COMPAT=none chooses funcrun's own behaviour: the data is the second argument, no warning", async (t) => {
     const proc = await runApp(t, path.join(app(), 'node_modules', '.bin', 'faas-js-runtime'), ['./index.js'], { FUNC_COMPAT: 'none' });
     assert.deepEqual((await request(proc.url, binary(order))).json, { type: null, data: null });
     await stopped(proc);
     assert.ok(!proc.lines().some((l) => l.compat !== undefined), proc.out.stdout);
-    assert.ok(proc.lines().some((l) => l.msg === 'handled'), 'the default level is info');
+    assert.ok(
+      proc.lines().some((l) => l.msg === 'handled'),
+      'the default level is info',
+    );
   });
 
   it('installed as funcrun, only the faas-js-runtime command turns it on', async (t) => {

@@ -5,23 +5,25 @@ const { serve, request } = require('./helpers');
 
 // Wrapped in `seen`: an object with a `body` or `headers` key would be a structured response.
 function describeContext(ctx) {
-  return { seen: {
-    method: ctx.method,
-    path: ctx.path,
-    query: { ...ctx.query },
-    queryOnContext: { a: ctx.a, list: ctx.list },
-    headers: { custom: ctx.headers['x-custom'] },
-    httpVersion: ctx.httpVersion,
-    httpVersionMajor: ctx.httpVersionMajor,
-    httpVersionMinor: ctx.httpVersionMinor,
-    reqIsRaw: typeof ctx.req.on === 'function' && ctx.req.url === ctx.path + (ctx.req.url.includes('?') ? ctx.req.url.slice(ctx.req.url.indexOf('?')) : ''),
-    contentType: ctx.contentType,
-    body: ctx.body,
-    cloudevent: ctx.cloudevent ?? null,
-    logMethods: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'].every((m) => typeof ctx.log[m] === 'function'),
-    hasCloudEventResponse: typeof ctx.cloudEventResponse === 'function',
-    rawBody: ctx.rawBody === undefined ? null : typeof ctx.rawBody === 'string' ? ctx.rawBody : 'bytes:' + ctx.rawBody.toString('hex'),
-  } };
+  return {
+    seen: {
+      method: ctx.method,
+      path: ctx.path,
+      query: { ...ctx.query },
+      queryOnContext: { a: ctx.a, list: ctx.list },
+      headers: { custom: ctx.headers['x-custom'] },
+      httpVersion: ctx.httpVersion,
+      httpVersionMajor: ctx.httpVersionMajor,
+      httpVersionMinor: ctx.httpVersionMinor,
+      reqIsRaw: typeof ctx.req.on === 'function' && ctx.req.url === ctx.path + (ctx.req.url.includes('?') ? ctx.req.url.slice(ctx.req.url.indexOf('?')) : ''),
+      contentType: ctx.contentType,
+      body: ctx.body,
+      cloudevent: ctx.cloudevent ?? null,
+      logMethods: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'].every((m) => typeof ctx.log[m] === 'function'),
+      hasCloudEventResponse: typeof ctx.cloudEventResponse === 'function',
+      rawBody: ctx.rawBody === undefined ? null : typeof ctx.rawBody === 'string' ? ctx.rawBody : 'bytes:' + ctx.rawBody.toString('hex'),
+    },
+  };
 }
 
 describe('context', () => {
@@ -52,15 +54,17 @@ describe('context', () => {
   });
 
   it('a query key never replaces a field or method of the context', async (t) => {
-    const { url } = await serve(t, (ctx) => ({ seen: {
-      method: ctx.method,
-      log: typeof ctx.log.info,
-      body: ctx.body ?? null,
-      path: ctx.path,
-      cloudEventResponse: typeof ctx.cloudEventResponse,
-      constructor: typeof ctx.constructor,
-      query: { ...ctx.query },
-    } }));
+    const { url } = await serve(t, (ctx) => ({
+      seen: {
+        method: ctx.method,
+        log: typeof ctx.log.info,
+        body: ctx.body ?? null,
+        path: ctx.path,
+        cloudEventResponse: typeof ctx.cloudEventResponse,
+        constructor: typeof ctx.constructor,
+        query: { ...ctx.query },
+      },
+    }));
     const res = await request(url + '/p?method=DELETE&log=x&body=b&path=/q&cloudEventResponse=1&constructor=c&__proto__=z');
     assert.deepEqual(res.json.seen, {
       method: 'GET',
@@ -80,7 +84,11 @@ describe('context', () => {
     assert.deepEqual(res.json.seen.body, { k: 1 });
     const form = await request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'lunch=tacos' });
     assert.equal(form.json.seen.rawBody, 'lunch=tacos');
-    const latin1 = await request(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=iso-8859-1' }, body: Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
+    const latin1 = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain; charset=iso-8859-1' },
+      body: Buffer.from([0x63, 0x61, 0x66, 0xe9]),
+    });
     assert.equal(latin1.json.seen.rawBody, 'café');
     // Binary data stays bytes: as text, 0xff 0xfe would come back as U+FFFD.
     const binary = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x41]);

@@ -48,7 +48,11 @@ describe('CORS', () => {
   });
 
   it('an error response to an allowed origin keeps the CORS header so the browser can read it', async () => {
-    const res = await request(server.url + '/', { method: 'POST', headers: { origin: 'https://app.example.com', 'content-type': 'application/json' }, body: '{' });
+    const res = await request(server.url + '/', {
+      method: 'POST',
+      headers: { origin: 'https://app.example.com', 'content-type': 'application/json' },
+      body: '{',
+    });
     assert.equal(res.status, 400);
     assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example.com');
   });
@@ -68,8 +72,7 @@ describe('CORS', () => {
 
   it('a cors() pattern with the g flag allows the same origin on every request', async (t) => {
     const own = await serve(t, { handle: () => 'ok', cors: () => [/\.b\.example$/g] });
-    const preflight = () =>
-      request(own.url, { method: 'OPTIONS', headers: { origin: 'https://x.b.example', 'access-control-request-method': 'POST' } });
+    const preflight = () => request(own.url, { method: 'OPTIONS', headers: { origin: 'https://x.b.example', 'access-control-request-method': 'POST' } });
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push((await preflight()).status);
     assert.deepEqual(answers, [204, 204, 204, 204]);

@@ -145,8 +145,14 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
         // How it stops is part of the case: npm passes the signal on to the runtime and then ends by it itself.
         const exit = await running.stop();
         assert.ok(exit.code === 0 || exit.signal === 'SIGTERM', `${JSON.stringify(exit)} ${running.out.stdout}${running.out.stderr}`);
-        const lines = running.out.stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
-        assert.ok(lines.some((line) => line.msg === 'stopped'), running.out.stdout);
+        const lines = running.out.stdout
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line));
+        assert.ok(
+          lines.some((line) => line.msg === 'stopped'),
+          running.out.stdout,
+        );
         assert.ok(!lines.some((line) => line.level >= 50), running.out.stdout);
 
         if (language === 'typescript' && template === 'http') {
@@ -157,7 +163,11 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
           const again = await npmStart(t, folder, { ...env, FUNC_LOG_LEVEL: 'debug' });
           const res = await fetch(again.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"built":true}' });
           assert.deepEqual(await res.json(), { received: { built: true } });
-          const loaded = again.out.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.msg === 'loaded the function');
+          const loaded = again.out.stdout
+            .split('\n')
+            .filter((l) => l.startsWith('{'))
+            .map((l) => JSON.parse(l))
+            .find((l) => l.msg === 'loaded the function');
           assert.equal(loaded?.file, path.join(folder, manifest.main));
         }
       });
@@ -221,7 +231,10 @@ describe('funcrun create: how the project depends on funcrun', () => {
     const install = await exec('npm', ['install', url], { cwd: tools, env: registry.env });
     assert.equal(install.code, 0, install.stdout + install.stderr);
     const parent = scratch();
-    const created = await exec(process.execPath, [path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js'), 'create', 'fn'], { cwd: parent, env: registry.env });
+    const created = await exec(process.execPath, [path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js'), 'create', 'fn'], {
+      cwd: parent,
+      env: registry.env,
+    });
     assert.equal(created.code, 0, created.stderr);
     assert.equal(JSON.parse(fs.readFileSync(path.join(parent, 'fn', 'package.json'), 'utf8')).dependencies.funcrun, `file:${TARBALL}`);
     assert.ok(fs.existsSync(path.join(parent, 'fn', TARBALL)));

@@ -121,12 +121,16 @@ describe('the docs', () => {
   it('every relative link and #anchor in the README, CONTRIBUTING.md, docs/, bench/ and the examples resolves', () => {
     const files = documents();
     assert.ok(files.length >= 15, `${files.length} documents`);
-    assert.deepEqual(files.flatMap((file) => brokenLinks(file)), []);
+    assert.deepEqual(
+      files.flatMap((file) => brokenLinks(file)),
+      [],
+    );
   });
 
   it('a link to a missing file, a missing heading or a folder outside the repository is caught', () => {
     // A page as it would sit in docs/ (its own #anchors are read from the file named, options.md here).
-    const text = '[a](nowhere.md) [b](options.md#no-such-heading) [c](../../outside) [d](options.md#funcyaml) [e](#options)\n\n`[f](in-code.md)`\n\n```md\n[g](in-a-block.md)\n```\n';
+    const text =
+      '[a](nowhere.md) [b](options.md#no-such-heading) [c](../../outside) [d](options.md#funcyaml) [e](#options)\n\n`[f](in-code.md)`\n\n```md\n[g](in-a-block.md)\n```\n';
     assert.deepEqual(brokenLinks('docs/options.md', text), [
       'docs/options.md: nowhere.md (no such file: docs/nowhere.md)',
       'docs/options.md: options.md#no-such-heading (no heading for #no-such-heading in docs/options.md)',
@@ -150,8 +154,14 @@ describe('the docs', () => {
 
   it("the README's Documentation list links every page of docs/", () => {
     const listed = new Set(documentationList());
-    const pages = fs.readdirSync(path.join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
-    assert.deepEqual(pages.filter((page) => !listed.has(page)), []);
+    const pages = fs
+      .readdirSync(path.join(ROOT, 'docs'))
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => `docs/${name}`);
+    assert.deepEqual(
+      pages.filter((page) => !listed.has(page)),
+      [],
+    );
     for (const other of ['CONTRIBUTING.md', 'bench/README.md', 'examples/image-integration/README.md']) assert.ok(listed.has(other), other);
   });
 

@@ -56,7 +56,7 @@ describe('draining', () => {
     assert.equal(ran, 3);
   });
 
-  it('an answer ended but still in the socket\'s buffer when the drain begins reaches a slow reader whole', async (t) => {
+  it("an answer ended but still in the socket's buffer when the drain begins reaches a slow reader whole", async (t) => {
     const { server, socket, size } = await slowReader(t);
     // Read nothing until the drain has begun and swept a few times.
     const stopped = stop(server.server, 5000);
@@ -116,7 +116,10 @@ describe('lifecycle bounds', () => {
     const { code } = await proc.exited;
     assert.equal(code, 1);
     assert.ok(performance.now() - started < 5000);
-    assert.ok(proc.lines().some((l) => l.level >= 50 && /shutdown\(\) did not finish within 500 ms/.test(l.msg)), proc.out.stdout);
+    assert.ok(
+      proc.lines().some((l) => l.level >= 50 && /shutdown\(\) did not finish within 500 ms/.test(l.msg)),
+      proc.out.stdout,
+    );
   });
 
   it('an init() that never settles and holds nothing: logged, exit code 1', async () => {
@@ -129,7 +132,7 @@ describe('lifecycle bounds', () => {
     assert.match(line.msg, /never finished starting/);
   });
 
-  it('an uncaught exception in a function\'s timer: requests in flight get the grace period, then exit 1', async () => {
+  it("an uncaught exception in a function's timer: requests in flight get the grace period, then exit 1", async () => {
     const folder = project({
       'index.js': `module.exports = async (ctx) => {
         if (ctx.path === '/boom') { setTimeout(() => { throw new Error('stray timer'); }, 10); return 'boom'; }
@@ -175,7 +178,11 @@ describe('the connection cap', () => {
   it('with the default cap, 1,024 clients that never close after an error answer do not lock out the liveness probe', { timeout: 30_000 }, async (t) => {
     const server = await serve(t, () => 'ok');
     const port = server.server.address().port;
-    const shapes = ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nbad header\r\n\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nx-big: ' + 'a'.repeat(20_000) + '\r\n\r\n'];
+    const shapes = [
+      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+      'GET / HTTP/1.1\r\nHost: x\r\nbad header\r\n\r\n',
+      'GET / HTTP/1.1\r\nHost: x\r\nx-big: ' + 'a'.repeat(20_000) + '\r\n\r\n',
+    ];
     const sockets = [];
     t.after(() => sockets.forEach((socket) => socket.destroy()));
     const answered = [];
@@ -190,7 +197,10 @@ describe('the connection cap', () => {
     await sleep(1500);
     const probe = await request(`${server.url}/health/liveness`);
     assert.equal(probe.status, 200);
-    assert.ok(sockets.every((socket) => socket.destroyed || socket.readableEnded), 'sockets left open');
+    assert.ok(
+      sockets.every((socket) => socket.destroyed || socket.readableEnded),
+      'sockets left open',
+    );
   });
 
   it('FUNC_MAX_CONNECTIONS must be a whole number: another value is bad use, exit code 2', async () => {
@@ -244,11 +254,15 @@ describe('probes and start-up that misbehave', () => {
 
   it('an init() that throws a value nothing can read: one fatal line, exit code 1', async () => {
     const folder = project({
-      'index.js': "module.exports = { init() { throw new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } }); }, handle: () => 'never' };",
+      'index.js':
+        "module.exports = { init() { throw new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } }); }, handle: () => 'never' };",
     });
     const proc = run([folder, '--port', String(await freePort())]);
     assert.equal((await proc.exited).code, 1);
-    const lines = proc.out.stderr.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = proc.out.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(lines.length, 1);
     assert.equal(lines[0].level, 60);
     assert.doesNotMatch(lines[0].msg, /uncaught/);

@@ -11,7 +11,6 @@ const { serve } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');
 
-
 describe('error codes', () => {
   it('docs/errors.md lists every code with its status, and no other', () => {
     const rows = fs
@@ -20,7 +19,10 @@ describe('error codes', () => {
       .map((line) => /^\| `(FUNCRUN_\w+)` \| (\d{3}) \|/.exec(line))
       .filter(Boolean)
       .map((m) => [m[1], Number(m[2])]);
-    assert.deepEqual(rows, Object.entries(ERROR_CODES).map(([code, { status }]) => [code, status]));
+    assert.deepEqual(
+      rows,
+      Object.entries(ERROR_CODES).map(([code, { status }]) => [code, status]),
+    );
   });
 
   it('each code names a client or server error status, once', () => {

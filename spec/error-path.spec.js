@@ -7,11 +7,42 @@ const { Readable } = require('node:stream');
 const { serve, startServer, request } = require('./helpers');
 
 const throwing = {
-  'a statusCode getter that throws': () => Object.defineProperty(new Error('x'), 'statusCode', { get: () => { throw new Error('getter'); } }),
-  'a code getter that throws': () => Object.defineProperty(new Error('x'), 'code', { get: () => { throw new Error('getter'); } }),
-  'a message getter that throws, with a 4xx status': () => Object.defineProperty({ statusCode: 400 }, 'message', { get: () => { throw new Error('getter'); } }),
+  'a statusCode getter that throws': () =>
+    Object.defineProperty(new Error('x'), 'statusCode', {
+      get: () => {
+        throw new Error('getter');
+      },
+    }),
+  'a code getter that throws': () =>
+    Object.defineProperty(new Error('x'), 'code', {
+      get: () => {
+        throw new Error('getter');
+      },
+    }),
+  'a message getter that throws, with a 4xx status': () =>
+    Object.defineProperty({ statusCode: 400 }, 'message', {
+      get: () => {
+        throw new Error('getter');
+      },
+    }),
   'a Proxy whose every trap throws': () =>
-    new Proxy({}, { get: () => { throw new Error('trap'); }, has: () => { throw new Error('trap'); }, getPrototypeOf: () => { throw new Error('trap'); }, ownKeys: () => { throw new Error('trap'); } }),
+    new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('trap');
+        },
+        has: () => {
+          throw new Error('trap');
+        },
+        getPrototypeOf: () => {
+          throw new Error('trap');
+        },
+        ownKeys: () => {
+          throw new Error('trap');
+        },
+      },
+    ),
   'a cyclic null-prototype object': () => {
     const value = Object.create(null);
     value.self = value;
@@ -26,7 +57,7 @@ const throwing = {
     return value;
   },
   'a string': () => 'plain string',
-  'undefined': () => undefined,
+  undefined: () => undefined,
   'a Symbol': () => Symbol('s'),
   'a BigInt': () => 10n,
   'an HttpError whose details are cyclic': () => {
@@ -42,9 +73,12 @@ describe('the error path cannot throw', () => {
   let server;
   let current;
   before(async () => {
-    server = await startServer(() => {
-      throw current();
-    }, { logLevel: 'trace' });
+    server = await startServer(
+      () => {
+        throw current();
+      },
+      { logLevel: 'trace' },
+    );
   });
   after(() => server.close());
 
@@ -77,7 +111,7 @@ describe('headers on a thrown error that node would refuse', () => {
   });
   after(() => server.close());
 
-  it('a value out of the client\'s query that node refuses (€) is left out; the answer still comes', async () => {
+  it("a value out of the client's query that node refuses (€) is left out; the answer still comes", async () => {
     const answer = await request(server.url + '/?id=%E2%82%AC');
     assert.equal(answer.status, 404);
     assert.equal(answer.headers.get('x-id'), null);

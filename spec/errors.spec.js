@@ -105,7 +105,10 @@ describe('errors over HTTP', () => {
     assert.equal(error.err.type, 'Error');
     assert.match(error.err.stack, /errors\.spec\.js/);
     assert.equal(typeof error.reqId, 'number');
-    assert.ok(errors.some((e) => e.thrown === `a string with ${SECRET}`), 'a thrown string is logged');
+    assert.ok(
+      errors.some((e) => e.thrown === `a string with ${SECRET}`),
+      'a thrown string is logged',
+    );
   });
 
   it('keeps serving after every throw', async () => {

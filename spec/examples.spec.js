@@ -108,7 +108,10 @@ describe('examples', () => {
     assert.equal(good.status, 200);
     assert.deepEqual(good.json, { confirmed: true, customerId: 2147483647, productId: 1 }, 'only the ids go back');
     const order = (data) => binaryEvent('dev.example.order', data);
-    const structured = (event) => post(JSON.stringify({ specversion: '1.0', id: '1', source: '/shop', type: 'dev.example.order', ...event }), { 'content-type': 'application/cloudevents+json' });
+    const structured = (event) =>
+      post(JSON.stringify({ specversion: '1.0', id: '1', source: '/shop', type: 'dev.example.order', ...event }), {
+        'content-type': 'application/cloudevents+json',
+      });
     // Each of these was confirmed, with whatever ids it carried (or none).
     await assertRejected(url, proc, [
       ['/', order('null')],
@@ -126,7 +129,21 @@ describe('examples', () => {
       ['/', binaryEvent('dev.example.order', undefined, undefined)],
       ['/', structured({ data: { customerId: 'NaN', productId: 2 } })],
       ['/', structured({ datacontenttype: 'application/octet-stream', data_base64: Buffer.from('{"customerId":1,"productId":2}').toString('base64') })],
-      ['/', post(JSON.stringify([1, 'x'].map((customerId, i) => ({ specversion: '1.0', id: `${i}`, source: '/shop', type: 'dev.example.order', data: { customerId, productId: 2 } }))), { 'content-type': 'application/cloudevents-batch+json' })],
+      [
+        '/',
+        post(
+          JSON.stringify(
+            [1, 'x'].map((customerId, i) => ({
+              specversion: '1.0',
+              id: `${i}`,
+              source: '/shop',
+              type: 'dev.example.order',
+              data: { customerId, productId: 2 },
+            })),
+          ),
+          { 'content-type': 'application/cloudevents-batch+json' },
+        ),
+      ],
     ]);
   });
 
@@ -145,14 +162,18 @@ describe('examples', () => {
     typescriptBuilt = true;
   }
 
-  it('typescript: unbuilt, runs src/index.ts as it is (type stripping)', { skip: !process.features.typescript && 'this node does not strip types' }, async (t) => {
-    fs.rmSync(path.join(EXAMPLES, 'typescript', 'build'), { recursive: true, force: true });
-    typescriptBuilt = false;
-    const { url } = await example(t, 'typescript');
-    const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"customerId": 1, "productId": 2}' });
-    assert.equal(res.status, 201);
-    assert.deepEqual(res.json, { customerId: 1, productId: 2, total: 20 });
-  });
+  it(
+    'typescript: unbuilt, runs src/index.ts as it is (type stripping)',
+    { skip: !process.features.typescript && 'this node does not strip types' },
+    async (t) => {
+      fs.rmSync(path.join(EXAMPLES, 'typescript', 'build'), { recursive: true, force: true });
+      typescriptBuilt = false;
+      const { url } = await example(t, 'typescript');
+      const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"customerId": 1, "productId": 2}' });
+      assert.equal(res.status, 201);
+      assert.deepEqual(res.json, { customerId: 1, productId: 2, total: 20 });
+    },
+  );
 
   it('typescript: compiles with its own tsc config and answers 201 with the total', async (t) => {
     buildTypescript();
@@ -272,7 +293,11 @@ describe('examples', () => {
       ['/family', post(`{"pets": [${Array(500_000).fill(1)}]}`)],
       ['/family', post(`{"kids": [${Array(500_000).fill(1)}]}`)],
     ]);
-    assert.deepEqual(answers.map((res) => res.status), [415, 415, 400, 400, 400], 'bytes are not JSON input');
+    assert.deepEqual(
+      answers.map((res) => res.status),
+      [415, 415, 400, 400, 400],
+      'bytes are not JSON input',
+    );
     for (const res of answers.slice(2)) assert.ok(res.json.violations.length <= 50, `${res.json.violations.length} violations`);
   });
 
@@ -301,10 +326,12 @@ describe('examples', () => {
     const sent = [];
     const relay = http.createServer((req, res) => {
       sent.push(req.headers.traceparent);
-      req.pipe(http.request(prices.url, { method: req.method, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode, answer.headers);
-        answer.pipe(res);
-      }));
+      req.pipe(
+        http.request(prices.url, { method: req.method, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode, answer.headers);
+          answer.pipe(res);
+        }),
+      );
     });
     await new Promise((resolve) => relay.listen(0, '127.0.0.1', resolve));
     t.after(() => relay.close());

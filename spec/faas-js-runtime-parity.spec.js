@@ -155,7 +155,7 @@ const ACCEPTED = [
     functions: EVENT_FUNCTIONS,
     requests: ['CloudEvent 1.0 binary, with a traceparent'],
     differs: ['ce:traceparent'],
-    why: "the answering event carries the trace its request came in (the distributed tracing extension, docs/logging.md: trace context); faas-js-runtime drops it, and the trace ends at the function: lost data",
+    why: 'the answering event carries the trace its request came in (the distributed tracing extension, docs/logging.md: trace context); faas-js-runtime drops it, and the trace ends at the function: lost data',
   },
   {
     functions: ['esm'],
@@ -173,7 +173,7 @@ const ACCEPTED = [
     functions: ['event-response'],
     requests: ['CloudEvent 1.0 binary, the chain returned without response()'],
     differs: ['event', 'ce:id', 'ce:source', 'ce:type', 'ce:specversion', 'ce:time', 'ce:datacontenttype', 'body/replyTo', 'body/echoed'],
-    why: "a cloudEventResponse() chain returned without response(): faas-js-runtime sends it as JSON, `{}` (its fields are private), losing the event; funcrun sends the event it describes (docs/cloudevents.md: answering with an event)",
+    why: 'a cloudEventResponse() chain returned without response(): faas-js-runtime sends it as JSON, `{}` (its fields are private), losing the event; funcrun sends the event it describes (docs/cloudevents.md: answering with an event)',
   },
 ];
 
@@ -186,8 +186,16 @@ const structured = (specversion, members) =>
   JSON.stringify({ specversion, id: 'parity-2', source: '/parity/client', type: 'parity.request', myext: 'ext-value', ...members });
 
 const REQUESTS = {
-  'CloudEvent 1.0 binary, JSON data': { method: 'POST', headers: { ...CE, 'ce-specversion': '1.0', 'ce-subject': 'orders', 'content-type': 'application/json' }, body: '{"message":"hello"}' },
-  'CloudEvent 0.3 binary, JSON data': { method: 'POST', headers: { ...CE, 'ce-specversion': '0.3', 'content-type': 'application/json' }, body: '{"message":"hello"}' },
+  'CloudEvent 1.0 binary, JSON data': {
+    method: 'POST',
+    headers: { ...CE, 'ce-specversion': '1.0', 'ce-subject': 'orders', 'content-type': 'application/json' },
+    body: '{"message":"hello"}',
+  },
+  'CloudEvent 0.3 binary, JSON data': {
+    method: 'POST',
+    headers: { ...CE, 'ce-specversion': '0.3', 'content-type': 'application/json' },
+    body: '{"message":"hello"}',
+  },
   'CloudEvent 1.0 structured, JSON data': {
     method: 'POST',
     headers: { 'content-type': 'application/cloudevents+json' },
@@ -203,9 +211,17 @@ const REQUESTS = {
     headers: { 'content-type': 'application/cloudevents+json' },
     body: structured('0.3', { datacontenttype: 'application/json', data: { message: 'hello' } }),
   },
-  'CloudEvent 1.0 binary, text data': { method: 'POST', headers: { ...CE, 'ce-type': 'parity.text', 'ce-specversion': '1.0', 'content-type': 'text/plain' }, body: 'hello text' },
+  'CloudEvent 1.0 binary, text data': {
+    method: 'POST',
+    headers: { ...CE, 'ce-type': 'parity.text', 'ce-specversion': '1.0', 'content-type': 'text/plain' },
+    body: 'hello text',
+  },
   'CloudEvent 1.0 binary, image/png data': { method: 'POST', headers: { ...CE, 'ce-specversion': '1.0', 'content-type': 'image/png' }, body: PNG },
-  'CloudEvent 1.0 binary, XML data': { method: 'POST', headers: { ...CE, 'ce-specversion': '1.0', 'content-type': 'application/xml' }, body: '<order id="7"/>' },
+  'CloudEvent 1.0 binary, XML data': {
+    method: 'POST',
+    headers: { ...CE, 'ce-specversion': '1.0', 'content-type': 'application/xml' },
+    body: '<order id="7"/>',
+  },
   'CloudEvent 1.0 binary, text/csv data': { method: 'POST', headers: { ...CE, 'ce-specversion': '1.0', 'content-type': 'text/csv' }, body: 'id,qty\n7,2\n' },
   'CloudEvent 1.0 structured, XML data': {
     method: 'POST',
@@ -239,11 +255,19 @@ const REQUESTS = {
     headers: { 'ce-source': '/parity/client', 'ce-type': 'parity.request', 'ce-specversion': '1.0', 'content-type': 'application/json' },
     body: '{"message":"hello"}',
   },
-  'CloudEvent with specversion 9.9': { method: 'POST', headers: { ...CE, 'ce-specversion': '9.9', 'content-type': 'application/json' }, body: '{"message":"hello"}' },
+  'CloudEvent with specversion 9.9': {
+    method: 'POST',
+    headers: { ...CE, 'ce-specversion': '9.9', 'content-type': 'application/json' },
+    body: '{"message":"hello"}',
+  },
   'POST JSON': { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"tiger","list":[1,2]}' },
   'POST JSON; charset=utf-8': { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"name":"tiger"}' },
   'POST JSON with a syntax error': { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name": tiger}' },
-  'CloudEvent structured, malformed JSON': { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: '{"specversion": "1.0", "id": ' },
+  'CloudEvent structured, malformed JSON': {
+    method: 'POST',
+    headers: { 'content-type': 'application/cloudevents+json' },
+    body: '{"specversion": "1.0", "id": ',
+  },
   'POST JSON, empty body': { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' },
   'POST JSON as application/merge-patch+json': { method: 'POST', headers: { 'content-type': 'application/merge-patch+json' }, body: '{"name":"tiger"}' },
   'POST text': { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello world' },
@@ -251,7 +275,11 @@ const REQUESTS = {
   'POST XML': { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<order id="1"/>' },
   'POST form': { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'name=tiger&n=1&n=2' },
   'POST form with bracketed keys': { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'a[b]=1' },
-  'POST form with a key named like a method': { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'toString=1&name=tiger' },
+  'POST form with a key named like a method': {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'toString=1&name=tiger',
+  },
   'POST binary': { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: PNG },
   'POST, no body': { method: 'POST', headers: {} },
   'GET / with a query': { method: 'GET', path: '/?name=Ann&multi=1&multi=2', headers: { 'x-parity': 'yes' } },
@@ -386,7 +414,8 @@ function aspectsOf({ status, headers, body }, invents) {
       const { data, data_base64: base64, ...rest } = members;
       Object.assign(attributes, rest);
       if (base64 !== undefined) aspects.body = bytesOf(Buffer.from(base64, 'base64'));
-      else if (typeof data === 'string' && rest.datacontenttype !== undefined && !isJsonType(mediaTypeOf(rest.datacontenttype))) aspects.body = bytesOf(Buffer.from(data));
+      else if (typeof data === 'string' && rest.datacontenttype !== undefined && !isJsonType(mediaTypeOf(rest.datacontenttype)))
+        aspects.body = bytesOf(Buffer.from(data));
       else aspects.body = data === undefined ? 'empty' : { json: data };
     }
   } else {
@@ -460,7 +489,9 @@ function exec(command, args, { cwd, env }) {
 // The environment a function runs in: the spec runner's own, without the variables either runtime
 // reads, and with this node first on PATH (the binaries are `#!/usr/bin/env node` scripts).
 const BASE_ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$|METRICS_URL$|NODE_OPTIONS$|NODE_TEST_CONTEXT$|K_|POD_NAME$|FAAS_)/.test(k)),
+  Object.entries(process.env).filter(
+    ([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$|METRICS_URL$|NODE_OPTIONS$|NODE_TEST_CONTEXT$|K_|POD_NAME$|FAAS_)/.test(k),
+  ),
 );
 BASE_ENV.PATH = `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}`;
 
@@ -606,7 +637,8 @@ function known(fn, request, differ) {
   const named = new Map();
   for (const entry of KNOWN) {
     if (!names(entry.functions, fn) || !names(entry.requests, request)) continue;
-    const aspects = entry.differs === 'answer' ? (differ.includes('status') ? differ : []) : entry.differs.every((a) => differ.includes(a)) ? entry.differs : [];
+    const aspects =
+      entry.differs === 'answer' ? (differ.includes('status') ? differ : []) : entry.differs.every((a) => differ.includes(a)) ? entry.differs : [];
     if (aspects.length === 0) continue;
     shown.add(entry);
     for (const aspect of aspects) if (!named.has(aspect)) named.set(aspect, entry.kind);
@@ -624,7 +656,9 @@ describe('a faas-js-runtime function moved to funcrun by one line of package.jso
       t.after(() => {
         for (const side of SIDES) if (running[side]?.child.exitCode === null) running[side].child.kill('SIGKILL');
       });
-      await Promise.all(SIDES.map(async (side) => (running[side] = await startFunction(projects[side], spec.file, { PARITY_SHUTDOWN_FILE: shutdownFiles[side] }))));
+      await Promise.all(
+        SIDES.map(async (side) => (running[side] = await startFunction(projects[side], spec.file, { PARITY_SHUTDOWN_FILE: shutdownFiles[side] }))),
+      );
       const unexpected = [];
       const list = [];
       found.set(fn, list);
@@ -636,7 +670,8 @@ describe('a faas-js-runtime function moved to funcrun by one line of package.jso
         const named = known(fn, name, differ);
         for (const aspect of differ) list.push({ request: name, aspect, peer: valueAt(a, aspect), ours: valueAt(b, aspect), known: named.get(aspect) });
         const unnamed = differ.filter((aspect) => !named.has(aspect));
-        if (unnamed.length > 0) unexpected.push(`${name}: ${unnamed.map((aspect) => `${aspect} ${show(valueAt(a, aspect))} -> ${show(valueAt(b, aspect))}`).join('; ')}`);
+        if (unnamed.length > 0)
+          unexpected.push(`${name}: ${unnamed.map((aspect) => `${aspect} ${show(valueAt(a, aspect))} -> ${show(valueAt(b, aspect))}`).join('; ')}`);
       }
       // SIGTERM: both stop with 0, having run shutdown() where the function has one.
       const stopped = await Promise.all(
@@ -656,7 +691,11 @@ describe('a faas-js-runtime function moved to funcrun by one line of package.jso
       }
       // funcrun's error lines, to tell why it answered as it did.
       const failures = running.funcrun.out.stdout.split('\n').filter((line) => /"level":(50|60)/.test(line));
-      assert.deepEqual(unexpected, [], `funcrun answered otherwise than faas-js-runtime:\n  ${unexpected.join('\n  ')}\nfuncrun's errors:\n  ${failures.join('\n  ')}`);
+      assert.deepEqual(
+        unexpected,
+        [],
+        `funcrun answered otherwise than faas-js-runtime:\n  ${unexpected.join('\n  ')}\nfuncrun's errors:\n  ${failures.join('\n  ')}`,
+      );
     });
   }
 

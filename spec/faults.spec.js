@@ -73,7 +73,10 @@ describe('faults attributed to their request', () => {
     assert.ok(!crashed.text.includes('secret-ish'), 'the 500 says nothing of the error');
     assert.equal(slow.status, 200, 'a request in flight finishes');
     assert.deepEqual(slow.json, { ok: 'slow' });
-    assert.deepEqual(others.map((r) => r.json), [{ ok: 'a' }, { ok: 'b' }, { ok: 'c' }]);
+    assert.deepEqual(
+      others.map((r) => r.json),
+      [{ ok: 'a' }, { ok: 'b' }, { ok: 'c' }],
+    );
     assert.equal(code, 1);
     const fatal = lines.find((l) => l.level === 60);
     const invoked = crashedInvocation(lines);
@@ -148,7 +151,10 @@ describe('faults attributed to their request', () => {
     const res = await request(`http://127.0.0.1:${port}/`).catch((err) => ({ error: err }));
     await exited;
     assert.equal(res.status, 500);
-    const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const lines = out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     assert.equal(lines.filter((l) => l.msg === 'busy').length, 300);
     assert.equal(lines.filter((l) => l.level === 60).length, 1);
     assert.equal(lines.at(-1).msg, 'stopped');

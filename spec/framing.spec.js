@@ -19,8 +19,15 @@ describe('funcrun owns the framing', () => {
   });
   after(() => server.close());
 
-  it('a function\'s transfer-encoding, content-length and connection are left out; the next request on the connection is served', async () => {
-    headers = { 'transfer-encoding': 'chunked', 'content-length': '5', connection: 'upgrade', 'keep-alive': 'timeout=1', upgrade: 'websocket', 'x-kept': 'yes' };
+  it("a function's transfer-encoding, content-length and connection are left out; the next request on the connection is served", async () => {
+    headers = {
+      'transfer-encoding': 'chunked',
+      'content-length': '5',
+      connection: 'upgrade',
+      'keep-alive': 'timeout=1',
+      upgrade: 'websocket',
+      'x-kept': 'yes',
+    };
     const one = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
     const { text } = await exchange(port, one + one.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'));
     assert.deepEqual(statuses(text), [200, 200]);
@@ -42,7 +49,14 @@ describe('funcrun owns the framing', () => {
   });
 
   it('headers given as [name, value] pairs, a Headers or a Map are sent by name', async () => {
-    for (headers of [[['x-a', '1'], ['x-a', '2']], new Headers([['x-a', '1']]), new Map([['x-a', '1']])]) {
+    for (headers of [
+      [
+        ['x-a', '1'],
+        ['x-a', '2'],
+      ],
+      new Headers([['x-a', '1']]),
+      new Map([['x-a', '1']]),
+    ]) {
       const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).text);
       assert.equal(answer.status, 200);
       assert.ok(answer.headers['x-a'] !== undefined, JSON.stringify(answer.headers));
@@ -126,16 +140,22 @@ describe('HTTP framing an attacker chooses', () => {
   });
 
   it('Expect: 100-continue with a Content-Length over the limit gets 413 and no 100 Continue', async () => {
-    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\n', { wait: 1500 });
+    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\n', {
+      wait: 1500,
+    });
     assert.deepEqual(statuses(text), [413]);
     assert.doesNotMatch(text, /100 Continue/);
     assert.equal(JSON.parse(firstResponse(text).body).limit, 1000);
   });
 
   it('Expect: 100-continue within the limit gets 100 Continue, then the answer', async () => {
-    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n', {
-      writes: [[100, 'hi']],
-    });
+    const { text } = await exchange(
+      port,
+      'POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n',
+      {
+        writes: [[100, 'hi']],
+      },
+    );
     assert.match(text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
     assert.deepEqual(JSON.parse(text.slice(text.indexOf('{'))).data, 'hi');
   });
@@ -190,7 +210,10 @@ describe('pipelining before garbage, CONNECT, Upgrade, transfer codings', () => 
   }
 
   it('Transfer-Encoding: gzip, chunked is a 501, not still-coded bytes for the function', async () => {
-    const { text } = await exchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n');
+    const { text } = await exchange(
+      port,
+      'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n',
+    );
     const answer = firstResponse(text);
     assert.equal(answer.status, 501);
     assert.equal(answer.headers.connection, 'close');
@@ -198,7 +221,11 @@ describe('pipelining before garbage, CONNECT, Upgrade, transfer codings', () => 
 
   it('an Upgrade request is answered and the connection closed; nothing behind it hangs', async (t) => {
     const own = await serve(t, () => 'ok');
-    const { text, timedOut } = await exchange(own.server.address().port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n', { wait: 3000 });
+    const { text, timedOut } = await exchange(
+      own.server.address().port,
+      'GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n',
+      { wait: 3000 },
+    );
     assert.equal(timedOut, false);
     assert.equal(statuses(text)[0], 200);
     assert.equal(firstResponse(text).headers.connection, 'close');
@@ -212,7 +239,9 @@ describe('a request whose body goes wrong', () => {
   ]) {
     it(`${what}, then the connection closes`, async (t) => {
       const server = await serve(t, () => 'ok', options);
-      const { text, timedOut } = await exchange(server.server.address().port, `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n${body}`, { wait: 5000 });
+      const { text, timedOut } = await exchange(server.server.address().port, `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n${body}`, {
+        wait: 5000,
+      });
       assert.equal(timedOut, false);
       const answer = firstResponse(text);
       assert.equal(answer.status, status, text);

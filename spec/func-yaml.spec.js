@@ -47,8 +47,14 @@ describe("func.yaml against Knative func's schema", () => {
   });
 
   it('the schema refuses a func.yaml without specVersion and created', () => {
-    assert.deepEqual(schemaProblems('name: hello\nruntime: node\ninvoke: http\n'), ["/ must have required property 'specVersion'", "/ must have required property 'created'"]);
-    assert.deepEqual(schemaProblems("specVersion: 0.36.0\ncreated: yesterday\ninvoke: events\n"), ['/created must match format "date-time"', '/invoke must be equal to one of the allowed values']);
+    assert.deepEqual(schemaProblems('name: hello\nruntime: node\ninvoke: http\n'), [
+      "/ must have required property 'specVersion'",
+      "/ must have required property 'created'",
+    ]);
+    assert.deepEqual(schemaProblems('specVersion: 0.36.0\ncreated: yesterday\ninvoke: events\n'), [
+      '/created must match format "date-time"',
+      '/invoke must be equal to one of the allowed values',
+    ]);
   });
 
   it('every func.yaml in the repository is valid, and funcrun reads it', () => {
@@ -151,8 +157,14 @@ describe('run.envs as Knative func reads them', () => {
     });
     const app = await serve(t, () => ({ plain: process.env.PLAIN ?? null, secret: process.env.FROM_SECRET ?? null }), { config: folder, logLevel: 'info' });
     assert.deepEqual((await request(app.url)).json, { plain: 'from func.yaml', secret: null });
-    assert.ok(app.log.entries().some((l) => /^listening on/.test(l.msg)), 'the start was logged');
-    assert.deepEqual(app.log.entries().filter((l) => /run\.envs|secret|configMap/.test(JSON.stringify(l))), []);
+    assert.ok(
+      app.log.entries().some((l) => /^listening on/.test(l.msg)),
+      'the start was logged',
+    );
+    assert.deepEqual(
+      app.log.entries().filter((l) => /run\.envs|secret|configMap/.test(JSON.stringify(l))),
+      [],
+    );
   });
 
   it('applyEnvs sets plain and local values, keeps what is set, and returns what it left', () => {
@@ -165,7 +177,8 @@ describe('run.envs as Knative func reads them', () => {
 
   it('names Kubernetes takes (my.var, my-var) are set; numbers and booleans are the text as written, aliases what they name, as func reads them', () => {
     const folder = project({
-      'func.yaml': 'run:\n  envs:\n    - name: my.var\n      value: &a a\n    - name: my-var\n      value: *a\n    - name: RATIO\n      value: 1.0\n    - name: HEX\n      value: 0x10\n    - name: ON\n      value: true\n    - name: EMPTY\n      value: ""\n',
+      'func.yaml':
+        'run:\n  envs:\n    - name: my.var\n      value: &a a\n    - name: my-var\n      value: *a\n    - name: RATIO\n      value: 1.0\n    - name: HEX\n      value: 0x10\n    - name: ON\n      value: true\n    - name: EMPTY\n      value: ""\n',
     });
     const env = {};
     applyEnvs(readFuncYaml(folder), env);

@@ -75,7 +75,10 @@ describe('named functions over plain HTTP', () => {
   });
 
   it('GET: nested properties, repeated keys, index segments and map entries', async () => {
-    const res = await request(server.url + '/family?dad.first=John&dad.age=50&pets=cat&pets=dog&kids.1.first=Buffy&kids.2.first=Charlie&addresses.home.city=Boston&addresses.work.city=Cambridge');
+    const res = await request(
+      server.url +
+        '/family?dad.first=John&dad.age=50&pets=cat&pets=dog&kids.1.first=Buffy&kids.2.first=Charlie&addresses.home.city=Boston&addresses.work.city=Cambridge',
+    );
     assert.deepEqual(res.json, {
       dad: { first: 'John', age: 50 },
       pets: ['cat', 'dog'],
@@ -125,7 +128,11 @@ describe('named functions over plain HTTP', () => {
   });
 
   it('a Buffer arrives for application/octet-stream, and a Buffer output goes out as octet-stream', async () => {
-    const res = await fetch(server.url + '/reverseBytes', { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from([1, 2, 3, 255]) });
+    const res = await fetch(server.url + '/reverseBytes', {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: Buffer.from([1, 2, 3, 255]),
+    });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/octet-stream');
     assert.deepEqual([...Buffer.from(await res.arrayBuffer())], [255, 3, 2, 1]);
@@ -135,7 +142,11 @@ describe('named functions over plain HTTP', () => {
     const f = (input) => input;
     f.inputSchema = { type: 'object', additionalProperties: { type: 'integer' } };
     const own = await serve(t, { functions: { f } });
-    const answer = await request(own.url + '/f', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ['k'.repeat(20_000)]: 'x' }) });
+    const answer = await request(own.url + '/f', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ['k'.repeat(20_000)]: 'x' }),
+    });
     assert.equal(answer.status, 400);
     assert.ok(answer.text.length < 2000, `${answer.text.length} bytes`);
   });
@@ -195,10 +206,16 @@ describe('named functions by CloudEvent', () => {
 
   it('data_base64 and application/octet-stream data arrive as a Buffer; a Buffer output as data_base64', async () => {
     const bytes = Buffer.from([10, 20, 30]);
-    const binary = await sendEvent(server.url, HTTP.binary(new CloudEvent({ type: 'reverseBytes', source: '/s', datacontenttype: 'application/octet-stream', data: bytes })));
+    const binary = await sendEvent(
+      server.url,
+      HTTP.binary(new CloudEvent({ type: 'reverseBytes', source: '/s', datacontenttype: 'application/octet-stream', data: bytes })),
+    );
     assert.equal(binary.headers['content-type'], 'application/octet-stream');
     assert.deepEqual([...binary.body], [30, 20, 10]);
-    const structured = await sendEvent(server.url, HTTP.structured(new CloudEvent({ type: 'reverseBytes', source: '/s', datacontenttype: 'application/octet-stream', data: bytes })));
+    const structured = await sendEvent(
+      server.url,
+      HTTP.structured(new CloudEvent({ type: 'reverseBytes', source: '/s', datacontenttype: 'application/octet-stream', data: bytes })),
+    );
     assert.equal(JSON.parse(structured.text).data_base64, Buffer.from([30, 20, 10]).toString('base64'));
   });
 

@@ -32,18 +32,71 @@ function random(seed) {
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'PROPFIND', 'post', 'G@T', ''];
-const PATHS = ['/', '/a/b/c', '/%', '/%zz/x', '/..%2f..%2fetc', '/?a=1&a=2&b', '/?__proto__=1&constructor=2&method=X', '/?%ff=%fe', '/' + 'x'.repeat(3000), '/caf\u00e9', '*', 'http://host/abs', '/health/readiness', '/metrics', '//double'];
+const PATHS = [
+  '/',
+  '/a/b/c',
+  '/%',
+  '/%zz/x',
+  '/..%2f..%2fetc',
+  '/?a=1&a=2&b',
+  '/?__proto__=1&constructor=2&method=X',
+  '/?%ff=%fe',
+  '/' + 'x'.repeat(3000),
+  '/caf\u00e9',
+  '*',
+  'http://host/abs',
+  '/health/readiness',
+  '/metrics',
+  '//double',
+];
 const TYPES = [
-  'application/json', 'application/json;charset=utf-8', 'APPLICATION/JSON; charset="UTF-8"', 'application/ld+json', 'text/plain', 'text/plain; charset=klingon',
-  'text/xml', 'application/xml', 'application/x-www-form-urlencoded', 'application/octet-stream', 'multipart/form-data; boundary=x',
-  'application/cloudevents+json', 'application/cloudevents-batch+json', 'application/cloudevents+xml', 'garbage', ';;;', '', undefined,
+  'application/json',
+  'application/json;charset=utf-8',
+  'APPLICATION/JSON; charset="UTF-8"',
+  'application/ld+json',
+  'text/plain',
+  'text/plain; charset=klingon',
+  'text/xml',
+  'application/xml',
+  'application/x-www-form-urlencoded',
+  'application/octet-stream',
+  'multipart/form-data; boundary=x',
+  'application/cloudevents+json',
+  'application/cloudevents-batch+json',
+  'application/cloudevents+xml',
+  'garbage',
+  ';;;',
+  '',
+  undefined,
 ];
 const BODIES = (r) => [
-  '', '{', '{"a":1', '{"a":1}', '[1,2,3]', 'null', '"str"', '{"a":"\u0000"}', '<a><b></a>', '<a>ok</a>', '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>',
-  'a=1&a=2&b=%ZZ', JSON.stringify({ id: '1', source: '/s', type: 't', specversion: '1.0', data: { a: 1 } }), JSON.stringify({ id: 1, specversion: '9' }),
-  JSON.stringify([{ id: '1', source: '/s', type: 't', specversion: '1.0' }, 5]), r.bytes(64), Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0xff]), 'x'.repeat(LIMIT + 10),
+  '',
+  '{',
+  '{"a":1',
+  '{"a":1}',
+  '[1,2,3]',
+  'null',
+  '"str"',
+  '{"a":"\u0000"}',
+  '<a><b></a>',
+  '<a>ok</a>',
+  '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>',
+  'a=1&a=2&b=%ZZ',
+  JSON.stringify({ id: '1', source: '/s', type: 't', specversion: '1.0', data: { a: 1 } }),
+  JSON.stringify({ id: 1, specversion: '9' }),
+  JSON.stringify([{ id: '1', source: '/s', type: 't', specversion: '1.0' }, 5]),
+  r.bytes(64),
+  Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0xff]),
+  'x'.repeat(LIMIT + 10),
 ];
-const CE_HEADERS = [{}, { 'ce-id': '1' }, { 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0' }, { 'ce-specversion': '0.3', 'ce-id': '1', 'ce-source': 'bad source', 'ce-type': 't' }, { 'ce-time': 'yesterday', 'ce-id': 'x', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0' }, { 'ce-Bad_Name': 'x' }];
+const CE_HEADERS = [
+  {},
+  { 'ce-id': '1' },
+  { 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0' },
+  { 'ce-specversion': '0.3', 'ce-id': '1', 'ce-source': 'bad source', 'ce-type': 't' },
+  { 'ce-time': 'yesterday', 'ce-id': 'x', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0' },
+  { 'ce-Bad_Name': 'x' },
+];
 
 // One request as raw bytes, sometimes malformed on purpose. `abort`: send part, then hang up.
 function makeRequest(r) {
@@ -58,7 +111,11 @@ function makeRequest(r) {
   if (r.next() < 0.05) headers['x-\u00ff'] = 'bad header name';
   if (r.next() < 0.05) headers.origin = 'https://evil.example';
   const framing = r.next();
-  let head = `${method} ${path} HTTP/1.1\r\n` + Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n');
+  let head =
+    `${method} ${path} HTTP/1.1\r\n` +
+    Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\r\n');
   let data;
   if (framing < 0.6) data = Buffer.concat([Buffer.from(`${head}\r\ncontent-length: ${payload.length}\r\n\r\n`, 'latin1'), payload]);
   else if (framing < 0.85) {
@@ -99,7 +156,11 @@ describe(`fuzzing the server (seed ${SEED}, ${COUNT} requests)`, () => {
     process.on('unhandledRejection', onCrash);
     server = await startServer(
       {
-        handle: (ctx, data) => ({ kind: Buffer.isBuffer(data) ? 'buffer' : data?.nodeType === 9 ? 'xml' : typeof data, event: ctx.cloudevent?.type ?? null, method: ctx.method }),
+        handle: (ctx, data) => ({
+          kind: Buffer.isBuffer(data) ? 'buffer' : data?.nodeType === 9 ? 'xml' : typeof data,
+          event: ctx.cloudevent?.type ?? null,
+          method: ctx.method,
+        }),
         cors: () => ['https://app.example'],
       },
       { bodyLimit: LIMIT, headersTimeout: 2000, requestTimeout: 3000 },
@@ -176,9 +237,16 @@ function hostileBodies(r) {
     ['application/xml', () => nested('<a>', '</a>', Math.floor(size() / 8))],
     ['application/xml', () => Array.from({ length: Math.floor(size() / 24) }, (_, i) => `<a xmlns:p${i}="u${i}">`).join('')],
     ['application/xml', () => '<a ' + Array.from({ length: Math.floor(size() / 10) }, (_, i) => `b${i}="1"`).join(' ') + '/>'],
-    ['application/cloudevents+json', () => JSON.stringify({ specversion: '1.0', id: '1', source: '/s', type: 't', data_base64: run(r.pick([' ', 'A', '=', '\n'])) + '!' })],
+    [
+      'application/cloudevents+json',
+      () => JSON.stringify({ specversion: '1.0', id: '1', source: '/s', type: 't', data_base64: run(r.pick([' ', 'A', '=', '\n'])) + '!' }),
+    ],
     ['application/cloudevents+json', () => '{"specversion":"1.0","id":"1","source":"/s","type":"t","data":' + nested('[', ']', Math.floor(size() / 2)) + '}'],
-    ['application/cloudevents-batch+json', () => JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't', time: '2020-02-30T00:00:00Z' })))],
+    [
+      'application/cloudevents-batch+json',
+      () =>
+        JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ specversion: '1.0', id: String(i), source: '/s', type: 't', time: '2020-02-30T00:00:00Z' }))),
+    ],
     ['application/x-www-form-urlencoded', () => run(r.pick(['a=1&', '&', '=', '%', '%zz', 'a[]=1&']))],
     ['text/plain', () => r.bytes(size())],
     ['application/json', () => Buffer.concat([Buffer.from('{"a":"'), Buffer.alloc(size(), 0xc3), Buffer.from('"}')])],
@@ -223,13 +291,18 @@ describe(`adversarial input (seed ${SEED})`, () => {
       if (ms > (worst.get(req.type) ?? 0)) worst.set(req.type, ms);
       assert.ok(!timedOut, `no answer to a ${req.type} body of ${req.data.length} bytes`);
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(out)?.[1]);
-      assert.ok(status < 500 && DOCUMENTED.has(status), `status ${status} for a ${req.type} body: ${req.data.toString('latin1').slice(0, 120)}\n${out.slice(0, 300)}`);
+      assert.ok(
+        status < 500 && DOCUMENTED.has(status),
+        `status ${status} for a ${req.type} body: ${req.data.toString('latin1').slice(0, 120)}\n${out.slice(0, 300)}`,
+      );
       if (status >= 400) assert.match(out, /\r\ncontent-type: application\/json/i);
       assert.ok(out.length < 4096, `a short answer: ${out.length} bytes`);
     }
     delay.disable();
     const longest = delay.max / 1e6;
-    t.diagnostic(`longest event-loop block: ${longest.toFixed(1)} ms; slowest answer per type: ${JSON.stringify(Object.fromEntries([...worst].map(([k, v]) => [k, Math.round(v)])))}`);
+    t.diagnostic(
+      `longest event-loop block: ${longest.toFixed(1)} ms; slowest answer per type: ${JSON.stringify(Object.fromEntries([...worst].map(([k, v]) => [k, Math.round(v)])))}`,
+    );
     assert.ok(longest < 1000, `the event loop was blocked for ${longest.toFixed(0)} ms`);
     assert.deepEqual(crashes, []);
   });
@@ -238,18 +311,58 @@ describe(`adversarial input (seed ${SEED})`, () => {
     const cyclic = Object.create(null);
     cyclic.self = cyclic;
     const odd = [
-      () => { throw new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } }); },
-      () => { throw Object.defineProperty(new Error('x'), 'statusCode', { get() { throw new Error('getter'); } }); },
-      () => { throw cyclic; },
-      () => { throw Symbol('thrown'); },
-      () => { throw Object.assign(new Error('€'), { statusCode: 400, headers: { 'x-bad': '€\r\n' } }); },
+      () => {
+        throw new Proxy(
+          {},
+          {
+            get() {
+              throw new Error('trap');
+            },
+            getPrototypeOf() {
+              throw new Error('trap');
+            },
+          },
+        );
+      },
+      () => {
+        throw Object.defineProperty(new Error('x'), 'statusCode', {
+          get() {
+            throw new Error('getter');
+          },
+        });
+      },
+      () => {
+        throw cyclic;
+      },
+      () => {
+        throw Symbol('thrown');
+      },
+      () => {
+        throw Object.assign(new Error('€'), { statusCode: 400, headers: { 'x-bad': '€\r\n' } });
+      },
       () => Readable.from([{ row: 1 }]),
-      () => Readable.from((async function* () { yield 'a'; throw new Error('mid-stream'); })()),
-      () => { const s = new Readable({ read() {} }); s.destroy(); return s; },
+      () =>
+        Readable.from(
+          (async function* () {
+            yield 'a';
+            throw new Error('mid-stream');
+          })(),
+        ),
+      () => {
+        const s = new Readable({ read() {} });
+        s.destroy();
+        return s;
+      },
       () => ({ statusCode: 200, headers: { 'transfer-encoding': 'chunked', 'content-length': '1', 'set-cookie': ['a', 'b'], 'x-€': '1' }, body: 'framed' }),
       () => ({ statusCode: 'teapot' }),
       () => ({ body: Symbol('s') }),
-      (ctx) => { ctx.log.info('query', ctx.query); ctx.log.info({}, 10n); ctx.log.info(cyclic, '%j %s', cyclic, Symbol('s')); ctx.log.info({ level: 60, reqId: 'forged', time: 0 }); return 'logged'; },
+      (ctx) => {
+        ctx.log.info('query', ctx.query);
+        ctx.log.info({}, 10n);
+        ctx.log.info(cyclic, '%j %s', cyclic, Symbol('s'));
+        ctx.log.info({ level: 60, reqId: 'forged', time: 0 });
+        return 'logged';
+      },
     ];
     const misbehaving = await serve(t, (ctx) => odd[Number(ctx.query.i)](ctx));
     const r = random(SEED + 3);

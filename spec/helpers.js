@@ -90,15 +90,17 @@ function freePort() {
  * which sends the signal (SIGTERM) and resolves with `exited` (for `t.after(() => proc.stop())`).
  */
 function run(args, { env = {}, cwd, execArgv = [], script = SERVE } = {}) {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)),
-  );
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)));
   const child = spawn(process.execPath, [...execArgv, script, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (c) => (out.stdout += c));
   child.stderr.on('data', (c) => (out.stderr += c));
   const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
-  const lines = () => out.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = () =>
+    out.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   /** Resolves when a stdout line matches `test` (a function of the parsed line). */
   const waitFor = (test, what = 'log line') =>
     new Promise((resolve, reject) => {

@@ -61,7 +61,11 @@ describe('examples/image-integration outside the checkout', () => {
     // After the server has stopped (hooks run in the order they are registered).
     t.after(() => fs.rmSync(scratch, { recursive: true, force: true }));
     await waitUntilListening(port, { child, out });
-    const res = await fetch(`http://127.0.0.1:${port}/v1/imageintegrations/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' });
+    const res = await fetch(`http://127.0.0.1:${port}/v1/imageintegrations/test`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '',
+    });
     const body = await res.json();
     assert.equal(res.status, 400);
     assert.equal(body.code, 3);

@@ -93,7 +93,9 @@ describe('lifecycle', () => {
       'index.js': `module.exports = { handle: (ctx) => ctx.path === '/quick' ? undefined : new Promise(() => { console.log(JSON.stringify({ msg: 'hanging' })); }), shutdown() { console.log(JSON.stringify({ msg: 'shutdown ran' })); } };`,
     });
     const proc = await runServing([folder, '--grace-period', '300ms']);
-    const hanging = request(proc.url + '/orders?token=secret', { method: 'PUT', body: '{}', headers: { 'content-type': 'application/json' } }).catch((err) => err);
+    const hanging = request(proc.url + '/orders?token=secret', { method: 'PUT', body: '{}', headers: { 'content-type': 'application/json' } }).catch(
+      (err) => err,
+    );
     await proc.waitFor((l) => l.msg === 'hanging');
     assert.equal((await request(proc.url + '/quick')).status, 204);
     proc.child.kill('SIGTERM');
@@ -107,7 +109,10 @@ describe('lifecycle', () => {
     assert.equal(cut[0].method, 'PUT');
     assert.equal(cut[0].path, '/orders');
     assert.doesNotMatch(proc.out.stdout, /secret/);
-    assert.ok(proc.lines().some((l) => l.level === 40 && /drain was incomplete/.test(l.msg) && l.cut === 1), proc.out.stdout);
+    assert.ok(
+      proc.lines().some((l) => l.level === 40 && /drain was incomplete/.test(l.msg) && l.cut === 1),
+      proc.out.stdout,
+    );
   });
 
   it('an uncaught exception is logged as fatal with its stack, shutdown() runs, exit code 1', async () => {
@@ -164,7 +169,8 @@ describe('lifecycle', () => {
 
   it('the same signal twice at once (a Ctrl-C from the terminal and from npm) is one stop: requests in flight finish, exit code 0', async () => {
     const folder = project({
-      'index.js': "module.exports = () => { console.log(JSON.stringify({ msg: 'working' })); return new Promise((r) => setTimeout(() => r({ done: true }), 500)); };",
+      'index.js':
+        "module.exports = () => { console.log(JSON.stringify({ msg: 'working' })); return new Promise((r) => setTimeout(() => r({ done: true }), 500)); };",
     });
     const proc = await runServing([folder]);
     const answer = request(proc.url);
@@ -212,12 +218,22 @@ describe('lifecycle through start()', () => {
   });
 
   it('a throwing init rejects start()', async (t) => {
-    await assert.rejects(serve(t, { init: () => { throw new Error('no init'); }, handle: () => 1 }), /no init/);
+    await assert.rejects(
+      serve(t, {
+        init: () => {
+          throw new Error('no init');
+        },
+        handle: () => 1,
+      }),
+      /no init/,
+    );
   });
 
   it('a port in use rejects start()', async (t) => {
     const first = await serve(t, () => 1);
-    await assert.rejects(serve(t, () => 1, { port: Number(new URL(first.url).port) }), /EADDRINUSE/);
+    await assert.rejects(
+      serve(t, () => 1, { port: Number(new URL(first.url).port) }),
+      /EADDRINUSE/,
+    );
   });
 });
-

@@ -74,7 +74,10 @@ describe('logging in requests', () => {
   });
 
   it('an unknown log level stops the start', async (t) => {
-    await assert.rejects(serve(t, () => 'ok', { logLevel: 'loud' }), /unknown log level 'loud'/);
+    await assert.rejects(
+      serve(t, () => 'ok', { logLevel: 'loud' }),
+      /unknown log level 'loud'/,
+    );
   });
 
   it('logging a structure that shares references 26 levels deep ends quickly and still writes a line', async (t) => {

@@ -45,7 +45,11 @@ describe('metrics', () => {
     assert.ok(value(res.text, 'process_resident_memory_bytes{') > 0);
     assert.ok(value(res.text, 'nodejs_eventloop_lag_seconds{') >= 0);
     // Every non-comment line is `name{labels} number`.
-    for (const line of res.text.trim().split('\n').filter((l) => !l.startsWith('#'))) assert.match(line, /^[a-z_]+\{[^}]*\} [-\d.e+]+$/, line);
+    for (const line of res.text
+      .trim()
+      .split('\n')
+      .filter((l) => !l.startsWith('#')))
+      assert.match(line, /^[a-z_]+\{[^}]*\} [-\d.e+]+$/, line);
   });
 
   it('the path is configurable, and metrics can be switched off', async (t) => {

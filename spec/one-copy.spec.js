@@ -12,10 +12,14 @@ const checkout = path.join(__dirname, '..');
 
 describe('one copy of funcrun at run time', () => {
   const running = [];
-  after(() => Promise.all(running.map(async (proc) => {
-    proc.child.kill('SIGTERM');
-    await proc.exited;
-  })));
+  after(() =>
+    Promise.all(
+      running.map(async (proc) => {
+        proc.child.kill('SIGTERM');
+        await proc.exited;
+      }),
+    ),
+  );
 
   it("under node lib/serve.js, require('funcrun') is the serving copy: an HttpError keeps its details", async () => {
     const folder = project({
@@ -54,7 +58,8 @@ module.exports = {
     // A real second copy of funcrun's compiled files, as npm would install another version.
     const lib = path.join(folder, 'node_modules', 'other-funcrun', 'lib');
     fs.mkdirSync(lib);
-    for (const file of fs.readdirSync(path.join(checkout, 'lib'))) if (file.endsWith('.js')) fs.copyFileSync(path.join(checkout, 'lib', file), path.join(lib, file));
+    for (const file of fs.readdirSync(path.join(checkout, 'lib')))
+      if (file.endsWith('.js')) fs.copyFileSync(path.join(checkout, 'lib', file), path.join(lib, file));
     const proc = await runServing([folder], { env: { NODE_PATH: path.join(checkout, 'node_modules') } });
     running.push(proc);
     const short = await request(proc.url + '/names', { method: 'POST' });
@@ -73,7 +78,17 @@ module.exports = {
     assert.ok(!(new HttpError(404, 'x') instanceof NotFound));
     assert.ok(!(Object.assign(new Error('x'), { statusCode: 404 }) instanceof HttpError));
     assert.ok(!(JSON.parse('{"statusCode":404}') instanceof HttpError));
-    const trap = new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } });
+    const trap = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('trap');
+        },
+        getPrototypeOf() {
+          throw new Error('trap');
+        },
+      },
+    );
     assert.equal(trap instanceof HttpError, false);
   });
 });
@@ -82,7 +97,10 @@ describe('lib/runtime.js, the one bundled copy', () => {
   it('holds every module of lib/ but the few the build names as outside it', () => {
     const { OUTSIDE } = require('../scripts/bundle.js');
     const { modules } = require('../lib/runtime.js');
-    const sources = fs.readdirSync(path.join(checkout, 'lib')).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => f.slice(0, -3));
+    const sources = fs
+      .readdirSync(path.join(checkout, 'lib'))
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+      .map((f) => f.slice(0, -3));
     // A name left out that is no module of lib/ would be a typo hiding nothing.
     for (const name of Object.keys(OUTSIDE)) assert.ok(sources.includes(name), `${name} is left out of the bundle but is not a module of lib/`);
     for (const name of ['cli', 'create', 'invoke', 'configure', 'watch', 'testing']) assert.ok(Object.hasOwn(OUTSIDE, name), `${name} is bundled`);

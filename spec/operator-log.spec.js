@@ -10,9 +10,13 @@ const SECRET = 'tok-7c1f';
 
 describe('request failed and request rejected lines', () => {
   it('a 5xx is logged at error with method, path (no query) and status, and the error', async (t) => {
-    const server = await serve(t, () => {
-      throw new Error('the database is down');
-    }, { logLevel: 'info' });
+    const server = await serve(
+      t,
+      () => {
+        throw new Error('the database is down');
+      },
+      { logLevel: 'info' },
+    );
     assert.equal((await request(`${server.url}/orders/7?token=${SECRET}`, { method: 'DELETE' })).status, 500);
     const line = server.log.entries().find((e) => e.msg === 'request failed');
     assert.equal(line.level, 50);
@@ -22,18 +26,26 @@ describe('request failed and request rejected lines', () => {
   });
 
   it('a thrown value that is not an Error: the same fields, and the value described', async (t) => {
-    const server = await serve(t, () => {
-      throw 'plain words';
-    }, { logLevel: 'info' });
+    const server = await serve(
+      t,
+      () => {
+        throw 'plain words';
+      },
+      { logLevel: 'info' },
+    );
     await request(`${server.url}/x`, { method: 'POST' });
     const line = server.log.entries().find((e) => e.msg === 'request failed');
     assert.deepEqual([line.method, line.path, line.statusCode, line.thrown], ['POST', '/x', 500, 'plain words']);
   });
 
   it('a 4xx is logged at debug with method, path and status', async (t) => {
-    const server = await serve(t, () => {
-      throw Object.assign(new Error('no such order'), { statusCode: 404 });
-    }, { logLevel: 'debug' });
+    const server = await serve(
+      t,
+      () => {
+        throw Object.assign(new Error('no such order'), { statusCode: 404 });
+      },
+      { logLevel: 'debug' },
+    );
     await request(`${server.url}/orders/9`);
     const line = server.log.entries().find((e) => e.msg === 'request rejected');
     assert.deepEqual([line.level, line.method, line.path, line.statusCode, line.message], [20, 'GET', '/orders/9', 404, 'no such order']);
@@ -74,7 +86,10 @@ describe('the access line', () => {
     assert.equal(accessLines(quiet).length, 0);
     const verbose = await serve(t, () => 'ok', { logLevel: 'debug' });
     await request(verbose.url);
-    assert.deepEqual(accessLines(verbose).map((l) => l.level), [20]);
+    assert.deepEqual(
+      accessLines(verbose).map((l) => l.level),
+      [20],
+    );
   });
 
   it('faas-js-runtime compatibility turns it on; accessLog: false turns it off again', async (t) => {

@@ -161,7 +161,11 @@ describe('OpenTelemetry', () => {
         type: 'spec.batch',
         traceparent: `00-${traceId}-${PARENT}-01`,
       }));
-      const res = await request(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events) });
+      const res = await request(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents-batch+json' },
+        body: JSON.stringify(events),
+      });
       assert.ok(res.status < 300, res.text);
       await sleep(10);
       const byEvent = Object.fromEntries(serverSpans().map((s) => [s.attributes['cloudevents.event_id'], s]));

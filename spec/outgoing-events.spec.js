@@ -7,10 +7,14 @@ const { serve } = require('./helpers');
 
 const EVENT = { 'ce-id': '1', 'ce-source': '/test', 'ce-specversion': '1.0', 'content-type': 'application/json' };
 
-
 describe('outgoing events', () => {
   it('cloudEventResponse() with a Uint8Array answers its bytes as application/octet-stream', async (t) => {
-    const { url } = await serve(t, (context) => context.cloudEventResponse(new Uint8Array([104, 105])).type('dev.test.bytes').response());
+    const { url } = await serve(t, (context) =>
+      context
+        .cloudEventResponse(new Uint8Array([104, 105]))
+        .type('dev.test.bytes')
+        .response(),
+    );
     const res = await fetch(url, { method: 'POST', headers: { ...EVENT, 'ce-type': 'dev.test.in' }, body: '{}' });
     assert.equal(res.headers.get('content-type'), 'application/octet-stream');
     assert.equal(res.headers.get('ce-type'), 'dev.test.bytes');

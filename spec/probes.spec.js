@@ -111,7 +111,12 @@ describe('health probes', () => {
         }
       });
     }
-    await withEnv({ FUNC_HEALTH_LIVENESS_PATH: 'has space' }, () => assert.rejects(serve(t, () => 1), /invalid FUNC_HEALTH_LIVENESS_PATH/));
+    await withEnv({ FUNC_HEALTH_LIVENESS_PATH: 'has space' }, () =>
+      assert.rejects(
+        serve(t, () => 1),
+        /invalid FUNC_HEALTH_LIVENESS_PATH/,
+      ),
+    );
   });
 
   it('a probe path with dot or empty segments, or one another runtime path already has, stops the start', async (t) => {
@@ -123,7 +128,12 @@ describe('health probes', () => {
       [{ LIVENESS_URL: '/metrics' }, /the liveness probe and the metrics are both at "\/metrics"/],
       [{ FUNC_METRICS_PATH: '/health/readiness' }, /the readiness probe and the metrics are both at/],
     ]) {
-      await withEnv(env, () => assert.rejects(serve(t, () => 1), message));
+      await withEnv(env, () =>
+        assert.rejects(
+          serve(t, () => 1),
+          message,
+        ),
+      );
     }
     // With metrics off, /metrics is free for a probe.
     await withEnv({ LIVENESS_URL: '/metrics', FUNC_METRICS: 'off' }, async () => {

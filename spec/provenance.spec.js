@@ -92,10 +92,17 @@ describe('request data is never read as response instructions', () => {
     pick = (ctx, body) => body;
   });
 
-  for (const [name, fn] of [['return context', (ctx) => ctx], ['return { ...context }', (ctx) => ({ ...ctx })]]) {
+  for (const [name, fn] of [
+    ['return context', (ctx) => ctx],
+    ['return { ...context }', (ctx) => ({ ...ctx })],
+  ]) {
     it(`${name}: data sent as JSON, never the request's headers sent back as response headers`, async (t) => {
       const server = await serve(t, fn);
-      const answer = await request(server.url + '/?lunch=tacos', { method: 'POST', headers: { 'content-type': 'text/html', 'set-cookie': 'session=attacker', refresh: '0;url=https://evil.example/' }, body: '<script>x</script>' });
+      const answer = await request(server.url + '/?lunch=tacos', {
+        method: 'POST',
+        headers: { 'content-type': 'text/html', 'set-cookie': 'session=attacker', refresh: '0;url=https://evil.example/' },
+        body: '<script>x</script>',
+      });
       assert.equal(answer.status, 200);
       assert.equal(answer.headers.get('set-cookie'), null);
       assert.equal(answer.headers.get('refresh'), null);
@@ -144,7 +151,7 @@ describe('thrown request data', () => {
     assert.equal(answer.json.message, 'Internal Server Error');
   });
 
-  it('a named function throwing its input (made from the query) is a 500, not the client\'s status and headers', async (t) => {
+  it("a named function throwing its input (made from the query) is a 500, not the client's status and headers", async (t) => {
     const typed = (input) => {
       throw input;
     };
@@ -156,7 +163,7 @@ describe('thrown request data', () => {
     assert.equal(answer.json.message, 'Internal Server Error');
   });
 
-  it('a thrown 4xx whose headers are the request\'s (or part of the body) is a 500 without them', async (t) => {
+  it("a thrown 4xx whose headers are the request's (or part of the body) is a 500 without them", async (t) => {
     const server = await serve(t, (ctx, body) => {
       if (ctx.path === '/req') throw Object.assign(new Error('bad'), { statusCode: 400, headers: ctx.headers });
       if (ctx.path === '/distinct') throw { statusCode: 401, headers: ctx.req.headersDistinct };

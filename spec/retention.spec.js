@@ -51,7 +51,11 @@ for (const [what, headers, body] of [
     await new Promise((resolve) => setImmediate(resolve));
     gc();
     assert.equal(seen.length, 4);
-    assert.deepEqual(seen.map((ref) => ref.deref() === undefined), [true, true, true, true], 'requests and contexts still reachable');
+    assert.deepEqual(
+      seen.map((ref) => ref.deref() === undefined),
+      [true, true, true, true],
+      'requests and contexts still reachable',
+    );
   });
 }
 
@@ -126,7 +130,11 @@ async function collected(refs) {
     gc();
     if (refs.every((ref) => ref.deref() === undefined)) return;
   }
-  assert.deepEqual(refs.map((ref) => ref.deref() === undefined), refs.map(() => true), 'requests or contexts still reachable');
+  assert.deepEqual(
+    refs.map((ref) => ref.deref() === undefined),
+    refs.map(() => true),
+    'requests or contexts still reachable',
+  );
 }
 
 it('a soak of 300 requests of 256 KiB, each leaving a timer and a fetch with a 60 s timeout pending, holds none of them', async (t) => {

@@ -116,10 +116,14 @@ describe('return rules', () => {
   });
 
   it('an XML Document (such as the one an XML request arrives as) is sent as application/xml', async (t) => {
-    const res = await returning(t, (ctx, doc) => {
-      doc.documentElement.setAttribute('seen', 'yes');
-      return doc;
-    }, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<order id="1"/>' });
+    const res = await returning(
+      t,
+      (ctx, doc) => {
+        doc.documentElement.setAttribute('seen', 'yes');
+        return doc;
+      },
+      { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<order id="1"/>' },
+    );
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/xml; charset=utf-8');
     assert.match(res.text, /<order id="1" seen="yes"\/>/);
@@ -137,4 +141,3 @@ describe('return rules', () => {
     assert.equal((await request(url + '/?ok=1')).text, 'ok');
   });
 });
-

@@ -8,7 +8,14 @@ const { serve, request } = require('./helpers');
 describe('routing over HTTP', () => {
   it('without routes, every path and method goes to the handler, which is told the path', async (t) => {
     const { url } = await serve(t, (ctx) => ({ method: ctx.method, path: ctx.path }));
-    for (const [method, path] of [['GET', '/'], ['POST', '/a/b'], ['DELETE', '/x?y=1'], ['PATCH', '/deep/er/path'], ['OPTIONS', '/o'], ['PUT', '/']]) {
+    for (const [method, path] of [
+      ['GET', '/'],
+      ['POST', '/a/b'],
+      ['DELETE', '/x?y=1'],
+      ['PATCH', '/deep/er/path'],
+      ['OPTIONS', '/o'],
+      ['PUT', '/'],
+    ]) {
       const res = await request(url + path, { method });
       assert.equal(res.status, 200, `${method} ${path}`);
       assert.deepEqual(res.json, { method, path: path.split('?')[0] });

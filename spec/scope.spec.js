@@ -24,11 +24,9 @@ async function chargeOrder(n) {
 }
 
 describe('request-scoped log', () => {
-  it('under 40 concurrent requests, every helper line carries its own request\'s reqId and trace', async (t) => {
+  it("under 40 concurrent requests, every helper line carries its own request's reqId and trace", async (t) => {
     const server = await serve(t, async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
-    const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, n) => request(`${server.url}/?n=${n}`, { headers: { traceparent: traceparent(n) } })),
-    );
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, n) => request(`${server.url}/?n=${n}`, { headers: { traceparent: traceparent(n) } })));
     answers.forEach((res, n) => assert.deepEqual(res.json, { n }));
     await sleep(50);
     const lines = server.log.entries().filter((l) => l.msg === 'charging');
@@ -37,7 +35,7 @@ describe('request-scoped log', () => {
     for (const line of lines) {
       assert.equal(line.trace_id, traceOf(line.n), JSON.stringify(line));
       assert.match(line.span_id, /^[0-9a-f]{16}$/);
-      assert.notEqual(line.span_id, 'b7ad6b7169203331', 'the invocation\'s own span, not the caller\'s');
+      assert.notEqual(line.span_id, 'b7ad6b7169203331', "the invocation's own span, not the caller's");
       assert.equal(typeof line.reqId, 'number');
       if (!reqIdOf.has(line.n)) reqIdOf.set(line.n, line.reqId);
       assert.equal(line.reqId, reqIdOf.get(line.n), 'one reqId per request');
@@ -58,7 +56,7 @@ describe('request-scoped log', () => {
     }
   });
 
-  it('outside an invocation (init, shutdown) it writes with the server\'s logger, without a reqId', async (t) => {
+  it("outside an invocation (init, shutdown) it writes with the server's logger, without a reqId", async (t) => {
     const server = await serve(
       t,
       {
@@ -79,7 +77,7 @@ describe('request-scoped log', () => {
     }
   });
 
-  it('a child made at load time keeps its bindings and takes the invocation\'s fields', async (t) => {
+  it("a child made at load time keeps its bindings and takes the invocation's fields", async (t) => {
     const db = log.child({ component: 'db' });
     const server = await serve(
       t,
@@ -110,7 +108,10 @@ describe('request-scoped log', () => {
     config.version = 3;
     await request(server.url);
     const lines = server.log.entries().filter((l) => l.msg === 'configured');
-    assert.deepEqual(lines.map((l) => l.config.version), [1, 1]);
+    assert.deepEqual(
+      lines.map((l) => l.config.version),
+      [1, 1],
+    );
   });
 
   it("a returned stream's code writes with the invocation's fields", async (t) => {
@@ -138,7 +139,7 @@ describe('request-scoped log', () => {
     assert.equal(new Set(lines.map((l) => `${l.reqId}/${l.trace_id}`)).size, 2);
   });
 
-  it('follows the server\'s level, and a child\'s own level', async (t) => {
+  it("follows the server's level, and a child's own level", async (t) => {
     const verbose = log.child({ part: 'verbose' }, { level: 'debug' });
     let seen;
     const server = await serve(
@@ -169,7 +170,14 @@ describe('request-scoped log', () => {
       },
       { logLevel: 'info' },
     );
-    const events = ['a', 'b'].map((id, i) => ({ specversion: '1.0', id, source: '/spec', type: 'spec.batch', datacontenttype: 'application/json', data: { wait: 10 - i * 5 } }));
+    const events = ['a', 'b'].map((id, i) => ({
+      specversion: '1.0',
+      id,
+      source: '/spec',
+      type: 'spec.batch',
+      datacontenttype: 'application/json',
+      data: { wait: 10 - i * 5 },
+    }));
     const res = await request(server.url, {
       method: 'POST',
       headers: { 'content-type': 'application/cloudevents-batch+json', traceparent: traceparent(3) },
@@ -189,7 +197,7 @@ describe('request-scoped log', () => {
     }
   });
 
-  it('work that outlives its invocation says so, without its reqId or its client\'s trace, and never borrows a later request\'s', async (t) => {
+  it("work that outlives its invocation says so, without its reqId or its client's trace, and never borrows a later request's", async (t) => {
     // A poller started lazily by the first request, as a cache refresher often is.
     let poller;
     t.after(() => clearInterval(poller));

@@ -96,7 +96,10 @@ describe('loading a function', () => {
   });
 
   it('an unknown option or a bad flag value: exit code 2, as for any command, with one line naming it', async () => {
-    for (const [args, pattern] of [[['--frobnicate'], /frobnicate/], [['--bodyLimit', '2 parsecs'], /--bodyLimit '2 parsecs'/]]) {
+    for (const [args, pattern] of [
+      [['--frobnicate'], /frobnicate/],
+      [['--bodyLimit', '2 parsecs'], /--bodyLimit '2 parsecs'/],
+    ]) {
       const proc = run(args);
       assert.equal((await proc.exited).code, 2, args.join(' '));
       assert.match(proc.out.stderr, pattern);
@@ -178,7 +181,11 @@ describe('options from flags and environment', () => {
   });
 
   it('--bodyLimit and FUNC_BODY_LIMIT take bytes or units', async () => {
-    for (const [args, env] of [[['--bodyLimit', '2kb'], {}], [[], { FUNC_BODY_LIMIT: '2kb' }], [['--bodyLimit', '2048'], {}]]) {
+    for (const [args, env] of [
+      [['--bodyLimit', '2kb'], {}],
+      [[], { FUNC_BODY_LIMIT: '2kb' }],
+      [['--bodyLimit', '2048'], {}],
+    ]) {
       const proc = await runServing([echo, ...args], { env });
       const post = (n) => request(proc.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(n) });
       assert.equal((await post(2048)).status, 200);
@@ -189,7 +196,11 @@ describe('options from flags and environment', () => {
   });
 
   it('--include-raw and FUNC_INCLUDE_RAW fill context.rawBody', async () => {
-    for (const [args, env, expected] of [[['--include-raw'], {}, 3], [[], { FUNC_INCLUDE_RAW: 'true' }, 3], [[], {}, null]]) {
+    for (const [args, env, expected] of [
+      [['--include-raw'], {}, 3],
+      [[], { FUNC_INCLUDE_RAW: 'true' }, 3],
+      [[], {}, null],
+    ]) {
       const proc = await runServing([echo, ...args], { env });
       const res = await request(proc.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'abc' });
       assert.equal(res.json.seen.raw, expected);
@@ -236,7 +247,7 @@ globalThis.atLoad = process.env.FROM_YAML ?? null;`;
         '      value: from func.yaml',
         '    - name: ALREADY_SET',
         '      value: from func.yaml',
-        "    - name: REFERENCED",
+        '    - name: REFERENCED',
         "      value: '{{ env:SOURCE_VAR }}'",
         '',
       ].join('\n'),
@@ -278,8 +289,14 @@ globalThis.atLoad = process.env.FROM_YAML ?? null;`;
   const malformed = {
     'broken YAML': ['name: x\nrun:\n  envs: [unclosed\n', /func\.yaml:4: Flow sequence/],
     'envs that are not a list': ['run:\n  envs: FOO=bar\n', /func\.yaml:2: run\.envs must be a list/],
-    'an env without a name whose value imports nothing': ['run:\n  envs:\n    - value: x\n', /func\.yaml:3: a run\.envs entry without a name imports every key of a secret or config map/],
-    'a probe path without a leading slash': ['deploy:\n  healthEndpoints:\n    liveness: alive\n', /func\.yaml:3: deploy\.healthEndpoints\.liveness must be a path/],
+    'an env without a name whose value imports nothing': [
+      'run:\n  envs:\n    - value: x\n',
+      /func\.yaml:3: a run\.envs entry without a name imports every key of a secret or config map/,
+    ],
+    'a probe path without a leading slash': [
+      'deploy:\n  healthEndpoints:\n    liveness: alive\n',
+      /func\.yaml:3: deploy\.healthEndpoints\.liveness must be a path/,
+    ],
     'a duplicated key': ['name: a\nname: b\n', /func\.yaml:2: /],
   };
   for (const [what, [text, message]] of Object.entries(malformed)) {

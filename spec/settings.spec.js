@@ -19,7 +19,12 @@ function optionRows() {
   const header = lines.findIndex((line) => line.startsWith('| flag | variable |'));
   assert.ok(header !== -1, 'docs/options.md has no options table');
   const end = lines.findIndex((line, i) => i > header && !line.startsWith('|'));
-  return lines.slice(header + 2, end === -1 ? undefined : end).map((line) => line.split('|').slice(1, -1).map((c) => c.trim()));
+  return lines.slice(header + 2, end === -1 ? undefined : end).map((line) =>
+    line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim()),
+  );
 }
 
 describe('the settings table', () => {
@@ -50,7 +55,11 @@ describe('the settings table', () => {
     const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-settings-'));
     fs.writeFileSync(path.join(folder, 'func.yaml'), 'name: s\n');
     for (const variable of ['FUNC_TIMEOUT', 'FUNC_METRICS', 'FUNC_MAX_EVENT_LOOP_DELAY', 'FUNC_COMPAT']) {
-      const res = spawnSync(process.execPath, [path.join(ROOT, 'lib', 'cli.js'), 'config', 'envs', 'add', '--path', folder, '--name', variable, '--value', 'banana'], { encoding: 'utf8' });
+      const res = spawnSync(
+        process.execPath,
+        [path.join(ROOT, 'lib', 'cli.js'), 'config', 'envs', 'add', '--path', folder, '--name', variable, '--value', 'banana'],
+        { encoding: 'utf8' },
+      );
       assert.notEqual(res.status, 0, variable);
       assert.match(res.stderr + res.stdout, new RegExp(`invalid ${variable} 'banana'`), variable);
     }
@@ -62,7 +71,10 @@ describe('the settings table', () => {
     t.after(() => stop(server, 100));
     assert.equal(server.headersTimeout, 5000);
     assert.equal(server.requestTimeout, 5000);
-    await assert.rejects(start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 2 ** 31 }), /at most 2147483647 ms/);
+    await assert.rejects(
+      start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 2 ** 31 }),
+      /at most 2147483647 ms/,
+    );
   });
 
   it('a wrong command line is one line on stderr and exit code 2; --help lines keep a space before their text', () => {
@@ -76,9 +88,20 @@ describe('the settings table', () => {
   });
 
   it('start() takes each option as text or as a value, checked by the same parser', async () => {
-    const server = await start(() => 'ok', { port: '0', host: '127.0.0.1', logLevel: 'silent', timeout: '2s', bodyLimit: '1kb', maxConnections: '5', includeRaw: 'yes' });
+    const server = await start(() => 'ok', {
+      port: '0',
+      host: '127.0.0.1',
+      logLevel: 'silent',
+      timeout: '2s',
+      bodyLimit: '1kb',
+      maxConnections: '5',
+      includeRaw: 'yes',
+    });
     await stop(server, 100);
-    await assert.rejects(start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 'banana' }), /invalid timeout 'banana'/);
+    await assert.rejects(
+      start(() => 'ok', { port: 0, host: '127.0.0.1', timeout: 'banana' }),
+      /invalid timeout 'banana'/,
+    );
     assert.equal(defaults.timeout, SETTINGS.timeout.default);
   });
 });

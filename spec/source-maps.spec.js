@@ -19,10 +19,14 @@ const throwing = () => project({ 'index.js': "module.exports = { handle() { thro
 
 describe('source maps', () => {
   const running = [];
-  after(() => Promise.all(running.map(async (proc) => {
-    proc.child.kill('SIGKILL');
-    await proc.exited;
-  })));
+  after(() =>
+    Promise.all(
+      running.map(async (proc) => {
+        proc.child.kill('SIGKILL');
+        await proc.exited;
+      }),
+    ),
+  );
 
   /** Serves `folder`, has its handler throw, and returns the stack of funcrun's error line and what node said on stderr. */
   async function loggedStack(folder, { env, args = [folder], script } = {}) {
@@ -51,23 +55,33 @@ describe('source maps', () => {
 
   it("the funcrun command and faas-js-runtime's bin/cli.js log the same frames", async () => {
     const folder = throwing();
-    for (const [script, args] of [[path.join(lib, 'cli.js'), ['serve', folder]], [path.join(checkout, 'bin', 'cli.js'), [folder]]]) {
+    for (const [script, args] of [
+      [path.join(lib, 'cli.js'), ['serve', folder]],
+      [path.join(checkout, 'bin', 'cli.js'), [folder]],
+    ]) {
       const { stack } = await loggedStack(folder, { script, args });
       assert.match(stack, INVOCATION_FRAME, script);
     }
   });
 
   it('they are off while the function loads, on once it listens; a process started with them on keeps them on', async () => {
-    const folder = project({ 'index.js': 'const atLoad = process.sourceMapsEnabled;\nmodule.exports = { handle: () => ({ atLoad, serving: process.sourceMapsEnabled }) };\n' });
-    for (const [execArgv, expected] of [[[], { atLoad: false, serving: true }], [['--enable-source-maps'], { atLoad: true, serving: true }]]) {
+    const folder = project({
+      'index.js': 'const atLoad = process.sourceMapsEnabled;\nmodule.exports = { handle: () => ({ atLoad, serving: process.sourceMapsEnabled }) };\n',
+    });
+    for (const [execArgv, expected] of [
+      [[], { atLoad: false, serving: true }],
+      [['--enable-source-maps'], { atLoad: true, serving: true }],
+    ]) {
       const proc = await runServing([folder], { execArgv });
       running.push(proc);
       assert.deepEqual((await request(proc.url, { method: 'POST' })).json, expected, execArgv.join(' '));
     }
   });
 
-  it('the map ships with the package, without the sources\' text, and names only files of the checkout', () => {
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: checkout, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+  it("the map ships with the package, without the sources' text, and names only files of the checkout", () => {
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: checkout, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+    );
     assert.ok(packed[0].files.some((f) => f.path === 'lib/runtime.js.map'));
     const map = JSON.parse(fs.readFileSync(path.join(lib, 'runtime.js.map'), 'utf8'));
     assert.equal(map.sourcesContent, undefined);
@@ -85,7 +99,13 @@ describe('source maps', () => {
         await stop(server);
         console.log(JSON.stringify({ enabled: process.sourceMapsEnabled, stack: lines.find((l) => l.level === 50).err.stack }));
       })();`;
-    const inChild = (flags) => JSON.parse(execFileSync(process.execPath, [...flags, '-e', script], { encoding: 'utf8' }).trim().split('\n').pop());
+    const inChild = (flags) =>
+      JSON.parse(
+        execFileSync(process.execPath, [...flags, '-e', script], { encoding: 'utf8' })
+          .trim()
+          .split('\n')
+          .pop(),
+      );
     const plain = inChild([]);
     assert.equal(plain.enabled, false);
     assert.match(plain.stack, /lib[\\/]runtime\.js:\d+:\d+/);

@@ -47,20 +47,35 @@ describe('a syntax error is reported at its file, line and column', () => {
   });
 
   it('TypeScript run from its source: file, line and column', { skip: !canRunTypeScript() && 'this node cannot strip types' }, async () => {
-    const { json } = await failToStart({ 'src/index.ts': 'export function handle(x: number) {\n  return { a: 1 b: 2 };\n}\n', 'package.json': '{"type":"module"}' });
+    const { json } = await failToStart({
+      'src/index.ts': 'export function handle(x: number) {\n  return { a: 1 b: 2 };\n}\n',
+      'package.json': '{"type":"module"}',
+    });
     assert.match(json.msg, /src\/index\.ts:2:17: SyntaxError/);
   });
 });
 
 describe('a module without a handler says what it exported instead', () => {
   const cases = {
-    'a handler export is suggested as handle': [{ 'index.js': 'module.exports = { handler() {}, port: 8080 };' }, /found handler \(a function\), port \(a number\): did you mean handle\? Rename handler to handle$/],
-    'a misspelled handle is suggested as handle': [{ 'index.js': 'module.exports = { hadle() {} };' }, /found hadle \(a function\): did you mean handle\? Rename hadle to handle$/],
-    'an ESM default export without handle': [{ 'index.mjs': 'export default { handleRequest() {} };', 'package.json': '{"main":"index.mjs"}' }, /found a default export with handleRequest \(a function\): did you mean handle\?/],
+    'a handler export is suggested as handle': [
+      { 'index.js': 'module.exports = { handler() {}, port: 8080 };' },
+      /found handler \(a function\), port \(a number\): did you mean handle\? Rename handler to handle$/,
+    ],
+    'a misspelled handle is suggested as handle': [
+      { 'index.js': 'module.exports = { hadle() {} };' },
+      /found hadle \(a function\): did you mean handle\? Rename hadle to handle$/,
+    ],
+    'an ESM default export without handle': [
+      { 'index.mjs': 'export default { handleRequest() {} };', 'package.json': '{"main":"index.mjs"}' },
+      /found a default export with handleRequest \(a function\): did you mean handle\?/,
+    ],
     'a string exported': [{ 'index.js': "module.exports = 'handle';" }, /it exports a string \('handle'\)$/],
     'nothing exported': [{ 'index.js': 'const handle = () => 1;' }, /it exports nothing: module\.exports = \{ handle \}/],
     'handle that is a string': [{ 'index.js': "module.exports = { handle: 'yes' };" }, /handle is a string \('yes'\): it must be a function$/],
-    'handle that is not a function beside routes': [{ 'index.js': 'module.exports = { handle: 5, routes: {} };' }, /'handle' must be a function, found a number \(5\)/],
+    'handle that is not a function beside routes': [
+      { 'index.js': 'module.exports = { handle: 5, routes: {} };' },
+      /'handle' must be a function, found a number \(5\)/,
+    ],
   };
   for (const [name, [files, message]] of Object.entries(cases)) {
     it(name, async () => {
@@ -95,23 +110,33 @@ describe('an import of ./x.js where only ./x.ts exists names the .ts file', () =
 });
 
 describe('TypeScript mistakes node makes hard to read', () => {
-  it('a type imported as a value, in source node runs without types: import type is suggested', { skip: !canRunTypeScript() && 'this node cannot strip types' }, async () => {
-    const { code, json } = await failToStart({
-      'package.json': '{"type":"module"}',
-      'node_modules/runtime-types/package.json': '{"name":"runtime-types","main":"index.js"}',
-      'node_modules/runtime-types/index.js': 'exports.greet = () => "hi";\n',
-      'src/index.ts': "import { Context, greet } from 'runtime-types';\nexport const handle = (context: Context) => greet();\n",
-    });
-    assert.equal(code, 1);
-    assert.match(json.msg, /src\/index\.ts:1:\d+: SyntaxError: Named export 'Context' not found/);
-    assert.equal(json.hint, 'if Context is a type, import it with import type { Context } (node runs the source without its types), or build the project (npm run build) and serve the build');
-  });
+  it(
+    'a type imported as a value, in source node runs without types: import type is suggested',
+    { skip: !canRunTypeScript() && 'this node cannot strip types' },
+    async () => {
+      const { code, json } = await failToStart({
+        'package.json': '{"type":"module"}',
+        'node_modules/runtime-types/package.json': '{"name":"runtime-types","main":"index.js"}',
+        'node_modules/runtime-types/index.js': 'exports.greet = () => "hi";\n',
+        'src/index.ts': "import { Context, greet } from 'runtime-types';\nexport const handle = (context: Context) => greet();\n",
+      });
+      assert.equal(code, 1);
+      assert.match(json.msg, /src\/index\.ts:1:\d+: SyntaxError: Named export 'Context' not found/);
+      assert.equal(
+        json.hint,
+        'if Context is a type, import it with import type { Context } (node runs the source without its types), or build the project (npm run build) and serve the build',
+      );
+    },
+  );
 
   it("a TypeScript project's build served before it is built says to build it", async () => {
     const folder = project({ 'package.json': '{"name":"x"}', 'src/index.ts': 'export const handle = () => 1;\n' });
     const proc = run([path.join(folder, 'build', 'index.js'), '--port', '0']);
     assert.equal((await proc.exited).code, 1);
-    assert.match(JSON.parse(proc.out.stderr.trim()).msg, /build\/index\.js: no such file or folder: it is the TypeScript project's build, made by npm run build/);
+    assert.match(
+      JSON.parse(proc.out.stderr.trim()).msg,
+      /build\/index\.js: no such file or folder: it is the TypeScript project's build, made by npm run build/,
+    );
   });
 });
 
@@ -137,10 +162,16 @@ describe('the command line and the machine', () => {
   });
 
   it('a node older than 22 gets one warning, and the function still starts', async (t) => {
-    const folder = project({ 'index.js': 'module.exports = () => "old";', 'old-node.js': "Object.defineProperty(process, 'versions', { value: { ...process.versions, node: '20.19.0' } });" });
+    const folder = project({
+      'index.js': 'module.exports = () => "old";',
+      'old-node.js': "Object.defineProperty(process, 'versions', { value: { ...process.versions, node: '20.19.0' } });",
+    });
     const proc = await runServing([folder], { execArgv: ['--require', path.join(folder, 'old-node.js')] });
     t.after(() => proc.child.kill('SIGKILL'));
-    const warnings = proc.out.stderr.trim().split('\n').map((l) => JSON.parse(l));
+    const warnings = proc.out.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(warnings.length, 1, proc.out.stderr);
     assert.equal(warnings[0].level, 40);
     assert.match(warnings[0].msg, /^Node\.js 20\.19\.0 is not supported: funcrun runs on Node\.js 22 and 24/);

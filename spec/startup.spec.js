@@ -21,11 +21,17 @@ describe('start-up', () => {
   it("serve.js run as a program keeps node's compile cache in lib/.cache, before the function loads", async () => {
     const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-startup-'));
     try {
-      fs.writeFileSync(path.join(folder, 'index.js'), "process.stderr.write('cache:' + require('node:module').getCompileCacheDir() + '\\n');\nmodule.exports = { handle: () => 'ok' };\n");
+      fs.writeFileSync(
+        path.join(folder, 'index.js'),
+        "process.stderr.write('cache:' + require('node:module').getCompileCacheDir() + '\\n');\nmodule.exports = { handle: () => 'ok' };\n",
+      );
       const clean = { ...process.env };
       delete clean.NODE_COMPILE_CACHE;
       delete clean.NODE_DISABLE_COMPILE_CACHE;
-      const child = spawn(process.execPath, [path.join(lib, 'serve.js'), folder, '--port', '0', '--host', '127.0.0.1'], { env: clean, stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [path.join(lib, 'serve.js'), folder, '--port', '0', '--host', '127.0.0.1'], {
+        env: clean,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       const line = await new Promise((resolve, reject) => {
         child.stderr.on('data', (chunk) => {
@@ -44,8 +50,16 @@ describe('start-up', () => {
   });
 
   it('required as a module, serve.js turns nothing on; NODE_DISABLE_COMPILE_CACHE turns it off', () => {
-    assert.equal(inChild(`require(${JSON.stringify(path.join(lib, 'serve.js'))}); console.log(String(require('node:module').getCompileCacheDir()), process.sourceMapsEnabled)`), 'undefined false');
-    const disabled = inChild(`require(${JSON.stringify(path.join(lib, 'compile-cache.js'))}); console.log(String(require('node:module').getCompileCacheDir()))`, { NODE_DISABLE_COMPILE_CACHE: '1' });
+    assert.equal(
+      inChild(
+        `require(${JSON.stringify(path.join(lib, 'serve.js'))}); console.log(String(require('node:module').getCompileCacheDir()), process.sourceMapsEnabled)`,
+      ),
+      'undefined false',
+    );
+    const disabled = inChild(
+      `require(${JSON.stringify(path.join(lib, 'compile-cache.js'))}); console.log(String(require('node:module').getCompileCacheDir()))`,
+      { NODE_DISABLE_COMPILE_CACHE: '1' },
+    );
     assert.equal(disabled, 'undefined');
   });
 

@@ -50,7 +50,12 @@ describe('returned streams', () => {
   });
 
   it('a stream failing before any byte is a 500', async () => {
-    make = () => new Readable({ read() { this.destroy(new Error('no such file')); } });
+    make = () =>
+      new Readable({
+        read() {
+          this.destroy(new Error('no such file'));
+        },
+      });
     assert.equal((await request(server.url)).status, 500);
   });
 
@@ -71,7 +76,12 @@ describe('returned streams', () => {
 
   it('HEAD gets the headers and no body; the stream is destroyed', async () => {
     let stream;
-    make = () => (stream = new Readable({ read() { this.push('x'); } }));
+    make = () =>
+      (stream = new Readable({
+        read() {
+          this.push('x');
+        },
+      }));
     const answer = await request(server.url, { method: 'HEAD' });
     assert.equal(answer.status, 200);
     assert.equal(answer.text, '');
@@ -102,7 +112,10 @@ describe('returned streams', () => {
 
   it('{ body: context.req.socket } is a 500; the pipelined request behind it is answered', async (t) => {
     const own = await serve(t, (ctx) => (ctx.path === '/sock' ? { body: ctx.req.socket } : 'next'));
-    const { text } = await exchange(own.server.address().port, 'GET /sock HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+    const { text } = await exchange(
+      own.server.address().port,
+      'GET /sock HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
+    );
     assert.deepEqual(statuses(text), [500, 200]);
   });
 });
@@ -130,7 +143,16 @@ describe('streams funcrun does not send are closed, never left to crash the proc
 
   for (const [name, options, fn, init] of [
     ['the late result after a 504 timeout', { timeout: 100 }, (track) => async () => (await new Promise((r) => setTimeout(r, 250)), track()), {}],
-    ['a batch handler\'s value that is not an event', {}, (track) => () => track(), { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify([{ specversion: '1.0', id: '1', source: '/s', type: 't' }]) }],
+    [
+      "a batch handler's value that is not an event",
+      {},
+      (track) => () => track(),
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents-batch+json' },
+        body: JSON.stringify([{ specversion: '1.0', id: '1', source: '/s', type: 't' }]),
+      },
+    ],
     ['the body of a structured return with an invalid statusCode', {}, (track) => () => ({ statusCode: 'teapot', body: track() }), {}],
   ]) {
     it(`${name}: the stream is destroyed`, async (t) => {

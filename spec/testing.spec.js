@@ -8,7 +8,12 @@ const { project, request, sink } = require('./helpers');
 
 describe('funcrun/testing', () => {
   it('createContext builds the context funcrun would: method, path, query on the context, headers, body', () => {
-    const ctx = createContext({ method: 'post', url: '/orders?id=7&tag=a&tag=b', headers: { 'Content-Type': 'application/json; charset=utf-8', 'X-Trace': 't' }, body: { n: 1 } });
+    const ctx = createContext({
+      method: 'post',
+      url: '/orders?id=7&tag=a&tag=b',
+      headers: { 'Content-Type': 'application/json; charset=utf-8', 'X-Trace': 't' },
+      body: { n: 1 },
+    });
     assert.equal(ctx.method, 'POST');
     assert.equal(ctx.path, '/orders');
     assert.deepEqual({ ...ctx.query }, { id: '7', tag: ['a', 'b'] });
@@ -22,7 +27,7 @@ describe('funcrun/testing', () => {
     assert.ok(answer instanceof CloudEvent);
   });
 
-  it("createContext with a CloudEvent sets context.cloudevent and its data as body; log lines can be captured", () => {
+  it('createContext with a CloudEvent sets context.cloudevent and its data as body; log lines can be captured', () => {
     const out = sink();
     const event = new CloudEvent({ type: 't', source: '/s', data: { a: 1 } });
     const ctx = createContext({ cloudevent: event, logDestination: out });
@@ -37,7 +42,10 @@ describe('funcrun/testing', () => {
     t.after(() => running.close());
     assert.match(running.url, /^http:\/\/127\.0\.0\.1:\d+$/);
     assert.equal((await request(running.url)).text, 'from a module');
-    const folder = project({ 'index.js': 'module.exports = () => process.env.FROM_YAML;', 'func.yaml': 'run:\n  envs:\n    - name: FROM_YAML\n      value: yes from yaml\ndeploy:\n  healthEndpoints:\n    liveness: /alive\n' });
+    const folder = project({
+      'index.js': 'module.exports = () => process.env.FROM_YAML;',
+      'func.yaml': 'run:\n  envs:\n    - name: FROM_YAML\n      value: yes from yaml\ndeploy:\n  healthEndpoints:\n    liveness: /alive\n',
+    });
     const fromFolder = await startFunction(folder, { config: folder });
     t.after(() => fromFolder.close());
     assert.equal((await request(fromFolder.url)).text, 'yes from yaml');
@@ -64,8 +72,14 @@ describe('funcrun/testing', () => {
   });
 
   it('serve without the test context refuses before anything listens', async () => {
-    await assert.rejects(serve(() => 'never served'), { name: 'TypeError', message: /takes the test's context first/ });
-    await assert.rejects(serve({ after: 'not a hook' }, () => 'never served'), TypeError);
+    await assert.rejects(
+      serve(() => 'never served'),
+      { name: 'TypeError', message: /takes the test's context first/ },
+    );
+    await assert.rejects(
+      serve({ after: 'not a hook' }, () => 'never served'),
+      TypeError,
+    );
   });
 });
 
@@ -73,10 +87,14 @@ describe('createLogSink', () => {
   it('collects the lines of a started function, at trace level, parsed as JSON', async (t) => {
     const { createLogSink } = require('funcrun/testing');
     const sink = createLogSink();
-    const running = await serve(t, (ctx) => {
-      ctx.log.trace({ step: 1 }, 'tracing');
-      return 'ok';
-    }, { logDestination: sink });
+    const running = await serve(
+      t,
+      (ctx) => {
+        ctx.log.trace({ step: 1 }, 'tracing');
+        return 'ok';
+      },
+      { logDestination: sink },
+    );
     assert.equal(await (await fetch(running.url)).text(), 'ok');
     const traced = sink.entries().find((e) => e.msg === 'tracing');
     assert.equal(traced.step, 1);

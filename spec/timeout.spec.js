@@ -41,7 +41,10 @@ describe('handler timeout', () => {
 
   it('FUNC_TIMEOUT and --timeout set it for node lib/serve.js', async (t) => {
     const folder = project({ 'index.js': 'module.exports = () => new Promise((r) => setTimeout(() => r("late"), 2000));' });
-    for (const [args, env] of [[[], { FUNC_TIMEOUT: '200ms' }], [['--timeout', '200ms'], {}]]) {
+    for (const [args, env] of [
+      [[], { FUNC_TIMEOUT: '200ms' }],
+      [['--timeout', '200ms'], {}],
+    ]) {
       const proc = await runServing([folder, ...args], { env });
       t.after(() => proc.stop('SIGKILL'));
       assert.equal((await request(proc.url)).status, 504);
@@ -59,10 +62,7 @@ describe('handler timeout', () => {
     /** `promise`, or a rejection saying `what` did not happen once BOUND_MS pass. */
     const timers = new Set();
     const within = (promise, what) =>
-      Promise.race([
-        promise,
-        new Promise((_, reject) => timers.add(setTimeout(() => reject(new Error(`${what} within ${BOUND_MS} ms`)), BOUND_MS))),
-      ]);
+      Promise.race([promise, new Promise((_, reject) => timers.add(setTimeout(() => reject(new Error(`${what} within ${BOUND_MS} ms`)), BOUND_MS)))]);
     // Registered before serve() registers the server's close, so it runs first: a handler still
     // waiting is let go, rather than held until the grace period cuts it.
     t.after(() => {

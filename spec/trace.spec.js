@@ -116,13 +116,17 @@ describe('trace context with CloudEvents', () => {
       t,
       (context, data) => {
         context.log.info('handled');
-        return context.cloudEventResponse({ got: data, traceparent: context.traceparent ?? null }).type('dev.example.answer').source('/answer').response();
+        return context
+          .cloudEventResponse({ got: data, traceparent: context.traceparent ?? null })
+          .type('dev.example.answer')
+          .source('/answer')
+          .response();
       },
       { logLevel: 'info' },
     );
   }
 
-  it('binary: ce-traceparent is the trace; the answer carries the invocation\'s traceparent and tracestate', async (t) => {
+  it("binary: ce-traceparent is the trace; the answer carries the invocation's traceparent and tracestate", async (t) => {
     const server = await answering(t);
     const event = new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: { n: 1 }, traceparent: TRACEPARENT, tracestate: TRACESTATE });
     const message = HTTP.binary(event);
@@ -149,7 +153,7 @@ describe('trace context with CloudEvents', () => {
     assert.equal(answer.tracestate, undefined);
   });
 
-  it('the HTTP traceparent header wins over the event\'s', async (t) => {
+  it("the HTTP traceparent header wins over the event's", async (t) => {
     const server = await answering(t);
     const other = `00-${'a'.repeat(32)}-${'b'.repeat(16)}-00`;
     const message = HTTP.binary(new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: {}, traceparent: other }));
@@ -160,7 +164,9 @@ describe('trace context with CloudEvents', () => {
   it('an event the function gives a traceparent of its own keeps it; an event without a trace gets none', async (t) => {
     const own = `00-${'c'.repeat(32)}-${'d'.repeat(16)}-01`;
     const server = await serve(t, (context) =>
-      context.query.own ? new CloudEvent({ type: 'dev.example.answer', source: '/answer', traceparent: own }) : new CloudEvent({ type: 'dev.example.answer', source: '/answer' }),
+      context.query.own
+        ? new CloudEvent({ type: 'dev.example.answer', source: '/answer', traceparent: own })
+        : new CloudEvent({ type: 'dev.example.answer', source: '/answer' }),
     );
     const message = HTTP.binary(new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: {}, traceparent: TRACEPARENT }));
     const kept = await fetch(server.url + '?own=1', { method: 'POST', headers: message.headers, body: message.body });
@@ -174,7 +180,11 @@ describe('trace context with CloudEvents', () => {
   it("a batch under the request's trace: each event's invocation has a span of its own", async (t) => {
     const server = await answering(t);
     const events = [1, 2].map((n) => ({ specversion: '1.0', id: String(n), source: '/spec', type: 'dev.example.ask', data: { n } }));
-    const res = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json', traceparent: TRACEPARENT }, body: JSON.stringify(events) });
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents-batch+json', traceparent: TRACEPARENT },
+      body: JSON.stringify(events),
+    });
     assert.equal(res.status, 200);
     const lines = handledLines(server);
     assert.equal(lines.length, 2);
@@ -190,7 +200,15 @@ describe('trace context with CloudEvents', () => {
     const server = await answering(t);
     const res = await fetch(server.url, {
       method: 'POST',
-      headers: { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/spec', 'ce-type': 'dev.example.ask', 'ce-traceparent': TRACEPARENT, 'ce-tracestate': 'a=%41%20b', 'content-type': 'application/json' },
+      headers: {
+        'ce-specversion': '1.0',
+        'ce-id': '1',
+        'ce-source': '/spec',
+        'ce-type': 'dev.example.ask',
+        'ce-traceparent': TRACEPARENT,
+        'ce-tracestate': 'a=%41%20b',
+        'content-type': 'application/json',
+      },
       body: '{}',
     });
     // The binding's percent-encoding (the SDK's own reader does not decode it; funcrun's does).
@@ -198,7 +216,15 @@ describe('trace context with CloudEvents', () => {
     // A tracestate that decodes to a line break is no tracestate.
     const crlf = await fetch(server.url, {
       method: 'POST',
-      headers: { 'ce-specversion': '1.0', 'ce-id': '2', 'ce-source': '/spec', 'ce-type': 'dev.example.ask', 'ce-traceparent': TRACEPARENT, 'ce-tracestate': 'a=%0D%0Ab', 'content-type': 'application/json' },
+      headers: {
+        'ce-specversion': '1.0',
+        'ce-id': '2',
+        'ce-source': '/spec',
+        'ce-type': 'dev.example.ask',
+        'ce-traceparent': TRACEPARENT,
+        'ce-tracestate': 'a=%0D%0Ab',
+        'content-type': 'application/json',
+      },
       body: '{}',
     });
     assert.equal(crlf.status, 200);
@@ -208,7 +234,9 @@ describe('trace context with CloudEvents', () => {
 
   it("the trace headers count toward the answer's header block: past it, the answer goes structured", async (t) => {
     const server = await serve(t, () => new CloudEvent({ type: 'dev.example.answer', source: '/answer', big: 'x'.repeat(12_000) }));
-    const message = HTTP.binary(new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: {}, traceparent: TRACEPARENT, tracestate: `a=${'z'.repeat(6000)}` }));
+    const message = HTTP.binary(
+      new CloudEvent({ type: 'dev.example.ask', source: '/spec', data: {}, traceparent: TRACEPARENT, tracestate: `a=${'z'.repeat(6000)}` }),
+    );
     const res = await fetch(server.url, { method: 'POST', headers: message.headers, body: message.body });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type'), /^application\/cloudevents\+json/);

@@ -10,10 +10,14 @@ const TSC = require.resolve('typescript/bin/tsc');
 const ROOT = path.join(__dirname, '..');
 
 function compile(file) {
-  const result = spawnSync(process.execPath, [TSC, '--noEmit', '--strict', '--target', 'ES2022', '--module', 'node16', '--moduleResolution', 'node16', '--skipLibCheck', '--types', 'node', file], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
+  const result = spawnSync(
+    process.execPath,
+    [TSC, '--noEmit', '--strict', '--target', 'ES2022', '--module', 'node16', '--moduleResolution', 'node16', '--skipLibCheck', '--types', 'node', file],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  );
   return { code: result.status, output: result.stdout + result.stderr };
 }
 
@@ -45,7 +49,7 @@ describe('exported types', () => {
     assert.equal(code, 0, output);
   });
 
-  it('what a handler may return, typed event functions and the Knative templates\' handlers compile against them', () => {
+  it("what a handler may return, typed event functions and the Knative templates' handlers compile against them", () => {
     const { code, output } = compile('spec/types/correct-forms.ts');
     assert.equal(code, 0, output);
   });

@@ -23,7 +23,10 @@ describe('context.waitUntil', () => {
     const res = await request(server.url);
     assert.deepEqual(res.json, { answered: true });
     assert.ok(Date.now() - started < 250, 'the answer did not wait for the work');
-    assert.equal(server.log.entries().find((l) => l.msg === 'background done'), undefined);
+    assert.equal(
+      server.log.entries().find((l) => l.msg === 'background done'),
+      undefined,
+    );
     await sleep(400);
     const done = server.log.entries().find((l) => l.msg === 'background done');
     assert.equal(typeof done.reqId, 'number');

@@ -69,9 +69,16 @@ async function watching(t, dir, { execArgv = [], watch = true, flags = [] } = {}
     url,
     /** The answer's text, or undefined when nothing answers. */
     answer: (query = '') =>
-      fetch(url + query, { signal: AbortSignal.timeout(PATIENCE_MS) }).then((r) => r.text(), () => undefined),
+      fetch(url + query, { signal: AbortSignal.timeout(PATIENCE_MS) }).then(
+        (r) => r.text(),
+        () => undefined,
+      ),
     /** The child's JSON log lines on stdout. */
-    lines: () => out.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)),
+    lines: () =>
+      out.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l)),
     /** funcrun's own lines on stderr matching `pattern`. */
     said: (pattern) => out.stderr.split('\n').filter((l) => pattern.test(l)),
     /** Polls `condition` until it holds; fails after PATIENCE_MS, showing the output. */
@@ -90,7 +97,11 @@ async function watching(t, dir, { execArgv = [], watch = true, flags = [] } = {}
 }
 
 /** The function's starts so far: the pid of each "listening on" line. */
-const starts = (proc) => proc.lines().filter((l) => /^listening on /.test(l.msg)).map((l) => l.pid);
+const starts = (proc) =>
+  proc
+    .lines()
+    .filter((l) => /^listening on /.test(l.msg))
+    .map((l) => l.pid);
 
 const GIT_CONFIG = ['-c', 'user.name=spec', '-c', 'user.email=spec@example.com', '-c', 'commit.gpgSign=false', '-c', 'tag.gpgSign=false'];
 const git = (cwd, ...args) => execFileSync('git', [...GIT_CONFIG, ...args], { cwd, stdio: 'pipe' });
@@ -242,7 +253,14 @@ describe('funcrun serve --watch through failures and reloads', () => {
     };
     // serve's start error, a JSON line on stderr (not a terminal) naming the file.
     const startErrors = () =>
-      proc.out.stderr.split('\n').filter((l) => l.startsWith('{"level":60') && /SyntaxError: Unexpected end of input/.test(JSON.parse(l).msg) && JSON.parse(l).msg.includes(path.join(dir, 'index.js')));
+      proc.out.stderr
+        .split('\n')
+        .filter(
+          (l) =>
+            l.startsWith('{"level":60') &&
+            /SyntaxError: Unexpected end of input/.test(JSON.parse(l).msg) &&
+            JSON.parse(l).msg.includes(path.join(dir, 'index.js')),
+        );
     for (const [i, fixed] of ['v2', 'v3'].entries()) {
       save('module.exports = () => {\n');
       await proc.until(() => startErrors().length === i + 1, 'the start error');
@@ -301,7 +319,11 @@ module.exports = async (ctx) => {
   });
 
   it('several files saved at once are one restart', async (t) => {
-    const dir = project({ 'index.js': 'module.exports = () => require("./a.js") + require("./lib/b.js");\n', 'a.js': 'module.exports = "a1";\n', 'lib/b.js': 'module.exports = "b1";\n' });
+    const dir = project({
+      'index.js': 'module.exports = () => require("./a.js") + require("./lib/b.js");\n',
+      'a.js': 'module.exports = "a1";\n',
+      'lib/b.js': 'module.exports = "b1";\n',
+    });
     const proc = await watching(t, dir);
     await proc.answers('a1b1');
     fs.writeFileSync(path.join(dir, 'a.js'), 'module.exports = "a2";\n');
@@ -355,22 +377,26 @@ module.exports = async (ctx) => {
     ['with "main": build/src/index.js', { main: 'build/src/index.js' }, ['build', 'src', 'index.js']],
     ['without "main" (its build in build/index.js)', {}, ['build', 'index.js']],
   ]) {
-    it(`a TypeScript project's build output is not watched, ${layout}: a build restarts nothing`, { skip: !strips && 'this node does not strip types' }, async (t) => {
-      const dir = project({
-        'package.json': JSON.stringify({ name: 'ts-fn', type: 'module', ...manifest }),
-        'src/index.ts': 'export const handle = (): string => "v1";\n',
-      });
-      const proc = await watching(t, dir);
-      await proc.answers('v1');
-      fs.mkdirSync(path.join(dir, ...built.slice(0, -1)), { recursive: true });
-      fs.writeFileSync(path.join(dir, ...built), 'export const handle = () => "built";\n');
-      // Longer than the settling delay, so that a restart the build caused would be one of its own.
-      await sleep(1000);
-      fs.writeFileSync(path.join(dir, 'src', 'index.ts'), 'export const handle = (): string => "v2";\n');
-      await proc.answers('v2');
-      assert.deepEqual(proc.said(/changed, restarting$/), [`funcrun: ${path.join('src', 'index.ts')} changed, restarting`]);
-      assert.deepEqual(proc.said(/^funcrun: watching /), [`funcrun: watching ${dir} (not node_modules, .git or build)`]);
-    });
+    it(
+      `a TypeScript project's build output is not watched, ${layout}: a build restarts nothing`,
+      { skip: !strips && 'this node does not strip types' },
+      async (t) => {
+        const dir = project({
+          'package.json': JSON.stringify({ name: 'ts-fn', type: 'module', ...manifest }),
+          'src/index.ts': 'export const handle = (): string => "v1";\n',
+        });
+        const proc = await watching(t, dir);
+        await proc.answers('v1');
+        fs.mkdirSync(path.join(dir, ...built.slice(0, -1)), { recursive: true });
+        fs.writeFileSync(path.join(dir, ...built), 'export const handle = () => "built";\n');
+        // Longer than the settling delay, so that a restart the build caused would be one of its own.
+        await sleep(1000);
+        fs.writeFileSync(path.join(dir, 'src', 'index.ts'), 'export const handle = (): string => "v2";\n');
+        await proc.answers('v2');
+        assert.deepEqual(proc.said(/changed, restarting$/), [`funcrun: ${path.join('src', 'index.ts')} changed, restarting`]);
+        assert.deepEqual(proc.said(/^funcrun: watching /), [`funcrun: watching ${dir} (not node_modules, .git or build)`]);
+      },
+    );
   }
 
   it('a command line serve refuses ends funcrun at once with its message and exit code 2, as without --watch', async (t) => {
@@ -386,22 +412,31 @@ module.exports = async (ctx) => {
     }
   });
 
-  it('the watcher (chokidar) is loaded with --watch only: a plain funcrun serve starts without it', { skip: typeof require('node:module').registerHooks !== 'function' && 'this node has no module.registerHooks' }, async (t) => {
-    // Says each file of chokidar's package that funcrun's process loads, however it is reached.
-    const hooks = project({
-      'hook.js': "require('node:module').registerHooks({ load(url, context, next) { if (url.includes('/node_modules/chokidar/')) process.stderr.write('loaded ' + url + '\\n'); return next(url, context); } });\n",
-    });
-    const dir = project({ 'index.js': answering('v1') });
-    for (const watch of [false, true]) {
-      const proc = await watching(t, dir, { execArgv: ['--require', path.join(hooks, 'hook.js')], watch });
-      await proc.answers('v1');
-      const loaded = proc.said(/^loaded .*\/node_modules\/chokidar\//);
-      if (watch) assert.ok(loaded.some((l) => l.endsWith('/node_modules/chokidar/index.js')), `the hook sees chokidar load with --watch: ${proc.out.stderr}`);
-      else assert.deepEqual(loaded, [], 'without --watch');
-      proc.child.kill('SIGTERM');
-      await proc.exited;
-    }
-  });
+  it(
+    'the watcher (chokidar) is loaded with --watch only: a plain funcrun serve starts without it',
+    { skip: typeof require('node:module').registerHooks !== 'function' && 'this node has no module.registerHooks' },
+    async (t) => {
+      // Says each file of chokidar's package that funcrun's process loads, however it is reached.
+      const hooks = project({
+        'hook.js':
+          "require('node:module').registerHooks({ load(url, context, next) { if (url.includes('/node_modules/chokidar/')) process.stderr.write('loaded ' + url + '\\n'); return next(url, context); } });\n",
+      });
+      const dir = project({ 'index.js': answering('v1') });
+      for (const watch of [false, true]) {
+        const proc = await watching(t, dir, { execArgv: ['--require', path.join(hooks, 'hook.js')], watch });
+        await proc.answers('v1');
+        const loaded = proc.said(/^loaded .*\/node_modules\/chokidar\//);
+        if (watch)
+          assert.ok(
+            loaded.some((l) => l.endsWith('/node_modules/chokidar/index.js')),
+            `the hook sees chokidar load with --watch: ${proc.out.stderr}`,
+          );
+        else assert.deepEqual(loaded, [], 'without --watch');
+        proc.child.kill('SIGTERM');
+        await proc.exited;
+      }
+    },
+  );
 
   for (const signal of ['SIGTERM', 'SIGINT']) {
     it(`${signal} to funcrun stops the function and exits with its code`, async (t) => {
@@ -411,7 +446,10 @@ module.exports = async (ctx) => {
       const [pid] = starts(proc);
       proc.child.kill(signal);
       assert.deepEqual(await proc.exited, { code: 0, signal: null });
-      assert.ok(proc.lines().some((l) => l.pid === pid && l.msg === 'stopped'), proc.out.stdout);
+      assert.ok(
+        proc.lines().some((l) => l.pid === pid && l.msg === 'stopped'),
+        proc.out.stdout,
+      );
       assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' });
     });
   }

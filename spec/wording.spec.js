@@ -30,7 +30,11 @@ function isGenerated(file) {
 describe('wording', () => {
   it('the docs and the code name the function contract, never by an internal name', () => {
     const offending = [];
-    for (const file of [path.join(ROOT, 'README.md'), path.join(ROOT, 'CONTRIBUTING.md'), ...['lib', 'spec', 'examples', 'bench', 'docs'].flatMap((f) => (fs.existsSync(path.join(ROOT, f)) ? readable(path.join(ROOT, f)) : []))]) {
+    for (const file of [
+      path.join(ROOT, 'README.md'),
+      path.join(ROOT, 'CONTRIBUTING.md'),
+      ...['lib', 'spec', 'examples', 'bench', 'docs'].flatMap((f) => (fs.existsSync(path.join(ROOT, f)) ? readable(path.join(ROOT, f)) : [])),
+    ]) {
       const lines = fs.readFileSync(file, 'utf8').split('\n');
       lines.forEach((line, i) => {
         if (INTERNAL_NAME.test(line)) offending.push(`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`);

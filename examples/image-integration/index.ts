@@ -13,7 +13,11 @@ const service = createService({
     responseTimeout: duration('IMAGE_INTEGRATION_RESPONSE_TIMEOUT', '10s'),
     maxBodyBytes: parseBytes(env.IMAGE_INTEGRATION_MAX_RESPONSE_BYTES ?? '64kb', 'IMAGE_INTEGRATION_MAX_RESPONSE_BYTES'),
     resolveTimeout: env.IMAGE_INTEGRATION_RESOLVE_TIMEOUT ? duration('IMAGE_INTEGRATION_RESOLVE_TIMEOUT', '5s') : undefined,
-    dnsServers: env.IMAGE_INTEGRATION_DNS_SERVERS ? env.IMAGE_INTEGRATION_DNS_SERVERS.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
+    dnsServers: env.IMAGE_INTEGRATION_DNS_SERVERS
+      ? env.IMAGE_INTEGRATION_DNS_SERVERS.split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined,
     allowPrivate: parseSwitch(env.IMAGE_INTEGRATION_ALLOW_PRIVATE_ENDPOINTS ?? 'false', 'IMAGE_INTEGRATION_ALLOW_PRIVATE_ENDPOINTS'),
     ca: env.IMAGE_INTEGRATION_CA_FILE ? [readFileSync(env.IMAGE_INTEGRATION_CA_FILE, 'utf8')] : undefined,
   },

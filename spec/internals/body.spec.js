@@ -28,7 +28,15 @@ describe('findJsonError', () => {
   it('agrees with V8 on where the error is, for every case above', () => {
     for (const [text, position] of cases) {
       if (text === '') continue;
-      const at = /position (\d+)/.exec((() => { try { JSON.parse(text); } catch (e) { return e.message; } })());
+      const at = /position (\d+)/.exec(
+        (() => {
+          try {
+            JSON.parse(text);
+          } catch (e) {
+            return e.message;
+          }
+        })(),
+      );
       if (at) assert.equal(position, Number(at[1]), text);
     }
   });

@@ -5,7 +5,11 @@ const { queryInput } = require('../../lib/functions.js');
 
 describe('queryInput', () => {
   it('nests by dots, lists by repeats, lists of objects by index order', () => {
-    assert.deepEqual(queryInput({ 'a.b.c': '1', l: ['x', 'y'], 'k.10.n': 'ten', 'k.2.n': 'two' }), { a: { b: { c: '1' } }, l: ['x', 'y'], k: [{ n: 'two' }, { n: 'ten' }] });
+    assert.deepEqual(queryInput({ 'a.b.c': '1', l: ['x', 'y'], 'k.10.n': 'ten', 'k.2.n': 'two' }), {
+      a: { b: { c: '1' } },
+      l: ['x', 'y'],
+      k: [{ n: 'two' }, { n: 'ten' }],
+    });
   });
 
   it('a schema that declares an object keeps numeric keys as a map', () => {
@@ -14,9 +18,18 @@ describe('queryInput', () => {
   });
 
   it('conflicting and dangerous keys are a 400', () => {
-    assert.throws(() => queryInput({ a: '1', 'a.b': '2' }), (e) => e.statusCode === 400);
-    assert.throws(() => queryInput({ '__proto__.x': '1' }), (e) => e.statusCode === 400);
-    assert.throws(() => queryInput({ 'a..b': '1' }), (e) => e.statusCode === 400);
+    assert.throws(
+      () => queryInput({ a: '1', 'a.b': '2' }),
+      (e) => e.statusCode === 400,
+    );
+    assert.throws(
+      () => queryInput({ '__proto__.x': '1' }),
+      (e) => e.statusCode === 400,
+    );
+    assert.throws(
+      () => queryInput({ 'a..b': '1' }),
+      (e) => e.statusCode === 400,
+    );
     assert.equal({}.x, undefined);
   });
 });

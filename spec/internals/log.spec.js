@@ -68,7 +68,17 @@ describe('logger', () => {
     const out = sink();
     const log = createLogger('trace', out);
     for (const method of ['trace', 'debug', 'info', 'warn', 'error', 'fatal']) log[method](method);
-    assert.deepEqual(out.entries().map((e) => [e.msg, e.level]), [['trace', 10], ['debug', 20], ['info', 30], ['warn', 40], ['error', 50], ['fatal', 60]]);
+    assert.deepEqual(
+      out.entries().map((e) => [e.msg, e.level]),
+      [
+        ['trace', 10],
+        ['debug', 20],
+        ['info', 30],
+        ['warn', 40],
+        ['error', 50],
+        ['fatal', 60],
+      ],
+    );
   });
 
   it('writes nothing below its level, and nothing at all when silent', () => {
@@ -79,7 +89,10 @@ describe('logger', () => {
     warn.warn('yes');
     const silent = createLogger('silent', out);
     silent.fatal('no');
-    assert.deepEqual(out.entries().map((e) => e.msg), ['yes']);
+    assert.deepEqual(
+      out.entries().map((e) => e.msg),
+      ['yes'],
+    );
   });
 
   it('disabled methods are one shared no-op, in request loggers and children too', () => {
@@ -128,9 +141,7 @@ describe('logger', () => {
 
 describe('logger call forms (as pino)', () => {
   it("formats pino's placeholders %s %d %i %f %j %o %O and %%", () => {
-    const [line] = lines((log) =>
-      log.info('%s|%d|%i|%f|%j|%o|%O|100%%', 'x', '42.5', 3.9, '1.5', { a: [1] }, 'str', function named() {}),
-    );
+    const [line] = lines((log) => log.info('%s|%d|%i|%f|%j|%o|%O|100%%', 'x', '42.5', 3.9, '1.5', { a: [1] }, 'str', function named() {}));
     assert.equal(line.msg, `x|42.5|3|1.5|{"a":[1]}|'str'|named|100%`);
   });
 
@@ -261,7 +272,13 @@ describe('child loggers', () => {
     child.info('one');
     child.info('two');
     assert.equal(reads, 1);
-    assert.deepEqual(out.entries().map((e) => [e.user, e.msg]), [['u1', 'one'], ['u1', 'two']]);
+    assert.deepEqual(
+      out.entries().map((e) => [e.user, e.msg]),
+      [
+        ['u1', 'one'],
+        ['u1', 'two'],
+      ],
+    );
   });
 
   it("nested children keep their parents' bindings and the request's reqId; a child's binding replaces its parent's", () => {
@@ -272,7 +289,10 @@ describe('child loggers', () => {
     assert.equal(line.user, 'a');
     assert.equal(line.step, 2);
     assert.equal(line.part, 'x');
-    assert.deepEqual(topLevelKeys(out.lines[0]).filter((k) => k === 'step'), ['step']);
+    assert.deepEqual(
+      topLevelKeys(out.lines[0]).filter((k) => k === 'step'),
+      ['step'],
+    );
   });
 
   it('bindings cannot set level, time, pid, hostname, reqId or msg', () => {
@@ -300,7 +320,10 @@ describe('child loggers', () => {
     assert.equal(odd.level, 'info');
     verbose.debug('shown');
     quiet.warn('hidden');
-    assert.deepEqual(out.entries().map((e) => e.msg), ['shown']);
+    assert.deepEqual(
+      out.entries().map((e) => e.msg),
+      ['shown'],
+    );
   });
 
   it('a logged object cannot replace a binding', () => {
@@ -358,14 +381,26 @@ describe('logging never throws', () => {
       log.info({ s: Symbol('v'), [Symbol('k')]: 1, fn() {}, kept: 1 });
     });
     assert.equal(msg.msg, 'Symbol(why)');
-    assert.deepEqual(Object.keys(field).filter((k) => !['level', 'time', 'pid', 'hostname', 'reqId'].includes(k)), ['kept']);
+    assert.deepEqual(
+      Object.keys(field).filter((k) => !['level', 'time', 'pid', 'hostname', 'reqId'].includes(k)),
+      ['kept'],
+    );
   });
 
   it('an Error with a throwing getter is still logged', () => {
     const err = new Error('getter');
-    Object.defineProperty(err, 'code', { enumerable: true, get: () => { throw new Error('no code for you'); } });
+    Object.defineProperty(err, 'code', {
+      enumerable: true,
+      get: () => {
+        throw new Error('no code for you');
+      },
+    });
     const hostile = new Error('hidden');
-    Object.defineProperty(hostile, 'message', { get: () => { throw new Error('no message'); } });
+    Object.defineProperty(hostile, 'message', {
+      get: () => {
+        throw new Error('no message');
+      },
+    });
     const [first, second] = lines((log) => {
       log.error(err);
       log.error({ err: hostile }, 'nested');
@@ -400,7 +435,19 @@ describe('logging never throws', () => {
   });
 
   it('a toJSON that throws is survived', () => {
-    const [line] = lines((log) => log.info({ bad: { toJSON: () => { throw new Error('toJSON'); } }, good: 1 }, 'still here'));
+    const [line] = lines((log) =>
+      log.info(
+        {
+          bad: {
+            toJSON: () => {
+              throw new Error('toJSON');
+            },
+          },
+          good: 1,
+        },
+        'still here',
+      ),
+    );
     assert.equal(line.msg, 'still here');
     assert.equal(line.good, 1);
     assert.equal(line.bad, '[unserializable]');
@@ -490,7 +537,11 @@ describe('a line has one length budget, whichever way its text comes in', () => 
     'a message': (log) => log.info(huge),
     '%s of a string': (log) => log.info('got %s', huge),
     '%s of a large array': (log) => log.info('got %s', many),
-    '%s of nested arrays': (log) => log.info('got %s', Array.from({ length: 1000 }, () => many.slice(0, 5000))),
+    '%s of nested arrays': (log) =>
+      log.info(
+        'got %s',
+        Array.from({ length: 1000 }, () => many.slice(0, 5000)),
+      ),
     '%j of a string': (log) => log.info('got %j', huge),
     '%d, %s and %j together': (log) => log.info('%s %s %j %s', huge, huge, { a: huge }, many),
     'a field': (log) => log.info({ body: huge }, 'got it'),
@@ -584,7 +635,9 @@ describe('prettyDestination', () => {
     const pretty = prettyDestination({ write: (line) => written.push(line) });
     const out = sink();
     const forged = 'order\n12:00:00.000 FATAL forged line\u001b[2J\r';
-    createLogger('info', out).forRequest(3).error({ path: forged, err: new Error(forged) }, forged);
+    createLogger('info', out)
+      .forRequest(3)
+      .error({ path: forged, err: new Error(forged) }, forged);
     pretty.write(out.lines[0]);
     const lines = written[0].split('\n').filter(Boolean);
     assert.match(lines[0], /^\d\d:\d\d:\d\d\.\d{3} ERROR \[req 3\] order\\n12:00:00\.000 FATAL forged line\\u001b\[2J\\u000d path=order\\n/);

@@ -8,7 +8,25 @@ const { checkEnv } = require('../../lib/configure.js');
 
 describe('the settings table: parsers and precedence', () => {
   it('`funcrun config` refuses exactly the values start() refuses, variable by variable', () => {
-    const candidates = ['banana', '-1', '0', '1', '10s', '2mb', 'true', 'off', '/path', 'faas-js-runtime', 'debug', '70000', ' 8080 ', '', '2147483647', '2147483648', '99999999999'];
+    const candidates = [
+      'banana',
+      '-1',
+      '0',
+      '1',
+      '10s',
+      '2mb',
+      'true',
+      'off',
+      '/path',
+      'faas-js-runtime',
+      'debug',
+      '70000',
+      ' 8080 ',
+      '',
+      '2147483647',
+      '2147483648',
+      '99999999999',
+    ];
     for (const setting of Object.values(SETTINGS)) {
       for (const variable of setting.env ?? []) {
         for (const value of candidates) {
@@ -34,7 +52,8 @@ describe('the settings table: parsers and precedence', () => {
 
   it('funcrun config takes what func.yaml resolves later: {{ env:NAME }} references and empty values', () => {
     for (const value of ['{{ env:LVL }}', '{{ secret:s:key }}', '']) {
-      for (const variable of ['FUNC_LOG_LEVEL', 'FUNC_TIMEOUT', 'PORT', 'LIVENESS_URL', 'FUNC_HEALTH_ROOT_PATH']) assert.doesNotThrow(() => checkEnv(variable, value), `${variable}=${value}`);
+      for (const variable of ['FUNC_LOG_LEVEL', 'FUNC_TIMEOUT', 'PORT', 'LIVENESS_URL', 'FUNC_HEALTH_ROOT_PATH'])
+        assert.doesNotThrow(() => checkEnv(variable, value), `${variable}=${value}`);
     }
     // A root path is joined with '/' whichever way it is written, at start and here alike.
     assert.doesNotThrow(() => checkEnv('FUNC_HEALTH_ROOT_PATH', 'q/health'));

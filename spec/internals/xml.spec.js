@@ -151,9 +151,19 @@ describe('parseXml: XML that is not well-formed is a 400 saying line and column'
   it('each bound is a 400 that names it', () => {
     assertInvalid('<a>'.repeat(MAX_XML_DEPTH + 1), 1, 3 * MAX_XML_DEPTH + 1, new RegExp(`^nesting deeper than ${MAX_XML_DEPTH} elements$`));
     const attributes = Array.from({ length: MAX_XML_ATTRIBUTES + 1 }, (_, n) => ` b${n}=""`).join('');
-    assertInvalid(`<a${attributes}/>`, 1, '<a'.length + attributes.lastIndexOf('b') + 1, new RegExp(`^more than ${MAX_XML_ATTRIBUTES} attributes on one element$`));
+    assertInvalid(
+      `<a${attributes}/>`,
+      1,
+      '<a'.length + attributes.lastIndexOf('b') + 1,
+      new RegExp(`^more than ${MAX_XML_ATTRIBUTES} attributes on one element$`),
+    );
     const nested = grow((n) => `<a xmlns:p${n}="u">`, 10_000);
-    assertInvalid(nested, 1, nested.indexOf(`xmlns:p${MAX_XML_NAMESPACES}=`) + 1, new RegExp(`^more than ${MAX_XML_NAMESPACES} namespace declarations in scope$`));
+    assertInvalid(
+      nested,
+      1,
+      nested.indexOf(`xmlns:p${MAX_XML_NAMESPACES}=`) + 1,
+      new RegExp(`^more than ${MAX_XML_NAMESPACES} namespace declarations in scope$`),
+    );
     const many = '<r>' + '<x/>'.repeat(MAX_XML_NODES) + '</r>';
     assertInvalid(many, 1, many.length - 7, new RegExp(`^more than ${MAX_XML_NODES} elements, attributes, comments and other nodes$`));
   });

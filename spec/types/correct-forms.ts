@@ -83,9 +83,11 @@ const ordered = new CloudEvent({ source: '/test', type: 'ordered', data: order }
 export const tested = eventData(createContext({ method: 'POST', cloudevent: ordered }), ordered.data);
 
 // An integration test: serve() takes node:test's context, which closes the server after the test.
+const servedParts: [string, number, () => Promise<void>][] = [];
 export const servedTest = test('answers', async (t) => {
   const { url, port, close } = await serve(t, eventData, { logLevel: 'debug' });
-  const _: [string, number, () => Promise<void>] = [url, port, close];
+  const typed: [string, number, () => Promise<void>] = [url, port, close];
+  servedParts.push(typed);
 });
 
 // Knative's TypeScript templates, written for faas-js-runtime (src/index.ts and test/unit.ts).

@@ -56,7 +56,11 @@ async function accessToken(account: ServiceAccount, google: GoogleSettings, ctx:
   const assertion = `${unsigned}.${signature}`;
   ctx.redactor.add(assertion).add(signature);
   const body = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString();
-  const reply = await fetchBounded(endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body, signal: ctx.signal }, ctx.limits);
+  const reply = await fetchBounded(
+    endpoint,
+    { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body, signal: ctx.signal },
+    ctx.limits,
+  );
   let token: unknown;
   try {
     token = (JSON.parse(reply.body.toString('utf8')) as { access_token?: unknown }).access_token;
@@ -64,7 +68,9 @@ async function accessToken(account: ServiceAccount, google: GoogleSettings, ctx:
     token = undefined;
   }
   if (reply.status !== 200 || typeof token !== 'string' || token === '') {
-    throw new TestFailure(`authentication: Google's token endpoint refused the service account ${account.client_email} (HTTP ${reply.status})${excerpt(reply, ctx.redactor)}`);
+    throw new TestFailure(
+      `authentication: Google's token endpoint refused the service account ${account.client_email} (HTTP ${reply.status})${excerpt(reply, ctx.redactor)}`,
+    );
   }
   ctx.redactor.add(token);
   return token;

@@ -287,7 +287,11 @@ export async function resolveAllowed(hostname: string, limits: Limits, signal?: 
   if (addresses.length === 0) throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}' (no addresses)`);
   for (const { address } of addresses) {
     const why = refusedAddress(address, limits.allowPrivate);
-    if (why) throw new NetworkFailure('policy', `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; loopback, link-local and metadata addresses are not contacted`);
+    if (why)
+      throw new NetworkFailure(
+        'policy',
+        `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; loopback, link-local and metadata addresses are not contacted`,
+      );
   }
   return addresses;
 }
@@ -307,7 +311,12 @@ class NotConnected extends Error {
  * for all of them: each attempt gets what is left of it, shared with the addresses still to try.
  * A failure names the addresses tried when there were several.
  */
-async function eachAddress<T>(addresses: Address[], limits: Limits, signal: AbortSignal | undefined, attempt: (a: Address, connectMs: number) => Promise<T>): Promise<T> {
+async function eachAddress<T>(
+  addresses: Address[],
+  limits: Limits,
+  signal: AbortSignal | undefined,
+  attempt: (a: Address, connectMs: number) => Promise<T>,
+): Promise<T> {
   const deadline = Date.now() + limits.connectTimeout;
   const tried: string[] = [];
   for (let i = 0; ; i++) {
@@ -411,9 +420,7 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
       // With TLS the handshake is part of connecting (within the same share), but once the TCP
       // connection is made a peer answered there: no other address is tried.
       socket.once('connect', () => (connected = true));
-      socket.once(tls ? 'secureConnect' : 'connect', () =>
-        arm(limits.responseTimeout, `no answer from ${target} within ${seconds(limits.responseTimeout)}`),
-      );
+      socket.once(tls ? 'secureConnect' : 'connect', () => arm(limits.responseTimeout, `no answer from ${target} within ${seconds(limits.responseTimeout)}`));
     });
     req.once('response', (res) => {
       const chunks: Buffer[] = [];
@@ -455,14 +462,18 @@ function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, sign
   if (code === 'EMFILE' || code === 'ENFILE') return new NetworkFailure('local', `this service has no file descriptors left to reach ${target}; retry shortly`);
   if (code === 'ECONNREFUSED') return new NetworkFailure('connect', `connect: ${target} refused the connection (nothing listens there)`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new NetworkFailure('resolve', `connect: cannot resolve host of ${target}`);
-  if (code === 'ECONNRESET' || code === 'EPIPE') return new NetworkFailure('connect', `connect: ${target} closed the connection${tls ? ' (is it serving TLS?)' : ''}`);
+  if (code === 'ECONNRESET' || code === 'EPIPE')
+    return new NetworkFailure('connect', `connect: ${target} closed the connection${tls ? ' (is it serving TLS?)' : ''}`);
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return new NetworkFailure('connect', `connect: ${target} is unreachable`);
   if (tls && /wrong version number|packet length too long|http request/i.test(err.message)) {
     return new NetworkFailure('tls', `TLS: ${target} did not answer in TLS; for a plain HTTP endpoint write http://`);
   }
   if (tls && TLS_CODES.test(code)) {
     const reason = code === 'EPROTO' || code.startsWith('ERR_SSL') ? `handshake failed (${code})` : `${err.message.split('\n')[0]} (${code})`;
-    return new NetworkFailure('tls', `TLS: the certificate of ${target} failed verification: ${reason}; set insecure: true to skip verification, or give it a certificate this service trusts`);
+    return new NetworkFailure(
+      'tls',
+      `TLS: the certificate of ${target} failed verification: ${reason}; set insecure: true to skip verification, or give it a certificate this service trusts`,
+    );
   }
   return new NetworkFailure('connect', `connect: ${target}: ${err.message.split('\n')[0]}`);
 }
@@ -471,21 +482,27 @@ function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, sign
 export async function checkTcp(host: string, port: number, limits: Limits, signal?: AbortSignal): Promise<void> {
   const addresses = await resolveAllowed(host, limits, signal);
   const target = `${host}:${port}`;
-  await eachAddress(addresses, limits, signal, ({ address }, connectMs) => new Promise<void>((resolve, reject) => {
-    const socket = netConnect({ host: address, port, signal });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new NotConnected(new NetworkFailure('timeout', `connect: no connection to ${target} within ${seconds(connectMs)}`)));
-    }, connectMs);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve();
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      const failure = describe(err, target, false, signal);
-      reject(!signal?.aborted && NEXT_ADDRESS.has(err.code ?? '') ? new NotConnected(failure) : failure);
-    });
-  }));
+  await eachAddress(
+    addresses,
+    limits,
+    signal,
+    ({ address }, connectMs) =>
+      new Promise<void>((resolve, reject) => {
+        const socket = netConnect({ host: address, port, signal });
+        const timer = setTimeout(() => {
+          socket.destroy();
+          reject(new NotConnected(new NetworkFailure('timeout', `connect: no connection to ${target} within ${seconds(connectMs)}`)));
+        }, connectMs);
+        socket.once('connect', () => {
+          clearTimeout(timer);
+          socket.destroy();
+          resolve();
+        });
+        socket.once('error', (err: NodeJS.ErrnoException) => {
+          clearTimeout(timer);
+          const failure = describe(err, target, false, signal);
+          reject(!signal?.aborted && NEXT_ADDRESS.has(err.code ?? '') ? new NotConnected(failure) : failure);
+        });
+      }),
+  );
 }

@@ -141,7 +141,9 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
     throw new TestFailure(`authentication: ${target.endpoint.host} named a token service that is not a URL`);
   }
   if (realm.protocol !== 'https:' && !(realm.protocol === 'http:' && target.insecure)) {
-    throw new TestFailure(`authentication: ${target.endpoint.host} named a token service over ${realm.protocol}//; credentials are sent there only over https, or with insecure: true`);
+    throw new TestFailure(
+      `authentication: ${target.endpoint.host} named a token service over ${realm.protocol}//; credentials are sent there only over https, or with insecure: true`,
+    );
   }
   if (params.service) realm.searchParams.set('service', params.service);
   if (params.scope) realm.searchParams.set('scope', params.scope);

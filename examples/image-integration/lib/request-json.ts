@@ -72,16 +72,35 @@ export function parseRequestJson(text: string): JsonNode {
       i++;
       const e = text[i++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': out += String.fromCharCode(hex4()); break;
-        default: fail('invalid escape');
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u':
+          out += String.fromCharCode(hex4());
+          break;
+        default:
+          fail('invalid escape');
       }
       from = i;
     }
@@ -125,9 +144,9 @@ export function parseRequestJson(text: string): JsonNode {
       }
     }
     if (c === '"') return { kind: 'string', value: string() };
-    if (text.startsWith('true', i)) return (i += 4, { kind: 'bool', value: true });
-    if (text.startsWith('false', i)) return (i += 5, { kind: 'bool', value: false });
-    if (text.startsWith('null', i)) return (i += 4, { kind: 'null' });
+    if (text.startsWith('true', i)) return ((i += 4), { kind: 'bool', value: true });
+    if (text.startsWith('false', i)) return ((i += 5), { kind: 'bool', value: false });
+    if (text.startsWith('null', i)) return ((i += 4), { kind: 'null' });
     NUMBER.lastIndex = i;
     const m = NUMBER.exec(text);
     if (m === null || m[0] === '') return fail(i >= n ? 'unexpected end' : 'unexpected character');

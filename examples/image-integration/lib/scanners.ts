@@ -25,7 +25,10 @@ export async function checkHttpScanner(kind: keyof typeof SCANNER_PATHS, endpoin
  */
 export async function checkScannerV4(indexer: string | undefined, matcher: string | undefined, ctx: CheckContext): Promise<string> {
   const checked: string[] = [];
-  for (const [role, value] of [['indexer', indexer], ['matcher', matcher]] as const) {
+  for (const [role, value] of [
+    ['indexer', indexer],
+    ['matcher', matcher],
+  ] as const) {
     // Where StackRox's scanner V4 client dials when the integration names none.
     const parsed = parseHostPort(value || `scanner-v4-${role}.stackrox.svc:8443`, 8443);
     if (typeof parsed === 'string') throw new TestFailure(`${role} endpoint ${parsed}`);
@@ -65,17 +68,25 @@ export async function checkClairifyNodeScanner(grpcEndpoint: string | undefined,
   try {
     await new Promise<void>((resolve, reject) => {
       const deadline = new Date(Date.now() + ctx.limits.connectTimeout + ctx.limits.responseTimeout);
-      const call = client.makeUnaryRequest(PING, () => Buffer.alloc(0), (bytes: Buffer) => bytes, Buffer.alloc(0), new Metadata(), { deadline }, (err) => {
-        ctx.signal.removeEventListener('abort', cancel);
-        if (err === null) return resolve();
-        const why =
-          err.code === status.UNIMPLEMENTED
-            ? `${authority} is no scanner: it does not serve scannerV1.PingService/Ping`
-            : err.code === status.DEADLINE_EXCEEDED
-              ? `${authority} did not answer the gRPC Ping in time`
-              : `gRPC Ping to ${authority} failed (${status[err.code] ?? err.code}): ${firstLine(err.details)}`;
-        reject(new TestFailure(`node scanner: ${ctx.redactor.redact(why)}`));
-      });
+      const call = client.makeUnaryRequest(
+        PING,
+        () => Buffer.alloc(0),
+        (bytes: Buffer) => bytes,
+        Buffer.alloc(0),
+        new Metadata(),
+        { deadline },
+        (err) => {
+          ctx.signal.removeEventListener('abort', cancel);
+          if (err === null) return resolve();
+          const why =
+            err.code === status.UNIMPLEMENTED
+              ? `${authority} is no scanner: it does not serve scannerV1.PingService/Ping`
+              : err.code === status.DEADLINE_EXCEEDED
+                ? `${authority} did not answer the gRPC Ping in time`
+                : `gRPC Ping to ${authority} failed (${status[err.code] ?? err.code}): ${firstLine(err.details)}`;
+          reject(new TestFailure(`node scanner: ${ctx.redactor.redact(why)}`));
+        },
+      );
       const cancel = () => call.cancel();
       ctx.signal.addEventListener('abort', cancel, { once: true });
     });
@@ -87,5 +98,8 @@ export async function checkClairifyNodeScanner(grpcEndpoint: string | undefined,
 
 // gRPC's details may carry OpenSSL's report over several lines, and a trailing empty note.
 function firstLine(text: string): string {
-  return text.split('\n')[0].replace(/\s*Resolution note:\s*$/, '').trim();
+  return text
+    .split('\n')[0]
+    .replace(/\s*Resolution note:\s*$/, '')
+    .trim();
 }

@@ -135,8 +135,17 @@ const isLetter = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0
 const isSchemeChar = (c: number) => isLetter(c) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2e || c === 0x2d; // 0-9 + . -
 // The characters of \s (white space and line terminators), as a regular expression knows them.
 const isSpace = (c: number) =>
-  c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
-  c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  c === 0x20 ||
+  (c >= 0x09 && c <= 0x0d) ||
+  c === 0xa0 ||
+  c === 0x1680 ||
+  (c >= 0x2000 && c <= 0x200a) ||
+  c === 0x2028 ||
+  c === 0x2029 ||
+  c === 0x202f ||
+  c === 0x205f ||
+  c === 0x3000 ||
+  c === 0xfeff;
 
 /**
  * Where the userinfo of an endpoint value is, as [start, end) before its last `@`: after `scheme://`
@@ -213,7 +222,18 @@ export function maskUserinfo(text: string): string {
 
 // Where a word that may hold userinfo ends: white space, quotes and brackets (as in JSON or HTML).
 const isWordEnd = (c: number) =>
-  isSpace(c) || c === 0x22 || c === 0x27 || c === 0x60 || c === 0x3c || c === 0x3e || c === 0x28 || c === 0x29 || c === 0x5b || c === 0x5d || c === 0x7b || c === 0x7d;
+  isSpace(c) ||
+  c === 0x22 ||
+  c === 0x27 ||
+  c === 0x60 ||
+  c === 0x3c ||
+  c === 0x3e ||
+  c === 0x28 ||
+  c === 0x29 ||
+  c === 0x5b ||
+  c === 0x5d ||
+  c === 0x7b ||
+  c === 0x7d;
 
 /**
  * The userinfo in free text, in every form, as [start, end) pairs: in each word (up to white space,
@@ -328,7 +348,12 @@ class Matcher {
             char[node] = c;
             child[node] = next;
           } else if (only > 0) {
-            child[node] = -maps.push(new Map([[char[node], only], [c, next]]));
+            child[node] = -maps.push(
+              new Map([
+                [char[node], only],
+                [c, next],
+              ]),
+            );
           } else {
             maps[-only - 1].set(c, next);
           }
@@ -464,7 +489,7 @@ const JSON_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2
 function jsonView(source: View): View | undefined {
   if (source.codes.indexOf(0x5c) === -1) return undefined;
   return decoded(source, (codes, emit) => {
-    for (let i = 0; i < codes.length; ) {
+    for (let i = 0; i < codes.length;) {
       if (codes[i] === 0x5c && i + 1 < codes.length) {
         const e = codes[i + 1];
         if (e === 0x75) {
@@ -492,7 +517,7 @@ function percentView(source: View, plus: boolean): View | undefined {
   return decoded(source, (codes, emit) => {
     const bytes: number[] = [];
     const at: number[] = [];
-    for (let i = 0; i < codes.length; ) {
+    for (let i = 0; i < codes.length;) {
       const c = codes[i];
       if (c === 0x2b && plus) {
         emit(0x20, i, i + 1);
@@ -511,7 +536,7 @@ function percentView(source: View, plus: boolean): View | undefined {
         at.push(i);
         i += 3;
       }
-      for (let k = 0; k < bytes.length; ) {
+      for (let k = 0; k < bytes.length;) {
         const b = bytes[k];
         const length = b < 0x80 ? 1 : b >> 5 === 6 ? 2 : b >> 4 === 14 ? 3 : b >> 3 === 30 ? 4 : 0;
         let cp = length === 2 ? b & 0x1f : length === 3 ? b & 0x0f : b & 0x07;
@@ -534,10 +559,44 @@ function percentView(source: View, plus: boolean): View | undefined {
 }
 
 const ENTITIES: Record<string, number> = {
-  amp: 0x26, lt: 0x3c, gt: 0x3e, quot: 0x22, apos: 0x27, nbsp: 0xa0, sol: 0x2f, bsol: 0x5c, colon: 0x3a, commat: 0x40,
-  num: 0x23, percnt: 0x25, plus: 0x2b, equals: 0x3d, excl: 0x21, quest: 0x3f, dollar: 0x24, lpar: 0x28, rpar: 0x29,
-  lowbar: 0x5f, period: 0x2e, comma: 0x2c, semi: 0x3b, ast: 0x2a, hat: 0x5e, grave: 0x60, verbar: 0x7c, vert: 0x7c,
-  lsqb: 0x5b, rsqb: 0x5d, lbrack: 0x5b, rbrack: 0x5d, lcub: 0x7b, rcub: 0x7d, lbrace: 0x7b, rbrace: 0x7d, tab: 0x09, newline: 0x0a,
+  amp: 0x26,
+  lt: 0x3c,
+  gt: 0x3e,
+  quot: 0x22,
+  apos: 0x27,
+  nbsp: 0xa0,
+  sol: 0x2f,
+  bsol: 0x5c,
+  colon: 0x3a,
+  commat: 0x40,
+  num: 0x23,
+  percnt: 0x25,
+  plus: 0x2b,
+  equals: 0x3d,
+  excl: 0x21,
+  quest: 0x3f,
+  dollar: 0x24,
+  lpar: 0x28,
+  rpar: 0x29,
+  lowbar: 0x5f,
+  period: 0x2e,
+  comma: 0x2c,
+  semi: 0x3b,
+  ast: 0x2a,
+  hat: 0x5e,
+  grave: 0x60,
+  verbar: 0x7c,
+  vert: 0x7c,
+  lsqb: 0x5b,
+  rsqb: 0x5d,
+  lbrack: 0x5b,
+  rbrack: 0x5d,
+  lcub: 0x7b,
+  rcub: 0x7d,
+  lbrace: 0x7b,
+  rbrace: 0x7d,
+  tab: 0x09,
+  newline: 0x0a,
 };
 
 /** HTML character references: `&amp;`, `&#64;`, `&#x2F;` (the `;` may be left out). */
@@ -545,7 +604,7 @@ function htmlView(source: View): View | undefined {
   if (source.codes.indexOf(0x26) === -1) return undefined;
   return decoded(source, (codes, emit) => {
     const n = codes.length;
-    for (let i = 0; i < n; ) {
+    for (let i = 0; i < n;) {
       if (codes[i] === 0x26) {
         let j = i + 1;
         let cp = -1;

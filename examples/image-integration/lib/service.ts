@@ -54,7 +54,11 @@ export function createService(options: ServiceOptions): FunctionModule {
     const redactor = new Redactor([...secretValues(request.integration), ...request.ignoredStrings.filter(guessable)]);
     // Logged as decoded: ignored fields by name only (cut to 40 characters), never their values.
     context.log.info(
-      { integration: redactor.redactValue(maskSecrets(request.integration)), ...(update ? { updatePassword: request.updatePassword } : {}), ignored: redactor.redactValue(request.ignored) },
+      {
+        integration: redactor.redactValue(maskSecrets(request.integration)),
+        ...(update ? { updatePassword: request.updatePassword } : {}),
+        ignored: redactor.redactValue(request.ignored),
+      },
       'testing image integration',
     );
 
@@ -86,7 +90,10 @@ export function createService(options: ServiceOptions): FunctionModule {
     running++;
     try {
       const notes = await runChecks(result.integration, ctx, options.aws, options.google ?? {});
-      context.log.info({ name: redactor.redact(result.integration.name), type: redactor.redact(result.integration.type), checked: notes.map((n) => redactor.redact(n)) }, 'image integration test passed');
+      context.log.info(
+        { name: redactor.redact(result.integration.name), type: redactor.redact(result.integration.type), checked: notes.map((n) => redactor.redact(n)) },
+        'image integration test passed',
+      );
       return {};
     } catch (err) {
       throw failure(err, redactor, context.log, signal, options.testTimeout);
@@ -124,7 +131,8 @@ function missingCredentials(result: Validation, integration: Record<string, unkn
   const config = integration[configName] as Record<string, unknown>;
   const paths = secretPaths().filter((p) => p[0] === configName);
   if (paths.length === 0) return [];
-  const valueAt = (p: string[]) => p.slice(1).reduce<unknown>((v, key) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined), config);
+  const valueAt = (p: string[]) =>
+    p.slice(1).reduce<unknown>((v, key) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined), config);
   const reported = result.ok ? [] : result.violations.filter((v) => isSecretField(v.field)).map((v) => v.field);
   const masked = paths.filter((p) => valueAt(p) === MASK).map((p) => `config.${p.join('.')}`);
   const missing = [...new Set([...reported, ...masked])];
@@ -186,7 +194,16 @@ export function failure(err: unknown, redactor: Redactor, log: Logger, signal: A
   if (signal.aborted) return new ServiceError(400, `the test did not finish within ${timeout / 1000}s`);
   if (err instanceof NetworkFailure && err.step === 'local') return new ServiceError(503, redactor.redact(err.message), [], { 'retry-after': '1' });
   if (err instanceof TestFailure || err instanceof NetworkFailure) return new ServiceError(400, redactor.redact(err.message));
-  log.error({ err: { type: (err as Error)?.name, message: redactor.redact(String((err as Error)?.message ?? err)), stack: redactor.redact(String((err as Error)?.stack ?? '')) } }, 'image integration test failed unexpectedly');
+  log.error(
+    {
+      err: {
+        type: (err as Error)?.name,
+        message: redactor.redact(String((err as Error)?.message ?? err)),
+        stack: redactor.redact(String((err as Error)?.stack ?? '')),
+      },
+    },
+    'image integration test failed unexpectedly',
+  );
   return new ServiceError(500, 'internal error');
 }
 

@@ -30,7 +30,10 @@ function encode(value: string): string {
 /** The headers to send: the given ones, plus host, x-amz-date, x-amz-security-token and authorization. */
 export function signV4(input: SignInput): Record<string, string> {
   const now = input.now ?? new Date();
-  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.headers ?? {})) headers[name.toLowerCase()] = value;
@@ -46,7 +49,11 @@ export function signV4(input: SignInput): Record<string, string> {
     .sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0))
     .map(([k, v]) => `${k}=${v}`)
     .join('&');
-  const path = input.url.pathname.split('/').map((segment) => encode(decodeURIComponent(segment))).join('/') || '/';
+  const path =
+    input.url.pathname
+      .split('/')
+      .map((segment) => encode(decodeURIComponent(segment)))
+      .join('/') || '/';
   const canonicalRequest = [input.method.toUpperCase(), path, query, canonicalHeaders, signedHeaders, sha256(input.body ?? '')].join('\n');
   const scope = `${day}/${input.region}/${input.service}/aws4_request`;
   const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonicalRequest)].join('\n');

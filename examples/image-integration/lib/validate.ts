@@ -126,18 +126,31 @@ export function createValidator(): (body: unknown, options?: ValidateOptions) =>
     }
     if (kind !== undefined && Array.isArray(value.categories)) {
       categories.forEach((category, i) => {
-        if (!kind.categories.includes(category)) add(at(`categories[${i}]`), `a '${String(type)}' integration cannot be ${category}; it can be ${kind.categories.join(' or ')}`);
+        if (!kind.categories.includes(category))
+          add(at(`categories[${i}]`), `a '${String(type)}' integration cannot be ${category}; it can be ${kind.categories.join(' or ')}`);
       });
     }
 
     const endpoints: Record<string, URL> = {};
     if (present.length === 1 && !bad.has(at(configName)) && isObject(value[configName])) {
-      requireFields({ configName, type: String(type), categories }, value[configName] as Config, (field, description) => add(at(field), description), endpoints);
+      requireFields(
+        { configName, type: String(type), categories },
+        value[configName] as Config,
+        (field, description) => add(at(field), description),
+        endpoints,
+      );
     }
     if (violations.length > 0) return { ok: false, violations: capped(violations), request };
     return {
       ok: true,
-      integration: { name: (name as string).trim(), type: type as string, categories: [...new Set(categories)], configName, config: value[configName] as Config, endpoints },
+      integration: {
+        name: (name as string).trim(),
+        type: type as string,
+        categories: [...new Set(categories)],
+        configName,
+        config: value[configName] as Config,
+        endpoints,
+      },
       request,
     };
   };
@@ -242,9 +255,11 @@ function requireFields(
       const scannerOnly = categories.length === 1 && categories[0] === 'SCANNER';
       const registryOnly = categories.length === 1 && categories[0] === 'REGISTRY';
       if (isObject(robot)) {
-        if (scannerOnly) add(at('registryRobotCredentials'), 'a Quay scanner integration cannot use robot credentials: give an OAuth token, or none for public images');
+        if (scannerOnly)
+          add(at('registryRobotCredentials'), 'a Quay scanner integration cannot use robot credentials: give an OAuth token, or none for public images');
         else if (registryOnly && token) add(at('registryRobotCredentials'), 'a Quay registry integration uses robot credentials or an OAuth token, not both');
-        else if (!registryOnly && !token) add(at('registryRobotCredentials'), 'a Quay scanner integration cannot use robot credentials: with SCANNER, give an OAuth token');
+        else if (!registryOnly && !token)
+          add(at('registryRobotCredentials'), 'a Quay scanner integration cannot use robot credentials: with SCANNER, give an OAuth token');
       }
       if (isObject(robot)) {
         if (!filled(robot.username)) add(`${configName}.registryRobotCredentials.username`, 'is required for a robot account');
@@ -269,7 +284,7 @@ function requireFields(
         need('secretAccessKey', 'is required unless useIam or authorizationData');
       }
       if (config.useAssumeRole === true) {
-        need('assumeRoleId', 'is required with useAssumeRole: the name of the role in the registry\'s account');
+        need('assumeRoleId', "is required with useAssumeRole: the name of the role in the registry's account");
         // ecr.go sanitizeConfiguration: the role is assumed through AWS's own STS, not beside an endpoint.
         if (filled(config.endpoint)) add(at('endpoint'), 'AssumeRole cannot be done with an endpoint defined');
       }

@@ -22,7 +22,12 @@ function stallingPeer() {
   );
 }
 
-const docker = (port) => ({ name: 'stall', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: `http://127.0.0.1:${port}`, insecure: true, username: 'u', password: 'p' } });
+const docker = (port) => ({
+  name: 'stall',
+  type: 'docker',
+  categories: ['REGISTRY'],
+  docker: { endpoint: `http://127.0.0.1:${port}`, insecure: true, username: 'u', password: 'p' },
+});
 
 describe('concurrency', () => {
   it('past maxConcurrentTests a test is a 429 RESOURCE_EXHAUSTED with Retry-After; a caller that leaves frees its slot', async () => {
@@ -31,7 +36,12 @@ describe('concurrency', () => {
     const controllers = [new AbortController(), new AbortController()];
     try {
       const hanging = controllers.map((c) =>
-        fetch(service.url + '/v1/imageintegrations/test', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(docker(peer.port)), signal: c.signal }).catch(() => 'aborted'),
+        fetch(service.url + '/v1/imageintegrations/test', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(docker(peer.port)),
+          signal: c.signal,
+        }).catch(() => 'aborted'),
       );
       for (let i = 0; i < 100 && peer.sockets.size < 2; i++) await new Promise((r) => setTimeout(r, 20));
       assert.equal(peer.sockets.size, 2, 'both tests are waiting on the peer');
@@ -55,4 +65,3 @@ describe('concurrency', () => {
     }
   });
 });
-

@@ -51,31 +51,52 @@ describe('ECR', () => {
       req.on('data', (c) => (body += c));
       req.on('end', () => {
         bodies.push(body);
-        const problem = req.headers['x-amz-target'] === 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken' ? verifySignature(req, body, 'ecr') : 'UnknownOperationException';
+        const problem =
+          req.headers['x-amz-target'] === 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken'
+            ? verifySignature(req, body, 'ecr')
+            : 'UnknownOperationException';
         if (problem) {
           res.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' });
           return res.end(JSON.stringify({ __type: problem, message: `rejected: ${problem}` }));
         }
         res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
-        res.end(JSON.stringify({
-          authorizationData: [{ authorizationToken: Buffer.from(`AWS:${REGISTRY_PASSWORD}`).toString('base64'), expiresAt: Date.now() / 1000 + 3600, proxyEndpoint: registry.url }],
-        }));
+        res.end(
+          JSON.stringify({
+            authorizationData: [
+              {
+                authorizationToken: Buffer.from(`AWS:${REGISTRY_PASSWORD}`).toString('base64'),
+                expiresAt: Date.now() / 1000 + 3600,
+                proxyEndpoint: registry.url,
+              },
+            ],
+          }),
+        );
       });
     });
     sts = await startPeer((req, res) => {
       stsCalls.push(new URL(req.url, 'http://x').searchParams);
       const problem = verifySignature(req, '', 'sts');
       const url = new URL(req.url, 'http://x');
-      if (problem || url.searchParams.get('Action') !== 'AssumeRole' || url.searchParams.get('RoleArn') !== 'arn:aws:iam::123456789012:role/puller' || url.searchParams.get('ExternalId') !== 'ext-42') {
+      if (
+        problem ||
+        url.searchParams.get('Action') !== 'AssumeRole' ||
+        url.searchParams.get('RoleArn') !== 'arn:aws:iam::123456789012:role/puller' ||
+        url.searchParams.get('ExternalId') !== 'ext-42'
+      ) {
         res.writeHead(403, { 'content-type': 'text/xml' });
-        return res.end(`<ErrorResponse><Error><Type>Sender</Type><Code>${problem ?? 'AccessDenied'}</Code><Message>not allowed</Message></Error></ErrorResponse>`);
+        return res.end(
+          `<ErrorResponse><Error><Type>Sender</Type><Code>${problem ?? 'AccessDenied'}</Code><Message>not allowed</Message></Error></ErrorResponse>`,
+        );
       }
       res.writeHead(200, { 'content-type': 'text/xml' });
       res.end(`<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>
         <AccessKeyId>ASIATEMPKEY</AccessKeyId><SecretAccessKey>${KEYS.ASIATEMPKEY}</SecretAccessKey><SessionToken>${SESSION}</SessionToken>
         <Expiration>2099-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`);
     });
-    service = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', registryEndpoint: registry.url, allowIam: true, allowAssumeRole: true } });
+    service = await startService({
+      limits: { ca: [registry.ca] },
+      aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', registryEndpoint: registry.url, allowIam: true, allowAssumeRole: true },
+    });
   });
   after(async () => {
     await service.close();
@@ -104,7 +125,8 @@ describe('ECR', () => {
   });
 
   it("assume role: the role named in the registry's account, with the external id; STS credentials (with a session token) sign the ECR call", async () => {
-    const role = (assumeRoleId) => ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId, assumeRoleExternalId: 'ext-42' });
+    const role = (assumeRoleId) =>
+      ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId, assumeRoleExternalId: 'ext-42' });
     const res = await service.test(role('puller'));
     assert.equal(res.status, 200, res.text);
     assert.equal(stsCalls.at(-1).get('RoleArn'), 'arn:aws:iam::123456789012:role/puller');
@@ -122,7 +144,11 @@ describe('ECR', () => {
       req.on('end', () => {
         const problem = verifySignature(req, body, 'ecr');
         res.writeHead(problem ? 400 : 200, { 'content-type': 'application/x-amz-json-1.1' });
-        res.end(JSON.stringify(problem ? { __type: problem } : { authorizationData: [{ authorizationToken: Buffer.from(`AWS:${REGISTRY_PASSWORD}`).toString('base64') }] }));
+        res.end(
+          JSON.stringify(
+            problem ? { __type: problem } : { authorizationData: [{ authorizationToken: Buffer.from(`AWS:${REGISTRY_PASSWORD}`).toString('base64') }] },
+          ),
+        );
       });
     });
     try {
@@ -130,7 +156,10 @@ describe('ECR', () => {
       const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, endpoint: vpce.url }));
       assert.equal(res.status, 200, res.text);
       assert.equal(bodies.length, regional, 'the default ECR API was not called');
-      assert.deepEqual(vpce.received.map((r) => [r.method, r.headers['x-amz-target']]), [['POST', 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken']]);
+      assert.deepEqual(
+        vpce.received.map((r) => [r.method, r.headers['x-amz-target']]),
+        [['POST', 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken']],
+      );
       assert.ok(!vpce.received.some((r) => /^Basic /.test(r.headers.authorization ?? '')), 'no registry credentials went to the endpoint');
     } finally {
       await vpce.close();
@@ -140,7 +169,15 @@ describe('ECR', () => {
   it('useAssumeRole with an endpoint is a 400 before any AWS call, as StackRox refuses it', async () => {
     const calls = stsCalls.length;
     const tokens = bodies.length;
-    const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'puller', endpoint: 'vpce-0a1b.api.ecr.us-east-1.vpce.amazonaws.com' }));
+    const res = await service.test(
+      ecr({
+        accessKeyId: 'AKIAREALKEY',
+        secretAccessKey: KEYS.AKIAREALKEY,
+        useAssumeRole: true,
+        assumeRoleId: 'puller',
+        endpoint: 'vpce-0a1b.api.ecr.us-east-1.vpce.amazonaws.com',
+      }),
+    );
     assert.equal(res.status, 400);
     assert.equal(res.json.details[0].fieldViolations.find((v) => v.field === 'ecr.endpoint').description, 'AssumeRole cannot be done with an endpoint defined');
     assert.equal(stsCalls.length, calls);
@@ -159,7 +196,15 @@ describe('ECR', () => {
   });
 
   it("useIam uses this service's own credentials, and says so when it has none", async () => {
-    const withIam = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', registryEndpoint: registry.url, ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY }, allowIam: true } });
+    const withIam = await startService({
+      limits: { ca: [registry.ca] },
+      aws: {
+        ecrEndpoint: ecrApi.url + '/',
+        registryEndpoint: registry.url,
+        ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY },
+        allowIam: true,
+      },
+    });
     const elsewhere = require('node:http').createServer((req, res) => {
       elsewhere.seen = (elsewhere.seen ?? 0) + 1;
       res.end();
@@ -182,12 +227,22 @@ describe('ECR', () => {
   });
 
   it('useIam and useAssumeRole are off unless the operator turns them on', async () => {
-    const plain = await startService({ limits: { ca: [registry.ca] }, aws: { ecrEndpoint: ecrApi.url + '/', stsEndpoint: sts.url + '/', registryEndpoint: registry.url, ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY } } });
+    const plain = await startService({
+      limits: { ca: [registry.ca] },
+      aws: {
+        ecrEndpoint: ecrApi.url + '/',
+        stsEndpoint: sts.url + '/',
+        registryEndpoint: registry.url,
+        ownCredentials: { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY },
+      },
+    });
     try {
       const iam = await plain.test(ecr({ useIam: true }));
       assert.equal(iam.status, 400);
       assert.match(iam.json.message, /IMAGE_INTEGRATION_ALLOW_ECR_IAM/);
-      const role = await plain.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'puller', assumeRoleExternalId: 'ext-42' }));
+      const role = await plain.test(
+        ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, useAssumeRole: true, assumeRoleId: 'puller', assumeRoleExternalId: 'ext-42' }),
+      );
       assert.equal(role.status, 400);
       assert.match(role.json.message, /IMAGE_INTEGRATION_ALLOW_ECR_ASSUME_ROLE/);
     } finally {

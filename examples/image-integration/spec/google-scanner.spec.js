@@ -13,15 +13,18 @@ const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLen
 const KEY_PEM = privateKey.export({ type: 'pkcs8', format: 'pem' });
 const EMAIL = 'scanner@spec-project.iam.gserviceaccount.com';
 const ACCESS_TOKEN = 'ya29.spec-access-token-0123456789';
-const account = (extra = {}) => JSON.stringify({ type: 'service_account', project_id: 'spec-project', private_key_id: 'k1', private_key: KEY_PEM, client_email: EMAIL, ...extra });
+const account = (extra = {}) =>
+  JSON.stringify({ type: 'service_account', project_id: 'spec-project', private_key_id: 'k1', private_key: KEY_PEM, client_email: EMAIL, ...extra });
 
 /** Why a JWT bearer assertion is refused, as Google's token endpoint checks it; undefined when it is good. */
 function refused(assertion, audience) {
   const [header, claims, signature] = String(assertion).split('.');
-  if (!crypto.verify('RSA-SHA256', Buffer.from(`${header}.${claims}`), publicKey, Buffer.from(signature ?? '', 'base64url'))) return 'invalid_grant: Invalid JWT Signature.';
+  if (!crypto.verify('RSA-SHA256', Buffer.from(`${header}.${claims}`), publicKey, Buffer.from(signature ?? '', 'base64url')))
+    return 'invalid_grant: Invalid JWT Signature.';
   const c = JSON.parse(Buffer.from(claims, 'base64url').toString());
   const now = Date.now() / 1000;
-  if (c.iss !== EMAIL || c.aud !== audience || !String(c.scope).includes('cloud-platform') || c.exp < now || c.iat > now + 60) return 'invalid_grant: bad claims';
+  if (c.iss !== EMAIL || c.aud !== audience || !String(c.scope).includes('cloud-platform') || c.exp < now || c.iat > now + 60)
+    return 'invalid_grant: bad claims';
   return undefined;
 }
 
@@ -35,9 +38,14 @@ describe('Google as SCANNER: Container Analysis for the project', () => {
       req.on('data', (c) => (body += c));
       req.on('end', () => {
         const form = new URLSearchParams(body);
-        const why = form.get('grant_type') === 'urn:ietf:params:oauth:grant-type:jwt-bearer' ? refused(form.get('assertion'), `${tokens.url}/token`) : 'unsupported_grant_type';
+        const why =
+          form.get('grant_type') === 'urn:ietf:params:oauth:grant-type:jwt-bearer'
+            ? refused(form.get('assertion'), `${tokens.url}/token`)
+            : 'unsupported_grant_type';
         res.writeHead(why ? 400 : 200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(why ? { error: why.split(':')[0], error_description: why } : { access_token: ACCESS_TOKEN, token_type: 'Bearer', expires_in: 3599 }));
+        res.end(
+          JSON.stringify(why ? { error: why.split(':')[0], error_description: why } : { access_token: ACCESS_TOKEN, token_type: 'Bearer', expires_in: 3599 }),
+        );
       });
     });
     analysis = await startPeer((req, res) => {
@@ -60,7 +68,12 @@ describe('Google as SCANNER: Container Analysis for the project', () => {
     await Promise.all([tokens.close(), analysis.close()]);
   });
 
-  const scanner = (google) => ({ name: 'gcr', type: 'google', categories: ['SCANNER'], google: { endpoint: 'gcr.io', serviceAccount: account(), project: 'spec-project', ...google } });
+  const scanner = (google) => ({
+    name: 'gcr',
+    type: 'google',
+    categories: ['SCANNER'],
+    google: { endpoint: 'gcr.io', serviceAccount: account(), project: 'spec-project', ...google },
+  });
 
   it("lists the project's notes with the service account's token; the registry is not contacted", async () => {
     const res = await service.test(scanner());
@@ -80,7 +93,10 @@ describe('Google as SCANNER: Container Analysis for the project', () => {
     const other = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' });
     const res = await service.test(scanner({ serviceAccount: account({ private_key: other }) }));
     assert.equal(res.status, 400);
-    assert.match(res.json.message, /^authentication: Google's token endpoint refused the service account scanner@spec-project\.iam\.gserviceaccount\.com \(HTTP 400\)/);
+    assert.match(
+      res.json.message,
+      /^authentication: Google's token endpoint refused the service account scanner@spec-project\.iam\.gserviceaccount\.com \(HTTP 400\)/,
+    );
     assert.ok(!/eyJ[\w-]+\.eyJ/.test(res.text + service.log.text()), 'no JWT in the answer or the log');
   });
 

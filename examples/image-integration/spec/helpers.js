@@ -53,9 +53,7 @@ function freePort() {
  * output so far, and `exited` (resolves { code, signal }).
  */
 function run(args, { env = {}, cwd } = {}) {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)),
-  );
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)));
   const child = spawn(process.execPath, [FUNCRUN, 'serve', ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (c) => (out.stdout += c));

@@ -39,7 +39,10 @@ describe('JSON only', () => {
 
   it('a CloudEvents batch of 2,000 events is one 415 at once, no test run', async () => {
     const events = Array.from({ length: 2000 }, (_, i) => ({
-      specversion: '1.0', id: String(i), source: '/s', type: 't',
+      specversion: '1.0',
+      id: String(i),
+      source: '/s',
+      type: 't',
       data: { name: 'x', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'registry.example', username: 'u', password: SECRET } },
     }));
     const started = performance.now();

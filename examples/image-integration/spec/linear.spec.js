@@ -58,16 +58,27 @@ function oldChallenge(header) {
 describe('linear time on 1 MB of hostile text (each was tens of seconds or more)', () => {
   it('maskUserinfo: a long word, a long scheme before a userinfo without @, and many URLs', () => {
     const word = 'a'.repeat(MB);
-    assert.equal(quick(() => maskUserinfo(word)), word);
+    assert.equal(
+      quick(() => maskUserinfo(word)),
+      word,
+    );
     const noAt = `${'a'.repeat(MB / 2)}://${'b'.repeat(MB / 2)}`;
-    assert.equal(quick(() => maskUserinfo(noAt)), noAt);
+    assert.equal(
+      quick(() => maskUserinfo(noAt)),
+      noAt,
+    );
     const many = 'x://u@'.repeat(MB / 6);
-    assert.equal(quick(() => maskUserinfo(many)), 'x://******@'.repeat(MB / 6));
+    assert.equal(
+      quick(() => maskUserinfo(many)),
+      'x://******@'.repeat(MB / 6),
+    );
   });
 
   it('Redactor: 5,000 secrets over 1 MB of text (one scan, not one per secret)', () => {
     const secrets = Array.from({ length: 5000 }, (_, i) => `secret-${i}-value`);
-    const text = Array.from({ length: 60_000 }, (_, i) => (i % 10 === 0 ? `${secrets[i % 5000]}; ` : `field-${i}; `)).join('').slice(0, MB);
+    const text = Array.from({ length: 60_000 }, (_, i) => (i % 10 === 0 ? `${secrets[i % 5000]}; ` : `field-${i}; `))
+      .join('')
+      .slice(0, MB);
     const redactor = new Redactor(secrets);
     const out = quick(() => redactor.redact(text));
     assert.ok(!/secret-\d+-value/.test(out));
@@ -81,13 +92,22 @@ describe('linear time on 1 MB of hostile text (each was tens of seconds or more)
   });
 
   it('refusedAddress: an IPv6 address with a 1 MB zone', () => {
-    assert.equal(quick(() => refusedAddress(`fe80::1%${'1.'.repeat(MB / 2)}`)), `fe80::1%${'1.'.repeat(MB / 2)} is a link-local address`);
+    assert.equal(
+      quick(() => refusedAddress(`fe80::1%${'1.'.repeat(MB / 2)}`)),
+      `fe80::1%${'1.'.repeat(MB / 2)} is a link-local address`,
+    );
     assert.equal(refusedAddress('::ffff:127.0.0.1'), '127.0.0.1 is a loopback address');
   });
 
   it('parseChallenge: a WWW-Authenticate header of one long word with no =', () => {
-    assert.deepEqual(quick(() => parseChallenge(`Bearer ${'a'.repeat(MB)}`)), { scheme: 'bearer', params: {} });
-    assert.deepEqual(quick(() => parseChallenge(`Bearer ${'a'.repeat(MB)} realm="https://auth"`)), { scheme: 'bearer', params: { realm: 'https://auth' } });
+    assert.deepEqual(
+      quick(() => parseChallenge(`Bearer ${'a'.repeat(MB)}`)),
+      { scheme: 'bearer', params: {} },
+    );
+    assert.deepEqual(
+      quick(() => parseChallenge(`Bearer ${'a'.repeat(MB)} realm="https://auth"`)),
+      { scheme: 'bearer', params: { realm: 'https://auth' } },
+    );
   });
 });
 
@@ -136,8 +156,18 @@ describe('the rewrites answer as the regular expressions did', () => {
 describe('the service stays live while it answers ~600 KB of hostile input', () => {
   const SIZE = 600_000;
   const hostile = {
-    'a 600 KB username (logged, so scanned for URL userinfo)': { name: 'x', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'registry.example.com', username: 'a'.repeat(SIZE) } },
-    'a 600 KB scheme and userinfo without @': { name: `${'a'.repeat(SIZE / 2)}://${'b'.repeat(SIZE / 2)}`, type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'registry.example.com', username: 'u' } },
+    'a 600 KB username (logged, so scanned for URL userinfo)': {
+      name: 'x',
+      type: 'docker',
+      categories: ['REGISTRY'],
+      docker: { endpoint: 'registry.example.com', username: 'a'.repeat(SIZE) },
+    },
+    'a 600 KB scheme and userinfo without @': {
+      name: `${'a'.repeat(SIZE / 2)}://${'b'.repeat(SIZE / 2)}`,
+      type: 'docker',
+      categories: ['REGISTRY'],
+      docker: { endpoint: 'registry.example.com', username: 'u' },
+    },
     'an endpoint of 600 KB of slashes': { type: 'docker', categories: ['REGISTRY'], docker: { endpoint: `registry.example.com${'/'.repeat(SIZE)}v2` } },
   };
 
@@ -147,7 +177,11 @@ describe('the service stays live while it answers ~600 KB of hostile input', () 
       const proc = await runServing([FOLDER]);
       try {
         let answered = false;
-        const answer = request(`${proc.url}/v1/imageintegrations/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const answer = request(`${proc.url}/v1/imageintegrations/test`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         answer.finally(() => (answered = true)).catch(() => undefined);
         const probes = [];
         do {

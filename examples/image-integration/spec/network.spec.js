@@ -53,7 +53,10 @@ describe("scanner V4 without endpoints: StackRox's in-cluster defaults are conta
     const res = await service.test({ name: 'v4', type: 'scannerv4', categories: ['SCANNER'], scannerV4: { indexerEndpoint: '', matcherEndpoint: '' } });
     assert.equal(res.status, 400);
     assert.match(res.json.message, /^scanner V4 indexer: .*scanner-v4-indexer\.stackrox\.svc/);
-    assert.ok(dns.queries.some((q) => q.name === 'scanner-v4-indexer.stackrox.svc'), JSON.stringify(dns.queries));
+    assert.ok(
+      dns.queries.some((q) => q.name === 'scanner-v4-indexer.stackrox.svc'),
+      JSON.stringify(dns.queries),
+    );
   });
 });
 
@@ -66,7 +69,10 @@ describe('name resolution is bounded', () => {
     for (let i = 0; i < 12; i++) table[`hang${i}.spec.test`] = 'hang';
     dns = await startDns(table);
     registry = await startRegistry({ auth: 'htpasswd', users: { alice: PASSWORD } });
-    service = await startService({ testTimeout: 10_000, limits: { dnsServers: [dns.server], resolveTimeout: 3000, connectTimeout: 2000, responseTimeout: 2000 } });
+    service = await startService({
+      testTimeout: 10_000,
+      limits: { dnsServers: [dns.server], resolveTimeout: 3000, connectTimeout: 2000, responseTimeout: 2000 },
+    });
   });
   after(async () => {
     await service.close();
@@ -83,13 +89,22 @@ describe('name resolution is bounded', () => {
   it('a short name is tried with the search domains first, as getaddrinfo does (a Kubernetes service name)', async () => {
     const withSearch = await startService({
       testTimeout: 10_000,
-      limits: { dnsServers: [dns.server], search: { search: ['other.test', 'spec.test'], ndots: 5 }, resolveTimeout: 3000, connectTimeout: 2000, responseTimeout: 2000 },
+      limits: {
+        dnsServers: [dns.server],
+        search: { search: ['other.test', 'spec.test'], ndots: 5 },
+        resolveTimeout: 3000,
+        connectTimeout: 2000,
+        responseTimeout: 2000,
+      },
     });
     try {
       const before = dns.queries.length;
       const res = await withSearch.test(docker(`http://registry:${registry.port}`));
       assert.equal(res.status, 200, res.text);
-      const asked = dns.queries.slice(before).filter((q) => q.type === 'A').map((q) => q.name);
+      const asked = dns.queries
+        .slice(before)
+        .filter((q) => q.type === 'A')
+        .map((q) => q.name);
       assert.ok(asked.indexOf('registry.other.test') < asked.indexOf('registry.spec.test'), asked.join(' '));
       // A name ending in a dot is only itself.
       const dotted = await withSearch.test(docker(`http://registry.:${registry.port}`));
@@ -110,7 +125,10 @@ describe('name resolution is bounded', () => {
     assert.equal(res.status, 400);
     assert.equal(res.json.message, "connect: cannot resolve host 'hang0.spec.test': name resolution timed out after 3s");
     assert.ok(ms >= 2900 && ms < 4500, `answered after ${ms}ms`);
-    assert.ok(dns.queries.some((q) => q.name === 'hang0.spec.test'), 'the DNS server was asked');
+    assert.ok(
+      dns.queries.some((q) => q.name === 'hang0.spec.test'),
+      'the DNS server was asked',
+    );
   });
 
   it('the scanner V4 TCP check resolves the same bounded way', async () => {
@@ -158,7 +176,7 @@ describe('name resolution is bounded', () => {
     assert.ok(after.ms < 2000, `answered after ${after.ms}ms`);
   });
 
-  it("a lookup past its bound because all turns are taken says so", async () => {
+  it('a lookup past its bound because all turns are taken says so', async () => {
     const quick = await startService({ testTimeout: 10_000, limits: { dnsServers: [dns.server], resolveTimeout: 400 } });
     const slow = await startService({ testTimeout: 10_000, limits: { dnsServers: [dns.server], resolveTimeout: 2000 } });
     try {
@@ -167,7 +185,10 @@ describe('name resolution is bounded', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       const res = await quick.test(docker('http://hang10.spec.test:5000'));
       assert.equal(res.status, 400);
-      assert.equal(res.json.message, "connect: cannot resolve host 'hang10.spec.test': name resolution timed out after 400ms (it waited for one of the 8 lookups in flight)");
+      assert.equal(
+        res.json.message,
+        "connect: cannot resolve host 'hang10.spec.test': name resolution timed out after 400ms (it waited for one of the 8 lookups in flight)",
+      );
       await Promise.all(hanging);
     } finally {
       await quick.close();
@@ -231,7 +252,10 @@ describe('each resolved address is tried in order', () => {
   });
 
   it('a name resolving to [::1 (nothing there), 127.0.0.1 (the registry)] succeeds', async () => {
-    const resolve = async () => [{ address: '::1', family: 6 }, { address: '127.0.0.1', family: 4 }];
+    const resolve = async () => [
+      { address: '::1', family: 6 },
+      { address: '127.0.0.1', family: 4 },
+    ];
     const stubbed = await startService({ limits: { resolve } });
     try {
       const res = await stubbed.test(docker(`http://registry.spec.test:${registry.port}`));
@@ -246,7 +270,12 @@ describe('each resolved address is tried in order', () => {
     await new Promise((resolve) => server.listen(0, '::1', resolve));
     const { port } = server.address();
     try {
-      const res = await service.test({ name: 'clair', type: 'clair', categories: ['SCANNER'], clair: { endpoint: `http://localhost:${port}`, insecure: true } });
+      const res = await service.test({
+        name: 'clair',
+        type: 'clair',
+        categories: ['SCANNER'],
+        clair: { endpoint: `http://localhost:${port}`, insecure: true },
+      });
       assert.equal(res.status, 200, res.text);
       const tcp = await service.test(v4(`localhost:${port}`, `[::1]:${port}`));
       assert.equal(tcp.status, 200, tcp.text);
@@ -262,11 +291,22 @@ describe('each resolved address is tried in order', () => {
     assert.equal(res.json.message, `connect: two.spec.test:${unused} refused the connection (nothing listens there) (tried 127.0.0.2, 127.0.0.1)`);
     const tcp = await service.test(v4(`six.spec.test:${unused}`, '127.0.0.1:1'));
     assert.equal(tcp.status, 400);
-    assert.equal(tcp.json.message, `scanner V4 indexer: connect: six.spec.test:${unused} refused the connection (nothing listens there) (tried 127.0.0.1, ::1)`);
+    assert.equal(
+      tcp.json.message,
+      `scanner V4 indexer: connect: six.spec.test:${unused} refused the connection (nothing listens there) (tried 127.0.0.1, ::1)`,
+    );
   });
 
   it('every address is checked by the policy: one refused address refuses the name', async () => {
-    const strict = await startService({ limits: { allowPrivate: false, resolve: async () => [{ address: '203.0.113.7', family: 4 }, { address: '169.254.169.254', family: 4 }] } });
+    const strict = await startService({
+      limits: {
+        allowPrivate: false,
+        resolve: async () => [
+          { address: '203.0.113.7', family: 4 },
+          { address: '169.254.169.254', family: 4 },
+        ],
+      },
+    });
     try {
       const res = await strict.test(docker('http://mixed.spec.test:5000'));
       assert.equal(res.status, 400);

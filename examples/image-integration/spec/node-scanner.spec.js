@@ -106,6 +106,9 @@ describe('clairify as NODE_SCANNER: a gRPC Ping on grpcEndpoint', () => {
   it('a grpcEndpoint that is no host:port is a 400 before any call', async () => {
     const res = await service.test(clairify(['NODE_SCANNER'], 'ftp://scanner'));
     assert.equal(res.status, 400);
-    assert.deepEqual(res.json.details[0].fieldViolations.map((v) => v.field), ['clairify.grpcEndpoint']);
+    assert.deepEqual(
+      res.json.details[0].fieldViolations.map((v) => v.field),
+      ['clairify.grpcEndpoint'],
+    );
   });
 });

@@ -22,10 +22,27 @@ function scratch(prefix) {
 function certificate(folder) {
   const key = path.join(folder, 'key.pem');
   const cert = path.join(folder, 'cert.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2',
-    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ],
+    { stdio: 'ignore' },
+  );
   return { key, cert, keyPem: fs.readFileSync(key, 'utf8'), certPem: fs.readFileSync(cert, 'utf8') };
 }
 
@@ -56,7 +73,9 @@ async function startTokenServer({ users, signer, service, issuer, tls }) {
   const server = create((req, res) => {
     const url = new URL(req.url, 'http://x');
     requests.push({ url: req.url, authorization: req.headers.authorization });
-    const [user, password] = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString().split(/:(.*)/s);
+    const [user, password] = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64')
+      .toString()
+      .split(/:(.*)/s);
     if (!(user in users) || users[user] !== password) {
       res.writeHead(401, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ details: 'incorrect username or password' }));
@@ -67,7 +86,14 @@ async function startTokenServer({ users, signer, service, issuer, tls }) {
     const der = new crypto.X509Certificate(signer.certPem).raw.toString('base64');
     const b64 = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const unsigned = `${b64({ typ: 'JWT', alg: 'RS256', x5c: [der] })}.${b64({
-      iss: issuer, sub: user, aud: url.searchParams.get('service') ?? service, exp: now + 300, nbf: now - 10, iat: now, jti: crypto.randomUUID(), access,
+      iss: issuer,
+      sub: user,
+      aud: url.searchParams.get('service') ?? service,
+      exp: now + 300,
+      nbf: now - 10,
+      iat: now,
+      jti: crypto.randomUUID(),
+      access,
     })}`;
     const signature = crypto.sign('RSA-SHA256', Buffer.from(unsigned), signer.keyPem).toString('base64url');
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -84,7 +110,17 @@ async function startTokenServer({ users, signer, service, issuer, tls }) {
 async function startRegistry({ auth = 'htpasswd', users = {}, tls = false } = {}) {
   const folder = scratch('funcrun-registry-');
   const port = await freePort();
-  const lines = ['version: 0.1', 'log:', '  level: error', 'storage:', '  filesystem:', `    rootdirectory: ${path.join(folder, 'data')}`, 'http:', `  addr: 127.0.0.1:${port}`, '  secret: spec-secret'];
+  const lines = [
+    'version: 0.1',
+    'log:',
+    '  level: error',
+    'storage:',
+    '  filesystem:',
+    `    rootdirectory: ${path.join(folder, 'data')}`,
+    'http:',
+    `  addr: 127.0.0.1:${port}`,
+    '  secret: spec-secret',
+  ];
   let tlsFiles;
   if (tls) {
     tlsFiles = certificate(folder);
@@ -96,7 +132,14 @@ async function startRegistry({ auth = 'htpasswd', users = {}, tls = false } = {}
   } else if (auth === 'token') {
     const signer = certificate(scratch('funcrun-token-'));
     tokenServer = await startTokenServer({ users, signer, service: 'spec-registry', issuer: 'spec-issuer', tls: tlsFiles });
-    lines.push('auth:', '  token:', `    realm: ${tokenServer.url}`, '    service: spec-registry', '    issuer: spec-issuer', `    rootcertbundle: ${signer.cert}`);
+    lines.push(
+      'auth:',
+      '  token:',
+      `    realm: ${tokenServer.url}`,
+      '    service: spec-registry',
+      '    issuer: spec-issuer',
+      `    rootcertbundle: ${signer.cert}`,
+    );
   }
   const config = path.join(folder, 'config.yml');
   fs.writeFileSync(config, lines.join('\n') + '\n');

@@ -81,7 +81,10 @@ describe('docker registry with token auth', () => {
   let registry;
   let service;
   before(async () => {
-    registry = await startRegistry({ auth: 'token', users: { alice: PASSWORD, iamapikey: 'ibm-api-key-0123', $oauthtoken: 'quay-oauth-token', 'org+robot': 'robot-token-xyz', _json_key: '' } });
+    registry = await startRegistry({
+      auth: 'token',
+      users: { alice: PASSWORD, iamapikey: 'ibm-api-key-0123', $oauthtoken: 'quay-oauth-token', 'org+robot': 'robot-token-xyz', _json_key: '' },
+    });
     service = await startService();
   });
   after(async () => {
@@ -106,7 +109,12 @@ describe('docker registry with token auth', () => {
 
   it('quay: robot credentials are really checked; $oauthtoken is used without them', async () => {
     // A robot account is for the registry alone (quay.go validate()); an OAuth token for both.
-    const quay = (config) => ({ name: 'quay', type: 'quay', categories: config.oauthToken ? ['REGISTRY', 'SCANNER'] : ['REGISTRY'], quay: { endpoint: registry.url, insecure: true, ...config } });
+    const quay = (config) => ({
+      name: 'quay',
+      type: 'quay',
+      categories: config.oauthToken ? ['REGISTRY', 'SCANNER'] : ['REGISTRY'],
+      quay: { endpoint: registry.url, insecure: true, ...config },
+    });
     assert.equal((await service.test(quay({ registryRobotCredentials: { username: 'org+robot', password: 'robot-token-xyz' } }))).status, 200);
     const wrongRobot = await service.test(quay({ registryRobotCredentials: { username: 'org+robot', password: 'not-the-token' } }));
     assert.equal(wrongRobot.status, 400);
@@ -130,7 +138,11 @@ describe('registries without an insecure flag (google, ibm, azure), over verifie
   let registry;
   let service;
   before(async () => {
-    registry = await startRegistry({ auth: 'token', tls: true, users: { _json_key: account, iamapikey: 'ibm-api-key-0123', alice: PASSWORD, '': 'acr-refresh-token-0123' } });
+    registry = await startRegistry({
+      auth: 'token',
+      tls: true,
+      users: { _json_key: account, iamapikey: 'ibm-api-key-0123', alice: PASSWORD, '': 'acr-refresh-token-0123' },
+    });
     // The spec's certificate is trusted the way IMAGE_INTEGRATION_CA_FILE makes one trusted.
     service = await startService({ limits: { ca: [registry.ca] } });
   });
@@ -140,7 +152,12 @@ describe('registries without an insecure flag (google, ibm, azure), over verifie
   });
 
   it('google logs in as _json_key with the whole service account; a changed key fails', async () => {
-    const google = (serviceAccount, type = 'google') => ({ name: 'gcr', type, categories: ['REGISTRY'], google: { endpoint: registry.hostPort, serviceAccount } });
+    const google = (serviceAccount, type = 'google') => ({
+      name: 'gcr',
+      type,
+      categories: ['REGISTRY'],
+      google: { endpoint: registry.hostPort, serviceAccount },
+    });
     assert.equal((await service.test(google(account))).status, 200);
     assert.equal((await service.test(google(account, 'artifactregistry'))).status, 200);
     const wrong = await service.test(google(changed));
@@ -170,7 +187,10 @@ describe('registries without an insecure flag (google, ibm, azure), over verifie
     const acr = (password) => ({ name: 'acr', type: 'azure', categories: ['REGISTRY'], azure: { endpoint: registry.hostPort, password } });
     const seen = registry.tokenServer.requests.length;
     assert.equal((await service.test(acr('acr-refresh-token-0123'))).status, 200);
-    const sent = registry.tokenServer.requests.slice(seen).map((r) => r.authorization).filter(Boolean);
+    const sent = registry.tokenServer.requests
+      .slice(seen)
+      .map((r) => r.authorization)
+      .filter(Boolean);
     assert.ok(sent.includes(`Basic ${Buffer.from(':acr-refresh-token-0123').toString('base64')}`), sent.join(' '));
     const wrong = await service.test(acr('acr-refresh-token-9999'));
     assert.equal(wrong.status, 400);
@@ -186,7 +206,12 @@ describe('registries without an insecure flag (google, ibm, azure), over verifie
   it('without the trusted certificate the same registry fails TLS verification', async () => {
     const untrusting = await startService();
     try {
-      const res = await untrusting.test({ name: 'icr', type: 'ibm', categories: ['REGISTRY'], ibm: { endpoint: registry.hostPort, apiKey: 'ibm-api-key-0123' } });
+      const res = await untrusting.test({
+        name: 'icr',
+        type: 'ibm',
+        categories: ['REGISTRY'],
+        ibm: { endpoint: registry.hostPort, apiKey: 'ibm-api-key-0123' },
+      });
       assert.equal(res.status, 400);
       assert.match(res.json.message, /^TLS: /);
     } finally {

@@ -54,13 +54,21 @@ describe('scanners', () => {
       });
     const [indexer, matcher] = [await listen(), await listen()];
     const closed = await freePort();
-    const v4 = (i, m) => ({ name: 'v4', type: 'scannerv4', categories: ['SCANNER', 'NODE_SCANNER'], scannerV4: { indexerEndpoint: `127.0.0.1:${i}`, matcherEndpoint: `127.0.0.1:${m}` } });
+    const v4 = (i, m) => ({
+      name: 'v4',
+      type: 'scannerv4',
+      categories: ['SCANNER', 'NODE_SCANNER'],
+      scannerV4: { indexerEndpoint: `127.0.0.1:${i}`, matcherEndpoint: `127.0.0.1:${m}` },
+    });
     try {
       assert.equal((await service.test(v4(indexer, matcher))).status, 200);
       const noMatcher = await service.test(v4(indexer, closed));
       assert.equal(noMatcher.status, 400);
       assert.equal(noMatcher.json.message, `scanner V4 matcher: connect: 127.0.0.1:${closed} refused the connection (nothing listens there)`);
-      const passed = service.log.entries().filter((e) => e.msg === 'image integration test passed').at(-1);
+      const passed = service.log
+        .entries()
+        .filter((e) => e.msg === 'image integration test passed')
+        .at(-1);
       assert.match(passed.checked[0], /their gRPC APIs were not called/);
     } finally {
       for (const server of listeners) server.close();

@@ -36,7 +36,12 @@ describe('what the service itself must not show', () => {
     const own = { accessKeyId: 'AKIAOWNSERVICEKEY01', secretAccessKey: 'own-secret-key-value', sessionToken: 'OwnSessionTokenFQoGZXIvYXdzEJr' };
     const service = await startService({ aws: { ecrEndpoint: `http://127.0.0.1:${ecr.address().port}/`, ownCredentials: own, allowIam: true } });
     try {
-      const answer = await service.test({ name: 'ecr', type: 'ecr', categories: ['REGISTRY'], ecr: { registryId: '123456789012', region: 'us-east-1', useIam: true } });
+      const answer = await service.test({
+        name: 'ecr',
+        type: 'ecr',
+        categories: ['REGISTRY'],
+        ecr: { registryId: '123456789012', region: 'us-east-1', useIam: true },
+      });
       assert.equal(answer.status, 400);
       assertNoSecret(assert, answer, service.log, [own.accessKeyId, own.sessionToken, own.secretAccessKey]);
     } finally {
@@ -48,17 +53,25 @@ describe('what the service itself must not show', () => {
   it('an ignored field named like the password is logged masked', async () => {
     const service = await startService();
     try {
-      const answer = await service.test({ name: 'x', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'http://127.0.0.1:9', insecure: true, username: 'u', password: 'Sekr1tZZZ', Sekr1tZZZ: 1 } });
+      const answer = await service.test({
+        name: 'x',
+        type: 'docker',
+        categories: ['REGISTRY'],
+        docker: { endpoint: 'http://127.0.0.1:9', insecure: true, username: 'u', password: 'Sekr1tZZZ', Sekr1tZZZ: 1 },
+      });
       assertNoSecret(assert, answer, service.log, ['Sekr1tZZZ']);
     } finally {
       await service.close();
     }
   });
 
-  it('one-letter values of ignored fields do not garble the service\'s messages', async () => {
+  it("one-letter values of ignored fields do not garble the service's messages", async () => {
     const service = await startService();
     try {
-      const answer = await service.test({ config: { name: 'a', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'registry.example', username: 'e', password: 'p' } }, updatePassword: true });
+      const answer = await service.test({
+        config: { name: 'a', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: 'registry.example', username: 'e', password: 'p' } },
+        updatePassword: true,
+      });
       assert.equal(answer.status, 400);
       assert.match(answer.json.message, /\/v1\/imageintegrations\/test\/updated/);
       assert.doesNotMatch(answer.json.message, /\*\*\*\*\*\*/);

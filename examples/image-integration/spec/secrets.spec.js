@@ -38,43 +38,57 @@ const percent = (text, lower = false) => {
   const encoded = encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return lower ? encoded.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()) : encoded;
 };
-const escapeAll = (text, upper = false) => [...text].map((c) => [...c].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')).join('')[upper ? 'toUpperCase' : 'toString']().replace(/\\U/g, '\\u');
+const escapeAll = (text, upper = false) => {
+  const escaped = [...text].map((c) => [...c].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')).join('');
+  return (upper ? escaped.toUpperCase() : escaped).replace(/\\U/g, '\\u');
+};
 const goJson = (text) => JSON.stringify(text).slice(1, -1).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
-const html = (text) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;').replace(/@/g, '&#64;').replace(/\//g, '&#x2F;');
+const html = (text) =>
+  text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;')
+    .replace(/@/g, '&#64;')
+    .replace(/\//g, '&#x2F;');
 const htmlAll = (text) => [...text].map((c) => `&#${c.codePointAt(0)};`).join('');
 
 /** Every form a secret may leave in. */
 function forms(secret, user = USER) {
   const pair = `${user}:${secret}`;
-  return [...new Set([
-    secret,
-    secret.toUpperCase(),
-    secret.toLowerCase(),
-    Buffer.from(secret).toString('base64'),
-    Buffer.from(secret).toString('base64url'),
-    Buffer.from(pair).toString('base64'),
-    Buffer.from(pair).toString('base64').replace(/=+$/, ''),
-    Buffer.from(pair).toString('base64url'),
-    percent(secret),
-    percent(secret, true),
-    percent(secret).replace(/%20/g, '+'),
-    percent(secret, true).replace(/%20/g, '+'),
-    JSON.stringify(secret).slice(1, -1),
-    goJson(secret),
-    escapeAll(secret),
-    escapeAll(secret, true),
-    html(secret),
-    htmlAll(secret),
-  ])];
+  return [
+    ...new Set([
+      secret,
+      secret.toUpperCase(),
+      secret.toLowerCase(),
+      Buffer.from(secret).toString('base64'),
+      Buffer.from(secret).toString('base64url'),
+      Buffer.from(pair).toString('base64'),
+      Buffer.from(pair).toString('base64').replace(/=+$/, ''),
+      Buffer.from(pair).toString('base64url'),
+      percent(secret),
+      percent(secret, true),
+      percent(secret).replace(/%20/g, '+'),
+      percent(secret, true).replace(/%20/g, '+'),
+      JSON.stringify(secret).slice(1, -1),
+      goJson(secret),
+      escapeAll(secret),
+      escapeAll(secret, true),
+      html(secret),
+      htmlAll(secret),
+    ]),
+  ];
 }
 
 /** Every string inside parsed JSON (the log's lines, an answer), so the logger's own escaping hides nothing. */
 function strings(value, out = []) {
   if (typeof value === 'string') out.push(value);
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) {
-    out.push(k);
-    strings(v, out);
-  }
+  else if (value !== null && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) {
+      out.push(k);
+      strings(v, out);
+    }
   return out;
 }
 
@@ -131,15 +145,27 @@ describe('secrets inside JSON-encoded strings (item 7)', () => {
   const cases = {
     docker: () => ({ ...docker(registry.url), docker: JSON.stringify({ endpoint: registry.url, username: USER, password: PASSWORD, insecure: true }) }),
     'quay.registryRobotCredentials': () => ({
-      name: 'q', type: 'quay', categories: ['REGISTRY'],
+      name: 'q',
+      type: 'quay',
+      categories: ['REGISTRY'],
       quay: { endpoint: registry.url, insecure: true, registryRobotCredentials: JSON.stringify({ username: 'org+bot', password: PASSWORD }) },
     }),
     'ecr.authorizationData': () => ({
-      name: 'e', type: 'ecr', categories: ['REGISTRY'],
-      ecr: { registryId: '123456789012', region: 'us-east-1', endpoint: registry.url, authorizationData: JSON.stringify({ username: 'AWS', password: PASSWORD }) },
+      name: 'e',
+      type: 'ecr',
+      categories: ['REGISTRY'],
+      ecr: {
+        registryId: '123456789012',
+        region: 'us-east-1',
+        endpoint: registry.url,
+        authorizationData: JSON.stringify({ username: 'AWS', password: PASSWORD }),
+      },
     }),
     source: () => ({ ...docker(registry.url, { password: 'the-right-one-123' }), source: JSON.stringify({ clusterId: 'c', password: PASSWORD }) }),
-    'name (the test fails at the registry)': () => ({ ...docker(registry.url, { password: 'a-wrong-one-456' }), name: JSON.stringify({ password: PASSWORD, inner: JSON.stringify({ apiKey: PASSWORD }) }) }),
+    'name (the test fails at the registry)': () => ({
+      ...docker(registry.url, { password: 'a-wrong-one-456' }),
+      name: JSON.stringify({ password: PASSWORD, inner: JSON.stringify({ apiKey: PASSWORD }) }),
+    }),
   };
   for (const [what, body] of Object.entries(cases)) {
     it(`${what} sent as a JSON string: the secret is masked in the answer and the trace log`, async () => {
@@ -172,9 +198,13 @@ describe('userinfo in endpoints, in every form (item 8)', () => {
       ['//u:p/w@host', '//******@host'],
       ['https:u:pw@host', '******@host'],
       ['host:5000', 'host:5000'],
-    ]) assert.equal(maskEndpoint(endpoint), masked, endpoint);
+    ])
+      assert.equal(maskEndpoint(endpoint), masked, endpoint);
     const redactor = new Redactor();
-    assert.equal(redactor.redact('see https://u:p@ss/w@host/x, u:pw@host and //u:x@h "https:u:pw@h" me@example.com'), 'see https://******@host/x, ******@host and //******@h "******@h" me@example.com');
+    assert.equal(
+      redactor.redact('see https://u:p@ss/w@host/x, u:pw@host and //u:x@h "https:u:pw@h" me@example.com'),
+      'see https://******@host/x, ******@host and //******@h "******@h" me@example.com',
+    );
     assert.deepEqual(userinfoSpans('@type x@y'), []);
     const linear = 'a:b@'.repeat(250_000);
     const started = performance.now();
@@ -183,7 +213,13 @@ describe('userinfo in endpoints, in every form (item 8)', () => {
     assert.ok(performance.now() - started < 1000, 'linear');
   });
 
-  for (const form of [`${USER}:${PASSWORD}@127.0.0.1:5000`, `//${USER}:${PASSWORD}@127.0.0.1:5000`, `https:${USER}:${PASSWORD}@127.0.0.1`, `https://${USER}:${PASSWORD}@127.0.0.1`, `http://${USER}:${PASSWORD}@127.0.0.1/v2`]) {
+  for (const form of [
+    `${USER}:${PASSWORD}@127.0.0.1:5000`,
+    `//${USER}:${PASSWORD}@127.0.0.1:5000`,
+    `https:${USER}:${PASSWORD}@127.0.0.1`,
+    `https://${USER}:${PASSWORD}@127.0.0.1`,
+    `http://${USER}:${PASSWORD}@127.0.0.1/v2`,
+  ]) {
     it(`endpoint ${JSON.stringify(form.replace(PASSWORD, '<pw>'))}: refused, and the password is in no answer or log line`, async () => {
       const res = await service.test(docker(form, { username: undefined, password: undefined }));
       assert.equal(res.status, 400, res.text);
@@ -242,7 +278,7 @@ describe('registry error text (item 9)', () => {
     await tlsEcho.close();
   });
 
-  it('Docker Distribution: a wrong password with spaces, @, / and & is answered with the registry\'s error code and message only', async () => {
+  it("Docker Distribution: a wrong password with spaces, @, / and & is answered with the registry's error code and message only", async () => {
     const res = await service.test(docker(registry.url));
     assert.equal(res.status, 400);
     assert.match(res.json.message, /^authentication: 127\.0\.0\.1:\d+ rejected the credentials \(HTTP 401\): UNAUTHORIZED: authentication required$/);
@@ -260,7 +296,9 @@ describe('registry error text (item 9)', () => {
   it('every encoding is masked wherever the cut falls', async () => {
     for (let pad = 0; pad < 40; pad += 3) {
       const peer = await startPeer((req, res) => {
-        const password = Buffer.from(req.headers.authorization.slice(6), 'base64').toString().slice(USER.length + 1);
+        const password = Buffer.from(req.headers.authorization.slice(6), 'base64')
+          .toString()
+          .slice(USER.length + 1);
         res.writeHead(401);
         res.end(`${'.'.repeat(120 + pad)}${echoBody(password)}`);
       });
@@ -274,7 +312,7 @@ describe('registry error text (item 9)', () => {
     }
   });
 
-  it('Go-escaped JSON (\\u0026) of Docker Distribution\'s error shape: only code and message are quoted, masked', async () => {
+  it("Go-escaped JSON (\\u0026) of Docker Distribution's error shape: only code and message are quoted, masked", async () => {
     const res = await service.test(docker(goEcho.url));
     assert.equal(res.status, 400);
     assert.match(res.json.message, /rejected the credentials \(HTTP 403\): DENIED: user alice password \*{6} denied$/);
@@ -370,7 +408,12 @@ describe('masking value by value (item 10)', () => {
   }
 
   it('a Google service account pasted as an object is reported at google.serviceAccount, and masked', async () => {
-    const key = { type: 'service_account', private_key_id: 'f00dfeedc0ffee0123456789', private_key: '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCSecretKeyLine\n-----END PRIVATE KEY-----\n', client_email: 'x@y.iam.gserviceaccount.com' };
+    const key = {
+      type: 'service_account',
+      private_key_id: 'f00dfeedc0ffee0123456789',
+      private_key: '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCSecretKeyLine\n-----END PRIVATE KEY-----\n',
+      client_email: 'x@y.iam.gserviceaccount.com',
+    };
     const res = await service.test({ name: 'g', type: 'google', categories: ['REGISTRY'], google: { endpoint: registry.hostPort, serviceAccount: key } });
     assert.equal(res.status, 400, res.text);
     const violation = res.json.details[0].fieldViolations.find((v) => v.field === 'google.serviceAccount');

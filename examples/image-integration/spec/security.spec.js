@@ -9,17 +9,22 @@ const { startService } = require('./service');
 
 describe('secrets from the schema', () => {
   it('the secret fields are exactly the ones the schema marks', () => {
-    assert.deepEqual(secretPaths().map((p) => p.join('.')).sort(), [
-      'azure.password',
-      'docker.password',
-      'ecr.accessKeyId',
-      'ecr.authorizationData.password',
-      'ecr.secretAccessKey',
-      'google.serviceAccount',
-      'ibm.apiKey',
-      'quay.oauthToken',
-      'quay.registryRobotCredentials.password',
-    ]);
+    assert.deepEqual(
+      secretPaths()
+        .map((p) => p.join('.'))
+        .sort(),
+      [
+        'azure.password',
+        'docker.password',
+        'ecr.accessKeyId',
+        'ecr.authorizationData.password',
+        'ecr.secretAccessKey',
+        'google.serviceAccount',
+        'ibm.apiKey',
+        'quay.oauthToken',
+        'quay.registryRobotCredentials.password',
+      ],
+    );
   });
 
   it('maskSecrets replaces each secret (and unknown) field and leaves the rest', () => {

@@ -18,7 +18,12 @@ describe('bounds', () => {
     const silent = await startSilent();
     const service = await startService({ testTimeout: 300, limits: { responseTimeout: 60_000 } });
     try {
-      const res = await service.test({ name: 'x', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: `http://${silent.hostPort}`, insecure: true } });
+      const res = await service.test({
+        name: 'x',
+        type: 'docker',
+        categories: ['REGISTRY'],
+        docker: { endpoint: `http://${silent.hostPort}`, insecure: true },
+      });
       assert.equal(res.status, 400);
       assert.equal(res.json.message, 'the test did not finish within 0.3s');
     } finally {
@@ -35,7 +40,11 @@ describe('routes', () => {
       const body = { name: 'c', type: 'clair', categories: ['SCANNER'], clair: { endpoint: '' } };
       const test = await service.test(body);
       assert.deepEqual(test.json.details[0].fieldViolations, [{ field: 'clair.endpoint', description: 'is required' }]);
-      const updated = await request(service.url + '/v1/imageintegrations/test/updated', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ config: body, updatePassword: true }) });
+      const updated = await request(service.url + '/v1/imageintegrations/test/updated', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ config: body, updatePassword: true }),
+      });
       assert.deepEqual(updated.json.details[0].fieldViolations, [{ field: 'config.clair.endpoint', description: 'is required' }]);
       const get = await request(service.url + '/v1/imageintegrations/test/updated');
       assert.equal(get.status, 405);
@@ -63,8 +72,10 @@ describe('unexpected errors', () => {
 
 describe('served by funcrun serve, configured by the environment', () => {
   const PASSWORD = 'env-spec-password-1';
-  const body = (endpoint) => JSON.stringify({ name: 'r', type: 'docker', categories: ['REGISTRY'], docker: { endpoint, username: 'alice', password: PASSWORD, insecure: true } });
-  const post = (url, data, headers = {}) => request(url + '/v1/imageintegrations/test', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: data });
+  const body = (endpoint) =>
+    JSON.stringify({ name: 'r', type: 'docker', categories: ['REGISTRY'], docker: { endpoint, username: 'alice', password: PASSWORD, insecure: true } });
+  const post = (url, data, headers = {}) =>
+    request(url + '/v1/imageintegrations/test', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: data });
 
   it('refuses loopback by default; IMAGE_INTEGRATION_ALLOW_PRIVATE_ENDPOINTS=true allows it', async () => {
     const registry = await startRegistry({ auth: 'htpasswd', users: { alice: PASSWORD } });
@@ -99,7 +110,12 @@ describe('served by funcrun serve, configured by the environment', () => {
       assert.equal((await post(proc.url, body(`http://${silent.hostPort}`))).status, 401);
       const slow = await post(proc.url, body(`http://${silent.hostPort}`), { authorization: 'Bearer env-token' });
       assert.equal(slow.json.message, `no answer from ${silent.hostPort} within 250ms`);
-      const verified = JSON.stringify({ name: 'r', type: 'docker', categories: ['REGISTRY'], docker: { endpoint: tls.hostPort, username: 'alice', password: PASSWORD } });
+      const verified = JSON.stringify({
+        name: 'r',
+        type: 'docker',
+        categories: ['REGISTRY'],
+        docker: { endpoint: tls.hostPort, username: 'alice', password: PASSWORD },
+      });
       assert.equal((await post(proc.url, verified, { authorization: 'Bearer env-token' })).status, 200);
     } finally {
       proc.child.kill('SIGTERM');

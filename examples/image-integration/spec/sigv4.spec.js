@@ -10,7 +10,14 @@ const signature = (headers) => /Signature=([0-9a-f]{64})$/.exec(headers.authoriz
 
 describe('AWS Signature Version 4', () => {
   it('get-vanilla (aws-sig-v4-test-suite)', () => {
-    const headers = signV4({ method: 'GET', url: new URL('https://example.amazonaws.com/'), region: 'us-east-1', service: 'service', credentials: suite, now: suiteNow });
+    const headers = signV4({
+      method: 'GET',
+      url: new URL('https://example.amazonaws.com/'),
+      region: 'us-east-1',
+      service: 'service',
+      credentials: suite,
+      now: suiteNow,
+    });
     assert.equal(headers['x-amz-date'], '20150830T123600Z');
     assert.equal(
       headers.authorization,
@@ -19,12 +26,26 @@ describe('AWS Signature Version 4', () => {
   });
 
   it('get-vanilla-query-order-key-case: query parameters are sorted', () => {
-    const headers = signV4({ method: 'GET', url: new URL('https://example.amazonaws.com/?Param2=value2&Param1=value1'), region: 'us-east-1', service: 'service', credentials: suite, now: suiteNow });
+    const headers = signV4({
+      method: 'GET',
+      url: new URL('https://example.amazonaws.com/?Param2=value2&Param1=value1'),
+      region: 'us-east-1',
+      service: 'service',
+      credentials: suite,
+      now: suiteNow,
+    });
     assert.equal(signature(headers), 'b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500');
   });
 
   it('post-vanilla', () => {
-    const headers = signV4({ method: 'POST', url: new URL('https://example.amazonaws.com/'), region: 'us-east-1', service: 'service', credentials: suite, now: suiteNow });
+    const headers = signV4({
+      method: 'POST',
+      url: new URL('https://example.amazonaws.com/'),
+      region: 'us-east-1',
+      service: 'service',
+      credentials: suite,
+      now: suiteNow,
+    });
     assert.equal(signature(headers), '5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b');
   });
 
@@ -43,7 +64,14 @@ describe('AWS Signature Version 4', () => {
   });
 
   it('a session token is sent and signed', () => {
-    const headers = signV4({ method: 'GET', url: new URL('https://example.amazonaws.com/'), region: 'us-east-1', service: 'service', credentials: { ...suite, sessionToken: 'tok' }, now: suiteNow });
+    const headers = signV4({
+      method: 'GET',
+      url: new URL('https://example.amazonaws.com/'),
+      region: 'us-east-1',
+      service: 'service',
+      credentials: { ...suite, sessionToken: 'tok' },
+      now: suiteNow,
+    });
     assert.equal(headers['x-amz-security-token'], 'tok');
     assert.match(headers.authorization, /SignedHeaders=host;x-amz-date;x-amz-security-token,/);
   });

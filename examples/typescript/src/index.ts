@@ -6,8 +6,7 @@ interface Purchase {
 }
 
 /** Ids are Java ints, as in the function contract's purchase example: 1 to 2^31 - 1, so the total stays exact. */
-const isId = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 2147483647;
+const isId = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 2147483647;
 
 function isPurchase(value: unknown): value is Purchase {
   const p = value as Partial<Purchase> | null | undefined;
