@@ -158,3 +158,22 @@ module.exports.freePort = freePort;
 module.exports.run = run;
 module.exports.runServing = runServing;
 module.exports.waitUntilListening = waitUntilListening;
+
+// Large hostile inputs for the parsers' specs.
+const MB = 1_000_000;
+/** `unit` repeated to about `size` characters. */
+const fill = (unit, size = MB) => unit.repeat(Math.ceil(size / unit.length));
+/** `make(n)` for n = 0, 1, ... joined until the text reaches `size`. */
+function grow(make, size = MB) {
+  const parts = [];
+  let length = 0;
+  for (let n = 0; length < size; n++) {
+    const part = make(n);
+    parts.push(part);
+    length += part.length;
+  }
+  return parts.join('');
+}
+module.exports.MB = MB;
+module.exports.fill = fill;
+module.exports.grow = grow;

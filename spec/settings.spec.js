@@ -51,7 +51,7 @@ describe('the settings table', () => {
     for (const setting of Object.values(SETTINGS)) for (const flag of setting.flags ?? []) assert.match(help.stdout, new RegExp(`${flag}\\b`), flag);
   });
 
-  it('funcrun config envs add refuses FUNC_TIMEOUT=banana (it used to accept it, and the server then refused to start)', () => {
+  it('funcrun config envs add refuses FUNC_TIMEOUT=banana, which the server would refuse at start', () => {
     const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-settings-'));
     fs.writeFileSync(path.join(folder, 'func.yaml'), 'name: s\n');
     for (const variable of ['FUNC_TIMEOUT', 'FUNC_METRICS', 'FUNC_MAX_EVENT_LOOP_DELAY', 'FUNC_COMPAT']) {

@@ -4,22 +4,7 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { performance } = require('node:perf_hooks');
-const { startServer, request } = require('./helpers');
-
-const MB = 1_000_000;
-/** `unit` repeated to about `size` characters. */
-const fill = (unit, size = MB) => unit.repeat(Math.ceil(size / unit.length));
-/** `make(n)` for n = 0, 1, ... joined until the text reaches `size`. */
-function grow(make, size = MB) {
-  const parts = [];
-  let length = 0;
-  for (let n = 0; length < size; n++) {
-    const part = make(n);
-    parts.push(part);
-    length += part.length;
-  }
-  return parts.join('');
-}
+const { startServer, request, fill, grow } = require('./helpers');
 
 describe('XML bodies over HTTP', () => {
   let server;

@@ -3,22 +3,8 @@ const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const { performance } = require('node:perf_hooks');
 const { HttpError } = require('../../lib/errors.js');
+const { MB, fill, grow } = require('../helpers');
 const { parseXml, MAX_XML_DEPTH, MAX_XML_ATTRIBUTES, MAX_XML_NAMESPACES, MAX_XML_NODES } = require('../../lib/xml.js');
-
-const MB = 1_000_000;
-/** `unit` repeated to about `size` characters. */
-const fill = (unit, size = MB) => unit.repeat(Math.ceil(size / unit.length));
-/** `make(n)` for n = 0, 1, ... joined until the text reaches `size`. */
-function grow(make, size = MB) {
-  const parts = [];
-  let length = 0;
-  for (let n = 0; length < size; n++) {
-    const part = make(n);
-    parts.push(part);
-    length += part.length;
-  }
-  return parts.join('');
-}
 
 /** The HttpError parseXml throws for `text` (fails the test when it parses). */
 function rejection(text) {
