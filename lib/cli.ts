@@ -238,13 +238,7 @@ function config(args: string[]): void {
     const file = openFuncYaml(folder);
     if (action === 'add') {
       if (values.value === undefined) throw new UsageError('config envs add needs --value');
-      let done;
-      try {
-        done = setEnv(file.doc, name, values.value as string);
-      } catch (err) {
-        // A value the server would refuse at start: the command line is wrong.
-        throw err instanceof ConfigError ? new UsageError(err.message) : err;
-      }
+      const done = refusedAsUsage(() => setEnv(file.doc, name, values.value as string));
       saveFuncYaml(file);
       process.stdout.write(`${done} ${name} in ${file.file}\n`);
     } else {
@@ -257,12 +251,23 @@ function config(args: string[]): void {
   if (area === 'health') {
     if (values.liveness === undefined && values.readiness === undefined) throw new UsageError('config health needs --liveness, --readiness or both');
     const file = openFuncYaml(folder);
-    setHealth(file.doc, { liveness: values.liveness as string | undefined, readiness: values.readiness as string | undefined }, values.env === true);
+    refusedAsUsage(() =>
+      setHealth(file.doc, { liveness: values.liveness as string | undefined, readiness: values.readiness as string | undefined }, values.env === true),
+    );
     saveFuncYaml(file);
     process.stdout.write(`set the health endpoints in ${file.file}\n`);
     return;
   }
   throw new UsageError(notOneOf('config', area ?? '', ['envs', 'health']));
+}
+
+/** A value the server would refuse at start is the command line's mistake: bad use, exit code 2. */
+function refusedAsUsage<T>(write: () => T): T {
+  try {
+    return write();
+  } catch (err) {
+    throw err instanceof ConfigError ? new UsageError(err.message) : err;
+  }
 }
 
 async function serveCommand(args: string[]): Promise<void> {

@@ -301,7 +301,7 @@ describe('funcrun config', () => {
       { name: 'READINESS_URL', value: '/ready' },
     ]);
     const bad = await funcrun(['config', 'health', '--liveness', 'alive', '--path', dir]);
-    assert.equal(bad.code, 1);
+    assert.equal(bad.code, 2);
     assert.match(bad.stderr, /expected a path starting with '\/'/);
     // Paths that could never be asked for: a newline, a space, a route parameter, a bad escape.
     for (const [path, problem] of [
@@ -311,7 +311,7 @@ describe('funcrun config', () => {
       ['/a%zz', /%XX/],
     ]) {
       const refused = await funcrun(['config', 'health', '--readiness', path, '--path', dir]);
-      assert.equal(refused.code, 1, path);
+      assert.equal(refused.code, 2, path);
       assert.match(refused.stderr, problem, path);
     }
   });
