@@ -14,7 +14,10 @@ export const ERROR_CODES = {
   FUNCRUN_NOT_FOUND: { status: 404, when: 'no route for the path and no handle() to fall back to' },
   FUNCRUN_METHOD_NOT_ALLOWED: { status: 405, when: 'a route for the path, not for the method (the Allow header lists those it has)' },
   FUNCRUN_BODY_TOO_LARGE: { status: 413, when: 'the body is larger than the body limit (details: limit)' },
-  FUNCRUN_BODY_INCOMPLETE: { status: 400, when: 'the client closed the connection before the body was complete' },
+  FUNCRUN_BODY_INCOMPLETE: {
+    status: 400,
+    when: 'the connection broke before the body was complete (a client that only half-closes gets FUNCRUN_MALFORMED_REQUEST)',
+  },
   FUNCRUN_TRANSFER_ENCODING: { status: 501, when: 'a Transfer-Encoding other than chunked' },
   FUNCRUN_CONTENT_ENCODING: { status: 415, when: 'a compressed (Content-Encoding) body' },
   FUNCRUN_UNSUPPORTED_CHARSET: { status: 415, when: 'a text body in a charset node cannot decode' },

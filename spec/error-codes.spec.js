@@ -12,16 +12,16 @@ const { serve } = require('./helpers');
 const ROOT = path.join(__dirname, '..');
 
 describe('error codes', () => {
-  it('docs/errors.md lists every code with its status, and no other', () => {
+  it('docs/errors.md lists every code with its status and when it is answered, and no other', () => {
     const rows = fs
       .readFileSync(path.join(ROOT, 'docs', 'errors.md'), 'utf8')
       .split('\n')
-      .map((line) => /^\| `(FUNCRUN_\w+)` \| (\d{3}) \|/.exec(line))
+      .map((line) => /^\| `(FUNCRUN_\w+)` \| (\d{3}) \| (.*) \|$/.exec(line))
       .filter(Boolean)
-      .map((m) => [m[1], Number(m[2])]);
+      .map((m) => [m[1], Number(m[2]), m[3]]);
     assert.deepEqual(
       rows,
-      Object.entries(ERROR_CODES).map(([code, { status }]) => [code, status]),
+      Object.entries(ERROR_CODES).map(([code, { status, when }]) => [code, status, when]),
     );
   });
 
