@@ -127,6 +127,30 @@ function quote(s: string): string {
 
 // --- Errors ---
 
+// The switch serve leaves when it turned source maps on for funcrun's stacks (source-maps.ts): on
+// only while a stack is read, since left on they cost every request.
+const MAPPED_STACKS = Symbol.for('funcrun.mappedStacks');
+
+/** An error's stack, its frames mapped to the TypeScript sources when serve set that up. Never throws. */
+function mappedStack(err: object): unknown {
+  const turn = (process as unknown as Record<symbol, ((on: boolean) => void) | undefined>)[MAPPED_STACKS];
+  if (typeof turn !== 'function') return get(err, 'stack');
+  try {
+    turn(true);
+  } catch {
+    return get(err, 'stack');
+  }
+  try {
+    return get(err, 'stack');
+  } finally {
+    try {
+      turn(false);
+    } catch {
+      // The stack is read; a switch that fails leaves node as it was.
+    }
+  }
+}
+
 /**
  * `type`, `message`, `stack`, and `code`, `cause` (an Error cause serialised the same way) and any
  * other enumerable own property when present, as pino's error serializer. Never throws.
@@ -144,7 +168,7 @@ function errorFields(err: object, seen: object[]): Record<string, unknown> {
   out.type = typeof name === 'string' ? name : 'Error';
   const message = get(err, 'message');
   out.message = typeof message === 'string' ? message : message === undefined ? '' : text(message);
-  const stack = get(err, 'stack');
+  const stack = mappedStack(err);
   if (typeof stack === 'string') out.stack = stack;
   const code = get(err, 'code');
   if (code !== undefined) out.code = code;

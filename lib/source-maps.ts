@@ -3,11 +3,13 @@
 // of lib/runtime.js. node reads a file's map only when it compiles the file: the entry points
 // turn them on before the bundle loads, and node reads lib/runtime.js.map then.
 //
-// While the function loads and starts, serve() has them off again (pauseSourceMaps): node would
-// otherwise read, at every start, the map of each module of the function's dependencies that has
-// one (OpenTelemetry's packages have hundreds), and, while they are on, it leaves out its hint for
-// an ESM import of a name a CommonJS module does not export. They are back on once the server
-// listens, for every stack formatted from then on.
+// Once the bundle is loaded they are off again (pauseSourceMaps): while the function loads, node
+// would otherwise read, at every start, the map of each module of the function's dependencies that
+// has one (OpenTelemetry's packages have hundreds), and, while they are on, it leaves out its hint
+// for an ESM import of a name a CommonJS module does not export. While the server answers, left on
+// they cost every request some 14% more instructions (callgrind, a JSON POST): so they stay off, and
+// the logger turns them on only while it reads an error's stack (mappedStack in log.ts), through
+// the switch left on `process` under MAPPED_STACKS.
 //
 // A process that loads funcrun with require() decides for itself (node --enable-source-maps), and
 // so does one started with them on: funcrun changes nothing there. Outside the bundle, so that the
@@ -31,9 +33,17 @@ export function turnOnSourceMaps(): void {
   ours = true;
 }
 
-/** Turns them off if funcrun turned them on; the function returned turns them back on. */
+/** Where the logger finds the switch (a process-wide key: the bundle and this file are two modules). */
+export const MAPPED_STACKS = Symbol.for('funcrun.mappedStacks');
+
+/**
+ * Turns them off if funcrun turned them on; the function returned leaves them off and hands the
+ * logger the switch, so that the stacks it logs are mapped.
+ */
 export function pauseSourceMaps(): () => void {
   if (!ours || !process.sourceMapsEnabled) return () => {};
   turn(false);
-  return () => turn(true);
+  return () => {
+    (process as unknown as Record<symbol, unknown>)[MAPPED_STACKS] = turn;
+  };
 }

@@ -64,12 +64,12 @@ describe('source maps', () => {
     }
   });
 
-  it('they are off while the function loads, on once it listens; a process started with them on keeps them on', async () => {
+  it('they are off while the function loads and while it answers (on only while funcrun reads a stack); a process started with them on keeps them on', async () => {
     const folder = project({
       'index.js': 'const atLoad = process.sourceMapsEnabled;\nmodule.exports = { handle: () => ({ atLoad, serving: process.sourceMapsEnabled }) };\n',
     });
     for (const [execArgv, expected] of [
-      [[], { atLoad: false, serving: true }],
+      [[], { atLoad: false, serving: false }],
       [['--enable-source-maps'], { atLoad: true, serving: true }],
     ]) {
       const proc = await runServing([folder], { execArgv });
