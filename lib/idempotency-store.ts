@@ -1,0 +1,128 @@
+// Where idempotency keeps its claims and answers: the interface every store implements, and the
+// default store, in this process's memory. A claim marks an event as running; an answer replaces
+// it when the function has answered, for the window. Keys arrive hashed, so their length is fixed.
+
+/** What a store says of a key when asked to claim it. */
+export type Claim =
+  /** The key was free: it is claimed now, under `token`, until it is completed or released or its time runs out. */
+  | { state: 'claimed'; token: string }
+  /** Another delivery holds the claim. */
+  | { state: 'running' }
+  /** The answer stored for the key: replayed as it is. */
+  | { state: 'done'; answer: Buffer };
+
+export interface IdempotencyStore {
+  /** Claims `key` for `claimMs` (SET NX PX), or says who has it. Rejects when the store cannot be reached. */
+  claim(key: string, claimMs: number): Promise<Claim>;
+  /** Replaces this claim (only if it is still `token`'s) with the answer, kept for `windowMs`. */
+  complete(key: string, token: string, answer: Buffer, windowMs: number): Promise<void>;
+  /** Removes this claim (only if it is still `token`'s): the next delivery runs. */
+  release(key: string, token: string): Promise<void>;
+  /** Undefined while the store is usable; else why not, in words safe to answer (no address, no credentials). */
+  problem(): string | undefined;
+  /** Closes connections; called once at shutdown. */
+  close(): Promise<void>;
+}
+
+export interface MemoryLimits {
+  /** Keys kept at most. */
+  entries: number;
+  /** Bytes of keys and answers kept at most. */
+  bytes: number;
+}
+
+interface Entry {
+  /** A claim's token, or undefined for an answer. */
+  token: string | undefined;
+  answer: Buffer | undefined;
+  expires: number;
+  size: number;
+}
+
+let tokens = 0;
+
+/**
+ * The store of one process: a Map in least-recently-used order (a read moves a key to the end),
+ * bounded in entries and bytes. Answers leave oldest first; a claim leaves only when it is
+ * completed, released or expired, since dropping it would let a duplicate run (claims are bounded
+ * by the requests in flight).
+ */
+export class MemoryStore implements IdempotencyStore {
+  readonly #entries = new Map<string, Entry>();
+  #bytes = 0;
+  constructor(
+    readonly limits: MemoryLimits,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  claim(key: string, claimMs: number): Promise<Claim> {
+    const entry = this.#live(key);
+    if (entry !== undefined) {
+      // Recently used: to the end of the order.
+      this.#entries.delete(key);
+      this.#entries.set(key, entry);
+      return Promise.resolve(entry.answer === undefined ? { state: 'running' } : { state: 'done', answer: entry.answer });
+    }
+    const token = `${process.pid}.${++tokens}`;
+    this.#put(key, { token, answer: undefined, expires: this.now() + claimMs, size: key.length });
+    return Promise.resolve({ state: 'claimed', token });
+  }
+
+  complete(key: string, token: string, answer: Buffer, windowMs: number): Promise<void> {
+    if (this.#live(key)?.token === token) this.#put(key, { token: undefined, answer, expires: this.now() + windowMs, size: key.length + answer.length });
+    return Promise.resolve();
+  }
+
+  release(key: string, token: string): Promise<void> {
+    if (this.#live(key)?.token === token) this.#remove(key);
+    return Promise.resolve();
+  }
+
+  problem(): undefined {
+    return undefined;
+  }
+
+  close(): Promise<void> {
+    this.#entries.clear();
+    this.#bytes = 0;
+    return Promise.resolve();
+  }
+
+  /** How many keys and bytes are kept: for the specs. */
+  get size(): { entries: number; bytes: number } {
+    return { entries: this.#entries.size, bytes: this.#bytes };
+  }
+
+  #live(key: string): Entry | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined || entry.expires > this.now()) return entry;
+    this.#remove(key);
+    return undefined;
+  }
+
+  #put(key: string, entry: Entry): void {
+    this.#remove(key);
+    this.#entries.set(key, entry);
+    this.#bytes += entry.size;
+    this.#evict();
+  }
+
+  #remove(key: string): void {
+    const old = this.#entries.get(key);
+    if (old === undefined) return;
+    this.#entries.delete(key);
+    this.#bytes -= old.size;
+  }
+
+  // Oldest first: expired entries and answers. Live claims are passed over (see the class's
+  // comment); there are no more of them than requests in flight.
+  #evict(): void {
+    const { entries, bytes } = this.limits;
+    if (this.#entries.size <= entries && this.#bytes <= bytes) return;
+    const now = this.now();
+    for (const [key, entry] of this.#entries) {
+      if (this.#entries.size <= entries && this.#bytes <= bytes) return;
+      if (entry.token === undefined || entry.expires <= now) this.#remove(key);
+    }
+  }
+}
