@@ -35,6 +35,15 @@ export const ERROR_CODES = {
   FUNCRUN_BYTES_NOT_ACCEPTED: { status: 415, when: 'named functions: bytes for a function that takes JSON' },
   FUNCRUN_INVALID_INPUT: { status: 400, when: "named functions: input that violates the function's schema (details: violations)" },
   FUNCRUN_INVALID_QUERY: { status: 400, when: 'named functions: query parameter names that do not make an object' },
+  FUNCRUN_INVALID_EVENT_DATA: {
+    status: 400,
+    when: "event contracts: an event's data violates its type's schema (details: type, violations, and index in a batch)",
+  },
+  FUNCRUN_UNDECLARED_EVENT_TYPE: { status: 400, when: 'event contracts: an event of a type the module does not declare, without passthrough (details: type)' },
+  FUNCRUN_EVENT_KEY_TOO_LONG: { status: 400, when: "idempotency: the event's key (source and id, or the module's key) is longer than the key limit" },
+  FUNCRUN_EVENT_IN_PROGRESS: { status: 429, when: 'idempotency: the same event is being handled by another delivery; Retry-After says when to try again' },
+  FUNCRUN_STORE_UNAVAILABLE: { status: 503, when: 'idempotency: the store cannot be reached, so the event is not run; Retry-After says when to try again' },
+  FUNCRUN_RETRY: { status: 503, when: 'the function returned retry(): deliver the event again after Retry-After (429 when it asked for 429)' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

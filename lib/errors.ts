@@ -187,12 +187,14 @@ export interface ErrorStyle {
   asText?: boolean;
   /** faas-js-runtime's bodies: without funcrun's error codes. */
   withoutCodes?: boolean;
+  /** Fields funcrun itself wrote, safe at any status (why readiness fails). */
+  said?: Record<string, string>;
 }
 
 /** The JSON text of an error body. Never throws: a failing format or details fall back to the plain body. */
 export function errorJson(facts: Thrown, thrown: unknown, log: Logger, style: ErrorStyle = {}): string {
   const format = style.format;
-  const body = bodyOf(facts, style.withoutCodes);
+  const body = style.said === undefined ? bodyOf(facts, style.withoutCodes) : { ...bodyOf(facts, style.withoutCodes), ...style.said };
   if (format !== undefined) {
     try {
       const value = format(body, thrown);
@@ -217,6 +219,10 @@ export function errorJson(facts: Thrown, thrown: unknown, log: Logger, style: Er
   }
 }
 
+// 5xx answers that are outcomes, not failures: the function's retry(), and a store outage (its
+// store logs the outage once). The request's own line says more, where they are raised.
+const LOGGED_WHERE_RAISED = new Set<string | undefined>(['FUNCRUN_RETRY', 'FUNCRUN_STORE_UNAVAILABLE']);
+
 /** The one place a thrown value becomes a response. 5xx details go to the log, never to the client. Never throws. */
 export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, style: ErrorStyle = {}): void {
   try {
@@ -224,7 +230,7 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     const dropped: Dropped[] = [];
     const facts = readThrown(thrown, dropped, input, asText);
     const request = { method: req.method, path: pathOf(req.url), statusCode: facts.status };
-    if (facts.status >= 500) quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));
+    if (facts.status >= 500 && !LOGGED_WHERE_RAISED.has(facts.code)) quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));
     else quietly(() => log.debug({ ...request, message: facts.message }, 'request rejected'));
     if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));
     if (res.headersSent || res.destroyed) {

@@ -11,11 +11,11 @@ import { isPartOf } from './provenance';
 import { discard, Prepared } from './respond';
 import { Readable } from 'node:stream';
 import { JSON_TYPE } from './send';
+import { compile, createAjv, listViolations, type Check } from './schema';
 import type { Function as FunctionModule, HTTPFunctionReturn, Invokable, NamedFunction } from './types';
 
 type Ajv = import('ajv').default;
 type Schema = Record<string, unknown>;
-type Check = (input: unknown) => unknown;
 
 export interface NamedRoute {
   method: string;
@@ -76,17 +76,9 @@ export function namedRoutes(module: FunctionModule): NamedRoute[] {
   return routes;
 }
 
-function createAjv(): Ajv {
-  // Loaded only when some function declares an input schema.
-  const Ajv = (require('ajv') as { default: new (options: object) => Ajv }).default;
-  const ajv = new Ajv({ strict: false });
-  (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(ajv);
-  return ajv;
-}
-
 function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokable {
   const schema = fn.inputSchema as Schema | undefined;
-  const checkJson = schema && ajv ? compile(ajv, schema, false) : undefined;
+  const checkJson = schema && ajv ? invalidInput(compile(ajv, schema, false)) : undefined;
   // A JSON Schema describes JSON values: bytes (a Buffer is an object with a key per byte) are refused.
   const checkBody =
     checkJson &&
@@ -95,7 +87,7 @@ function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): In
       checkJson(input);
     });
   // Query values are text: with a schema they are coerced to its types (and a single value to a list).
-  const checkQuery = schema && ajv ? compile(ajv, schema, true) : undefined;
+  const checkQuery = schema && ajv ? invalidInput(compile(ajv, schema, true)) : undefined;
   return async (context: Context, data: unknown) => {
     const event = context.cloudevent;
     let input: unknown;
@@ -125,29 +117,11 @@ function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): In
   };
 }
 
-// ajv's allErrors mode makes an error object per violation: for input with a violation per item
-// or per byte that is hundreds of bytes of garbage per input byte. Every input is first checked
-// fail-fast; only small input (at most this many values) is checked again to list every violation.
-const LIST_ALL_UP_TO = 1000;
-const MAX_VIOLATIONS = 50;
-
-function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
-  // Coercion needs its own instance: ajv's option applies to everything it compiles.
-  const instance = coerce ? withCoercion(ajv) : ajv;
-  const first = instance.compile(schema);
-  const every = allErrors(instance).compile(schema);
+/** The check, throwing a 400 that names every violation. */
+function invalidInput(check: Check): (input: unknown) => void {
   return (input) => {
-    if (first(input)) return;
-    // Coercion changes the input in place; the second pass sees what the first left.
-    const errors = (countUpTo(input, LIST_ALL_UP_TO + 1) <= LIST_ALL_UP_TO && !every(input) ? every.errors : first.errors) ?? [];
-    // Field names come from the client: quoted cut short, like every echo of input.
-    const violations = errors.slice(0, MAX_VIOLATIONS).map((e) => ({
-      field: cut(e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.')),
-      description: cut(e.keyword === 'required' ? `'${(e.params as { missingProperty: string }).missingProperty}' is required` : (e.message ?? 'is invalid')),
-    }));
-    throw runtimeError('FUNCRUN_INVALID_INPUT', `invalid input: ${violations.map((v) => `${v.field} ${v.description}`).join('; ')}`, {
-      details: { violations },
-    });
+    const violations = check(input);
+    if (violations !== undefined) throw runtimeError('FUNCRUN_INVALID_INPUT', `invalid input: ${listViolations(violations)}`, { details: { violations } });
   };
 }
 
@@ -160,45 +134,6 @@ function carriesInput(err: object, input: unknown): boolean {
     return true;
   }
 }
-
-function cut(text: string): string {
-  return text.length > 80 ? text.slice(0, 80) + '…' : text;
-}
-
-/** How many values `input` holds, counting no further than `limit`. */
-function countUpTo(input: unknown, limit: number): number {
-  let count = 0;
-  const pending = [input];
-  while (pending.length > 0 && count < limit) {
-    const node = pending.pop();
-    count++;
-    if (node === null || typeof node !== 'object') continue;
-    if (ArrayBuffer.isView(node)) count += node.byteLength;
-    else if (Array.isArray(node)) pending.push(...node.slice(0, limit));
-    else for (const key of Object.keys(node).slice(0, limit)) pending.push((node as Record<string, unknown>)[key]);
-  }
-  return count;
-}
-
-const variants = new WeakMap<Ajv, Map<string, Ajv>>();
-/** An instance like `ajv` with some options changed: ajv's options apply to everything it compiles. */
-function variant(ajv: Ajv, name: string, options: object): Ajv {
-  let byName = variants.get(ajv);
-  if (byName === undefined) variants.set(ajv, (byName = new Map()));
-  let instance = byName.get(name);
-  if (instance === undefined) {
-    const Ajv = ajv.constructor as new (options: object) => Ajv;
-    instance = new Ajv({ ...ajv.opts, ...options });
-    (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(instance);
-    byName.set(name, instance);
-  }
-  return instance;
-}
-
-/** Reports every violation, not only the first. */
-const allErrors = (ajv: Ajv) => variant(ajv, 'all errors', { allErrors: true });
-/** Query values are text: coerced to the schema's types, and a single value to a list. */
-const withCoercion = (ajv: Ajv) => variant(ajv, 'coercion', { coerceTypes: 'array' });
 
 function httpOutput(output: unknown): HTTPFunctionReturn {
   if (output === undefined) return undefined;

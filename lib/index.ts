@@ -12,6 +12,7 @@ import { stop } from './lifecycle';
 import { setProcessLogger } from './scope';
 import { useApplicationSdk } from './cloudevent';
 import { loadTracing } from './otel';
+import { openIdempotency } from './idempotency';
 import { dirname } from 'node:path';
 import { behaviourOf, enteredAsFaasJsRuntime, type Compat } from './compat';
 import { checkDistinct, fromEnvironment, probePaths, resolve, SETTINGS, type SettingName, type Values } from './settings';
@@ -65,6 +66,22 @@ export interface Options {
   command?: string;
   /** The origins allowed to call the function from a browser, as a module's `cors()` gives them (faas-js-runtime's option). */
   cors?: () => CorsOrigin[];
+  /** Run each CloudEvent once: a duplicate gets the first delivery's answer. Default: the module's `events.idempotency`. */
+  idempotency?: boolean;
+  /** Where idempotency keeps claims and answers: `memory`, or a `redis://` or `rediss://` URL shared by replicas. Default memory. */
+  idempotencyStore?: string;
+  /** How long a duplicate gets the first delivery's answer. Default 1h. */
+  idempotencyWindow?: number | string;
+  /** How long a running delivery's claim holds if its replica dies. Default: the timeout and a second, else 5 minutes. */
+  idempotencyClaim?: number | string;
+  /** Events the memory store keeps at most. Default 10000. */
+  idempotencyEntries?: number | string;
+  /** Bytes of answers the memory store keeps at most. Default 64 MiB. */
+  idempotencyBytes?: number | string;
+  /** Largest answer kept for duplicates. Default 256 KiB. */
+  idempotencyAnswerLimit?: number | string;
+  /** Longest event key, in characters. Default 1024. */
+  idempotencyKeyLimit?: number | string;
 }
 
 /** faas-js-runtime's name for the options of start(). */
@@ -142,6 +159,27 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const requestTimeout = value('requestTimeout');
   // node refuses a headers timeout past the request timeout: the headers are due by then anyway.
   const headersTimeout = requestTimeout > 0 ? Math.min(value('headersTimeout'), requestTimeout) : value('headersTimeout');
+  const events = module.events;
+  const idempotent = value('idempotency', events?.idempotency === undefined ? undefined : events.idempotency !== false);
+  const timeout = value('timeout');
+  const idempotency = idempotent
+    ? await openIdempotency(
+        {
+          store: value('idempotencyStore'),
+          window: value('idempotencyWindow'),
+          claim: value('idempotencyClaim'),
+          timeout,
+          entries: value('idempotencyEntries'),
+          bytes: value('idempotencyBytes'),
+          keyLimit: value('idempotencyKeyLimit'),
+          answerLimit: value('idempotencyAnswerLimit'),
+          name,
+          key: typeof events?.idempotency === 'object' ? events.idempotency.key : undefined,
+          folder,
+        },
+        log,
+      )
+    : undefined;
   const probes = probePaths({ env: process.env, module: { liveness: module.liveness?.path, readiness: module.readiness?.path }, funcYaml: funcYaml ?? {} });
   checkDistinct({ 'liveness probe': probes.liveness, 'readiness probe': probes.readiness, metrics: value('metrics') ? value('metricsPath') : undefined });
   const server = createServer(
@@ -152,7 +190,8 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       livenessPath: probes.liveness,
       readinessPath: probes.readiness,
       name,
-      timeout: value('timeout'),
+      timeout,
+      idempotency,
       maxEventLoopDelay: value('maxEventLoopDelay'),
       metrics: value('metrics')
         ? { path: value('metricsPath'), labels: metricLabels(options.name ?? funcYaml?.name, identityOf(process.env), behaviour.faasMetricLabels) }
@@ -232,6 +271,7 @@ export { parseBytes, parseCount, parseDuration, parseSwitch } from './config';
 export { Context } from './context';
 export { CloudEventResponse } from './cloudevent';
 export { HttpError } from './errors';
+export { retry, drop, Outcome, type RetryOptions } from './outcomes';
 export type { LogDestination } from './log';
 export type {
   CloudEvent,

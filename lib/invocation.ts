@@ -70,6 +70,7 @@ export async function batch(
   fn: Invokable,
   context: (event: CloudEvent<unknown>) => Context,
   invoke: (fn: Invokable, ctx: Context, data: unknown) => unknown,
+  settle: (value: unknown, ctx: Context) => unknown,
   gone: () => boolean,
   eventAsArgument: boolean,
 ): Promise<CloudEvent<unknown>[] | undefined> {
@@ -78,7 +79,7 @@ export async function batch(
     // The client went away: the answer cannot be sent, so the rest of the batch is not run.
     if (gone()) return undefined;
     const ctx = context(event);
-    const value = await invoke(fn, ctx, eventAsArgument ? event : event.data);
+    const value = settle(await invoke(fn, ctx, eventAsArgument ? event : event.data), ctx);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(withTrace(reply, invocationTrace(ctx)));
     else discard(value);

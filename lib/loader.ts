@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkFunctions } from './functions';
+import { checkEventDeclaration } from './contracts';
 import { isLogLevel } from './log';
 import { kindOf } from './kind';
 import { nearest } from './suggest';
@@ -249,7 +250,20 @@ function relativeName(file: string): string {
   return rel.startsWith('..') ? file : rel || file;
 }
 
-const PROPERTIES = ['handle', 'routes', 'init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'errorBody', 'functions', 'authorize'] as const;
+const PROPERTIES = [
+  'handle',
+  'routes',
+  'init',
+  'shutdown',
+  'liveness',
+  'readiness',
+  'logLevel',
+  'cors',
+  'errorBody',
+  'functions',
+  'authorize',
+  'events',
+] as const;
 
 function hasHandler(value: unknown): boolean {
   if (typeof value === 'function') return true;
@@ -307,6 +321,7 @@ export function checkFunction(module: FunctionModule, file: string): void {
     if (path !== undefined && (typeof path !== 'string' || !path.startsWith('/'))) fail(`'${key}.path' must be a path starting with '/'`);
   }
   if (module.functions !== undefined) checkFunctions(module.functions, fail);
+  if (module.events !== undefined) checkEventDeclaration(module.events, fail);
   if (module.routes !== undefined) {
     if (module.routes === null || typeof module.routes !== 'object') fail(`'routes' must be an object of 'METHOD /path' to handler`);
     for (const [key, handler] of Object.entries(module.routes)) {

@@ -30,11 +30,21 @@ export interface MetricLabels {
   faas_runtime: string;
 }
 
+/**
+ * What happened to an event that was not simply run: refused by its contract (invalid data, an
+ * undeclared type), a duplicate (answered again, or while the first runs), not run for want of the
+ * store, or answered with the function's retry() or drop().
+ */
+export const EVENT_OUTCOMES = ['invalid', 'undeclared', 'replayed', 'in_progress', 'store_unavailable', 'retried', 'dropped'] as const;
+export type EventOutcome = (typeof EVENT_OUTCOMES)[number];
+
 const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 export class Metrics {
   #invocations = 0;
   #errors = 0;
+  // Events answered without running the function, or by an explicit outcome: by outcome.
+  readonly #events = new Map<EventOutcome, number>();
   readonly #latency = new Histogram();
   readonly #queue = new Histogram();
   readonly #coldStart = new Histogram();
@@ -72,6 +82,16 @@ export class Metrics {
     this.#latency.observe(seconds);
   }
 
+  /** Counts every event outcome from zero: the module declares contracts or turns idempotency on. */
+  countEvents(): void {
+    for (const outcome of EVENT_OUTCOMES) if (!this.#events.has(outcome)) this.#events.set(outcome, 0);
+  }
+
+  /** An event refused, answered from the store, asked to be retried or dropped. */
+  event(outcome: EventOutcome): void {
+    this.#events.set(outcome, (this.#events.get(outcome) ?? 0) + 1);
+  }
+
   /** Time from process start to ready, once. */
   ready(seconds: number): void {
     this.#coldStart.observe(seconds);
@@ -98,6 +118,10 @@ export class Metrics {
     };
     metric('faas_invocations', 'counter', 'The number of times this function was invoked', [`faas_invocations{${l}} ${this.#invocations}`]);
     metric('faas_errors', 'counter', 'The number of function invocation failures', [`faas_errors{${l}} ${this.#errors}`]);
+    if (this.#events.size > 0) {
+      const series = [...this.#events].map(([outcome, count]) => `funcrun_events_total{outcome="${outcome}",${l}} ${count}`);
+      metric('funcrun_events_total', 'counter', 'Events answered without running the function, or by an outcome it returned', series);
+    }
     histogram('faas_execution_latency', 'The time it took for this function to be invoked and return', this.#latency);
     histogram('faas_cold_start_latency', 'The time it took for this function to be in the ready state after the process started', this.#coldStart);
     const memory = process.memoryUsage();

@@ -19,6 +19,8 @@ export interface ProbeOptions {
   /** Readiness fails while the event loop runs later than this many ms; 0 is off. */
   maxEventLoopDelay: number;
   loopDelay?: () => number;
+  /** Why the runtime cannot serve (its idempotency store is unreachable), or undefined. */
+  notReady?: () => string | undefined;
 }
 
 /** Answers a probe: 200 with `OK` (or the check's own text), or 503 with a JSON body. */
@@ -47,6 +49,15 @@ export async function answerProbe(
     healthy = false;
     res.setHeader('connection', 'close');
   }
+  // Something the function's events need is missing: said in the answer, so that operators see why.
+  let why: string | undefined;
+  if (target.readiness && healthy && options.notReady !== undefined) {
+    why = options.notReady();
+    if (why !== undefined) {
+      healthy = false;
+      reqLog.warn({ reason: why }, 'not ready');
+    }
+  }
   // An event loop running late is a saturated instance: the platform should route elsewhere.
   if (target.readiness && healthy && options.maxEventLoopDelay > 0) {
     const delay = options.loopDelay!();
@@ -66,6 +77,7 @@ export async function answerProbe(
       errorJson(readThrown(runtimeError('FUNCRUN_NOT_READY', 'not ready')), undefined, reqLog, {
         format: runtime.module.errorBody,
         withoutCodes: runtime.withoutCodes,
+        said: why === undefined ? undefined : { reason: why },
       }),
     );
 }

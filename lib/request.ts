@@ -24,6 +24,10 @@ import { answerProbe, type ProbeOptions } from './probes';
 import { batch, beforeDeadline, inInvocation, type Invoke } from './invocation';
 import { closeAfter, requestArrived } from './connections';
 import type { RequestInput } from './provenance';
+import type { Contracts } from './contracts';
+import { replay, type Idempotency } from './idempotency';
+import { eventIdentity, Outcome, retryError } from './outcomes';
+import { isThenable } from './deadline';
 import type { Match } from './router';
 import type { Destination, FunctionDestination, RouteTable } from './routes';
 import type { Function as FunctionModule, RequestInfo } from './types';
@@ -45,6 +49,10 @@ export interface Pipeline {
   readonly defaults: ResponseDefaults;
   readonly tracing: Tracing | undefined;
   readonly invoke: Invoke;
+  /** The module's event contracts, when it declares types. */
+  readonly contracts: Contracts | undefined;
+  /** With idempotency on: duplicates answered from the store. */
+  readonly idempotency: Idempotency | undefined;
   readonly probeOptions: ProbeOptions;
   /** The level of the line logged per answered request, or undefined when it would not be written. */
   readonly accessLevel: 'info' | 'debug' | undefined;
@@ -143,9 +151,11 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     // 6. The body, read within the limit, then parsed by its media type (or read as CloudEvents).
     const bytes = hasBody(req) ? await readBody(req, bodyLimit(p, x)) : noBody(p, x);
     parseInput(p, x, bytes);
-    // 7. The function: with the request's data, or once per event.
+    // 7. Events: checked against the module's contracts; with idempotency, a duplicate is answered as the first delivery was.
+    if (x.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined) && (await admitEvents(p, x))) return;
+    // 8. The function: with the request's data, or once per event.
     const value = await callFunction(p, x, destination);
-    // 8. The answer, by the return rules.
+    // 9. The answer, by the return rules.
     const sent = answer(p, x, value);
     if (sent !== undefined) await sent;
   } catch (err) {
@@ -273,6 +283,39 @@ function parseInput(p: Pipeline, x: Exchange, bytes: Buffer | undefined): void {
   x.input = { events, data: Array.isArray(events) ? events.map((e) => e.data) : events.data, query, request: req, params: x.params };
 }
 
+/** True when the events were answered here, from the store; throws the answer to an event refused. */
+async function admitEvents(p: Pipeline, x: Exchange): Promise<boolean> {
+  let events = x.events!;
+  if (p.contracts !== undefined) {
+    try {
+      const checked = p.contracts.check(events);
+      events = x.events = isThenable(checked) ? await checked : checked;
+    } catch (err) {
+      refused(p, x, err);
+      throw err;
+    }
+    // A validator's output is request data like the body it came from (provenance.ts).
+    x.input = { ...x.input, events, data: Array.isArray(events) ? events.map((e) => e.data) : events.data };
+  }
+  if (p.idempotency === undefined) return false;
+  const kept = await p.idempotency.admit(x.res, events, x.log);
+  if (kept === undefined) return false;
+  closeAfter(x.req, x.res, p.runtime.draining);
+  replay(x.req, x.res, kept);
+  return true;
+}
+
+// An event refused by its contract: counted, and logged with the event's identity.
+function refused(p: Pipeline, x: Exchange, err: unknown): void {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code !== 'FUNCRUN_INVALID_EVENT_DATA' && code !== 'FUNCRUN_UNDECLARED_EVENT_TYPE') return;
+  p.metrics?.event(code === 'FUNCRUN_INVALID_EVENT_DATA' ? 'invalid' : 'undeclared');
+  const events = x.events!;
+  const index = ((err as { details?: { index?: number } }).details?.index ?? 0) as number;
+  const event = Array.isArray(events) ? events[index] : events;
+  x.log.info({ event: eventIdentity(event), code }, 'event refused by its contract');
+}
+
 /** What the function returned (or a promise of it). */
 function callFunction(p: Pipeline, x: Exchange, destination: FunctionDestination): unknown {
   const { settings, behaviour, metrics } = p;
@@ -296,6 +339,8 @@ function callFunction(p: Pipeline, x: Exchange, destination: FunctionDestination
       fn,
       context,
       (f, ctx, data) => p.invoke(f, ctx, data, deadline),
+      // A batch's event may be retried (the whole batch is) or dropped (no answer of its own).
+      (value, ctx) => settleOutcome(p, ctx.log, value, ctx.cloudevent),
       () => x.res.destroyed,
       behaviour.eventAsArgument,
     );
@@ -346,12 +391,31 @@ function contextFor(p: Pipeline, x: Exchange, destination: FunctionDestination, 
   return ctx;
 }
 
+/**
+ * A returned outcome, logged with its event and counted: retry() is thrown as its 503 or 429; drop()
+ * answers nothing (204). Any other value is returned as it is.
+ */
+function settleOutcome(p: Pipeline, log: Logger, value: unknown, event: CloudEvent<unknown> | undefined): unknown {
+  if (!(value instanceof Outcome)) return value;
+  const identity = event === undefined ? {} : { event: eventIdentity(event) };
+  if (value.kind === 'drop') {
+    p.metrics?.event('dropped');
+    log.info({ ...identity, reason: value.reason }, 'event dropped');
+    return undefined;
+  }
+  p.metrics?.event('retried');
+  log.info({ ...identity, reason: value.reason, retryAfter: value.after }, 'event to be delivered again');
+  throw retryError(value);
+}
+
 /** Sends the answer; a promise while a returned stream is still being sent. */
-function answer(p: Pipeline, x: Exchange, value: unknown): Promise<void> | undefined {
+function answer(p: Pipeline, x: Exchange, returned: unknown): Promise<void> | undefined {
+  let value = returned;
   const { req, res } = x;
   const behaviour = p.behaviour;
   // A fault in the invocation was answered 500 already (faults.ts).
   if (res.writableEnded) return void discard(value);
+  if (value instanceof Outcome) value = settleOutcome(p, x.log, value, x.single?.cloudevent);
   closeAfter(req, res, p.runtime.draining);
   const how = replyMode(x.mode, behaviour.eventsAnsweredBinary);
   // faas-js-runtime's blanket CORS is on the function's answers only: not on errors, probes or its 404s.

@@ -19,6 +19,8 @@ import { backgroundSettled, register, runShutdown, type Runtime } from './lifecy
 import { timedInvoker } from './invocation';
 import { clientError, manageConnections, rawError } from './connections';
 import { buildRoutes } from './routes';
+import { compileContracts } from './contracts';
+import { Idempotency, type IdempotencySettings } from './idempotency';
 import { awaitContinue, onRequest, type Pipeline } from './request';
 import type { Function as FunctionModule } from './types';
 
@@ -50,6 +52,8 @@ export interface Settings {
   accessLog: boolean;
   /** The application's OpenTelemetry, active once it registers a tracer provider (otel.ts). */
   tracing?: Tracing;
+  /** With idempotency on: its store and limits (idempotency.ts). */
+  idempotency?: IdempotencySettings;
 }
 
 export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
@@ -58,6 +62,9 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   if (loop !== undefined) metrics?.lagFrom(loop.delay);
   const behaviour = settings.behaviour;
   const cors = module.cors ? originCheck(module.cors()) : undefined;
+  const contracts = compileContracts(module.events?.types, module.events?.passthrough === true);
+  const idempotency = settings.idempotency === undefined ? undefined : new Idempotency(settings.idempotency, metrics);
+  if (contracts !== undefined || idempotency !== undefined) metrics?.countEvents();
   const runtime: Runtime = {
     module,
     log,
@@ -84,7 +91,14 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     defaults: responseDefaults(settings.name, behaviour.eventsWrittenAsSdk),
     tracing: settings.tracing,
     invoke: timedInvoker(settings.timeout),
-    probeOptions: { probeTimeout: settings.probeTimeout, maxEventLoopDelay: settings.maxEventLoopDelay, loopDelay: loop?.delay },
+    contracts,
+    idempotency,
+    probeOptions: {
+      probeTimeout: settings.probeTimeout,
+      maxEventLoopDelay: settings.maxEventLoopDelay,
+      loopDelay: loop?.delay,
+      notReady: idempotency && (() => idempotency.problem()),
+    },
     accessLevel: log.isEnabled(accessLevel) ? accessLevel : undefined,
     requests: 0,
   };
@@ -135,7 +149,9 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   server.once('close', () =>
     backgroundSettled(runtime)
       .then(() => runShutdown(runtime))
-      .catch((err) => log.error(err, 'shutdown() failed')),
+      .catch((err) => log.error(err, 'shutdown() failed'))
+      // The store last: work handed to waitUntil may still answer events.
+      .finally(() => settings.idempotency?.store.close()),
   );
   register(server, runtime);
   return server;

@@ -122,6 +122,49 @@ export const SETTINGS = {
     help: 'serve Prometheus metrics',
   },
   metricsPath: { env: ['FUNC_METRICS_PATH'], default: '/metrics', parse: path, help: 'where metrics are served' },
+  idempotency: {
+    env: ['FUNC_IDEMPOTENCY'],
+    default: undefined as boolean | undefined,
+    parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w),
+    help: "run each CloudEvent once: a duplicate gets the first delivery's answer (default: the module's events.idempotency)",
+  },
+  idempotencyStore: {
+    env: ['FUNC_IDEMPOTENCY_STORE'],
+    default: 'memory',
+    parse: (v: Raw, w: string) => parseStore(text(v), w),
+    help: 'where claims and answers are kept: memory (this process), or a redis:// or rediss:// URL shared by every replica',
+  },
+  idempotencyWindow: { env: ['FUNC_IDEMPOTENCY_WINDOW'], default: 3_600_000, parse: duration, help: "how long a duplicate gets the first delivery's answer" },
+  idempotencyClaim: {
+    env: ['FUNC_IDEMPOTENCY_CLAIM'],
+    default: 0,
+    parse: duration,
+    help: "how long a running delivery's claim holds if its replica dies (default: the timeout and a second, else 5 minutes)",
+  },
+  idempotencyEntries: {
+    env: ['FUNC_IDEMPOTENCY_ENTRIES'],
+    default: 10_000,
+    parse: (v: Raw, w: string) => parseCount(text(v), w),
+    help: 'events the memory store keeps at most',
+  },
+  idempotencyBytes: {
+    env: ['FUNC_IDEMPOTENCY_BYTES'],
+    default: 67_108_864,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'bytes of answers the memory store keeps at most',
+  },
+  idempotencyAnswerLimit: {
+    env: ['FUNC_IDEMPOTENCY_ANSWER_LIMIT'],
+    default: 262_144,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'largest answer kept for duplicates; a larger one is sent, not kept',
+  },
+  idempotencyKeyLimit: {
+    env: ['FUNC_IDEMPOTENCY_KEY_LIMIT'],
+    default: 1024,
+    parse: (v: Raw, w: string) => parseCount(text(v), w),
+    help: "longest event key (source and id, or the module's key), in characters",
+  },
   pretty: {
     flags: ['--pretty'],
     boolean: true,
@@ -214,6 +257,12 @@ export function flagHelp(): string {
     lines.push(`  ${names.padEnd(27)} ${setting.help}${also}${variables ? ` [${variables}${fallback}]` : ''}`);
   }
   return lines.join('\n');
+}
+
+// A store URL may hold a password: an error names the variable, never the value.
+function parseStore(value: string, what: string): string {
+  if (value === 'memory' || /^rediss?:\/\/./.test(value)) return value;
+  throw new ConfigError(`invalid ${what}: expected memory, or a redis:// or rediss:// URL`);
 }
 
 function checkPath(value: string, what: string): string {

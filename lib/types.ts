@@ -6,6 +6,7 @@ import type { Context } from './context';
 import type { Logger, LogLevel } from './log';
 import type { CloudEventResponse, responseChain } from './cloudevent';
 import type { ErrorBody } from './errors';
+import type { Outcome } from './outcomes';
 
 export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent, ErrorBody };
 
@@ -66,7 +67,7 @@ export interface ReturnedEvent<T = unknown> extends Pick<CloudEvent<T>, 'specver
 
 /** What a handler may return, an event carrying data of type T. */
 export type Returned<T = unknown> =
-  StructuredReturn | ReturnedObject | ReturnedEvent<T> | CloudEventResponse<T> | Message | string | number | boolean | null | undefined | void;
+  Outcome | StructuredReturn | ReturnedObject | ReturnedEvent<T> | CloudEventResponse<T> | Message | string | number | boolean | null | undefined | void;
 
 export type HTTPFunctionReturn = Returned;
 
@@ -146,6 +147,7 @@ export interface Function {
   handle?: Invokable;
   /** `'METHOD /path/:param'` to a handler with the same contract as `handle`. */
   routes?: Record<string, Invokable>;
+  events?: { types?: Record<string, unknown>; passthrough?: boolean; idempotency?: boolean | { key?: (event: CloudEvent<unknown>) => string } };
   /** Named functions, served as `POST /<name>`, `GET /<name>?...` and CloudEvents by type. */
   functions?: Record<string, NamedFunction>;
   /** Runs before the server listens, with the runtime's logger; may be async. A throw stops the start. */
