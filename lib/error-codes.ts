@@ -28,7 +28,10 @@ export const ERROR_CODES = {
   FUNCRUN_UNSUPPORTED_EVENT_FORMAT: { status: 415, when: 'an application/cloudevents format other than JSON' },
   FUNCRUN_TIMEOUT: { status: 504, when: 'the function did not answer within the timeout' },
   FUNCRUN_FUNCTION_CRASHED: { status: 500, when: 'the function crashed the process (an uncaught exception in its invocation)' },
-  FUNCRUN_NOT_READY: { status: 503, when: 'readiness: the module says it is not ready, the server is draining, or the event loop runs late' },
+  FUNCRUN_NOT_READY: {
+    status: 503,
+    when: 'readiness: the module says it is not ready, the server is draining, the event loop runs late, or the idempotency store cannot be reached (details: reason)',
+  },
   FUNCRUN_EVENT_REQUIRED: { status: 400, when: 'named functions: a request to / that is not a CloudEvent, or a plain request to an event-only function' },
   FUNCRUN_NO_FUNCTION_FOR_EVENT: { status: 404, when: "named functions: no function for the event's ce-type" },
   FUNCRUN_AMBIGUOUS_EVENT: { status: 409, when: "named functions: more than one function for the event's ce-type" },

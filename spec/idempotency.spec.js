@@ -1,0 +1,194 @@
+'use strict';
+// Duplicates run once (the memory store; spec/idempotency-redis.spec.js has replicas sharing Redis).
+// A duplicate while the first delivery runs is a 429 with Retry-After; after a 2xx or 4xx answer it
+// gets that answer again, byte for byte, without the function running; a 5xx, a timeout or a
+// retry() lets the next delivery run.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { CloudEvent, HTTP } = require('cloudevents');
+const { serve, request } = require('./helpers');
+const { HttpError, retry } = require('../lib/index.js');
+
+function event(extra = {}) {
+  return new CloudEvent({ type: 'order.created', source: '/spec', data: { n: 1 }, ...extra });
+}
+
+async function post(url, ce, mode = 'binary') {
+  const { headers, body } = mode === 'binary' ? HTTP.binary(ce) : HTTP.structured(ce);
+  return request(url, { method: 'POST', headers, body });
+}
+
+/** Status, headers (but Date and the connection's) and body: what a replay must repeat. */
+function answerOf(res) {
+  const headers = [...res.headers].filter(([name]) => !['date', 'connection', 'keep-alive'].includes(name));
+  return { status: res.status, headers, text: res.text };
+}
+
+const ON = { idempotency: true };
+
+describe('idempotency', () => {
+  it("a duplicate after the answer gets that answer again, byte for byte, answered event included, and the function runs once", async (t) => {
+    let runs = 0;
+    const { url, log } = await serve(
+      t,
+      (context, data) => {
+        runs++;
+        return context.cloudEventResponse({ runs, n: data.n }).type('order.priced').response();
+      },
+      ON,
+    );
+    const ce = event();
+    const first = await post(url, ce);
+    assert.equal(first.status, 200);
+    assert.ok(first.headers.get('ce-id'));
+    const second = await post(url, ce);
+    const third = await post(url, ce, 'structured');
+    assert.equal(runs, 1);
+    assert.deepEqual(answerOf(second), answerOf(first));
+    assert.deepEqual(answerOf(third), answerOf(first));
+    const replayed = log.entries().filter((e) => e.msg === 'duplicate event: answered as the first delivery was');
+    assert.equal(replayed.length, 2);
+    assert.equal(replayed[0].event.id, ce.id);
+    // Another id from the same source is another event.
+    await post(url, event({ id: 'other' }));
+    assert.equal(runs, 2);
+  });
+
+  it('a duplicate while the first delivery runs is a 429 with Retry-After, and the function runs once', async (t) => {
+    let runs = 0;
+    let finish;
+    const gate = new Promise((resolve) => (finish = resolve));
+    const { url } = await serve(
+      t,
+      async () => {
+        runs++;
+        await gate;
+        return { done: true };
+      },
+      ON,
+    );
+    const ce = event();
+    const first = post(url, ce);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const during = await post(url, ce);
+    assert.equal(during.status, 429);
+    assert.equal(during.json.code, 'FUNCRUN_EVENT_IN_PROGRESS');
+    assert.equal(during.headers.get('retry-after'), '1');
+    finish();
+    assert.equal((await first).status, 200);
+    assert.equal((await post(url, ce)).json.done, true);
+    assert.equal(runs, 1);
+  });
+
+  it('a 5xx, a timeout or a retry() releases the event: the next delivery runs', async (t) => {
+    let runs = 0;
+    const { url } = await serve(
+      t,
+      async (context) => {
+        runs++;
+        const mode = context.cloudevent.type;
+        if (mode === 'fails' && runs === 1) throw new Error('database down');
+        if (mode === 'slow' && runs === 1) await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (mode === 'retry' && runs === 1) return retry('not yet', { status: 429 });
+        return { runs };
+      },
+      { ...ON, timeout: 300 },
+    );
+    for (const type of ['fails', 'slow', 'retry']) {
+      runs = 0;
+      const ce = event({ type });
+      const first = await post(url, ce);
+      assert.ok([500, 504, 429].includes(first.status), `${type}: ${first.status}`);
+      const again = await post(url, ce);
+      assert.equal(again.status, 200, type);
+      assert.equal(runs, 2, type);
+    }
+  });
+
+  it("a 4xx the function answers is kept: the duplicate gets it without the function running", async (t) => {
+    let runs = 0;
+    const { url } = await serve(
+      t,
+      () => {
+        runs++;
+        throw new HttpError(422, 'order total does not add up');
+      },
+      ON,
+    );
+    const ce = event();
+    const first = await post(url, ce);
+    const second = await post(url, ce);
+    assert.equal(first.status, 422);
+    assert.deepEqual(answerOf(second), answerOf(first));
+    assert.equal(runs, 1);
+  });
+
+  it("the module's key function decides what a duplicate is, and its option turns idempotency on", async (t) => {
+    let runs = 0;
+    const { url } = await serve(t, {
+      events: { idempotency: { key: (e) => `order:${e.data.order}` } },
+      handle: () => ({ runs: ++runs }),
+    });
+    assert.equal((await post(url, event({ data: { order: 7 } }))).json.runs, 1);
+    assert.equal((await post(url, event({ data: { order: 7 } }))).json.runs, 1);
+    assert.equal((await post(url, event({ data: { order: 8 } }))).json.runs, 2);
+  });
+
+  it('a key past the key limit is a 400; plain requests are not deduplicated', async (t) => {
+    let runs = 0;
+    const { url } = await serve(t, () => ({ runs: ++runs }), { ...ON, idempotencyKeyLimit: 100 });
+    const res = await post(url, event({ id: 'x'.repeat(200) }));
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 'FUNCRUN_EVENT_KEY_TOO_LONG');
+    assert.equal(runs, 0);
+    const plain = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' };
+    await request(url, plain);
+    await request(url, plain);
+    assert.equal(runs, 2);
+  });
+
+  it('an answer larger than the answer limit is sent and not kept (logged): the next delivery runs', async (t) => {
+    let runs = 0;
+    const { url, log } = await serve(t, () => ({ runs: ++runs, padding: 'x'.repeat(5000) }), { ...ON, idempotencyAnswerLimit: 1000 });
+    const ce = event();
+    const first = await post(url, ce);
+    assert.equal(first.status, 200);
+    assert.equal(first.json.padding.length, 5000);
+    assert.equal((await post(url, ce)).json.runs, 2);
+    assert.ok(log.entries().some((e) => e.msg === 'answer not kept for duplicates: larger than the answer limit' && e.event.id === ce.id));
+  });
+
+  it('after the window, the same event runs again', async (t) => {
+    let runs = 0;
+    const { url } = await serve(t, () => ({ runs: ++runs }), { ...ON, idempotencyWindow: 200 });
+    const ce = event();
+    await post(url, ce);
+    await post(url, ce);
+    assert.equal(runs, 1);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await post(url, ce);
+    assert.equal(runs, 2);
+  });
+
+  it('a batch is one delivery: the same batch again gets the same answer', async (t) => {
+    let runs = 0;
+    const { url } = await serve(t, (context) => context.cloudEventResponse({ runs: ++runs }).response(), ON);
+    const body = JSON.stringify([event({ id: 'a' }), event({ id: 'b' })]);
+    const send = () => request(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body });
+    const first = await send();
+    const second = await send();
+    assert.equal(first.status, 200);
+    assert.deepEqual(answerOf(second), answerOf(first));
+    assert.equal(runs, 2);
+  });
+
+  it('duplicates are counted in the metrics', async (t) => {
+    const { url } = await serve(t, () => 'ok', ON);
+    const ce = event();
+    await post(url, ce);
+    await post(url, ce);
+    const metrics = await request(new URL('/metrics', url));
+    assert.match(metrics.text, /funcrun_events_total\{outcome="replayed",[^}]*\} 1\n/);
+    assert.match(metrics.text, /funcrun_events_total\{outcome="in_progress",[^}]*\} 0\n/);
+  });
+});
