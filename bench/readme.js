@@ -32,6 +32,9 @@ method, then the tables of the run that wrote this page. Do not edit it by hand.
   body, parse it (JSON, or XML with ${code('@xmldom/xmldom')}), answer JSON. The floor every ratio is taken against.
 - **funcrun**: ${code('node lib/serve.js bench/function')}, a function project (${code('func.yaml')}, ${code('FUNC_LOG_LEVEL=warn')})
   whose one handler answers each workload's path.
+- **funcrun-contracts**: ${code('node lib/serve.js bench/function-contracts')}, the same handler with an event contract
+  (a JSON Schema for ${code('dev.bench.order')}) and ${code('idempotency: true')} (the memory store), on the workload whose
+  events each have a new ${code('ce-id')} (a claim and a kept answer per request), measured against funcrun.
 - **control**: a second copy of the raw server, measured as funcrun is, on the JSON workload only (see below).
 - With ${code('--peers')}: **faas-js-runtime** 4.0.1 (${code('bench/peers/faas.js')}; it serves ${code('/')} only, so a process is
   started per workload and its requests go to ${code('/')}) and Google's **functions-framework** 3

@@ -33,6 +33,8 @@ const CONNECTIONS = Number(args.connections);
 // funcrun's goals beside the workloads' own (each workload's `target`).
 const COLD_START_TARGET = 1.15;
 const RSS_TARGET_MB = 15;
+// Event contracts and idempotency (memory store), as a share of funcrun without them.
+const CONTRACTS_TARGET = 0.95;
 
 const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
 const PIN = has('taskset') && os.cpus().length >= 2;
@@ -77,6 +79,17 @@ const ALL_WORKLOADS = [
     headers: { ...ce, 'content-type': 'application/json' },
     body: order,
     target: 0.85,
+    event: true,
+  },
+  {
+    // Each request a new event (its own ce-id), so that idempotency runs its claim every time.
+    name: 'unique-event',
+    label: 'binary CloudEvent, a new id each',
+    path: '/event',
+    method: 'POST',
+    headers: { ...ce, 'content-type': 'application/json' },
+    body: order,
+    uniqueIds: true,
     event: true,
   },
   {
@@ -125,6 +138,11 @@ function servers(peersDir) {
       {},
     ];
   }
+  // funcrun with an event contract and idempotency (memory store), against funcrun without them.
+  list['funcrun-contracts'] = Object.assign(
+    (port) => ['node', [path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function-contracts'), '--port', String(port), '--host', '127.0.0.1'], {}],
+    { only: 'unique-event', noColdStart: true },
+  );
   // The same raw server again, measured like funcrun: how far apart two identical servers come out.
   list.control = Object.assign((port) => ['node', [path.join(__dirname, 'raw.js')], { PORT: String(port) }], { only: 'json' });
   return list;
@@ -144,6 +162,8 @@ function luaScript(workload) {
   const lines = [`wrk.method = ${JSON.stringify(workload.method)}`];
   if (workload.body) lines.push(`wrk.body = ${JSON.stringify(workload.body)}`);
   for (const [k, v] of Object.entries(workload.headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
+  if (workload.uniqueIds)
+    lines.push('local n = 0', 'request = function()', '  n = n + 1', '  wrk.headers["ce-id"] = "b-" .. n', '  return wrk.format()', 'end');
   fs.writeFileSync(file, lines.join('\n') + '\n');
   return file;
 }
@@ -270,7 +290,7 @@ async function main() {
 
   const cold = {};
   for (const name of names) {
-    if (name === 'control') continue;
+    if (name === 'control' || makers[name].noColdStart) continue;
     const runs = [];
     for (let i = 0; i < Number(args['cold-runs']); i++) runs.push(await coldStart(makers[name]));
     cold[name] = median(runs);
@@ -285,7 +305,7 @@ async function main() {
     `Load: ${LOADER}, ${CONNECTIONS} connections, ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${DURATION}s per server and workload, raw and funcrun back to back in alternating order (medians; the ratio is the median of each round's ratio)${PIN ? '; servers on core 0, load on core 1 (taskset)' : ''}.`,
   );
   lines.push('');
-  const peerNames = names.filter((n) => n !== 'raw' && n !== 'funcrun' && n !== 'control');
+  const peerNames = names.filter((n) => n !== 'raw' && n !== 'funcrun' && n !== 'control' && n !== 'funcrun-contracts');
   lines.push(
     `| workload | raw node:http req/s | funcrun req/s | funcrun / raw (rounds' range) | target | p50 raw / funcrun (ms) | p99 raw / funcrun (ms) |${peerNames.map((p) => ` ${p} req/s |`).join('')}`,
   );
@@ -311,6 +331,15 @@ async function main() {
     lines.push('');
     lines.push(
       `Measurement noise: a second, identical raw server measured the same way comes out at **${fmt(median(pairs), 2)}** of the first on JSON POST (rounds' range ${fmt(Math.min(...pairs), 2)}–${fmt(Math.max(...pairs), 2)}); read the ratios above with that margin.`,
+    );
+  }
+  const contracts = results['unique-event']?.['funcrun-contracts'];
+  if (contracts) {
+    const pairs = contracts.map((x, i) => x.rps / results['unique-event'].funcrun[i].rps);
+    verdicts.push({ what: 'contracts and idempotency', ok: median(pairs) >= CONTRACTS_TARGET });
+    lines.push('');
+    lines.push(
+      `Event contracts and idempotency (\`bench/function-contracts\`: a JSON Schema for the event's type, \`idempotency: true\`, the memory store), on the workload whose events each have a new id: **${fmt(median(pairs), 2)}** of funcrun without them (rounds' range ${fmt(Math.min(...pairs), 2)}–${fmt(Math.max(...pairs), 2)}; ${fmt(median(contracts.map((x) => x.rps)))} req/s; target ≥ ${CONTRACTS_TARGET}).`,
     );
   }
   lines.push('');

@@ -1,6 +1,35 @@
 // Where idempotency keeps its claims and answers: the interface every store implements, and the
 // default store, in this process's memory. A claim marks an event as running; an answer replaces
-// it when the function has answered, for the window. Keys arrive hashed, so their length is fixed.
+// it when the function has answered, for the window. Keys arrive bounded by the key limit.
+import type { OutgoingHttpHeader } from 'node:http';
+
+/** An answer kept for duplicates: what was sent, but the headers of the connection. */
+export interface Answer {
+  status: number;
+  headers: [string, OutgoingHttpHeader][];
+  body: Buffer;
+}
+
+/** An answer as bytes, for a store outside the process: its head as JSON, then the body as it was. */
+export function encodeAnswer(answer: Answer): Buffer {
+  const head = Buffer.from(JSON.stringify({ status: answer.status, headers: answer.headers }));
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(head.length);
+  return Buffer.concat([length, head, answer.body]);
+}
+
+export function decodeAnswer(bytes: Buffer): Answer {
+  const length = bytes.readUInt32BE(0);
+  const { status, headers } = JSON.parse(bytes.subarray(4, 4 + length).toString()) as Omit<Answer, 'body'>;
+  return { status, headers, body: bytes.subarray(4 + length) };
+}
+
+/** Roughly the bytes an answer takes: its body and its headers' text. */
+export function sizeOf(answer: Answer): number {
+  let size = answer.body.length + 16;
+  for (const [name, value] of answer.headers) size += name.length + String(value).length;
+  return size;
+}
 
 /** What a store says of a key when asked to claim it. */
 export type Claim =
@@ -9,13 +38,16 @@ export type Claim =
   /** Another delivery holds the claim. */
   | { state: 'running' }
   /** The answer stored for the key: replayed as it is. */
-  | { state: 'done'; answer: Buffer };
+  | { state: 'done'; answer: Answer };
 
 export interface IdempotencyStore {
-  /** Claims `key` for `claimMs` (SET NX PX), or says who has it. Rejects when the store cannot be reached. */
-  claim(key: string, claimMs: number): Promise<Claim>;
+  /**
+   * Claims `key` for `claimMs` (SET NX PX), or says who has it. Rejects when the store cannot be
+   * reached. A store in the process may answer at once, without a promise.
+   */
+  claim(key: string, claimMs: number): Claim | Promise<Claim>;
   /** Replaces this claim (only if it is still `token`'s) with the answer, kept for `windowMs`. */
-  complete(key: string, token: string, answer: Buffer, windowMs: number): Promise<void>;
+  complete(key: string, token: string, answer: Answer, windowMs: number): Promise<void>;
   /** Removes this claim (only if it is still `token`'s): the next delivery runs. */
   release(key: string, token: string): Promise<void>;
   /** Undefined while the store is usable; else why not, in words safe to answer (no address, no credentials). */
@@ -34,12 +66,14 @@ export interface MemoryLimits {
 interface Entry {
   /** A claim's token, or undefined for an answer. */
   token: string | undefined;
-  answer: Buffer | undefined;
+  answer: Answer | undefined;
   expires: number;
   size: number;
 }
 
 let tokens = 0;
+const RUNNING: Claim = Object.freeze({ state: 'running' });
+const DONE = Promise.resolve();
 
 /**
  * The store of one process: a Map in least-recently-used order (a read moves a key to the end),
@@ -55,27 +89,27 @@ export class MemoryStore implements IdempotencyStore {
     private readonly now: () => number = Date.now,
   ) {}
 
-  claim(key: string, claimMs: number): Promise<Claim> {
+  claim(key: string, claimMs: number): Claim {
     const entry = this.#live(key);
     if (entry !== undefined) {
       // Recently used: to the end of the order.
       this.#entries.delete(key);
       this.#entries.set(key, entry);
-      return Promise.resolve(entry.answer === undefined ? { state: 'running' } : { state: 'done', answer: entry.answer });
+      return entry.answer === undefined ? RUNNING : { state: 'done', answer: entry.answer };
     }
-    const token = `${process.pid}.${++tokens}`;
+    const token = String(++tokens);
     this.#put(key, { token, answer: undefined, expires: this.now() + claimMs, size: key.length });
-    return Promise.resolve({ state: 'claimed', token });
+    return { state: 'claimed', token };
   }
 
-  complete(key: string, token: string, answer: Buffer, windowMs: number): Promise<void> {
-    if (this.#live(key)?.token === token) this.#put(key, { token: undefined, answer, expires: this.now() + windowMs, size: key.length + answer.length });
-    return Promise.resolve();
+  complete(key: string, token: string, answer: Answer, windowMs: number): Promise<void> {
+    if (this.#live(key)?.token === token) this.#put(key, { token: undefined, answer, expires: this.now() + windowMs, size: key.length + sizeOf(answer) });
+    return DONE;
   }
 
   release(key: string, token: string): Promise<void> {
     if (this.#live(key)?.token === token) this.#remove(key);
-    return Promise.resolve();
+    return DONE;
   }
 
   problem(): undefined {

@@ -9,17 +9,20 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
 import { runtimeError } from './errors';
-import { MemoryStore, type IdempotencyStore } from './idempotency-store';
+import { MemoryStore, sizeOf, type Answer, type Claim, type IdempotencyStore } from './idempotency-store';
 import { redisStore } from './idempotency-redis';
 import type { Logger } from './log';
 import type { Metrics } from './metrics';
 import { eventIdentity } from './outcomes';
-import { send } from './send';
+import { isThenable } from './deadline';
+import { KEEPS_ANSWER, send, type AnswerKeeper } from './send';
 
 export interface IdempotencySettings {
   store: IdempotencyStore;
   /** Keys are namespaced by the function, so that functions may share one store. */
   namespace: string;
+  /** A shared store gets keys hashed: a fixed length, and no event's text in its keys. */
+  hashKeys: boolean;
   /** How long an answer is replayed, in ms. */
   window: number;
   /** How long a claim holds when its replica dies mid-invocation, in ms. */
@@ -57,6 +60,7 @@ export async function openIdempotency(options: IdempotencyOptions, log: Logger):
   return {
     store,
     namespace: `funcrun:${options.name}:`,
+    hashKeys: options.store !== 'memory',
     window: options.window,
     // A claim outlasts the invocation it guards: its timeout, and a second for the answer.
     claim: options.claim > 0 ? options.claim : options.timeout > 0 ? options.timeout + 1000 : CLAIM_WITHOUT_TIMEOUT,
@@ -73,7 +77,7 @@ const STORE_RETRY = '5';
 
 // Headers of one connection or one request, not of the answer: never kept or replayed.
 const NOT_KEPT = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'vary']);
-const kept = (name: string) => !NOT_KEPT.has(name) && !name.startsWith('access-control-');
+const isKept = (name: string) => !NOT_KEPT.has(name) && !name.startsWith('access-control-');
 
 export class Idempotency {
   constructor(
@@ -87,34 +91,43 @@ export class Idempotency {
   }
 
   /**
-   * The answer kept for a duplicate, to send again (replay()); or undefined when the function
-   * should run: the key is claimed, and the answer will be kept when it has been sent. Throws the
-   * 429, 4xx or 503 to answer instead.
+   * What to do with these events: send a duplicate the answer kept for it (replay()), or run the
+   * function, the key claimed, and call `settle` once the request has been answered. Throws the
+   * 429, 4xx or 503 to answer instead. The memory store answers at once, without a promise.
    */
-  async admit(res: ServerResponse, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Promise<Buffer | undefined> {
-    const { store, claim: claimMs } = this.settings;
+  admit(res: ServerResponse, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Admission | Promise<Admission> {
     const key = this.#keyOf(events);
-    const identity = Array.isArray(events) ? { events: events.length, first: eventIdentity(events[0]) } : eventIdentity(events);
-    let claim;
+    let claim: Claim | Promise<Claim>;
     try {
-      claim = await store.claim(key, claimMs);
+      claim = this.settings.store.claim(key, this.settings.claim);
     } catch (err) {
-      this.metrics?.event('store_unavailable');
-      log.debug({ event: identity, err }, 'event not run: the idempotency store cannot be reached');
-      throw runtimeError('FUNCRUN_STORE_UNAVAILABLE', 'the idempotency store cannot be reached', { headers: { 'retry-after': STORE_RETRY } });
+      throw this.#unreachable(events, log, err);
     }
+    if (!isThenable(claim)) return this.#admission(res, key, claim, events, log);
+    return claim.then(
+      (c) => this.#admission(res, key, c, events, log),
+      (err: unknown) => {
+        throw this.#unreachable(events, log, err);
+      },
+    );
+  }
+
+  #admission(res: ServerResponse, key: string, claim: Claim, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Admission {
+    if (claim.state === 'claimed') return { settle: this.#keeper(res, key, claim.token, log, events) };
     if (claim.state === 'running') {
       this.metrics?.event('in_progress');
-      log.info({ event: identity }, 'duplicate event: the first delivery is still running');
+      log.info({ event: identityOf(events) }, 'duplicate event: the first delivery is still running');
       throw runtimeError('FUNCRUN_EVENT_IN_PROGRESS', 'this event is being handled: deliver it again later', { headers: { 'retry-after': IN_PROGRESS_RETRY } });
     }
-    if (claim.state === 'done') {
-      this.metrics?.event('replayed');
-      log.info({ event: identity }, 'duplicate event: answered as the first delivery was');
-      return claim.answer;
-    }
-    this.#keep(res, key, claim.token, log, identity);
-    return undefined;
+    this.metrics?.event('replayed');
+    log.info({ event: identityOf(events) }, 'duplicate event: answered as the first delivery was');
+    return { replay: claim.answer };
+  }
+
+  #unreachable(events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger, err: unknown): Error {
+    this.metrics?.event('store_unavailable');
+    log.debug({ event: identityOf(events), err }, 'event not run: the idempotency store cannot be reached');
+    return runtimeError('FUNCRUN_STORE_UNAVAILABLE', 'the idempotency store cannot be reached', { headers: { 'retry-after': STORE_RETRY } });
   }
 
   #keyOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): string {
@@ -127,90 +140,63 @@ export class Idempotency {
         details: { limit: this.settings.keyLimit },
       });
     }
-    // Hashed: a fixed length in the store, and no event's text in its keys.
-    return `${this.settings.namespace}${createHash('sha256').update(raw).digest('base64url')}`;
+    const { namespace, hashKeys } = this.settings;
+    return hashKeys ? `${namespace}${createHash('sha256').update(raw).digest('base64url')}` : raw;
   }
 
-  /** Records the answer as it is written; once it is sent, keeps it or releases the claim. */
-  #keep(res: ServerResponse, key: string, token: string, log: Logger, identity: object): void {
+  /**
+   * Records the answer as it is written; `settle` keeps it, or releases the claim. Called when the
+   * request's steps are done, so a client gone mid-invocation does not free the key while the
+   * function still runs: its answer is kept all the same (the function ran). `incomplete`: part of
+   * the work did not run (a batch cut short), so the next delivery must.
+   */
+  #keeper(res: ServerResponse, key: string, token: string, log: Logger, events: CloudEvent<unknown> | CloudEvent<unknown>[]): (incomplete: boolean) => void {
     const { store, answerLimit, window } = this.settings;
-    const recording = record(res, answerLimit);
-    res.once('close', () => {
-      const answer = recording.answer();
+    const recorded = record(res, answerLimit);
+    return (incomplete) => {
       const status = res.statusCode;
-      // Sent whole, and an answer the sender will not send again for: 2xx and 4xx (but 408 and 429, which ask for a retry).
-      const final = res.writableFinished && status >= 200 && status < 500 && status !== 408 && status !== 429;
-      if (final && answer === undefined) log.warn({ event: identity, limit: answerLimit }, 'answer not kept for duplicates: larger than the answer limit');
-      const done = final && answer !== undefined ? store.complete(key, token, answer, window) : store.release(key, token);
+      // An answer the sender will not send again for: 2xx and 4xx (but 408 and 429, which ask for a retry).
+      const final = !incomplete && res.headersSent && status >= 200 && status < 500 && status !== 408 && status !== 429;
+      const answer = final ? recorded() : undefined;
+      // Larger than the limit, or streamed: sent, not kept.
+      if (final && answer === undefined)
+        log.warn({ event: identityOf(events), limit: answerLimit }, 'answer not kept for duplicates: streamed, or larger than the answer limit');
+      const done = answer !== undefined ? store.complete(key, token, answer, window) : store.release(key, token);
       // The claim then lapses on its own, after the claim time.
-      done.catch((err: unknown) => log.warn({ event: identity, err }, 'the idempotency store did not take the outcome; the claim lapses on its own'));
-    });
+      done.catch((err: unknown) => log.warn({ event: identityOf(events), err }, 'the idempotency store did not take the outcome; the claim lapses on its own'));
+    };
   }
 }
+
+function identityOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): object {
+  return Array.isArray(events) ? { events: events.length, first: eventIdentity(events[0]) } : eventIdentity(events);
+}
+
+/** A duplicate's kept answer, or the go-ahead to run with what settles the claim afterwards. */
+export type Admission = { replay: Answer; settle?: undefined } | { settle: (incomplete: boolean) => void; replay?: undefined };
 
 function keyOf(event: CloudEvent<unknown>, own: ((event: CloudEvent<unknown>) => string) | undefined): string {
   return own === undefined ? JSON.stringify([event.source, event.id]) : own(event);
 }
 
-interface Recording {
-  /** The answer as sent (status, headers, body), or undefined when it was larger than the limit. */
-  answer(): Buffer | undefined;
+/** Copies what send() writes (status, headers but the connection's, body) while it is at most `limit` bytes. */
+function record(res: ServerResponse, limit: number): () => Answer | undefined {
+  let answer: Answer | undefined;
+  (res as ServerResponse & { [KEEPS_ANSWER]?: AnswerKeeper })[KEEPS_ANSWER] = (status, headers, body) => {
+    const bytes = body === undefined ? EMPTY : typeof body === 'string' ? Buffer.from(body) : body;
+    const kept: [string, OutgoingHttpHeader][] = [];
+    for (const name in headers) if (isKept(name)) kept.push([name, headers[name]!]);
+    const candidate = { status, headers: kept, body: bytes };
+    answer = sizeOf(candidate) > limit ? undefined : candidate;
+  };
+  return () => answer;
 }
 
-/** Wraps the response's writeHead, write and end, to copy what they send, up to `limit` bytes. */
-function record(res: ServerResponse, limit: number): Recording {
-  let status = 0;
-  let headers: [string, OutgoingHttpHeader][] = [];
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  const add = (chunk: unknown, encoding?: unknown) => {
-    if (over || chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    try {
-      const bytes =
-        typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : Buffer.from(chunk as Uint8Array);
-      size += bytes.length;
-      if (size > limit) over = true;
-      else chunks.push(bytes);
-    } catch {
-      // A chunk node itself will refuse: nothing that could be replayed.
-      over = true;
-    }
-  };
-  const { writeHead, write, end } = res;
-  res.writeHead = function (this: ServerResponse, code: number, ...rest: unknown[]) {
-    status = code;
-    const given = rest.find((r) => r !== null && typeof r === 'object') as OutgoingHttpHeaders | undefined;
-    const all: OutgoingHttpHeaders = { ...res.getHeaders() };
-    if (given !== undefined) for (const name in given) all[name.toLowerCase()] = given[name];
-    headers = Object.entries(all).filter(([name, value]) => value !== undefined && kept(name)) as [string, OutgoingHttpHeader][];
-    return (writeHead as (...args: unknown[]) => ServerResponse).call(this, code, ...rest);
-  } as ServerResponse['writeHead'];
-  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
-    add(chunk, rest[0]);
-    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
-  } as ServerResponse['write'];
-  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-    add(chunk, rest[0]);
-    return (end as (...args: unknown[]) => ServerResponse).call(this, chunk, ...rest);
-  } as ServerResponse['end'];
-  return {
-    answer() {
-      if (over || status === 0) return undefined;
-      const head = Buffer.from(JSON.stringify({ status, headers }));
-      const length = Buffer.alloc(4);
-      length.writeUInt32BE(head.length);
-      const answer = Buffer.concat([length, head, ...chunks]);
-      return answer.length > limit ? undefined : answer;
-    },
-  };
-}
+const EMPTY = Buffer.alloc(0);
 
 /** Sends a kept answer as it was first sent. */
-export function replay(req: IncomingMessage, res: ServerResponse, answer: Buffer): void {
-  const length = answer.readUInt32BE(0);
-  const { status, headers } = JSON.parse(answer.subarray(4, 4 + length).toString()) as { status: number; headers: [string, OutgoingHttpHeader][] };
-  const out: OutgoingHttpHeaders = Object.fromEntries(headers);
-  const body = answer.subarray(4 + length);
-  send(req, res, status, out, body.length === 0 && out['content-length'] === undefined ? undefined : body);
+export function replay(req: IncomingMessage, res: ServerResponse, answer: Answer): void {
+  const headers: OutgoingHttpHeaders = {};
+  for (const [name, value] of answer.headers) headers[name] = value;
+  send(req, res, answer.status, headers, answer.body.length === 0 ? undefined : answer.body);
 }

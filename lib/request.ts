@@ -25,7 +25,7 @@ import { batch, beforeDeadline, inInvocation, type Invoke } from './invocation';
 import { closeAfter, requestArrived } from './connections';
 import type { RequestInput } from './provenance';
 import type { Contracts } from './contracts';
-import { replay, type Idempotency } from './idempotency';
+import { replay, type Admission, type Idempotency } from './idempotency';
 import { eventIdentity, Outcome, retryError } from './outcomes';
 import { isThenable } from './deadline';
 import type { Match } from './router';
@@ -112,6 +112,8 @@ export class Exchange {
   single: Context | undefined = undefined;
   /** The contexts made for the function: their invocations end with this request's answer. */
   contexts: Context | Context[] | undefined = undefined;
+  /** With idempotency: keeps the answer for duplicates, or releases the event's claim, once answered. */
+  settleClaim: ((incomplete: boolean) => void) | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -152,7 +154,10 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     const bytes = hasBody(req) ? await readBody(req, bodyLimit(p, x)) : noBody(p, x);
     parseInput(p, x, bytes);
     // 7. Events: checked against the module's contracts; with idempotency, a duplicate is answered as the first delivery was.
-    if (x.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined) && (await admitEvents(p, x))) return;
+    if (x.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined)) {
+      const answered = admitEvents(p, x);
+      if (answered === true || (answered !== false && (await answered))) return;
+    }
     // 8. The function: with the request's data, or once per event.
     const value = await callFunction(p, x, destination);
     // 9. The answer, by the return rules.
@@ -283,37 +288,59 @@ function parseInput(p: Pipeline, x: Exchange, bytes: Buffer | undefined): void {
   x.input = { events, data: Array.isArray(events) ? events.map((e) => e.data) : events.data, query, request: req, params: x.params };
 }
 
-/** True when the events were answered here, from the store; throws the answer to an event refused. */
-async function admitEvents(p: Pipeline, x: Exchange): Promise<boolean> {
-  let events = x.events!;
-  if (p.contracts !== undefined) {
-    try {
-      const checked = p.contracts.check(events);
-      events = x.events = isThenable(checked) ? await checked : checked;
-    } catch (err) {
-      refused(p, x, err);
-      throw err;
-    }
+/**
+ * True when the events were answered here, from the store; throws the answer to an event refused.
+ * A promise only when a validator or the store answers with one.
+ */
+function admitEvents(p: Pipeline, x: Exchange): boolean | Promise<boolean> {
+  if (p.contracts === undefined) return admitOnce(p, x);
+  let checked;
+  try {
+    checked = p.contracts.check(x.events!);
+  } catch (err) {
+    throw refused(p, x, err);
+  }
+  if (!isThenable(checked)) return admitOnce(p, x, checked);
+  return checked.then(
+    (events) => admitOnce(p, x, events),
+    (err: unknown) => {
+      throw refused(p, x, err);
+    },
+  );
+}
+
+/** With idempotency, a duplicate answered as the first delivery was; `checked`: the events as their contracts gave them. */
+function admitOnce(p: Pipeline, x: Exchange, checked?: CloudEvent<unknown> | CloudEvent<unknown>[]): boolean | Promise<boolean> {
+  if (checked !== undefined) {
+    x.events = checked;
     // A validator's output is request data like the body it came from (provenance.ts).
-    x.input = { ...x.input, events, data: Array.isArray(events) ? events.map((e) => e.data) : events.data };
+    x.input = { ...x.input, events: checked, data: Array.isArray(checked) ? checked.map((e) => e.data) : checked.data };
   }
   if (p.idempotency === undefined) return false;
-  const kept = await p.idempotency.admit(x.res, events, x.log);
-  if (kept === undefined) return false;
+  const admitted = p.idempotency.admit(x.res, x.events!, x.log);
+  return isThenable(admitted) ? admitted.then((admission) => afterAdmission(p, x, admission)) : afterAdmission(p, x, admitted);
+}
+
+function afterAdmission(p: Pipeline, x: Exchange, admission: Admission): boolean {
+  if (admission.settle !== undefined) {
+    x.settleClaim = admission.settle;
+    return false;
+  }
   closeAfter(x.req, x.res, p.runtime.draining);
-  replay(x.req, x.res, kept);
+  replay(x.req, x.res, admission.replay);
   return true;
 }
 
-// An event refused by its contract: counted, and logged with the event's identity.
-function refused(p: Pipeline, x: Exchange, err: unknown): void {
+// An event refused by its contract: counted, and logged with the event's identity. Returns the error.
+function refused(p: Pipeline, x: Exchange, err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code;
-  if (code !== 'FUNCRUN_INVALID_EVENT_DATA' && code !== 'FUNCRUN_UNDECLARED_EVENT_TYPE') return;
+  if (code !== 'FUNCRUN_INVALID_EVENT_DATA' && code !== 'FUNCRUN_UNDECLARED_EVENT_TYPE') return err;
   p.metrics?.event(code === 'FUNCRUN_INVALID_EVENT_DATA' ? 'invalid' : 'undeclared');
   const events = x.events!;
   const index = ((err as { details?: { index?: number } }).details?.index ?? 0) as number;
   const event = Array.isArray(events) ? events[index] : events;
   x.log.info({ event: eventIdentity(event), code }, 'event refused by its contract');
+  return err;
 }
 
 /** What the function returned (or a promise of it). */
@@ -452,6 +479,8 @@ function fail(p: Pipeline, x: Exchange, err: unknown): void {
 
 /** The request is answered: its invocations end (once their waitUntil work settles), and its connection counts it. */
 function finish(p: Pipeline, x: Exchange): void {
+  // A batch whose client went away may have been cut short (batch() stops): its answer is not the whole batch's.
+  if (x.settleClaim !== undefined) x.settleClaim(x.inBatch && x.res.destroyed);
   const made = x.contexts;
   if (Array.isArray(made)) for (const ctx of made) invocationAnswered(ctx);
   else if (made !== undefined) invocationAnswered(made);

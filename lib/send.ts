@@ -6,6 +6,11 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 export const BINARY = 'application/octet-stream';
 export const XML = 'application/xml; charset=utf-8';
 
+/** On a response whose answer is kept for duplicates (idempotency.ts): send() gives it what it writes. */
+export const KEEPS_ANSWER = Symbol('funcrun keeps the answer');
+export type AnswerKeeper = (status: number, headers: OutgoingHttpHeaders, body: string | Buffer | undefined) => void;
+type Keeping = ServerResponse & { [KEEPS_ANSWER]?: AnswerKeeper };
+
 /**
  * Writes a whole response. The body is final (string or bytes) before anything is written, so a
  * failure while preparing it can still become an error response. HEAD, 204 and 304 send no body.
@@ -26,6 +31,7 @@ export function send(
   }
   if (status === 204 || status === 304) body = undefined;
   else out['content-length'] = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  (res as Keeping)[KEEPS_ANSWER]?.(status, out, body);
   // One writeHead with every header: node's fast path, as a hand-written server would do it.
   res.writeHead(status, out);
   if (req.method === 'HEAD' || body === undefined) res.end();

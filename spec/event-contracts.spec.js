@@ -111,7 +111,11 @@ describe('event contracts', () => {
     assert.equal(res.status, 400);
     assert.equal(res.json.index, 2);
     assert.deepEqual(seen, []);
-    const ok = await request(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events.slice(0, 2)) });
+    const ok = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents-batch+json' },
+      body: JSON.stringify(events.slice(0, 2)),
+    });
     assert.equal(ok.status, 204);
     assert.deepEqual(
       seen.map((s) => s.data),
@@ -156,7 +160,13 @@ describe('event contracts', () => {
   it('violations are bounded: data with thousands of them is answered with at most 50, quickly', async (t) => {
     const { url } = await serve(t, { events: { types: { list: { type: 'array', items: { type: 'number' } } } }, handle: () => 'ok' });
     const started = performance.now();
-    const res = await post(url, event('list', Array.from({ length: 100_000 }, () => 'x')));
+    const res = await post(
+      url,
+      event(
+        'list',
+        Array.from({ length: 100_000 }, () => 'x'),
+      ),
+    );
     assert.equal(res.status, 400);
     assert.ok(res.json.violations.length <= 50);
     assert.ok(res.text.length < 20_000, `${res.text.length} bytes`);
@@ -176,7 +186,10 @@ describe('event contracts', () => {
 
   it('a declaration that is not one stops the start, naming what is wrong', async () => {
     const handle = () => undefined;
-    await assert.rejects(start({ handle, events: { types: { a: 'string' } } }, { port: 0 }), /events\.types\['a'\] must be a JSON Schema object or a Standard Schema/);
+    await assert.rejects(
+      start({ handle, events: { types: { a: 'string' } } }, { port: 0 }),
+      /events\.types\['a'\] must be a JSON Schema object or a Standard Schema/,
+    );
     await assert.rejects(start({ handle, events: { passthru: true } }, { port: 0 }), /events\.passthru is not an option/);
     await assert.rejects(start({ handle, events: { idempotency: { key: 'id' } } }, { port: 0 }), /events\.idempotency must be/);
   });

@@ -27,7 +27,7 @@ function answerOf(res) {
 const ON = { idempotency: true };
 
 describe('idempotency', () => {
-  it("a duplicate after the answer gets that answer again, byte for byte, answered event included, and the function runs once", async (t) => {
+  it('a duplicate after the answer gets that answer again, byte for byte, answered event included, and the function runs once', async (t) => {
     let runs = 0;
     const { url, log } = await serve(
       t,
@@ -105,7 +105,37 @@ describe('idempotency', () => {
     }
   });
 
-  it("a 4xx the function answers is kept: the duplicate gets it without the function running", async (t) => {
+  it('a client gone mid-invocation frees nothing while the function runs, and its answer is kept: the function runs once', async (t) => {
+    let runs = 0;
+    let finished;
+    const done = new Promise((resolve) => (finished = resolve));
+    const { url } = await serve(
+      t,
+      async () => {
+        runs++;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        setImmediate(finished);
+        return { runs };
+      },
+      ON,
+    );
+    const ce = event();
+    const { headers, body } = HTTP.binary(ce);
+    const gone = new AbortController();
+    const first = fetch(url, { method: 'POST', headers, body, signal: gone.signal }).catch((err) => err);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    gone.abort();
+    assert.equal((await first).name, 'AbortError');
+    assert.equal((await post(url, ce)).status, 429);
+    await done;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const again = await post(url, ce);
+    assert.equal(again.status, 200);
+    assert.deepEqual(again.json, { runs: 1 });
+    assert.equal(runs, 1);
+  });
+
+  it('a 4xx the function answers is kept: the duplicate gets it without the function running', async (t) => {
     let runs = 0;
     const { url } = await serve(
       t,
@@ -155,7 +185,7 @@ describe('idempotency', () => {
     assert.equal(first.status, 200);
     assert.equal(first.json.padding.length, 5000);
     assert.equal((await post(url, ce)).json.runs, 2);
-    assert.ok(log.entries().some((e) => e.msg === 'answer not kept for duplicates: larger than the answer limit' && e.event.id === ce.id));
+    assert.ok(log.entries().some((e) => e.msg === 'answer not kept for duplicates: streamed, or larger than the answer limit' && e.event.id === ce.id));
   });
 
   it('after the window, the same event runs again', async (t) => {

@@ -16,7 +16,9 @@ async function post(url, ce) {
 
 describe('explicit outcomes', () => {
   it('retry() answers 503 with Retry-After; the reason goes to the log with the event, never to the sender', async (t) => {
-    const { url, log } = await serve(t, (context) => (context.cloudevent.type === 'busy' ? retry('pool exhausted at 10.0.0.7', { after: 30, status: 429 }) : retry('db down')));
+    const { url, log } = await serve(t, (context) =>
+      context.cloudevent.type === 'busy' ? retry('pool exhausted at 10.0.0.7', { after: 30, status: 429 }) : retry('db down'),
+    );
     const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: {} });
     const res = await post(url, ce);
     assert.equal(res.status, 503);
@@ -45,7 +47,7 @@ describe('explicit outcomes', () => {
     assert.equal(line.trace_id, '0af7651916cd43dd8448eb211c80319c');
   });
 
-  it("in a batch, a dropped event has no answer of its own and a retry() answers for the whole batch", async (t) => {
+  it('in a batch, a dropped event has no answer of its own and a retry() answers for the whole batch', async (t) => {
     const ran = [];
     const { url } = await serve(t, (context) => {
       ran.push(context.cloudevent.id);
@@ -69,9 +71,13 @@ describe('explicit outcomes', () => {
   });
 
   it('retried and dropped events are counted; a wrong retry() option is the function’s error', async (t) => {
-    const { url } = await serve(t, (context) => (context.cloudevent.type === 'drop' ? drop('x') : context.cloudevent.type === 'bad' ? retry('x', { after: -1 }) : retry('x')), {
-      idempotency: true,
-    });
+    const { url } = await serve(
+      t,
+      (context) => (context.cloudevent.type === 'drop' ? drop('x') : context.cloudevent.type === 'bad' ? retry('x', { after: -1 }) : retry('x')),
+      {
+        idempotency: true,
+      },
+    );
     await post(url, new CloudEvent({ type: 'drop', source: '/spec' }));
     await post(url, new CloudEvent({ type: 'retry', source: '/spec' }));
     assert.equal((await post(url, new CloudEvent({ type: 'bad', source: '/spec' }))).status, 500);
