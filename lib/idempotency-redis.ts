@@ -1,0 +1,251 @@
+// The idempotency store in Redis, shared by every replica. A claim is `SET key c:<token> NX PX`;
+// an answer replaces it, as `a:` and the answer's bytes, for the window; both only while the claim
+// is still this delivery's (a script, so the check and the write are one step). Nothing else is
+// written. `redis` (node-redis) is an optional peer dependency, found from the function's folder
+// and loaded only when a Redis store is configured.
+//
+// The store never lets a delivery run without its claim: while Redis cannot be reached every call
+// rejects at once (no offline queue), and a call Redis does not answer rejects after BOUND_MS, so
+// a hung Redis cannot hang a request. The client reconnects by itself. Logs name the server by
+// host and port only, never the URL's username or password.
+//
+// The client's types are written out here, as much of them as is used: funcrun's declarations
+// must not need the package.
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import type { Claim, IdempotencyStore } from './idempotency-store';
+import type { Logger } from './log';
+
+interface Client {
+  readonly isReady: boolean;
+  on(event: 'error', listener: (err: unknown) => void): unknown;
+  on(event: 'ready', listener: () => void): unknown;
+  connect(): Promise<unknown>;
+  sendCommand(args: (string | Buffer)[], options?: object): Promise<unknown>;
+  close(): Promise<unknown>;
+  destroy(): void;
+}
+interface Redis {
+  createClient(options: object): Client;
+  RESP_TYPES: { BLOB_STRING: number };
+}
+
+/** How long one call may take, and how long start waits for the first connection. */
+const BOUND_MS = 2000;
+/** The longest wait between two attempts to reconnect. */
+const RECONNECT_CAP_MS = 2000;
+/**
+ * Commands waiting in the client at most. A healthy Redis has about one per request in flight; a
+ * hung one would keep every command written to it, so past this they are refused at once.
+ */
+const QUEUE_MAX = 10_000;
+
+const UNREACHABLE = 'the idempotency store (redis) is unreachable';
+const SLOW = `the idempotency store (redis) did not answer within ${BOUND_MS / 1000} s`;
+const FAILED = 'the idempotency store (redis) refused the command';
+const FOREIGN = 'the idempotency store (redis) holds a value funcrun did not write';
+
+const CLAIM = Buffer.from('c:');
+const ANSWER = Buffer.from('a:');
+
+// KEYS[1] the key; ARGV[1] the claim (c:<token>); ARGV[2] the answer (a:<bytes>); ARGV[3] the window.
+const COMPLETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0";
+const RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+/** node-redis, from `folder` upwards (else from the working folder); 'old' for a version before 5; undefined when not installed. */
+function loadRedis(folder: string): Redis | 'old' | undefined {
+  for (const from of [folder, process.cwd()]) {
+    let redis: Redis;
+    try {
+      redis = createRequire(join(resolve(from), 'package.json'))('redis') as Redis;
+    } catch {
+      continue; // Not installed there.
+    }
+    // RESP_TYPES came with version 5, as did the client's API used here.
+    return typeof redis?.createClient === 'function' && typeof redis.RESP_TYPES?.BLOB_STRING === 'number' ? redis : 'old';
+  }
+  return undefined;
+}
+
+interface Target {
+  /** host:port, for logs. */
+  address: string;
+  /** The URL's username and password (as written and decoded): never logged. */
+  secrets: string[];
+}
+
+/** What the URL names, checked here so that no error quotes it (it may hold a password). */
+function targetOf(url: string): Target {
+  const form = 'expected redis://[[username]:password@]host[:port][/database] or rediss://…';
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`the idempotency store's URL does not parse: ${form}`);
+  }
+  if ((parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || parsed.hostname === '' || !/^\/?\d*$/.test(parsed.pathname)) {
+    throw new Error(`the idempotency store's URL is not a Redis URL: ${form}`);
+  }
+  const secrets = [parsed.username, parsed.password].flatMap((part) => {
+    let decoded = part;
+    try {
+      decoded = decodeURIComponent(part);
+    } catch {
+      // Kept as written.
+    }
+    return [part, decoded];
+  });
+  return { address: `${parsed.hostname}:${parsed.port || '6379'}`, secrets: [...new Set(secrets)].filter((s) => s !== '').sort((a, b) => b.length - a.length) };
+}
+
+/** An error's code or message for a log line, without the URL's credentials, short. Never throws. */
+function reasonOf(err: unknown, secrets: string[]): string {
+  let reason: string;
+  try {
+    const { code, message } = err as { code?: unknown; message?: unknown };
+    reason = typeof code === 'string' ? code : typeof message === 'string' ? message : 'unknown error';
+  } catch {
+    reason = 'unknown error';
+  }
+  for (const secret of secrets) reason = reason.split(secret).join('[redacted]');
+  return reason.length > 200 ? `${reason.slice(0, 200)}…` : reason;
+}
+
+/** `work`, or a rejection after BOUND_MS; the timer is cleared either way. */
+function bounded<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(SLOW)), BOUND_MS);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The Redis store at `url` (redis:// or rediss://), with node-redis found from `folder`. Throws
+ * when node-redis is not installed or the URL is not a Redis URL; a Redis that cannot be reached
+ * yet is no error: the store starts with problem() set and connects when Redis is there.
+ */
+export async function redisStore(url: string, folder: string, log: Logger): Promise<IdempotencyStore> {
+  const target = targetOf(url);
+  const redis = loadRedis(folder);
+  if (redis === undefined) {
+    throw new Error(`the idempotency store is Redis, but the package 'redis' is not installed: run \`npm install redis\` in the function's folder (${folder})`);
+  }
+  if (redis === 'old') {
+    throw new Error(
+      `the idempotency store is Redis, and the package 'redis' installed is older than version 5: run \`npm install redis@latest\` in the function's folder (${folder})`,
+    );
+  }
+  let client: Client;
+  try {
+    client = redis.createClient({
+      url,
+      disableOfflineQueue: true,
+      commandsQueueMaxLength: QUEUE_MAX,
+      commandOptions: { timeout: BOUND_MS },
+      // The enterprise notices' handshake is one more command Redis may refuse.
+      maintNotifications: 'disabled',
+      socket: {
+        connectTimeout: BOUND_MS,
+        // Doubling from 100 ms up to the cap, with jitter so that replicas do not come back at once.
+        reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 10), RECONNECT_CAP_MS) + Math.floor(Math.random() * 100),
+      },
+    });
+  } catch (err) {
+    throw new Error(`the idempotency store's URL is not one the redis client accepts: ${reasonOf(err, target.secrets)}`);
+  }
+  const fields = { store: 'redis', redis: target.address };
+  const buffers = { typeMapping: { [redis.RESP_TYPES.BLOB_STRING]: Buffer } };
+  // Whether the last news was an error: the change is logged once each way.
+  let down = false;
+  let closed = false;
+  let firstNews: () => void = () => {};
+  const news = new Promise<void>((resolve) => (firstNews = resolve));
+
+  client.on('error', (err) => {
+    firstNews();
+    if (down || closed) return;
+    // Connected still: the error is the client's own news, not an outage.
+    if (client.isReady) return log.debug({ ...fields, reason: reasonOf(err, target.secrets) }, 'the idempotency store (redis) reported an error');
+    down = true;
+    log.warn({ ...fields, reason: reasonOf(err, target.secrets) }, `${UNREACHABLE}: reconnecting`);
+  });
+  client.on('ready', () => {
+    firstNews();
+    if (down) log.info(fields, 'the idempotency store (redis) is reachable again');
+    down = false;
+  });
+  // Failures are reported as 'error' and retried; this settles only when the store is closed.
+  client.connect().catch(() => {});
+  // Ready, refused, or still trying after the bound: the server starts either way.
+  await bounded(news).catch(() => {});
+
+  /**
+   * Runs `work`, bounded; its rejection is one of the fixed messages, the client's error its cause.
+   * `late` gets what work that ran past the bound comes to, if it comes to anything.
+   */
+  async function call<T>(work: () => Promise<T>, late?: (value: T) => void): Promise<T> {
+    if (closed || !client.isReady) throw new Error(UNREACHABLE);
+    const working = work();
+    try {
+      return await bounded(working);
+    } catch (err) {
+      const message = (err as Error | undefined)?.message;
+      if (message === SLOW && late !== undefined) working.then(late).catch(() => {});
+      if (message === SLOW || message === FOREIGN) throw err;
+      throw new Error(client.isReady ? FAILED : UNREACHABLE, { cause: err });
+    }
+  }
+
+  function release(key: string, token: string): Promise<unknown> {
+    return call(() => client.sendCommand(['EVAL', RELEASE, '1', key, `c:${token}`]));
+  }
+
+  return {
+    claim(key, claimMs) {
+      // A claim Redis takes after its caller was told it failed would hold the key for claimMs:
+      // given back, the delivery's retry runs at once.
+      const giveBack = (late: Claim) => {
+        if (late.state === 'claimed') release(key, late.token).catch(() => {});
+      };
+      return call(async (): Promise<Claim> => {
+        const token = randomUUID();
+        const set = await client.sendCommand(['SET', key, `c:${token}`, 'NX', 'PX', String(Math.max(1, Math.ceil(claimMs)))]);
+        if (set !== null) return { state: 'claimed', token };
+        const value = await client.sendCommand(['GET', key], buffers);
+        // Gone between the two commands (its time ran out): a claim may be taken again, by this delivery's retry.
+        if (value === null) return { state: 'running' };
+        if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(ANSWER)) return { state: 'done', answer: value.subarray(2) };
+        if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(CLAIM)) return { state: 'running' };
+        throw new Error(FOREIGN);
+      }, giveBack);
+    },
+
+    async complete(key, token, answer, windowMs) {
+      await call(() =>
+        client.sendCommand(['EVAL', COMPLETE, '1', key, `c:${token}`, Buffer.concat([ANSWER, answer]), String(Math.max(1, Math.ceil(windowMs)))]),
+      );
+    },
+
+    async release(key, token) {
+      await release(key, token);
+    },
+
+    problem() {
+      return closed || !client.isReady ? UNREACHABLE : undefined;
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      // Waits for the replies in flight, bounded; then the socket goes whatever happened.
+      await bounded(Promise.resolve().then(() => client.close())).catch(() => {});
+      try {
+        client.destroy();
+      } catch {
+        // Already gone.
+      }
+    },
+  };
+}

@@ -1,0 +1,351 @@
+'use strict';
+// The idempotency stores: one contract, held by the in-memory store and by the Redis store
+// against a real redis-server; then what only Redis has (outages, a hung server, credentials
+// kept out of the logs) and what only memory has (its bounds).
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { MemoryStore } = require('../lib/idempotency-store.js');
+const { redisStore } = require('../lib/idempotency-redis.js');
+const { createLogger } = require('../lib/log.js');
+const { sink } = require('./helpers');
+const { startRedis } = require('./redis');
+
+const checkout = path.join(__dirname, '..');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Every byte value, and a few that are not UTF-8. */
+const BYTES = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from([0xc3, 0x28, 0xff, 0xfe, 0x00])]);
+/** A claim's and an answer's short life, and how long the specs wait for it to end. */
+const SHORT_MS = 200;
+const PAST_SHORT_MS = 500;
+/** The Redis store's bound on one call is 2 s: a rejection within this caught no hang. */
+const REJECTS_WITHIN_MS = 3000;
+
+/** Resolves once `check()` is true, polling; fails after `ms`. */
+async function until(check, what, ms = 10_000) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(50);
+  }
+}
+
+/** How long `promise` takes to reject, and its error. */
+async function rejection(promise) {
+  const started = Date.now();
+  const error = await promise.then(
+    () => assert.fail('resolved'),
+    (err) => err,
+  );
+  return { ms: Date.now() - started, error };
+}
+
+/** Each store kind: opens a store (several sharing one backend when `replicas` > 1) for the test `t`. */
+const KINDS = {
+  memory: async (t, replicas = 1) => {
+    const store = new MemoryStore({ entries: 10_000, bytes: 10_000_000 });
+    return Array.from({ length: replicas }, () => store);
+  },
+  redis: async (t, replicas = 1) => {
+    const redis = await startRedis(t);
+    const stores = await Promise.all(Array.from({ length: replicas }, () => redisStore(redis.url, checkout, createLogger('silent'))));
+    t.after(() => Promise.all(stores.map((store) => store.close())));
+    return stores;
+  },
+};
+
+for (const [kind, open] of Object.entries(KINDS)) {
+  describe(`the ${kind} store`, () => {
+    it('claims a free key; a second claim while the first runs is told running', async (t) => {
+      const [store] = await open(t);
+      const first = await store.claim('k', 60_000);
+      assert.equal(first.state, 'claimed');
+      assert.equal(typeof first.token, 'string');
+      assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
+      assert.equal((await store.claim('other', 60_000)).state, 'claimed');
+      assert.equal(store.problem(), undefined);
+    });
+
+    it("completing with the claim's token stores the answer: the next claims get its exact bytes", async (t) => {
+      const [store] = await open(t);
+      const { token } = await store.claim('k', 60_000);
+      await store.complete('k', token, BYTES, 60_000);
+      for (let i = 0; i < 2; i++) {
+        const again = await store.claim('k', 60_000);
+        assert.equal(again.state, 'done');
+        assert.ok(Buffer.isBuffer(again.answer));
+        assert.deepEqual([...again.answer], [...BYTES]);
+      }
+      const empty = await store.claim('empty', 60_000);
+      await store.complete('empty', empty.token, Buffer.alloc(0), 60_000);
+      const replay = await store.claim('empty', 60_000);
+      assert.deepEqual([replay.state, replay.answer.length], ['done', 0]);
+    });
+
+    it("complete and release with another token change nothing: the claim's holder still completes", async (t) => {
+      const [store] = await open(t);
+      const { token } = await store.claim('k', 60_000);
+      await store.complete('k', 'not-the-token', Buffer.from('forged'), 60_000);
+      await store.release('k', 'not-the-token');
+      assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
+      await store.complete('k', token, Buffer.from('real'), 60_000);
+      await store.release('k', token);
+      await store.complete('k', token, Buffer.from('again'), 60_000);
+      const done = await store.claim('k', 60_000);
+      assert.deepEqual([done.state, done.answer.toString()], ['done', 'real']);
+    });
+
+    it('a released key is claimed by the next delivery', async (t) => {
+      const [store] = await open(t);
+      const first = await store.claim('k', 60_000);
+      await store.release('k', first.token);
+      const second = await store.claim('k', 60_000);
+      assert.equal(second.state, 'claimed');
+      assert.notEqual(second.token, first.token);
+      // The first holder's late answer does not replace the second's claim.
+      await store.complete('k', first.token, Buffer.from('late'), 60_000);
+      assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
+    });
+
+    it('a claim ends after claimMs: the next delivery claims, and the old holder can no longer complete', async (t) => {
+      const [store] = await open(t);
+      const first = await store.claim('k', SHORT_MS);
+      assert.deepEqual(await store.claim('k', SHORT_MS), { state: 'running' });
+      await sleep(PAST_SHORT_MS);
+      const second = await store.claim('k', 60_000);
+      assert.equal(second.state, 'claimed');
+      await store.complete('k', first.token, Buffer.from('late'), 60_000);
+      assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
+      await store.complete('k', second.token, Buffer.from('on time'), 60_000);
+      assert.equal((await store.claim('k', 60_000)).answer.toString(), 'on time');
+    });
+
+    it('an answer ends after windowMs: the next delivery claims again', async (t) => {
+      const [store] = await open(t);
+      const { token } = await store.claim('k', 60_000);
+      await store.complete('k', token, Buffer.from('answer'), SHORT_MS);
+      assert.equal((await store.claim('k', 60_000)).state, 'done');
+      await sleep(PAST_SHORT_MS);
+      assert.equal((await store.claim('k', 60_000)).state, 'claimed');
+    });
+
+    it('50 claims of one key at once, spread over 5 replicas: exactly one claims', async (t) => {
+      const stores = await open(t, 5);
+      const claims = await Promise.all(Array.from({ length: 50 }, (_, i) => stores[i % stores.length].claim('k', 60_000)));
+      assert.equal(claims.filter((c) => c.state === 'claimed').length, 1);
+      assert.equal(claims.filter((c) => c.state === 'running').length, 49);
+    });
+  });
+}
+
+describe('the redis store when Redis is down, hung or guarded', () => {
+  it('writes nothing but the keys it is given, each with a time to live: a claim for claimMs, an answer for windowMs', async (t) => {
+    const redis = await startRedis(t);
+    const store = await redisStore(redis.url, checkout, createLogger('silent'));
+    t.after(() => store.close());
+    const raw = require('redis').createClient({ url: redis.url });
+    raw.on('error', () => {}); // Redis stops before this client closes.
+    await raw.connect();
+    t.after(() => raw.close().catch(() => {}));
+    await store.claim('running', 60_000);
+    const { token } = await store.claim('answered', 60_000);
+    await store.complete('answered', token, BYTES, 30_000);
+    const released = await store.claim('released', 60_000);
+    await store.release('released', released.token);
+    assert.deepEqual((await raw.keys('*')).sort(), ['answered', 'running']);
+    const running = await raw.pTTL('running');
+    const answered = await raw.pTTL('answered');
+    assert.ok(running > 30_000 && running <= 60_000, `${running}`);
+    assert.ok(answered > 0 && answered <= 30_000, `${answered}`);
+  });
+
+  it('with Redis stopped, claim, complete and release reject within the bound, and problem() says so without the address', async (t) => {
+    const redis = await startRedis(t);
+    const store = await redisStore(redis.url, checkout, createLogger('silent'));
+    t.after(() => store.close());
+    const { token } = await store.claim('k', 60_000);
+    await redis.stop();
+    for (const call of [() => store.claim('k', 60_000), () => store.complete('k', token, Buffer.from('x'), 60_000), () => store.release('k', token)]) {
+      const { ms, error } = await rejection(call());
+      assert.ok(ms < REJECTS_WITHIN_MS, `rejected after ${ms} ms`);
+      assert.match(error.message, /^the idempotency store \(redis\)/);
+      assert.doesNotMatch(error.message, new RegExp(`127\\.0\\.0\\.1|${redis.port}`));
+    }
+    const problem = store.problem();
+    assert.equal(problem, 'the idempotency store (redis) is unreachable');
+  });
+
+  it('when Redis comes back on its address, problem() clears and claims work again', async (t) => {
+    const redis = await startRedis(t);
+    const store = await redisStore(redis.url, checkout, createLogger('silent'));
+    t.after(() => store.close());
+    await redis.stop();
+    await until(() => store.problem() !== undefined, 'the outage seen');
+    await redis.start();
+    await until(() => store.problem() === undefined, 'the store back');
+    assert.equal((await store.claim('k', 60_000)).state, 'claimed');
+  });
+
+  it('a paused (hung) Redis cannot hang a claim: it rejects within the bound; once Redis resumes, the claim it took late is given back', async (t) => {
+    const redis = await startRedis(t);
+    const store = await redisStore(redis.url, checkout, createLogger('silent'));
+    t.after(() => store.close());
+    redis.process.kill('SIGSTOP');
+    t.after(() => redis.process.kill('SIGCONT'));
+    const { ms, error } = await rejection(store.claim('k', 60_000));
+    assert.ok(ms < REJECTS_WITHIN_MS, `rejected after ${ms} ms`);
+    assert.equal(error.message, 'the idempotency store (redis) did not answer within 2 s');
+    redis.process.kill('SIGCONT');
+    await until(async () => (await store.claim('k', 60_000).catch(() => undefined))?.state === 'claimed', 'a claim after the pause');
+  });
+
+  it('starts while Redis is down: problem() is set at once, and the store connects when Redis is there', async (t) => {
+    const redis = await startRedis(t);
+    await redis.stop();
+    const started = Date.now();
+    const store = await redisStore(redis.url, checkout, createLogger('silent'));
+    t.after(() => store.close());
+    assert.ok(Date.now() - started < REJECTS_WITHIN_MS);
+    assert.equal(store.problem(), 'the idempotency store (redis) is unreachable');
+    await assert.rejects(store.claim('k', 60_000), /unreachable/);
+    await redis.start();
+    await until(() => store.problem() === undefined, 'the store connected');
+    assert.equal((await store.claim('k', 60_000)).state, 'claimed');
+  });
+
+  it("logs the outage once at warn and the return once at info, naming host:port and never the URL's username or password", async (t) => {
+    const password = 'pa55-Secret/word';
+    const redis = await startRedis(t, { password });
+    const out = sink();
+    const url = `redis://default:${encodeURIComponent(password)}@127.0.0.1:${redis.port}/0`;
+    const store = await redisStore(url, checkout, createLogger('trace', out));
+    t.after(() => store.close());
+    const { token } = await store.claim('k', 60_000);
+    await store.complete('k', token, Buffer.from('answer'), 60_000);
+    assert.equal((await store.claim('k', 60_000)).state, 'done');
+    await store.release('k', token);
+    await redis.stop();
+    await until(() => store.problem() !== undefined, 'the outage seen');
+    for (let i = 0; i < 3; i++) await store.claim('k', 60_000).catch(() => {});
+    await sleep(500); // a few reconnection attempts, each refused
+    await redis.start();
+    await until(() => store.problem() === undefined, 'the store back');
+    await store.close();
+    const warns = out.entries().filter((e) => e.level === 40);
+    const infos = out.entries().filter((e) => e.level === 30);
+    assert.equal(warns.length, 1, out.text());
+    assert.equal(warns[0].redis, `127.0.0.1:${redis.port}`);
+    assert.match(warns[0].msg, /^the idempotency store \(redis\) is unreachable/);
+    assert.equal(typeof warns[0].reason, 'string');
+    assert.equal(infos.length, 1, out.text());
+    assert.match(infos[0].msg, /reachable again/);
+    for (const secret of [password, encodeURIComponent(password), 'default:']) assert.ok(!out.text().includes(secret), `the log holds ${secret}`);
+  });
+
+  it('a wrong password is logged as refused, without the password; redis:// and rediss:// alike', async (t) => {
+    const redis = await startRedis(t, { password: 'right-one' });
+    const wrong = 'Wr0ng-Pa55';
+    for (const scheme of ['redis', 'rediss']) {
+      const out = sink();
+      const store = await redisStore(`${scheme}://someone:${wrong}@127.0.0.1:${redis.port}`, checkout, createLogger('trace', out));
+      t.after(() => store.close());
+      assert.equal(store.problem(), 'the idempotency store (redis) is unreachable');
+      await assert.rejects(store.claim('k', 60_000), /unreachable/);
+      await sleep(300);
+      await store.close();
+      assert.equal(out.entries().filter((e) => e.level === 40).length, 1, out.text());
+      for (const secret of [wrong, 'someone']) assert.ok(!out.text().includes(secret), `${scheme}: the log holds ${secret}`);
+    }
+  });
+
+  it('refuses a URL that is not a Redis URL, without quoting it', async () => {
+    const log = createLogger('silent');
+    for (const url of ['http://user:s3cret@127.0.0.1:6379', 'redis://user:s3cret@127.0.0.1:6379/not-a-number', 'redis://user:s3cret@', 'not a url s3cret']) {
+      await assert.rejects(redisStore(url, checkout, log), (err) => {
+        assert.match(err.message, /^the idempotency store's URL/);
+        assert.ok(!err.message.includes('s3cret'), err.message);
+        return true;
+      });
+    }
+  });
+
+  it('close() ends the store without throwing, also when Redis is gone; calls after it reject', async (t) => {
+    const redis = await startRedis(t);
+    const store = await redisStore(redis.url, checkout, createLogger('silent'));
+    await redis.stop();
+    await store.close();
+    await store.close();
+    await assert.rejects(store.claim('k', 60_000), /unreachable/);
+    assert.equal(store.problem(), 'the idempotency store (redis) is unreachable');
+  });
+});
+
+describe('where the redis package comes from', () => {
+  /** Runs redisStore in a node of its own, in `cwd`, with `folder` as the function's folder; prints the outcome. */
+  function outcome(cwd, folder) {
+    const script = `const { redisStore } = require(${JSON.stringify(path.join(checkout, 'lib', 'idempotency-redis.js'))});
+const { createLogger } = require(${JSON.stringify(path.join(checkout, 'lib', 'log.js'))});
+redisStore('redis://127.0.0.1:1', ${JSON.stringify(folder)}, createLogger('silent')).then(
+  async (store) => { console.log('store: ' + store.problem()); await store.close(); },
+  (err) => console.log('error: ' + err.message),
+);`;
+    return execFileSync(process.execPath, ['-e', script], { cwd, encoding: 'utf8', env: { ...process.env, NODE_PATH: '' } }).trim();
+  }
+
+  it("is found from the function's folder, and without it the error says to install it there", (t) => {
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-no-redis-'));
+    t.after(() => fs.rmSync(elsewhere, { recursive: true, force: true }));
+    assert.equal(outcome(elsewhere, checkout), 'store: the idempotency store (redis) is unreachable');
+    const missing = outcome(elsewhere, elsewhere);
+    assert.match(missing, /^error: .*'redis' is not installed: run `npm install redis` in the function's folder/);
+    // Version 4's module has createClient but not the API of 5 and later.
+    fs.mkdirSync(path.join(elsewhere, 'node_modules', 'redis'), { recursive: true });
+    fs.writeFileSync(path.join(elsewhere, 'node_modules', 'redis', 'index.js'), 'exports.createClient = () => { throw new Error("not called"); };');
+    assert.match(outcome(elsewhere, elsewhere), /^error: .*'redis' installed is older than version 5: run `npm install redis@latest`/);
+  });
+
+  it('is not loaded by funcrun unless a Redis store is made', () => {
+    const script = `require(${JSON.stringify(path.join(checkout, 'lib', 'index.js'))});
+console.log(Object.keys(require.cache).filter((file) => /node_modules[\\\\/](redis|@redis)[\\\\/]/.test(file)).length);`;
+    assert.equal(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim(), '0');
+  });
+});
+
+describe('the memory store', () => {
+  const answer = (n) => Buffer.alloc(n, 1);
+
+  async function answered(store, key, bytes = 1) {
+    const claim = await store.claim(key, 60_000);
+    await store.complete(key, claim.token, answer(bytes), 60_000);
+  }
+
+  it('keeps at most `entries` keys: the least recently used answer leaves first, and a key read by claim() is recently used', async () => {
+    const store = new MemoryStore({ entries: 3, bytes: 1_000_000 });
+    for (const key of ['a', 'b', 'c']) await answered(store, key);
+    assert.equal((await store.claim('a', 60_000)).state, 'done');
+    await answered(store, 'd');
+    assert.equal(store.size.entries, 3);
+    assert.equal((await store.claim('a', 60_000)).state, 'done');
+    assert.equal((await store.claim('b', 60_000)).state, 'claimed');
+  });
+
+  it('keeps at most `bytes` of keys and answers, oldest answers leaving first', async () => {
+    const store = new MemoryStore({ entries: 1000, bytes: 350 });
+    for (const key of ['a', 'b', 'c']) await answered(store, key, 100);
+    assert.equal(store.size.bytes, 303);
+    await answered(store, 'd', 100);
+    assert.ok(store.size.bytes <= 350);
+    assert.equal((await store.claim('a', 60_000)).state, 'claimed');
+    for (const key of ['c', 'd']) assert.equal((await store.claim(key, 60_000)).state, 'done');
+  });
+
+  it('never evicts a live claim, even past its bounds: a duplicate must not run', async () => {
+    const store = new MemoryStore({ entries: 2, bytes: 1_000_000 });
+    for (const key of ['a', 'b', 'c', 'd']) assert.equal((await store.claim(key, 60_000)).state, 'claimed');
+    assert.equal(store.size.entries, 4);
+    for (const key of ['a', 'b', 'c', 'd']) assert.deepEqual(await store.claim(key, 60_000), { state: 'running' });
+  });
+});

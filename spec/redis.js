@@ -1,0 +1,112 @@
+'use strict';
+// A real redis-server for the specs (Debian's package), on 127.0.0.1 and a free port, keeping
+// nothing on disk; stopped, and its folder removed, when the test ends.
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { freePort } = require('./helpers');
+
+const SERVER = 'redis-server';
+/** How long a start may take before the spec fails (a wide bound that catches a hang). */
+const START_MS = 10_000;
+
+/** Resolves when a PING on a new connection is answered with PONG (or NOAUTH, which is Redis too). */
+function pong(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let reply = '';
+    socket.setTimeout(1000, () => socket.destroy());
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk;
+      if (reply.includes('\r\n')) {
+        socket.destroy();
+        resolve(/^(\+PONG|-NOAUTH)/.test(reply));
+      }
+    });
+    socket.on('error', () => resolve(false));
+    socket.on('close', () => resolve(false));
+  });
+}
+
+/**
+ * Starts redis-server for the test `t`, with `--requirepass password` when given.
+ * Resolves to `{ url, port, stop(), start() }`: `url` carries the password; stop() ends the
+ * server, start() brings it back on the same port (empty: it keeps nothing).
+ */
+async function startRedis(t, { password } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-redis-'));
+  let child;
+  let exited;
+  let output = '';
+
+  async function launch(port) {
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no'];
+    if (password !== undefined) args.push('--requirepass', password);
+    output = '';
+    child = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (c) => (output += c));
+    child.stderr.on('data', (c) => (output += c));
+    exited = new Promise((resolve) => {
+      child.on('close', resolve);
+      // Not installed: .ci/run installs Debian's redis-server.
+      child.on('error', (err) => resolve((output += `${err.message}\n`)));
+    });
+    const deadline = Date.now() + START_MS;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        await exited; // Its output, whole.
+        return false;
+      }
+      if (await pong(port)) return true;
+      if (Date.now() > deadline) throw new Error(`redis-server did not answer within ${START_MS} ms: ${output}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  let port;
+  // The port was free a moment ago; another process may take it first: try another.
+  for (let attempt = 0; ; attempt++) {
+    port = await freePort();
+    if (await launch(port)) break;
+    if (attempt === 4 || !/Address already in use/i.test(output)) throw new Error(`redis-server did not start: ${output}`);
+  }
+
+  async function stop() {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    // At once, as a crash or a lost host would (a paused server too).
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  async function start() {
+    await stop();
+    // The same port: the client under test reconnects to it. A socket of the old server may hold it a moment.
+    const deadline = Date.now() + START_MS;
+    while (!(await launch(port))) {
+      if (Date.now() > deadline) throw new Error(`redis-server did not start again on ${port}: ${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  t.after(async () => {
+    await stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const credentials = password === undefined ? '' : `:${encodeURIComponent(password)}@`;
+  return {
+    url: `redis://${credentials}127.0.0.1:${port}`,
+    port,
+    stop,
+    start,
+    /** The running server's process (a spec may pause it with SIGSTOP to play a hung Redis). */
+    get process() {
+      return child;
+    },
+  };
+}
+
+module.exports = { startRedis };
