@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
-import type { Claim, IdempotencyStore } from './idempotency-store';
+import { decodeAnswer, encodeAnswer, type Claim, type IdempotencyStore } from './idempotency-store';
 import type { Logger } from './log';
 
 interface Client {
@@ -216,7 +216,7 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
         const value = await client.sendCommand(['GET', key], buffers);
         // Gone between the two commands (its time ran out): a claim may be taken again, by this delivery's retry.
         if (value === null) return { state: 'running' };
-        if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(ANSWER)) return { state: 'done', answer: value.subarray(2) };
+        if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(ANSWER)) return { state: 'done', answer: decodeAnswer(value.subarray(2)) };
         if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(CLAIM)) return { state: 'running' };
         throw new Error(FOREIGN);
       }, giveBack);
@@ -224,7 +224,7 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
 
     async complete(key, token, answer, windowMs) {
       await call(() =>
-        client.sendCommand(['EVAL', COMPLETE, '1', key, `c:${token}`, Buffer.concat([ANSWER, answer]), String(Math.max(1, Math.ceil(windowMs)))]),
+        client.sendCommand(['EVAL', COMPLETE, '1', key, `c:${token}`, Buffer.concat([ANSWER, encodeAnswer(answer)]), String(Math.max(1, Math.ceil(windowMs)))]),
       );
     },
 

@@ -86,6 +86,19 @@ describe('event contracts', () => {
     assert.deepEqual(seen, [{ type: 'payment.received', data: { amount: 10 } }]);
   });
 
+  it('a real Zod schema is a Standard Schema: its issues are the violations, its output (coerced) the data', async (t) => {
+    const { z } = require('zod');
+    const seen = [];
+    const schema = z.object({ order: z.string().min(1), paidAt: z.coerce.date(), lines: z.array(z.object({ qty: z.number().int() })) });
+    const { url } = await serve(t, { events: { types: { paid: schema } }, handle: (context, data) => (seen.push(data), 'ok') });
+    const bad = await post(url, event('paid', { order: '', paidAt: 'not a date', lines: [{ qty: 1.5 }] }));
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.json.violations.map((v) => v.field).sort(), ['lines.0.qty', 'order', 'paidAt']);
+    assert.equal((await post(url, event('paid', { order: 'o1', paidAt: '2026-01-02T03:04:05Z', lines: [] }))).status, 200);
+    assert.ok(seen[0].paidAt instanceof Date);
+    assert.equal(seen[0].paidAt.toISOString(), '2026-01-02T03:04:05.000Z');
+  });
+
   it('an event of an undeclared type is a 400 naming it, unless undeclared types pass through', async (t) => {
     const seen = [];
     const { url } = await serve(t, contractFunction(seen));

@@ -19,6 +19,15 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Every byte value, and a few that are not UTF-8. */
 const BYTES = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from([0xc3, 0x28, 0xff, 0xfe, 0x00])]);
 /** A claim's and an answer's short life, and how long the specs wait for it to end. */
+/** An answer as the request path keeps one: status, headers, and the body's bytes. */
+const answerOf = (body) => ({
+  status: 200,
+  headers: [
+    ['content-type', 'application/octet-stream'],
+    ['ce-id', 'x'],
+  ],
+  body,
+});
 const SHORT_MS = 200;
 const PAST_SHORT_MS = 500;
 /** The Redis store's bound on one call is 2 s: a rejection within this caught no hang. */
@@ -72,30 +81,31 @@ for (const [kind, open] of Object.entries(KINDS)) {
     it("completing with the claim's token stores the answer: the next claims get its exact bytes", async (t) => {
       const [store] = await open(t);
       const { token } = await store.claim('k', 60_000);
-      await store.complete('k', token, BYTES, 60_000);
+      await store.complete('k', token, answerOf(BYTES), 60_000);
       for (let i = 0; i < 2; i++) {
         const again = await store.claim('k', 60_000);
         assert.equal(again.state, 'done');
-        assert.ok(Buffer.isBuffer(again.answer));
-        assert.deepEqual([...again.answer], [...BYTES]);
+        assert.ok(Buffer.isBuffer(again.answer.body));
+        assert.deepEqual([...again.answer.body], [...BYTES]);
+        assert.deepEqual(again.answer.headers, answerOf(BYTES).headers);
       }
       const empty = await store.claim('empty', 60_000);
-      await store.complete('empty', empty.token, Buffer.alloc(0), 60_000);
+      await store.complete('empty', empty.token, answerOf(Buffer.alloc(0)), 60_000);
       const replay = await store.claim('empty', 60_000);
-      assert.deepEqual([replay.state, replay.answer.length], ['done', 0]);
+      assert.deepEqual([replay.state, replay.answer.body.length], ['done', 0]);
     });
 
     it("complete and release with another token change nothing: the claim's holder still completes", async (t) => {
       const [store] = await open(t);
       const { token } = await store.claim('k', 60_000);
-      await store.complete('k', 'not-the-token', Buffer.from('forged'), 60_000);
+      await store.complete('k', 'not-the-token', answerOf(Buffer.from('forged')), 60_000);
       await store.release('k', 'not-the-token');
       assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
-      await store.complete('k', token, Buffer.from('real'), 60_000);
+      await store.complete('k', token, answerOf(Buffer.from('real')), 60_000);
       await store.release('k', token);
-      await store.complete('k', token, Buffer.from('again'), 60_000);
+      await store.complete('k', token, answerOf(Buffer.from('again')), 60_000);
       const done = await store.claim('k', 60_000);
-      assert.deepEqual([done.state, done.answer.toString()], ['done', 'real']);
+      assert.deepEqual([done.state, done.answer.body.toString()], ['done', 'real']);
     });
 
     it('a released key is claimed by the next delivery', async (t) => {
@@ -106,7 +116,7 @@ for (const [kind, open] of Object.entries(KINDS)) {
       assert.equal(second.state, 'claimed');
       assert.notEqual(second.token, first.token);
       // The first holder's late answer does not replace the second's claim.
-      await store.complete('k', first.token, Buffer.from('late'), 60_000);
+      await store.complete('k', first.token, answerOf(Buffer.from('late')), 60_000);
       assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
     });
 
@@ -117,16 +127,16 @@ for (const [kind, open] of Object.entries(KINDS)) {
       await sleep(PAST_SHORT_MS);
       const second = await store.claim('k', 60_000);
       assert.equal(second.state, 'claimed');
-      await store.complete('k', first.token, Buffer.from('late'), 60_000);
+      await store.complete('k', first.token, answerOf(Buffer.from('late')), 60_000);
       assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
-      await store.complete('k', second.token, Buffer.from('on time'), 60_000);
-      assert.equal((await store.claim('k', 60_000)).answer.toString(), 'on time');
+      await store.complete('k', second.token, answerOf(Buffer.from('on time')), 60_000);
+      assert.equal((await store.claim('k', 60_000)).answer.body.toString(), 'on time');
     });
 
     it('an answer ends after windowMs: the next delivery claims again', async (t) => {
       const [store] = await open(t);
       const { token } = await store.claim('k', 60_000);
-      await store.complete('k', token, Buffer.from('answer'), SHORT_MS);
+      await store.complete('k', token, answerOf(Buffer.from('answer')), SHORT_MS);
       assert.equal((await store.claim('k', 60_000)).state, 'done');
       await sleep(PAST_SHORT_MS);
       assert.equal((await store.claim('k', 60_000)).state, 'claimed');
@@ -152,7 +162,7 @@ describe('the redis store when Redis is down, hung or guarded', () => {
     t.after(() => raw.close().catch(() => {}));
     await store.claim('running', 60_000);
     const { token } = await store.claim('answered', 60_000);
-    await store.complete('answered', token, BYTES, 30_000);
+    await store.complete('answered', token, answerOf(BYTES), 30_000);
     const released = await store.claim('released', 60_000);
     await store.release('released', released.token);
     assert.deepEqual((await raw.keys('*')).sort(), ['answered', 'running']);
@@ -168,7 +178,11 @@ describe('the redis store when Redis is down, hung or guarded', () => {
     t.after(() => store.close());
     const { token } = await store.claim('k', 60_000);
     await redis.stop();
-    for (const call of [() => store.claim('k', 60_000), () => store.complete('k', token, Buffer.from('x'), 60_000), () => store.release('k', token)]) {
+    for (const call of [
+      () => store.claim('k', 60_000),
+      () => store.complete('k', token, answerOf(Buffer.from('x')), 60_000),
+      () => store.release('k', token),
+    ]) {
       const { ms, error } = await rejection(call());
       assert.ok(ms < REJECTS_WITHIN_MS, `rejected after ${ms} ms`);
       assert.match(error.message, /^the idempotency store \(redis\)/);
@@ -224,7 +238,7 @@ describe('the redis store when Redis is down, hung or guarded', () => {
     const store = await redisStore(url, checkout, createLogger('trace', out));
     t.after(() => store.close());
     const { token } = await store.claim('k', 60_000);
-    await store.complete('k', token, Buffer.from('answer'), 60_000);
+    await store.complete('k', token, answerOf(Buffer.from('answer')), 60_000);
     assert.equal((await store.claim('k', 60_000)).state, 'done');
     await store.release('k', token);
     await redis.stop();
@@ -319,7 +333,7 @@ describe('the memory store', () => {
 
   async function answered(store, key, bytes = 1) {
     const claim = await store.claim(key, 60_000);
-    await store.complete(key, claim.token, answer(bytes), 60_000);
+    await store.complete(key, claim.token, { status: 200, headers: [], body: answer(bytes) }, 60_000);
   }
 
   it('keeps at most `entries` keys: the least recently used answer leaves first, and a key read by claim() is recently used', async () => {
@@ -333,11 +347,12 @@ describe('the memory store', () => {
   });
 
   it('keeps at most `bytes` of keys and answers, oldest answers leaving first', async () => {
-    const store = new MemoryStore({ entries: 1000, bytes: 350 });
+    // An answer of 100 bytes without headers counts 116 (its status and framing), its key 1.
+    const store = new MemoryStore({ entries: 1000, bytes: 400 });
     for (const key of ['a', 'b', 'c']) await answered(store, key, 100);
-    assert.equal(store.size.bytes, 303);
+    assert.equal(store.size.bytes, 351);
     await answered(store, 'd', 100);
-    assert.ok(store.size.bytes <= 350);
+    assert.ok(store.size.bytes <= 400);
     assert.equal((await store.claim('a', 60_000)).state, 'claimed');
     for (const key of ['c', 'd']) assert.equal((await store.claim(key, 60_000)).state, 'done');
   });

@@ -1,0 +1,118 @@
+'use strict';
+// Replicas sharing one real Redis (redis-server on a loopback port, a scratch folder): the same
+// event sent to two funcrun processes at the same moment runs once, and both senders end with the
+// same answer. Redis unreachable: events are answered 503 with Retry-After and readiness says
+// why; its password never appears in an answer or in the trace-level log.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { CloudEvent, HTTP } = require('cloudevents');
+const { project, runServing } = require('./helpers');
+const { startRedis } = require('./redis');
+
+const ROOT = path.join(__dirname, '..');
+const PASSWORD = 's3cret-Redis-pass';
+
+// Each run appends a line: the count of runs across both processes.
+const FUNCTION = `
+const fs = require('node:fs');
+const path = require('node:path');
+module.exports = {
+  events: { idempotency: true },
+  async handle(context, data) {
+    fs.appendFileSync(path.join(__dirname, 'runs'), process.pid + '\\n');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    return context.cloudEventResponse({ charged: data.total, by: process.pid }).type('order.charged').response();
+  },
+};
+`;
+
+/** Status, headers (but Date and the connection's) and body. */
+async function answerOf(res) {
+  const headers = [...res.headers].filter(([name]) => !['date', 'connection', 'keep-alive'].includes(name));
+  return { status: res.status, headers, text: await res.text() };
+}
+
+/** Sends as a broker does: after a 429 or 503, again once Retry-After has passed. */
+async function deliver(url, ce, seen) {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const { headers, body } = HTTP.binary(ce);
+    const res = await fetch(url, { method: 'POST', headers, body });
+    const answer = await answerOf(res);
+    seen.push(answer);
+    if (res.status !== 429 && res.status !== 503) return answer;
+    await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after')) * 1000));
+  }
+  throw new Error('still not answered');
+}
+
+async function replicas(t, redis, count = 2) {
+  const folder = project({ 'index.js': FUNCTION });
+  t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+  const env = { FUNC_IDEMPOTENCY_STORE: redis.url, FUNC_LOG_LEVEL: 'trace' };
+  const started = [];
+  for (let i = 0; i < count; i++) {
+    // The redis client is found from the working folder, as from a function's own node_modules.
+    const proc = await runServing([folder], { env, cwd: ROOT });
+    t.after(() => proc.stop());
+    started.push(proc);
+  }
+  return { folder, procs: started, runs: () => fs.readFileSync(path.join(folder, 'runs'), 'utf8').split('\n').filter(Boolean) };
+}
+
+/** Every form a leaked password could take. */
+function assertNoPassword(text, where) {
+  for (const form of [PASSWORD, encodeURIComponent(PASSWORD), Buffer.from(PASSWORD).toString('base64'), Buffer.from(`:${PASSWORD}`).toString('base64')]) {
+    assert.ok(!text.includes(form), `${where} holds the password`);
+  }
+}
+
+describe('idempotency with Redis shared by replicas', () => {
+  it('the same event sent to two replicas at the same moment runs once, and both senders get the same answer', async (t) => {
+    const redis = await startRedis(t, { password: PASSWORD });
+    const { procs, runs } = await replicas(t, redis);
+    const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: { total: 12 } });
+    const seen = [];
+    const [a, b] = await Promise.all(procs.map((proc) => deliver(proc.url, ce, seen)));
+    assert.equal(runs().length, 1, 'the handler ran once');
+    assert.equal(a.status, 200);
+    assert.deepEqual(b, a);
+    // One of them was told to come back while the other ran.
+    assert.ok(seen.some((answer) => answer.status === 429));
+    for (const answer of seen) assertNoPassword(JSON.stringify(answer), 'an answer');
+    for (const proc of procs) assertNoPassword(proc.out.stdout + proc.out.stderr, 'the log');
+  });
+
+  it('Redis unreachable: events are answered 503 with Retry-After and not run, readiness says why; both recover when it is back', async (t) => {
+    const redis = await startRedis(t, { password: PASSWORD });
+    const { procs, runs, folder } = await replicas(t, redis, 1);
+    const [proc] = procs;
+    await redis.stop();
+    const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: { total: 1 } });
+    const { headers, body } = HTTP.binary(ce);
+    const started = performance.now();
+    const refused = await fetch(proc.url, { method: 'POST', headers, body });
+    const refusedText = await refused.text();
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get('retry-after'), '5');
+    assert.equal(JSON.parse(refusedText).code, 'FUNCRUN_STORE_UNAVAILABLE');
+    assert.ok(performance.now() - started < 10_000, 'answered without waiting for Redis');
+    assert.ok(!fs.existsSync(path.join(folder, 'runs')), 'the function did not run without its claim');
+    const notReady = await fetch(`${proc.url}/health/readiness`);
+    const notReadyText = await notReady.text();
+    assert.equal(notReady.status, 503);
+    assert.match(JSON.parse(notReadyText).reason, /idempotency store/);
+
+    await redis.start();
+    for (let i = 0; ; i++) {
+      if ((await fetch(`${proc.url}/health/readiness`)).status === 200) break;
+      assert.ok(i < 200, 'ready again once Redis is back');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const again = await fetch(proc.url, { method: 'POST', headers, body });
+    assert.equal(again.status, 200);
+    assert.equal(runs().length, 1);
+    for (const text of [refusedText, notReadyText, proc.out.stdout, proc.out.stderr]) assertNoPassword(text, 'an answer or the log');
+  });
+});
