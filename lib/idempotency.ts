@@ -131,17 +131,27 @@ export class Idempotency {
   }
 
   #keyOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): string {
+    const { namespace, hashKeys } = this.settings;
+    if (!Array.isArray(events)) {
+      const key = this.#eventKey(events);
+      return hashKeys ? namespace + hash(key) : key;
+    }
+    // A batch is one delivery: known by its events' keys, in order, hashed whatever the store (a
+    // batch of many events would be past any key limit).
+    return namespace + hash(JSON.stringify(events.map((e) => this.#eventKey(e))));
+  }
+
+  /** One event's key, checked: within the key limit. */
+  #eventKey(event: CloudEvent<unknown>): string {
     const own = this.settings.key;
-    // A batch is one delivery: known by its events' keys, in order.
-    const raw = Array.isArray(events) ? JSON.stringify(events.map((e) => (own === undefined ? [e.source, e.id] : own(e)))) : keyOf(events, own);
-    if (typeof raw !== 'string') throw new TypeError(`events.idempotency.key() returned ${typeof raw}, not a string`);
-    if (raw.length > this.settings.keyLimit) {
+    const key = own === undefined ? JSON.stringify([event.source, event.id]) : own(event);
+    if (typeof key !== 'string') throw new TypeError(`events.idempotency.key() returned ${typeof key}, not a string`);
+    if (key.length > this.settings.keyLimit) {
       throw runtimeError('FUNCRUN_EVENT_KEY_TOO_LONG', `the event's idempotency key is longer than ${this.settings.keyLimit} characters`, {
         details: { limit: this.settings.keyLimit },
       });
     }
-    const { namespace, hashKeys } = this.settings;
-    return hashKeys ? `${namespace}${createHash('sha256').update(raw).digest('base64url')}` : raw;
+    return key;
   }
 
   /**
@@ -175,8 +185,9 @@ function identityOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): object
 /** A duplicate's kept answer, or the go-ahead to run with what settles the claim afterwards. */
 export type Admission = { replay: Answer; settle?: undefined } | { settle: (incomplete: boolean) => void; replay?: undefined };
 
-function keyOf(event: CloudEvent<unknown>, own: ((event: CloudEvent<unknown>) => string) | undefined): string {
-  return own === undefined ? JSON.stringify([event.source, event.id]) : own(event);
+// A fixed length in the store, and no event's text in its keys.
+function hash(text: string): string {
+  return createHash('sha256').update(text).digest('base64url');
 }
 
 /** Copies what send() writes (status, headers but the connection's, body) while it is at most `limit` bytes. */

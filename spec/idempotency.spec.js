@@ -212,6 +212,16 @@ describe('idempotency', () => {
     assert.equal(runs, 2);
   });
 
+  it('a batch of many events is deduplicated too: the key limit is per event', async (t) => {
+    let runs = 0;
+    const { url } = await serve(t, () => void runs++, { ...ON, idempotencyKeyLimit: 100 });
+    const body = JSON.stringify(Array.from({ length: 300 }, (_, i) => event({ id: `event-${i}` })));
+    const send = () => request(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body });
+    assert.equal((await send()).status, 204);
+    assert.equal((await send()).status, 204);
+    assert.equal(runs, 300);
+  });
+
   it('duplicates are counted in the metrics', async (t) => {
     const { url } = await serve(t, () => 'ok', ON);
     const ce = event();
