@@ -232,6 +232,8 @@ export { parseBytes, parseCount, parseDuration, parseSwitch } from './config';
 export { Context } from './context';
 export { CloudEventResponse } from './cloudevent';
 export { HttpError } from './errors';
+export { defineEvents } from './events';
+export type { DataFor, EventContext, EventDeclaration, EventHandler, EventOf, EventSchema, EventsOf, FromSchema, StandardSchemaV1 } from './events';
 export type { LogDestination } from './log';
 export type {
   CloudEvent,

@@ -54,7 +54,12 @@ describe('exported types', () => {
     assert.equal(code, 0, output);
   });
 
-  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts']) {
+  it('event contracts type each event by its declared type, from a JSON Schema or a Standard Schema, and a module with them compiles', () => {
+    const { code, output } = compile('spec/types/event-contracts.ts');
+    assert.equal(code, 0, output);
+  });
+
+  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts']) {
     it(`each mistake in ${fixture} is one error on its own line, with the code it is marked with`, () => {
       const { code, output, reported, marked } = errorsOf(fixture);
       assert.notEqual(code, 0);
