@@ -272,6 +272,8 @@ export { Context } from './context';
 export { CloudEventResponse } from './cloudevent';
 export { HttpError } from './errors';
 export { retry, drop, Outcome, type RetryOptions } from './outcomes';
+export { defineEvents } from './events';
+export type { DataFor, EventContext, EventDeclaration, EventHandler, EventOf, EventSchema, EventsOf, FromSchema, StandardSchemaV1 } from './events';
 export type { LogDestination } from './log';
 export type {
   CloudEvent,

@@ -7,6 +7,7 @@ import type { Logger, LogLevel } from './log';
 import type { CloudEventResponse, responseChain } from './cloudevent';
 import type { ErrorBody } from './errors';
 import type { Outcome } from './outcomes';
+import type { EventDeclaration } from './events';
 
 export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent, ErrorBody };
 
@@ -143,13 +144,22 @@ export type CorsOrigin = string | RegExp;
 
 /** The exported module of a function project. */
 export interface Function {
-  /** Takes every request no route matches. */
-  handle?: Invokable;
+  /**
+   * Takes every request no route matches: an Invokable, or with `events` an EventHandler.
+   * A method, not an `Invokable` property, so that its parameters are compared both ways: an
+   * EventHandler's context, whose `cloudevent` is always there and typed per event type, is
+   * narrower than the `Context<any>` an Invokable takes, and strict function types refuse that.
+   */
+  handle?(context: Context<any>, data?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
   /** `'METHOD /path/:param'` to a handler with the same contract as `handle`. */
   routes?: Record<string, Invokable>;
-  events?: { types?: Record<string, unknown>; passthrough?: boolean; idempotency?: boolean | { key?: (event: CloudEvent<unknown>) => string } };
   /** Named functions, served as `POST /<name>`, `GET /<name>?...` and CloudEvents by type. */
   functions?: Record<string, NamedFunction>;
+  /**
+   * The event contracts of `handle` (or of `functions`), made with `defineEvents`: per CloudEvent
+   * `type`, the schema its data must meet.
+   */
+  events?: EventDeclaration;
   /** Runs before the server listens, with the runtime's logger; may be async. A throw stops the start. */
   init?: (context: { log: Logger }) => unknown;
   /** Runs after the server has stopped; may be async. */

@@ -54,7 +54,26 @@ describe('exported types', () => {
     assert.equal(code, 0, output);
   });
 
-  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts']) {
+  it('event contracts type each event by its declared type, from a JSON Schema or a Standard Schema, and a module with them compiles', () => {
+    const { code, output } = compile('spec/types/event-contracts.ts');
+    assert.equal(code, 0, output);
+  });
+
+  it("docs/cloudevents.md's TypeScript example of event contracts compiles as it is written", (t) => {
+    const page = fs.readFileSync(path.join(ROOT, 'docs', 'cloudevents.md'), 'utf8');
+    const section = page.slice(page.indexOf('## Event contracts'), page.indexOf('## Duplicates run once'));
+    const example = /```ts\n([\s\S]*?)```/.exec(section);
+    assert.ok(example, 'the section has a TypeScript example');
+    // Beside the fixtures, so that 'funcrun' and 'zod' resolve as in a function project.
+    const file = path.join(ROOT, '.tmp', 'docs-event-contracts.ts');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, example[1]);
+    t.after(() => fs.rmSync(file, { force: true }));
+    const { code, output } = compile(path.relative(ROOT, file));
+    assert.equal(code, 0, output);
+  });
+
+  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts']) {
     it(`each mistake in ${fixture} is one error on its own line, with the code it is marked with`, () => {
       const { code, output, reported, marked } = errorsOf(fixture);
       assert.notEqual(code, 0);
