@@ -223,8 +223,18 @@ export function errorJson(facts: Thrown, thrown: unknown, log: Logger, style: Er
 // store logs the outage once). The request's own line says more, where they are raised.
 const LOGGED_WHERE_RAISED = new Set<string | undefined>(['FUNCRUN_RETRY', 'FUNCRUN_STORE_UNAVAILABLE']);
 
-/** The one place a thrown value becomes a response. 5xx details go to the log, never to the client. Never throws. */
-export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, style: ErrorStyle = {}): void {
+/** What sendError() sent. */
+export interface SentError {
+  status: number;
+  headers: OutgoingHttpHeaders;
+  body: string;
+}
+
+/**
+ * The one place a thrown value becomes a response. 5xx details go to the log, never to the client.
+ * Returns what it sent (undefined when it could only cut the connection). Never throws.
+ */
+export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, style: ErrorStyle = {}): SentError | undefined {
   try {
     const { input, asText = false } = style;
     const dropped: Dropped[] = [];
@@ -236,7 +246,7 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     if (res.headersSent || res.destroyed) {
       // Part of another answer is on the wire: the only honest signal left is a cut connection.
       res.destroy();
-      return;
+      return undefined;
     }
     for (const name of res.getHeaderNames()) {
       if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
@@ -247,9 +257,12 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     // A body we stopped reading leaves the connection unusable.
     if (facts.status === 413) headers.connection = 'close';
     // faas-js-runtime's compatibility: the message as text. At 5xx it is generic there too.
-    send(req, res, facts.status, headers, asText ? bodyOf(facts).message : errorJson(facts, thrown, log, style));
+    const body = asText ? bodyOf(facts).message : errorJson(facts, thrown, log, style);
+    send(req, res, facts.status, headers, body);
+    return { status: facts.status, headers, body };
   } catch (err) {
     lastResort(res, log, err);
+    return undefined;
   }
 }
 

@@ -7,7 +7,8 @@ import type { OutgoingHttpHeader } from 'node:http';
 export interface Answer {
   status: number;
   headers: [string, OutgoingHttpHeader][];
-  body: Buffer;
+  /** As send() wrote it: text is kept as text (its bytes are made only for a store outside the process). */
+  body: Buffer | string;
 }
 
 /** An answer as bytes, for a store outside the process: its head as JSON, then the body as it was. */
@@ -15,7 +16,7 @@ export function encodeAnswer(answer: Answer): Buffer {
   const head = Buffer.from(JSON.stringify({ status: answer.status, headers: answer.headers }));
   const length = Buffer.alloc(4);
   length.writeUInt32BE(head.length);
-  return Buffer.concat([length, head, answer.body]);
+  return Buffer.concat([length, head, typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body]);
 }
 
 export function decodeAnswer(bytes: Buffer): Answer {
@@ -24,10 +25,11 @@ export function decodeAnswer(bytes: Buffer): Answer {
   return { status, headers, body: bytes.subarray(4 + length) };
 }
 
-/** Roughly the bytes an answer takes: its body and its headers' text. */
+/** The memory an answer takes, at most: its body and its headers' text (a character is 2 bytes at most). */
 export function sizeOf(answer: Answer): number {
-  let size = answer.body.length + 16;
-  for (const [name, value] of answer.headers) size += name.length + String(value).length;
+  const body = answer.body;
+  let size = (typeof body === 'string' ? body.length * 2 : body.length) + 16;
+  for (const [name, value] of answer.headers) size += name.length + (typeof value === 'string' ? value.length * 2 : String(value).length * 2);
   return size;
 }
 
@@ -83,6 +85,7 @@ const DONE = Promise.resolve();
  */
 export class MemoryStore implements IdempotencyStore {
   readonly #entries = new Map<string, Entry>();
+  #cursor = this.#entries.entries();
   #bytes = 0;
   constructor(
     readonly limits: MemoryLimits,
@@ -98,12 +101,23 @@ export class MemoryStore implements IdempotencyStore {
       return entry.answer === undefined ? RUNNING : { state: 'done', answer: entry.answer };
     }
     const token = String(++tokens);
-    this.#put(key, { token, answer: undefined, expires: this.now() + claimMs, size: key.length });
+    this.#entries.set(key, { token, answer: undefined, expires: this.now() + claimMs, size: key.length });
+    this.#bytes += key.length;
+    this.#evict();
     return { state: 'claimed', token };
   }
 
   complete(key: string, token: string, answer: Answer, windowMs: number): Promise<void> {
-    if (this.#live(key)?.token === token) this.#put(key, { token: undefined, answer, expires: this.now() + windowMs, size: key.length + sizeOf(answer) });
+    const entry = this.#live(key);
+    if (entry?.token !== token) return DONE;
+    // The claim's entry becomes the answer's, where it stands in the order.
+    const size = key.length + sizeOf(answer);
+    this.#bytes += size - entry.size;
+    entry.token = undefined;
+    entry.answer = answer;
+    entry.expires = this.now() + windowMs;
+    entry.size = size;
+    this.#evict();
     return DONE;
   }
 
@@ -134,13 +148,6 @@ export class MemoryStore implements IdempotencyStore {
     return undefined;
   }
 
-  #put(key: string, entry: Entry): void {
-    this.#remove(key);
-    this.#entries.set(key, entry);
-    this.#bytes += entry.size;
-    this.#evict();
-  }
-
   #remove(key: string): void {
     const old = this.#entries.get(key);
     if (old === undefined) return;
@@ -149,13 +156,22 @@ export class MemoryStore implements IdempotencyStore {
   }
 
   // Oldest first: expired entries and answers. Live claims are passed over (see the class's
-  // comment); there are no more of them than requests in flight.
+  // comment); there are no more of them than requests in flight. The scan goes on from where the
+  // last one stopped (a Map's iterator sees later changes), so removed entries are not walked again.
   #evict(): void {
     const { entries, bytes } = this.limits;
-    if (this.#entries.size <= entries && this.#bytes <= bytes) return;
     const now = this.now();
-    for (const [key, entry] of this.#entries) {
-      if (this.#entries.size <= entries && this.#bytes <= bytes) return;
+    let restarted = false;
+    while (this.#entries.size > entries || this.#bytes > bytes) {
+      const next = this.#cursor.next();
+      if (next.done === true) {
+        // Only live claims are left to pass over: they stay.
+        if (restarted) return;
+        restarted = true;
+        this.#cursor = this.#entries.entries();
+        continue;
+      }
+      const [key, entry] = next.value;
       if (entry.token === undefined || entry.expires <= now) this.#remove(key);
     }
   }

@@ -15,7 +15,9 @@ import type { Logger } from './log';
 import type { Metrics } from './metrics';
 import { eventIdentity } from './outcomes';
 import { isThenable } from './deadline';
-import { KEEPS_ANSWER, send, type AnswerKeeper } from './send';
+import { send } from './send';
+import type { Reply } from './respond';
+import type { SentError } from './errors';
 
 export interface IdempotencySettings {
   store: IdempotencyStore;
@@ -95,7 +97,7 @@ export class Idempotency {
    * function, the key claimed, and call `settle` once the request has been answered. Throws the
    * 429, 4xx or 503 to answer instead. The memory store answers at once, without a promise.
    */
-  admit(res: ServerResponse, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Admission | Promise<Admission> {
+  admit(events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Admission | Promise<Admission> {
     const key = this.#keyOf(events);
     let claim: Claim | Promise<Claim>;
     try {
@@ -103,17 +105,17 @@ export class Idempotency {
     } catch (err) {
       throw this.#unreachable(events, log, err);
     }
-    if (!isThenable(claim)) return this.#admission(res, key, claim, events, log);
+    if (!isThenable(claim)) return this.#admission(key, claim, events, log);
     return claim.then(
-      (c) => this.#admission(res, key, c, events, log),
+      (c) => this.#admission(key, c, events, log),
       (err: unknown) => {
         throw this.#unreachable(events, log, err);
       },
     );
   }
 
-  #admission(res: ServerResponse, key: string, claim: Claim, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Admission {
-    if (claim.state === 'claimed') return { settle: this.#keeper(res, key, claim.token, log, events) };
+  #admission(key: string, claim: Claim, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Admission {
+    if (claim.state === 'claimed') return { settle: this.#keeper(key, claim.token, log, events) };
     if (claim.state === 'running') {
       this.metrics?.event('in_progress');
       log.info({ event: identityOf(events) }, 'duplicate event: the first delivery is still running');
@@ -144,7 +146,8 @@ export class Idempotency {
   /** One event's key, checked: within the key limit. */
   #eventKey(event: CloudEvent<unknown>): string {
     const own = this.settings.key;
-    const key = own === undefined ? JSON.stringify([event.source, event.id]) : own(event);
+    // Source and id, told apart by the source's length: no source and id make another pair's key.
+    const key = own === undefined ? `${event.source.length}:${event.source}${event.id}` : own(event);
     if (typeof key !== 'string') throw new TypeError(`events.idempotency.key() returned ${typeof key}, not a string`);
     if (key.length > this.settings.keyLimit) {
       throw runtimeError('FUNCRUN_EVENT_KEY_TOO_LONG', `the event's idempotency key is longer than ${this.settings.keyLimit} characters`, {
@@ -160,14 +163,13 @@ export class Idempotency {
    * function still runs: its answer is kept all the same (the function ran). `incomplete`: part of
    * the work did not run (a batch cut short), so the next delivery must.
    */
-  #keeper(res: ServerResponse, key: string, token: string, log: Logger, events: CloudEvent<unknown> | CloudEvent<unknown>[]): (incomplete: boolean) => void {
+  #keeper(key: string, token: string, log: Logger, events: CloudEvent<unknown> | CloudEvent<unknown>[]): Admission['settle'] & {} {
     const { store, answerLimit, window } = this.settings;
-    const recorded = record(res, answerLimit);
-    return (incomplete) => {
-      const status = res.statusCode;
+    return (incomplete, sent) => {
+      const status = sent?.status ?? 0;
       // An answer the sender will not send again for: 2xx and 4xx (but 408 and 429, which ask for a retry).
-      const final = !incomplete && res.headersSent && status >= 200 && status < 500 && status !== 408 && status !== 429;
-      const answer = final ? recorded() : undefined;
+      const final = !incomplete && status >= 200 && status < 500 && status !== 408 && status !== 429;
+      const answer = final ? answerOf(sent!, answerLimit) : undefined;
       // Larger than the limit, or streamed: sent, not kept.
       if (final && answer === undefined)
         log.warn({ event: identityOf(events), limit: answerLimit }, 'answer not kept for duplicates: streamed, or larger than the answer limit');
@@ -183,27 +185,34 @@ function identityOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): object
 }
 
 /** A duplicate's kept answer, or the go-ahead to run with what settles the claim afterwards. */
-export type Admission = { replay: Answer; settle?: undefined } | { settle: (incomplete: boolean) => void; replay?: undefined };
+export type Admission =
+  { replay: Answer; settle?: undefined } | { settle: (incomplete: boolean, sent: Reply | SentError | undefined) => void; replay?: undefined };
 
 // A fixed length in the store, and no event's text in its keys.
 function hash(text: string): string {
   return createHash('sha256').update(text).digest('base64url');
 }
 
-/** Copies what send() writes (status, headers but the connection's, body) while it is at most `limit` bytes. */
-function record(res: ServerResponse, limit: number): () => Answer | undefined {
-  let answer: Answer | undefined;
-  (res as ServerResponse & { [KEEPS_ANSWER]?: AnswerKeeper })[KEEPS_ANSWER] = (status, headers, body) => {
-    const bytes = body === undefined ? EMPTY : typeof body === 'string' ? Buffer.from(body) : body;
-    const kept: [string, OutgoingHttpHeader][] = [];
-    for (const name in headers) if (isKept(name)) kept.push([name, headers[name]!]);
-    const candidate = { status, headers: kept, body: bytes };
-    answer = sizeOf(candidate) > limit ? undefined : candidate;
-  };
-  return () => answer;
+/** What was sent, as kept for duplicates (headers but the connection's), while it is at most `limit` bytes; not a stream. */
+function answerOf(sent: Reply | SentError, limit: number): Answer | undefined {
+  const body = sent.body ?? '';
+  if (typeof body !== 'string' && !Buffer.isBuffer(body)) return undefined;
+  const headers: [string, OutgoingHttpHeader][] = [];
+  for (const name in sent.headers) {
+    const value = sent.headers[name];
+    if (value !== undefined && isKept(name.toLowerCase())) headers.push([name, value]);
+  }
+  const answer = { status: sent.status, headers, body };
+  // Counted exactly only when the bound of 3 bytes of UTF-8 a character says it may be too large.
+  return sizeOf(answer) * 1.5 <= limit || exactSize(answer) <= limit ? answer : undefined;
 }
 
-const EMPTY = Buffer.alloc(0);
+/** The bytes of an answer as sent: its body and its headers. */
+function exactSize(answer: Answer): number {
+  let size = Buffer.byteLength(answer.body) + 16;
+  for (const [name, value] of answer.headers) size += name.length + Buffer.byteLength(String(value));
+  return size;
+}
 
 /** Sends a kept answer as it was first sent. */
 export function replay(req: IncomingMessage, res: ServerResponse, answer: Answer): void {

@@ -11,7 +11,7 @@ import { detectMode, replyMode, type Mode, type ResponseDefaults } from './cloud
 import { readEvent } from './cloudevent-read';
 import { Context, contentTypeOf, invocationAnswered, sharingQuery, type ContextParts } from './context';
 import { allowAnyOrigin, allowOrigin, isPreflight, type OriginCheck } from './cors';
-import { runtimeError, sendError } from './errors';
+import { runtimeError, sendError, type SentError } from './errors';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType, type MediaType } from './media-type';
 import { discard, respond, type Reply } from './respond';
@@ -112,8 +112,10 @@ export class Exchange {
   single: Context | undefined = undefined;
   /** The contexts made for the function: their invocations end with this request's answer. */
   contexts: Context | Context[] | undefined = undefined;
+  /** What was sent: the function's answer (respond()) or an error's (sendError()). */
+  sent: Reply | SentError | undefined = undefined;
   /** With idempotency: keeps the answer for duplicates, or releases the event's claim, once answered. */
-  settleClaim: ((incomplete: boolean) => void) | undefined = undefined;
+  settleClaim: ((incomplete: boolean, sent: Reply | SentError | undefined) => void) | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -317,7 +319,7 @@ function admitOnce(p: Pipeline, x: Exchange, checked?: CloudEvent<unknown> | Clo
     x.input = { ...x.input, events: checked, data: Array.isArray(checked) ? checked.map((e) => e.data) : checked.data };
   }
   if (p.idempotency === undefined) return false;
-  const admitted = p.idempotency.admit(x.res, x.events!, x.log);
+  const admitted = p.idempotency.admit(x.events!, x.log);
   return isThenable(admitted) ? admitted.then((admission) => afterAdmission(p, x, admission)) : afterAdmission(p, x, admitted);
 }
 
@@ -459,6 +461,7 @@ function answer(p: Pipeline, x: Exchange, returned: unknown): Promise<void> | un
 }
 
 function answered(p: Pipeline, x: Exchange, reply: Reply): void {
+  x.sent = reply;
   if (reply.dropped !== undefined) x.log.warn({ headers: reply.dropped }, 'response headers left out');
   if (x.began >= 0) p.metrics!.record((performance.now() - x.began) / 1000, false);
 }
@@ -468,7 +471,7 @@ function fail(p: Pipeline, x: Exchange, err: unknown): void {
   closeAfter(req, res, p.runtime.draining);
   // A body left unread (refused before or while reading it) leaves the connection unusable.
   if (!res.headersSent && hasBody(req) && !req.complete) res.setHeader('connection', 'close');
-  sendError(req, res, err, x.log, {
+  x.sent = sendError(req, res, err, x.log, {
     format: p.module.errorBody,
     input: x.input,
     asText: x.invoked && p.behaviour.errorsAsText,
@@ -480,7 +483,7 @@ function fail(p: Pipeline, x: Exchange, err: unknown): void {
 /** The request is answered: its invocations end (once their waitUntil work settles), and its connection counts it. */
 function finish(p: Pipeline, x: Exchange): void {
   // A batch whose client went away may have been cut short (batch() stops): its answer is not the whole batch's.
-  if (x.settleClaim !== undefined) x.settleClaim(x.inBatch && x.res.destroyed);
+  if (x.settleClaim !== undefined) x.settleClaim(x.inBatch && x.res.destroyed, x.sent);
   const made = x.contexts;
   if (Array.isArray(made)) for (const ctx of made) invocationAnswered(ctx);
   else if (made !== undefined) invocationAnswered(made);
