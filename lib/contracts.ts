@@ -6,6 +6,7 @@ import type { CloudEvent } from 'cloudevents';
 import { runtimeError } from './errors';
 import { compile, createAjv, cut, listViolations, MAX_VIOLATIONS, type Check, type Violation } from './schema';
 import { isThenable } from './deadline';
+import { kindOf } from './kind';
 
 /** The Standard Schema interface, as much of it as is read here. */
 interface StandardSchema {
@@ -123,8 +124,15 @@ function asData(v: Violation): Violation {
 function standardCheck(schema: StandardSchema): TypeCheck {
   const validate = schema['~standard'].validate.bind(schema['~standard']);
   const read = (result: StandardResult): Checked => {
+    // The validator is the module's: a result that is not one is its failure (500), not the sender's.
+    if (result === null || typeof result !== 'object') throw new TypeError(`a Standard Schema validator returned ${kindOf(result)}, not a result`);
     if (result.issues === undefined) return { data: result.value };
-    return { violations: result.issues.slice(0, MAX_VIOLATIONS).map((issue) => ({ field: cut(pathOf(issue.path)), description: cut(String(issue.message)) })) };
+    if (!Array.isArray(result.issues)) throw new TypeError(`a Standard Schema validator returned issues as ${kindOf(result.issues)}, not a list`);
+    const violations = result.issues.slice(0, MAX_VIOLATIONS).map((issue: unknown) => ({
+      field: cut(pathOf((issue as { path?: readonly unknown[] } | null)?.path)),
+      description: cut(String((issue as { message?: unknown } | null)?.message ?? 'is invalid')),
+    }));
+    return { violations: violations.length > 0 ? violations : [{ field: '(data)', description: 'is invalid' }] };
   };
   return (data) => {
     const result = validate(data);
@@ -134,7 +142,7 @@ function standardCheck(schema: StandardSchema): TypeCheck {
 
 /** A Standard Schema issue's path (keys, or `{ key }` segments) as `a.b.0`. */
 function pathOf(path: readonly unknown[] | undefined): string {
-  if (path === undefined || path.length === 0) return '(data)';
+  if (!Array.isArray(path) || path.length === 0) return '(data)';
   return path
     .slice(0, 32)
     .map((segment) => String(segment !== null && typeof segment === 'object' ? (segment as { key?: unknown }).key : segment))

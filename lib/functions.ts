@@ -9,6 +9,7 @@ import { MAX_JSON_DEPTH } from './body';
 import { runtimeError } from './errors';
 import { isPartOf } from './provenance';
 import { discard, Prepared } from './respond';
+import { Outcome } from './outcomes';
 import { Readable } from 'node:stream';
 import { JSON_TYPE } from './send';
 import { compile, createAjv, listViolations, type Check } from './schema';
@@ -113,6 +114,8 @@ function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): In
         throw new Error(`function '${name}' threw its own input`);
       throw err;
     }
+    // retry() and drop() are answered as from handle: by the request path, logged with the event.
+    if (output instanceof Outcome) return output;
     return event === undefined ? httpOutput(output) : eventOutput(name, output, event);
   };
 }

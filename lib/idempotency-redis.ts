@@ -185,13 +185,21 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
    * Runs `work`, bounded; its rejection is one of the fixed messages, the client's error its cause.
    * `late` gets what work that ran past the bound comes to, if it comes to anything.
    */
+  // False from a command that ran past the bound until one is answered in time.
+  let answering = true;
+  let pinging = false;
+
   async function call<T>(work: () => Promise<T>, late?: (value: T) => void): Promise<T> {
     if (closed || !client.isReady) throw new Error(UNREACHABLE);
     const working = work();
     try {
-      return await bounded(working);
+      const value = await bounded(working);
+      answering = true;
+      return value;
     } catch (err) {
       const message = (err as Error | undefined)?.message;
+      // Connected but not answering (a hung Redis): readiness says so until it answers again.
+      if (message === SLOW) answering = false;
       if (message === SLOW && late !== undefined) working.then(late).catch(() => {});
       if (message === SLOW || message === FOREIGN) throw err;
       throw new Error(client.isReady ? FAILED : UNREACHABLE, { cause: err });
@@ -233,7 +241,17 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
     },
 
     problem() {
-      return closed || !client.isReady ? UNREACHABLE : undefined;
+      if (closed || !client.isReady) return UNREACHABLE;
+      if (answering) return undefined;
+      // Asked (by readiness) while Redis hangs: a PING finds out when it answers again.
+      if (!pinging) {
+        pinging = true;
+        call(() => client.sendCommand(['PING'])).then(
+          () => (pinging = false),
+          () => (pinging = false),
+        );
+      }
+      return SLOW;
     },
 
     async close() {

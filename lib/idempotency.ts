@@ -190,7 +190,8 @@ export type Admission =
 
 // A fixed length in the store, and no event's text in its keys.
 function hash(text: string): string {
-  return createHash('sha256').update(text).digest('base64url');
+  // As UTF-16 code units: UTF-8 would make every lone surrogate U+FFFD, and two ids one key.
+  return createHash('sha256').update(text, 'utf16le').digest('base64url');
 }
 
 /** What was sent, as kept for duplicates (headers but the connection's), while it is at most `limit` bytes; not a stream. */

@@ -303,7 +303,9 @@ function admitEvents(p: Pipeline, x: Exchange): boolean | Promise<boolean> {
     throw refused(p, x, err);
   }
   if (!isThenable(checked)) return admitOnce(p, x, checked);
-  return checked.then(
+  // A validator that answers later answers within the request's timeout, as the function does.
+  const timeout = p.settings.timeout;
+  return beforeDeadline(checked, timeout, x.started + timeout, 'the event contract', 'FUNCRUN_TIMEOUT').then(
     (events) => admitOnce(p, x, events),
     (err: unknown) => {
       throw refused(p, x, err);

@@ -187,6 +187,24 @@ describe('event contracts', () => {
     assert.ok(performance.now() - started < 10_000);
   });
 
+  it("a validator that never answers is held to the request's timeout; one that returns no result is the module's failure", async (t) => {
+    const hangs = { '~standard': { version: 1, vendor: 'spec', validate: () => new Promise(() => {}) } };
+    const broken = { '~standard': { version: 1, vendor: 'spec', validate: () => 42 } };
+    const listless = { '~standard': { version: 1, vendor: 'spec', validate: () => ({ issues: [] }) } };
+    let runs = 0;
+    const { url } = await serve(t, { events: { types: { hangs, broken, listless } }, handle: () => void runs++ }, { timeout: 300 });
+    const slow = await post(url, event('hangs', {}));
+    assert.equal(slow.status, 504);
+    assert.equal(slow.json.code, 'FUNCRUN_TIMEOUT');
+    const wrong = await post(url, event('broken', {}));
+    assert.equal(wrong.status, 500);
+    assert.doesNotMatch(wrong.text, /Standard Schema|42/);
+    const refused = await post(url, event('listless', {}));
+    assert.equal(refused.status, 400);
+    assert.deepEqual(refused.json.violations, [{ field: '(data)', description: 'is invalid' }]);
+    assert.equal(runs, 0);
+  });
+
   it('invalid and undeclared events are counted in the metrics', async (t) => {
     const { url } = await serve(t, contractFunction([]));
     await post(url, event('order.created', {}));

@@ -84,6 +84,42 @@ describe('idempotency with Redis shared by replicas', () => {
     for (const proc of procs) assertNoPassword(proc.out.stdout + proc.out.stderr, 'the log');
   });
 
+  it('ids that differ only in lone surrogates are different events: keys are hashed from UTF-16, not UTF-8', async (t) => {
+    const redis = await startRedis(t);
+    let runs = 0;
+    const { serve } = require('./helpers');
+    const { url } = await serve(t, () => ({ runs: ++runs }), { idempotency: true, idempotencyStore: redis.url });
+    for (const id of ['\ud800x', '\ufffdx', '\udc00x']) {
+      const body = JSON.stringify({ specversion: '1.0', id, source: 'a', type: 't' });
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body });
+      assert.equal(res.status, 200);
+    }
+    assert.equal(runs, 3);
+  });
+
+  it('a hung Redis (paused): events are answered 503 within the bound, readiness says why, and both recover when it answers again', async (t) => {
+    const redis = await startRedis(t);
+    const { serve } = require('./helpers');
+    const { url } = await serve(t, () => 'ok', { idempotency: true, idempotencyStore: redis.url });
+    redis.process.kill('SIGSTOP');
+    t.after(() => redis.process.kill('SIGCONT'));
+    const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: {} });
+    const { headers, body } = HTTP.binary(ce);
+    const refused = await fetch(url, { method: 'POST', headers, body });
+    assert.equal(refused.status, 503);
+    assert.equal((await refused.json()).code, 'FUNCRUN_STORE_UNAVAILABLE');
+    const notReady = await fetch(`${url}/health/readiness`);
+    assert.equal(notReady.status, 503);
+    assert.match((await notReady.json()).reason, /did not answer/);
+    redis.process.kill('SIGCONT');
+    for (let i = 0; ; i++) {
+      if ((await fetch(`${url}/health/readiness`)).status === 200) break;
+      assert.ok(i < 100, 'ready again once Redis answers');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal((await fetch(url, { method: 'POST', headers, body })).status, 200);
+  });
+
   it('Redis unreachable: events are answered 503 with Retry-After and not run, readiness says why; both recover when it is back', async (t) => {
     const redis = await startRedis(t, { password: PASSWORD });
     const { procs, runs, folder } = await replicas(t, redis, 1);

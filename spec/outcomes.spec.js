@@ -70,6 +70,22 @@ describe('explicit outcomes', () => {
     assert.deepEqual(ran, ['ok0', 'retry1']);
   });
 
+  it('named functions answer retry() and drop() as handle does: never as data', async (t) => {
+    const charge = (input) => (input.later ? retry('card processor down', { after: 9 }) : drop('duplicate order'));
+    charge.trigger = 'order.created';
+    const { url, log } = await serve(t, { functions: { charge } });
+    const later = await post(url, new CloudEvent({ type: 'order.created', source: '/spec', data: { later: true } }));
+    assert.equal(later.status, 503);
+    assert.equal(later.headers.get('retry-after'), '9');
+    assert.doesNotMatch(later.text, /card processor/);
+    const dropped = await post(url, new CloudEvent({ type: 'order.created', source: '/spec', data: {} }));
+    assert.equal(dropped.status, 204);
+    const byName = await request(new URL('/charge', url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"later":true}' });
+    assert.equal(byName.status, 503);
+    assert.doesNotMatch(byName.text, /card processor/);
+    assert.ok(log.entries().some((e) => e.msg === 'event dropped' && e.reason === 'duplicate order'));
+  });
+
   it('retried and dropped events are counted; a wrong retry() option is the function’s error', async (t) => {
     const { url } = await serve(
       t,
