@@ -2,13 +2,13 @@
 // CloudEvents rule, or the module's own key function). The first delivery claims the key in the
 // store and runs; a delivery while it runs is answered 429 (the broker tries again later); once it
 // has answered 2xx or 4xx, later deliveries within the window get that answer again, byte for
-// byte, without running the function. A 5xx, a timeout, a 408 or 429, or an answer too large to
-// keep releases the key, so that the next delivery runs. A store that cannot be reached answers
-// 503: an event is never run without its claim.
+// byte, without running the function. A 5xx, a timeout, a 408 or 429, or an answer not kept (too
+// large, or streamed) releases the key, so that the next delivery runs. A store that cannot be
+// reached answers 503: an event is never run without its claim.
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
-import { runtimeError } from './errors';
+import { runtimeError, type SentError } from './errors';
 import { MemoryStore, sizeOf, type Answer, type Claim, type IdempotencyStore } from './idempotency-store';
 import { redisStore } from './idempotency-redis';
 import type { Logger } from './log';
@@ -17,7 +17,6 @@ import { eventIdentity } from './outcomes';
 import { isThenable } from './deadline';
 import { send } from './send';
 import type { Reply } from './respond';
-import type { SentError } from './errors';
 
 export interface IdempotencySettings {
   store: IdempotencyStore;
@@ -158,12 +157,12 @@ export class Idempotency {
   }
 
   /**
-   * Records the answer as it is written; `settle` keeps it, or releases the claim. Called when the
-   * request's steps are done, so a client gone mid-invocation does not free the key while the
-   * function still runs: its answer is kept all the same (the function ran). `incomplete`: part of
-   * the work did not run (a batch cut short), so the next delivery must.
+   * What settles the claim: keeps what was sent, or releases the key. Called when the request's
+   * steps are done, so a client gone mid-invocation does not free the key while the function still
+   * runs: its answer is kept all the same (the function ran). `incomplete`: part of the work did
+   * not run (a batch cut short), so the next delivery must.
    */
-  #keeper(key: string, token: string, log: Logger, events: CloudEvent<unknown> | CloudEvent<unknown>[]): Admission['settle'] & {} {
+  #keeper(key: string, token: string, log: Logger, events: CloudEvent<unknown> | CloudEvent<unknown>[]): Settle {
     const { store, answerLimit, window } = this.settings;
     return (incomplete, sent) => {
       const status = sent?.status ?? 0;
@@ -184,9 +183,11 @@ function identityOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): object
   return Array.isArray(events) ? { events: events.length, first: eventIdentity(events[0]) } : eventIdentity(events);
 }
 
+/** Keeps what was sent for duplicates, or releases the claim. */
+export type Settle = (incomplete: boolean, sent: Reply | SentError | undefined) => void;
+
 /** A duplicate's kept answer, or the go-ahead to run with what settles the claim afterwards. */
-export type Admission =
-  { replay: Answer; settle?: undefined } | { settle: (incomplete: boolean, sent: Reply | SentError | undefined) => void; replay?: undefined };
+export type Admission = { replay: Answer; settle?: undefined } | { settle: Settle; replay?: undefined };
 
 // A fixed length in the store, and no event's text in its keys.
 function hash(text: string): string {

@@ -3,6 +3,8 @@
 // throw means to its broker. Recognised by their class, so no returned data can pose as one.
 import type { CloudEvent } from 'cloudevents';
 import { HttpError } from './errors';
+import type { Logger } from './log';
+import type { Metrics } from './metrics';
 
 export type OutcomeKind = 'retry' | 'drop';
 
@@ -54,4 +56,21 @@ export function retryError(outcome: Outcome): HttpError {
 export function eventIdentity(event: CloudEvent<unknown>): { id: string; source: string; type: string; traceparent?: string } {
   const identity = { id: event.id, source: event.source, type: event.type };
   return typeof event.traceparent === 'string' ? { ...identity, traceparent: event.traceparent } : identity;
+}
+
+/**
+ * A returned outcome, logged with its event and counted: retry() is thrown as its 503 or 429; drop()
+ * answers nothing (204). Any other value is returned as it is.
+ */
+export function settleOutcome(metrics: Metrics | undefined, log: Logger, value: unknown, event: CloudEvent<unknown> | undefined): unknown {
+  if (!(value instanceof Outcome)) return value;
+  const identity = event === undefined ? {} : { event: eventIdentity(event) };
+  if (value.kind === 'drop') {
+    metrics?.event('dropped');
+    log.info({ ...identity, reason: value.reason }, 'event dropped');
+    return undefined;
+  }
+  metrics?.event('retried');
+  log.info({ ...identity, reason: value.reason, retryAfter: value.after }, 'event to be delivered again');
+  throw retryError(value);
 }

@@ -25,9 +25,9 @@ import { batch, beforeDeadline, inInvocation, type Invoke } from './invocation';
 import { closeAfter, requestArrived } from './connections';
 import type { RequestInput } from './provenance';
 import type { Contracts } from './contracts';
-import { replay, type Admission, type Idempotency } from './idempotency';
-import { eventIdentity, Outcome, retryError } from './outcomes';
-import { isThenable } from './deadline';
+import type { Idempotency, Settle } from './idempotency';
+import { Outcome, settleOutcome } from './outcomes';
+import { admitEvents } from './admit-events';
 import type { Match } from './router';
 import type { Destination, FunctionDestination, RouteTable } from './routes';
 import type { Function as FunctionModule, RequestInfo } from './types';
@@ -115,7 +115,7 @@ export class Exchange {
   /** What was sent: the function's answer (respond()) or an error's (sendError()). */
   sent: Reply | SentError | undefined = undefined;
   /** With idempotency: keeps the answer for duplicates, or releases the event's claim, once answered. */
-  settleClaim: ((incomplete: boolean, sent: Reply | SentError | undefined) => void) | undefined = undefined;
+  settleClaim: Settle | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -290,63 +290,6 @@ function parseInput(p: Pipeline, x: Exchange, bytes: Buffer | undefined): void {
   x.input = { events, data: Array.isArray(events) ? events.map((e) => e.data) : events.data, query, request: req, params: x.params };
 }
 
-/**
- * True when the events were answered here, from the store; throws the answer to an event refused.
- * A promise only when a validator or the store answers with one.
- */
-function admitEvents(p: Pipeline, x: Exchange): boolean | Promise<boolean> {
-  if (p.contracts === undefined) return admitOnce(p, x);
-  let checked;
-  try {
-    checked = p.contracts.check(x.events!);
-  } catch (err) {
-    throw refused(p, x, err);
-  }
-  if (!isThenable(checked)) return admitOnce(p, x, checked);
-  // A validator that answers later answers within the request's timeout, as the function does.
-  const timeout = p.settings.timeout;
-  return beforeDeadline(checked, timeout, x.started + timeout, 'the event contract', 'FUNCRUN_TIMEOUT').then(
-    (events) => admitOnce(p, x, events),
-    (err: unknown) => {
-      throw refused(p, x, err);
-    },
-  );
-}
-
-/** With idempotency, a duplicate answered as the first delivery was; `checked`: the events as their contracts gave them. */
-function admitOnce(p: Pipeline, x: Exchange, checked?: CloudEvent<unknown> | CloudEvent<unknown>[]): boolean | Promise<boolean> {
-  if (checked !== undefined) {
-    x.events = checked;
-    // A validator's output is request data like the body it came from (provenance.ts).
-    x.input = { ...x.input, events: checked, data: Array.isArray(checked) ? checked.map((e) => e.data) : checked.data };
-  }
-  if (p.idempotency === undefined) return false;
-  const admitted = p.idempotency.admit(x.events!, x.log);
-  return isThenable(admitted) ? admitted.then((admission) => afterAdmission(p, x, admission)) : afterAdmission(p, x, admitted);
-}
-
-function afterAdmission(p: Pipeline, x: Exchange, admission: Admission): boolean {
-  if (admission.settle !== undefined) {
-    x.settleClaim = admission.settle;
-    return false;
-  }
-  closeAfter(x.req, x.res, p.runtime.draining);
-  replay(x.req, x.res, admission.replay);
-  return true;
-}
-
-// An event refused by its contract: counted, and logged with the event's identity. Returns the error.
-function refused(p: Pipeline, x: Exchange, err: unknown): unknown {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (code !== 'FUNCRUN_INVALID_EVENT_DATA' && code !== 'FUNCRUN_UNDECLARED_EVENT_TYPE') return err;
-  p.metrics?.event(code === 'FUNCRUN_INVALID_EVENT_DATA' ? 'invalid' : 'undeclared');
-  const events = x.events!;
-  const index = ((err as { details?: { index?: number } }).details?.index ?? 0) as number;
-  const event = Array.isArray(events) ? events[index] : events;
-  x.log.info({ event: eventIdentity(event), code }, 'event refused by its contract');
-  return err;
-}
-
 /** What the function returned (or a promise of it). */
 function callFunction(p: Pipeline, x: Exchange, destination: FunctionDestination): unknown {
   const { settings, behaviour, metrics } = p;
@@ -371,7 +314,7 @@ function callFunction(p: Pipeline, x: Exchange, destination: FunctionDestination
       context,
       (f, ctx, data) => p.invoke(f, ctx, data, deadline),
       // A batch's event may be retried (the whole batch is) or dropped (no answer of its own).
-      (value, ctx) => settleOutcome(p, ctx.log, value, ctx.cloudevent),
+      (value, ctx) => settleOutcome(p.metrics, ctx.log, value, ctx.cloudevent),
       () => x.res.destroyed,
       behaviour.eventAsArgument,
     );
@@ -422,23 +365,6 @@ function contextFor(p: Pipeline, x: Exchange, destination: FunctionDestination, 
   return ctx;
 }
 
-/**
- * A returned outcome, logged with its event and counted: retry() is thrown as its 503 or 429; drop()
- * answers nothing (204). Any other value is returned as it is.
- */
-function settleOutcome(p: Pipeline, log: Logger, value: unknown, event: CloudEvent<unknown> | undefined): unknown {
-  if (!(value instanceof Outcome)) return value;
-  const identity = event === undefined ? {} : { event: eventIdentity(event) };
-  if (value.kind === 'drop') {
-    p.metrics?.event('dropped');
-    log.info({ ...identity, reason: value.reason }, 'event dropped');
-    return undefined;
-  }
-  p.metrics?.event('retried');
-  log.info({ ...identity, reason: value.reason, retryAfter: value.after }, 'event to be delivered again');
-  throw retryError(value);
-}
-
 /** Sends the answer; a promise while a returned stream is still being sent. */
 function answer(p: Pipeline, x: Exchange, returned: unknown): Promise<void> | undefined {
   let value = returned;
@@ -446,7 +372,7 @@ function answer(p: Pipeline, x: Exchange, returned: unknown): Promise<void> | un
   const behaviour = p.behaviour;
   // A fault in the invocation was answered 500 already (faults.ts).
   if (res.writableEnded) return void discard(value);
-  if (value instanceof Outcome) value = settleOutcome(p, x.log, value, x.single?.cloudevent);
+  if (value instanceof Outcome) value = settleOutcome(p.metrics, x.log, value, x.single?.cloudevent);
   closeAfter(req, res, p.runtime.draining);
   const how = replyMode(x.mode, behaviour.eventsAnsweredBinary);
   // faas-js-runtime's blanket CORS is on the function's answers only: not on errors, probes or its 404s.
