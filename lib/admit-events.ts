@@ -34,7 +34,8 @@ export function admitEvents(p: Pipeline, x: Exchange): boolean | Promise<boolean
 
 /** With idempotency, a duplicate answered as the first delivery was; `checked`: the events as their contracts gave them. */
 function admitOnce(p: Pipeline, x: Exchange, checked?: CloudEvent<unknown> | CloudEvent<unknown>[]): boolean | Promise<boolean> {
-  if (checked !== undefined) {
+  // A validator that gave back other data gave other events (contracts.ts keeps them otherwise).
+  if (checked !== undefined && checked !== x.events) {
     x.events = checked;
     // A validator's output is request data like the body it came from (provenance.ts).
     x.input = { ...x.input, events: checked, data: Array.isArray(checked) ? checked.map((e) => e.data) : checked.data };

@@ -91,9 +91,15 @@ export function compileContracts(types: Record<string, unknown> | undefined, pas
     check(events) {
       if (!Array.isArray(events)) return checkOne(events, undefined);
       const checked = events.map((event, index) => checkOne(event, index));
-      return checked.some(isThenable) ? Promise.all(checked) : (checked as CloudEvent<unknown>[]);
+      if (checked.some(isThenable)) return Promise.all(checked).then((all) => sameOr(events, all));
+      return sameOr(events, checked as CloudEvent<unknown>[]);
     },
   };
+}
+
+// The batch as it came, when no event in it changed: the request's input stays what it was.
+function sameOr(events: CloudEvent<unknown>[], checked: CloudEvent<unknown>[]): CloudEvent<unknown>[] {
+  return checked.every((event, i) => event === events[i]) ? events : checked;
 }
 
 function outcome(event: CloudEvent<unknown>, checked: Checked, index: number | undefined): CloudEvent<unknown> {
