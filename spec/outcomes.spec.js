@@ -17,7 +17,7 @@ async function post(url, ce) {
 describe('explicit outcomes', () => {
   it('retry() answers 503 with Retry-After; the reason goes to the log with the event, never to the sender', async (t) => {
     const { url, log } = await serve(t, (context) =>
-      context.cloudevent.type === 'busy' ? retry('pool exhausted at 10.0.0.7', { after: 30, status: 429 }) : retry('db down'),
+      context.cloudevent.type === 'busy' ? retry('pool exhausted at db-primary.internal', { after: 30, status: 429 }) : retry('db down'),
     );
     const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: {} });
     const res = await post(url, ce);
@@ -28,7 +28,7 @@ describe('explicit outcomes', () => {
     const busy = await post(url, new CloudEvent({ type: 'busy', source: '/spec' }));
     assert.equal(busy.status, 429);
     assert.equal(busy.headers.get('retry-after'), '30');
-    assert.doesNotMatch(busy.text, /10\.0\.0\.7/);
+    assert.doesNotMatch(busy.text, /db-primary/);
     const line = log.entries().find((e) => e.msg === 'event to be delivered again');
     assert.deepEqual(line.event, { id: ce.id, source: '/spec', type: 'order.created' });
     assert.equal(line.reason, 'db down');
