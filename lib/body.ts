@@ -20,18 +20,9 @@ export function hasBody(req: IncomingMessage): boolean {
 /** Reads the whole body; 413 as soon as it would pass `limit` bytes, without reading further. */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
-  if (declared > limit) return Promise.reject(tooLarge(limit));
-  // node de-chunks; any other transfer coding (`gzip, chunked`) would reach the function still coded.
-  const coding = req.headers['transfer-encoding'];
-  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
-    return Promise.reject(
-      runtimeError('FUNCRUN_TRANSFER_ENCODING', `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`),
-    );
-  }
-  const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-    return Promise.reject(runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`));
-  }
+  if (declared > limit) return Promise.reject(tooLarge(limit, 'bodyLimit'));
+  const refused = refusedCoding(req);
+  if (refused !== undefined) return Promise.reject(refused);
   return new Promise((resolve, reject) => {
     let chunks: Buffer[] = [];
     let size = 0;
@@ -50,7 +41,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
         // Stop reading: the response to this 413 closes the connection.
         req.pause();
         settle();
-        reject(tooLarge(limit));
+        reject(tooLarge(limit, 'bodyLimit'));
         return;
       }
       chunks.push(chunk);
@@ -71,8 +62,26 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-function tooLarge(limit: number): HttpError {
-  return runtimeError('FUNCRUN_BODY_TOO_LARGE', `request body is larger than the limit of ${limit} bytes`, { details: { limit } });
+/** The error for a body sent in a coding funcrun does not read, if it is. */
+export function refusedCoding(req: IncomingMessage): HttpError | undefined {
+  // node de-chunks; any other transfer coding (`gzip, chunked`) would reach the function still coded.
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    return runtimeError(
+      'FUNCRUN_TRANSFER_ENCODING',
+      `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`,
+    );
+  }
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    return runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
+  }
+  return undefined;
+}
+
+/** The 413 for a body over its limit, naming the setting that sets it. */
+export function tooLarge(limit: number, setting: string): HttpError {
+  return runtimeError('FUNCRUN_BODY_TOO_LARGE', `request body is larger than the limit of ${limit} bytes (${setting})`, { details: { limit, setting } });
 }
 
 /**
@@ -330,15 +339,18 @@ export function parseForm(text: string): Record<string, string | string[]> {
  */
 export function searchParamsToObject(params: URLSearchParams): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [key, value] of params) {
-    if (!Object.hasOwn(out, key)) {
-      if (key === '__proto__') Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
-      else out[key] = value;
-      continue;
-    }
-    const previous = out[key];
-    if (Array.isArray(previous)) previous.push(value);
-    else out[key] = [previous, value];
-  }
+  for (const [key, value] of params) addField(out, key, value);
   return out;
+}
+
+/** Adds a form field to `out`: a repeated name becomes an array; `__proto__` is a key like any other. */
+export function addField(out: Record<string, string | string[]>, key: string, value: string): void {
+  if (!Object.hasOwn(out, key)) {
+    if (key === '__proto__') Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
+    else out[key] = value;
+    return;
+  }
+  const previous = out[key];
+  if (Array.isArray(previous)) previous.push(value);
+  else out[key] = [previous, value];
 }

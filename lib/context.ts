@@ -8,6 +8,7 @@ import { CloudEventResponse, type ResponseDefaults } from './cloudevent';
 import type { Trace } from './trace';
 import { keepInFlight, type Runtime } from './lifecycle';
 import { InvocationRecord } from './scope';
+import type { UploadedFile } from './uploads';
 
 /** What the runtime itself needs back from a context (faults.ts): not part of its public face. */
 export interface InvocationParts {
@@ -42,7 +43,11 @@ export interface ContextParts {
   readonly body?: unknown;
   readonly rawBody?: string | Buffer;
   readonly event?: CloudEvent<unknown>;
+  /** A multipart body's files. */
+  readonly files?: readonly UploadedFile[];
 }
+
+const NO_FILES: readonly UploadedFile[] = Object.freeze([]);
 
 /**
  * What the invocation's scope holds for a context (scope.ts): made once, when the invocation is
@@ -110,6 +115,8 @@ export class Context<Data = unknown> {
   rawBody: string | Buffer | undefined;
   /** The incoming CloudEvent, when the request is one. */
   cloudevent: CloudEvent<Data> | undefined;
+  /** The files of a multipart/form-data body (its other fields are the body); empty for any other body. */
+  readonly files: readonly UploadedFile[];
   readonly #log: Logger;
   readonly #req: IncomingMessage;
   readonly #defaults: ResponseDefaults;
@@ -138,6 +145,7 @@ export class Context<Data = unknown> {
     this.contentType = parts.contentType;
     this.body = parts.body;
     this.rawBody = parts.rawBody;
+    this.files = parts.files ?? NO_FILES;
     this.cloudevent = parts.event as CloudEvent<Data> | undefined;
     this.#defaults = parts.defaults;
     this.#res = parts.res;

@@ -13,7 +13,23 @@ export const ERROR_CODES = {
   FUNCRUN_AUTHORIZE_TIMEOUT: { status: 504, when: 'authorize() did not settle within the timeout' },
   FUNCRUN_NOT_FOUND: { status: 404, when: 'no route for the path and no handle() to fall back to' },
   FUNCRUN_METHOD_NOT_ALLOWED: { status: 405, when: 'a route for the path, not for the method (the Allow header lists those it has)' },
-  FUNCRUN_BODY_TOO_LARGE: { status: 413, when: 'the body is larger than the body limit (details: limit)' },
+  FUNCRUN_BODY_TOO_LARGE: {
+    status: 413,
+    when: 'the body is larger than its limit: bodyLimit, or uploadLimit for a multipart or streamed body (details: limit, setting)',
+  },
+  FUNCRUN_FILE_TOO_LARGE: { status: 413, when: 'multipart: a file is larger than fileSizeLimit (details: limit, setting)' },
+  FUNCRUN_TOO_MANY_FILES: { status: 413, when: 'multipart: more files than filesLimit (details: limit, setting)' },
+  FUNCRUN_TOO_MANY_FIELDS: { status: 413, when: 'multipart: more fields than fieldsLimit (details: limit, setting)' },
+  FUNCRUN_TOO_MANY_PARTS: { status: 413, when: 'multipart: more parts than fieldsLimit and filesLimit together (details: limit, setting)' },
+  FUNCRUN_FIELD_TOO_LARGE: {
+    status: 413,
+    when: 'multipart: a field is larger than fieldSizeLimit, or the fields together are larger than bodyLimit (details: limit, setting)',
+  },
+  FUNCRUN_PART_HEADER_TOO_LARGE: { status: 413, when: "multipart: a part's header is larger than partHeaderLimit (details: limit, setting)" },
+  FUNCRUN_INVALID_MULTIPART: {
+    status: 400,
+    when: 'a multipart/form-data body that does not parse: no boundary or two, a part without a name, a body that ends before its closing boundary',
+  },
   FUNCRUN_BODY_INCOMPLETE: {
     status: 400,
     when: 'the connection broke before the body was complete (a client that only half-closes gets FUNCRUN_MALFORMED_REQUEST)',

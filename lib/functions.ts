@@ -22,6 +22,8 @@ export interface NamedRoute {
   method: string;
   path: string;
   handler: Invokable;
+  /** The function reads its body as a stream (POST /<name> only). */
+  streamBody: boolean;
 }
 
 const NAME = /^[A-Za-z0-9._~-]+$/;
@@ -32,11 +34,16 @@ export function checkFunctions(functions: unknown, fail: (message: string) => ne
   for (const [name, fn] of Object.entries(functions as Record<string, unknown>)) {
     if (!NAME.test(name)) fail(`functions['${name}']: a name is a path segment: letters, digits, '.', '_', '~' and '-'`);
     if (typeof fn !== 'function') fail(`functions['${name}'] must be a function`);
-    const { inputSchema, cloudEvent, trigger } = fn as NamedFunction;
+    const { inputSchema, cloudEvent, trigger, streamBody } = fn as NamedFunction;
     if (inputSchema !== undefined && (inputSchema === null || typeof inputSchema !== 'object'))
       fail(`functions['${name}'].inputSchema must be a JSON Schema object`);
     if (cloudEvent !== undefined && typeof cloudEvent !== 'boolean') fail(`functions['${name}'].cloudEvent must be true or false`);
     if (trigger !== undefined && (typeof trigger !== 'string' || trigger === '')) fail(`functions['${name}'].trigger must be a CloudEvent type`);
+    if (streamBody !== undefined && typeof streamBody !== 'boolean') fail(`functions['${name}'].streamBody must be true or false`);
+    // A stream is bytes as they come: no schema can check it, and an event's data is read already.
+    if (streamBody === true && inputSchema !== undefined) fail(`functions['${name}']: a function that streams its body has no inputSchema`);
+    if (streamBody === true && (cloudEvent === true || trigger !== undefined))
+      fail(`functions['${name}']: a function that streams its body takes no CloudEvents`);
   }
 }
 
@@ -53,9 +60,12 @@ export function namedRoutes(module: FunctionModule): NamedRoute[] {
   const byType = new Map<string, string[]>();
   for (const [name, fn] of functions) {
     invokers.set(name, namedInvoker(name, fn, ajv));
+    // A function that streams its body is called by POST /<name> only, never for an event.
+    if (fn.streamBody === true) continue;
     for (const type of new Set([name, fn.trigger ?? name])) byType.set(type, [...(byType.get(type) ?? []), name]);
   }
-  const fallback = module.handle;
+  const fallback = module.handle as Invokable | undefined;
+  if (fallback?.streamBody === true) throw new Error('handle streams its body: beside named functions it shares /, where they read CloudEvents');
   const dispatch: Invokable = (context, data) => {
     const event = context.cloudevent;
     if (event === undefined || context.method !== 'POST') {
@@ -70,9 +80,10 @@ export function namedRoutes(module: FunctionModule): NamedRoute[] {
     }
     return invokers.get(names[0])!(context, data);
   };
-  const routes: NamedRoute[] = [{ method: fallback === undefined ? 'POST' : '*', path: '/', handler: dispatch }];
+  const routes: NamedRoute[] = [{ method: fallback === undefined ? 'POST' : '*', path: '/', handler: dispatch, streamBody: false }];
   for (const [name, handler] of invokers) {
-    routes.push({ method: 'GET', path: `/${name}`, handler }, { method: 'POST', path: `/${name}`, handler });
+    const streamBody = module.functions![name].streamBody === true;
+    routes.push({ method: 'GET', path: `/${name}`, handler, streamBody: false }, { method: 'POST', path: `/${name}`, handler, streamBody });
   }
   return routes;
 }

@@ -2,7 +2,7 @@
 // defaults, and the types function authors use.
 import { randomUUID } from './random';
 import type { AddressInfo } from 'node:net';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import type { Server } from 'node:http';
 import { applyEnvs, ConfigError, readFuncYaml } from './config';
 import { checkFunction, LoadError, toFunction } from './loader';
@@ -27,6 +27,22 @@ export interface Options {
   logLevel?: LogLevel;
   /** Largest accepted request body, in bytes or with a unit (`2mb`). Default 1 MiB. */
   bodyLimit?: number | string;
+  /** Largest multipart/form-data body, or body streamed to a function. Default 100 MiB. */
+  uploadLimit?: number | string;
+  /** Largest uploaded file. Default 100 MiB. */
+  fileSizeLimit?: number | string;
+  /** Files in one multipart body at most. Default 20. */
+  filesLimit?: number | string;
+  /** Fields in one multipart body at most. Default 1000. */
+  fieldsLimit?: number | string;
+  /** Largest multipart field value; a body's fields together are held to `bodyLimit`. Default 1 MiB. */
+  fieldSizeLimit?: number | string;
+  /** Largest header of one multipart part. Default 16 KiB. */
+  partHeaderLimit?: number | string;
+  /** An uploaded file larger than this is written to a temporary file. Default 64 KiB. */
+  fileMemoryLimit?: number | string;
+  /** Where the folder of temporary files is made. Default the system's (os.tmpdir()). */
+  tempDir?: string;
   /** Put the body's bytes on `context.rawBody`. Default false. */
   includeRaw?: boolean;
   /** Folder holding func.yaml. */
@@ -186,6 +202,19 @@ export async function start(func: Invokable | FunctionModule, options: Options =
     cors === module.cors ? module : { ...module, cors },
     {
       bodyLimit: value('bodyLimit'),
+      uploads: {
+        limits: {
+          body: value('uploadLimit'),
+          fileSize: value('fileSizeLimit'),
+          files: value('filesLimit'),
+          fields: value('fieldsLimit'),
+          fieldSize: value('fieldSizeLimit'),
+          fieldsTogether: value('bodyLimit'),
+          partHeader: value('partHeaderLimit'),
+        },
+        memory: value('fileMemoryLimit'),
+        tempDir: options.tempDir ?? tmpdir(),
+      },
       includeRaw: value('includeRaw'),
       livenessPath: probes.liveness,
       readinessPath: probes.readiness,
@@ -273,6 +302,7 @@ export { CloudEventResponse } from './cloudevent';
 export { HttpError } from './errors';
 export { retry, drop, Outcome, type RetryOptions } from './outcomes';
 export { defineEvents } from './events';
+export { streamed } from './body-stream';
 export type { DataFor, EventContext, EventDeclaration, EventHandler, EventOf, EventSchema, EventsOf, FromSchema, StandardSchemaV1 } from './events';
 export type { LogDestination } from './log';
 export type {
@@ -297,4 +327,7 @@ export type {
   ReturnedEvent,
   ReturnedObject,
   StructuredReturn,
+  StreamingFunction,
+  BodyStream,
+  UploadedFile,
 } from './types';

@@ -4,7 +4,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { CloudEvent } from 'cloudevents';
-import { fastifyParsing, hasBody, parseBody, rawBodyOf, readBody } from './body';
+import { fastifyParsing, hasBody, parseBody, rawBodyOf, readBody, refusedCoding, tooLarge } from './body';
+import { BodyStream } from './body-stream';
+import { MULTIPART, readMultipart } from './multipart';
+import { Uploads, type UploadFolder } from './uploads';
 import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
 import { detectMode, replyMode, type Mode, type ResponseDefaults } from './cloudevent';
@@ -56,6 +59,8 @@ export interface Pipeline {
   readonly probeOptions: ProbeOptions;
   /** The level of the line logged per answered request, or undefined when it would not be written. */
   readonly accessLevel: 'info' | 'debug' | undefined;
+  /** Where temporary files of uploads go. */
+  readonly uploadFolder: UploadFolder;
   /** The last reqId given out. */
   requests: number;
 }
@@ -116,6 +121,10 @@ export class Exchange {
   sent: Reply | SentError | undefined = undefined;
   /** With idempotency: keeps the answer for duplicates, or releases the event's claim, once answered. */
   settleClaim: Settle | undefined = undefined;
+  /** A multipart body's files, removed when the request is answered. */
+  uploads: Uploads | undefined = undefined;
+  /** The body of a function that streams it. */
+  bodyStream: BodyStream | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -152,9 +161,10 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     const destination = destinationOf(p, x, match);
     // 5. Probes and metrics are answered by the runtime itself.
     if (destination.kind !== 'function') return await answerRuntime(p, x, destination);
-    // 6. The body, read within the limit, then parsed by its media type (or read as CloudEvents).
-    const bytes = hasBody(req) ? await readBody(req, bodyLimit(p, x)) : noBody(p, x);
-    parseInput(p, x, bytes);
+    // 6. The body, within its limit: parsed by its media type or read as CloudEvents; a multipart
+    // body's large files go to temporary files; a function that streams its body gets it unread.
+    const reading = readInput(p, x, destination);
+    if (reading !== undefined) await reading;
     // 7. Events: checked against the module's contracts; with idempotency, a duplicate is answered as the first delivery was.
     if (x.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined)) {
       const answered = admitEvents(p, x);
@@ -162,10 +172,13 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     }
     // 8. The function: with the request's data, or once per event.
     const value = await callFunction(p, x, destination);
+    if (x.uploads !== undefined || x.bodyStream !== undefined) await bodyDone(x, value);
     // 9. The answer, by the return rules.
     const sent = answer(p, x, value);
     if (sent !== undefined) await sent;
   } catch (err) {
+    // Temporary files are gone before any answer is sent.
+    if (x.uploads !== undefined) await x.uploads.remove();
     // Any step's failure becomes an answer in one place: sendError().
     fail(p, x, err);
   } finally {
@@ -250,31 +263,87 @@ function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destinatio
   send(x.req, x.res, 200, { 'content-type': METRICS_TYPE }, p.metrics!.render());
 }
 
-/** The body limit, once the request may send its body: `100 Continue` goes out now when it waits for one. */
-function bodyLimit(p: Pipeline, x: Exchange): number {
-  startBody(p, x);
-  if ((x.req as ContinueRequest)[AWAITS_CONTINUE] === true) x.res.writeContinue();
-  return p.settings.bodyLimit;
-}
-
-/** A request without a body: an empty one for a method that sends one with a Content-Type, else none. */
-function noBody(p: Pipeline, x: Exchange): Buffer | undefined {
-  startBody(p, x);
-  return x.media !== undefined && SENDS_BODY.has(x.method) ? EMPTY : undefined;
-}
-
-function startBody(p: Pipeline, x: Exchange): void {
+/** Reads the body, or hands it over unread; a promise while it is being read. */
+function readInput(p: Pipeline, x: Exchange, destination: FunctionDestination): Promise<void> | void {
+  const { req, method } = x;
   if (p.metrics !== undefined) x.began = performance.now();
-  x.media = parseMediaType(x.req.headers['content-type']);
+  const media = (x.media = parseMediaType(req.headers['content-type']));
+  if (destination.streamBody) return streamInput(p, x);
+  const mode = (x.mode = detectMode(req.headers, media, p.behaviour.binaryEventsById));
+  // Without a body: an empty one for a method that sends one with a Content-Type, else none.
+  if (!hasBody(req)) return parseInput(p, x, media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined);
+  // In faas-js-runtime compatibility a multipart body is bytes, as it was there.
+  if (media?.type === MULTIPART && mode === undefined && !p.behaviour.fastifyBodyParsers) return multipartInput(p, x);
+  return readBody(req, allowBody(x, p.settings.bodyLimit, 'bodyLimit')).then((bytes) => parseInput(p, x, bytes));
+}
+
+/** The limit, once the body may come: over it by its Content-Length, a 413 now; else `100 Continue` when the client waits for it. */
+function allowBody(x: Exchange, limit: number, setting: string): number {
+  if (Number(x.req.headers['content-length']) > limit) throw tooLarge(limit, setting);
+  const refused = refusedCoding(x.req);
+  if (refused !== undefined) throw refused;
+  continueBody(x);
+  return limit;
+}
+
+function continueBody(x: Exchange): void {
+  const req = x.req as ContinueRequest;
+  if (req[AWAITS_CONTINUE] === true) {
+    req[AWAITS_CONTINUE] = false;
+    x.res.writeContinue();
+  }
+}
+
+/** A multipart body: its fields are the data, its files the context's. */
+async function multipartInput(p: Pipeline, x: Exchange): Promise<void> {
+  const { limits, memory } = p.settings.uploads;
+  allowBody(x, limits.body, 'uploadLimit');
+  const uploads = (x.uploads = new Uploads(p.uploadFolder, memory));
+  const fields = await readMultipart(x.req, limits, uploads);
+  describeRequest(p, x);
+  x.data = fields;
+  x.input = { data: fields, query: x.query, request: x.req, params: x.params };
+}
+
+/** A body the function reads itself: nothing is read ahead of it. */
+function streamInput(p: Pipeline, x: Exchange): void {
+  const limit = p.settings.uploads.limits.body;
+  if (Number(x.req.headers['content-length']) > limit) throw tooLarge(limit, 'uploadLimit');
+  const refused = refusedCoding(x.req);
+  if (refused !== undefined) throw refused;
+  describeRequest(p, x);
+  const stream = (x.data = x.bodyStream = new BodyStream(x.req, limit, () => continueBody(x)));
+  x.input = { data: stream, query: x.query, request: x.req, params: x.params };
+}
+
+/**
+ * After the function, before the answer: temporary files are removed (a file stream the function
+ * returned was opened already), a streamed body over its limit is a 413 whatever the function
+ * returned, and a body left unread closes the connection.
+ */
+async function bodyDone(x: Exchange, value: unknown): Promise<void> {
+  if (x.uploads !== undefined) await x.uploads.remove();
+  const stream = x.bodyStream;
+  if (stream === undefined) return;
+  if (stream.overLimit !== undefined) {
+    discard(value);
+    throw stream.overLimit;
+  }
+  if (!x.req.complete && !x.res.headersSent) x.res.setHeader('connection', 'close');
+}
+
+/** The request's query, params and content type, as every function sees them. */
+function describeRequest(p: Pipeline, x: Exchange): void {
+  x.query = queryOf(x.search);
+  x.params ??= {};
+  x.contentType = contentTypeOf(x.req.headers['content-type'], p.behaviour.rawContentType);
 }
 
 function parseInput(p: Pipeline, x: Exchange, bytes: Buffer | undefined): void {
-  const { req, media } = x;
+  const { req, media, mode } = x;
   const behaviour = p.behaviour;
-  const mode = (x.mode = detectMode(req.headers, media, behaviour.binaryEventsById));
-  const query = (x.query = queryOf(x.search));
-  x.params ??= {};
-  x.contentType = contentTypeOf(req.headers['content-type'], behaviour.rawContentType);
+  describeRequest(p, x);
+  const query = x.query!;
   // Once per request: a batch's events all share it.
   if (p.settings.includeRaw && bytes !== undefined) x.rawBody = rawBodyOf(bytes, media);
   if (mode === undefined) {
@@ -359,6 +428,7 @@ function contextFor(p: Pipeline, x: Exchange, destination: FunctionDestination, 
     body: event === undefined ? x.data : event.data,
     rawBody: x.rawBody,
     event,
+    files: x.uploads?.files,
   });
   const made = x.contexts;
   x.contexts = made === undefined ? ctx : Array.isArray(made) ? (made.push(ctx), made) : [made, ctx];
@@ -412,6 +482,9 @@ function fail(p: Pipeline, x: Exchange, err: unknown): void {
 function finish(p: Pipeline, x: Exchange): void {
   // A batch whose client went away may have been cut short (batch() stops): its answer is not the whole batch's.
   if (x.settleClaim !== undefined) x.settleClaim(x.inBatch && x.res.destroyed, x.sent);
+  // However the request ended: its temporary files go, and a body still streaming stops.
+  if (x.uploads !== undefined) void x.uploads.remove();
+  if (x.bodyStream !== undefined && !x.bodyStream.readableEnded) x.bodyStream.destroy();
   const made = x.contexts;
   if (Array.isArray(made)) for (const ctx of made) invocationAnswered(ctx);
   else if (made !== undefined) invocationAnswered(made);

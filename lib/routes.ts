@@ -7,7 +7,7 @@ import type { Function as FunctionModule, HealthCheck, Invokable } from './types
 
 /** What a request's route leads to. */
 export type Destination =
-  { kind: 'function'; fn: Invokable; route?: string } | { kind: 'probe'; check?: HealthCheck; readiness: boolean } | { kind: 'metrics' };
+  { kind: 'function'; fn: Invokable; route?: string; streamBody: boolean } | { kind: 'probe'; check?: HealthCheck; readiness: boolean } | { kind: 'metrics' };
 
 export type FunctionDestination = Extract<Destination, { kind: 'function' }>;
 
@@ -35,12 +35,13 @@ export function buildRoutes(module: FunctionModule, paths: RoutePaths): RouteTab
     const { method, path } = parseRouteKey(key, (message) => {
       throw new Error(`routes['${key}']: ${message}`);
     });
-    router.add(method, path, { kind: 'function', fn, route: path });
+    router.add(method, path, { kind: 'function', fn, route: path, streamBody: fn.streamBody === true });
     claimed.add(path);
   }
-  for (const { method, path, handler } of namedRoutes(module)) {
+  for (const { method, path, handler, streamBody } of namedRoutes(module)) {
     if (claimed.has(path)) throw new Error(`routes and functions both claim ${path}`);
-    router.add(method, path, { kind: 'function', fn: handler, route: path });
+    router.add(method, path, { kind: 'function', fn: handler, route: path, streamBody });
   }
-  return { router, fallback: module.handle ? { kind: 'function', fn: module.handle } : undefined };
+  const handle = module.handle as Invokable | undefined;
+  return { router, fallback: handle ? { kind: 'function', fn: handle, streamBody: handle.streamBody === true } : undefined };
 }

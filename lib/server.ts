@@ -23,10 +23,14 @@ import { compileContracts } from './contracts';
 import { Idempotency, type IdempotencySettings } from './idempotency';
 import { awaitContinue, onRequest, type Pipeline } from './request';
 import type { Function as FunctionModule } from './types';
+import type { MultipartLimits } from './multipart';
+import { UploadFolder } from './uploads';
 
 /** Settings resolved once at start (see `start` in index.ts for where each comes from). */
 export interface Settings {
   bodyLimit: number;
+  /** Multipart bodies and bodies streamed to a function: their limits, and where files past `memory` bytes go. */
+  uploads: { limits: MultipartLimits; memory: number; tempDir: string };
   includeRaw: boolean;
   livenessPath: string;
   readinessPath: string;
@@ -100,6 +104,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       notReady: idempotency && (() => idempotency.problem()),
     },
     accessLevel: log.isEnabled(accessLevel) ? accessLevel : undefined,
+    uploadFolder: new UploadFolder(settings.uploads.tempDir),
     requests: 0,
   };
   const errorStyle = { format: module.errorBody, withoutCodes: behaviour.withoutErrorCodes };
@@ -126,13 +131,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   manageConnections(server);
   server.maxConnections = settings.maxConnections;
   // With `Expect: 100-continue`, a body over the limit is refused before the client sends it.
+  // With `Expect: 100-continue`, a body over its limit is refused before the client sends it (request.ts).
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    if (Number(req.headers['content-length']) > settings.bodyLimit) {
-      const error = runtimeError('FUNCRUN_BODY_TOO_LARGE', `request body is larger than the limit of ${settings.bodyLimit} bytes`, {
-        details: { limit: settings.bodyLimit },
-      });
-      return sendError(req, res, error, newRequestLog(), errorStyle);
-    }
     awaitContinue(req);
     handle(req, res);
   });
@@ -142,6 +142,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   server.once('listening', () => metrics?.ready(process.uptime()));
   if (metrics !== undefined) server.on('connection', (socket: Socket) => metrics.connection(socket));
   server.once('close', () => loop?.stop());
+  // Files of requests the grace period cut short go with the folder.
+  server.once('close', () => pipeline.uploadFolder.remove());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
   // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
   server.on('connect', (_req: IncomingMessage, socket: Socket) => rawError(socket, 'FUNCRUN_CONNECT_REFUSED', 'CONNECT is not supported'));

@@ -60,6 +60,43 @@ export const SETTINGS = {
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
     help: 'largest request body, such as 1048576 or 2mb',
   },
+  uploadLimit: {
+    env: ['FUNC_UPLOAD_LIMIT'],
+    default: 104_857_600,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'largest multipart/form-data body, or body streamed to a function, such as 100mb',
+  },
+  fileSizeLimit: {
+    env: ['FUNC_FILE_SIZE_LIMIT'],
+    default: 104_857_600,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'largest uploaded file',
+  },
+  filesLimit: { env: ['FUNC_FILES_LIMIT'], default: 20, parse: (v: Raw, w: string) => parseCount(text(v), w), help: 'files in one multipart body at most' },
+  fieldsLimit: {
+    env: ['FUNC_FIELDS_LIMIT'],
+    default: 1000,
+    parse: (v: Raw, w: string) => parseCount(text(v), w),
+    help: 'fields in one multipart body at most',
+  },
+  fieldSizeLimit: {
+    env: ['FUNC_FIELD_SIZE_LIMIT'],
+    default: 1_048_576,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: "largest multipart field value (a body's fields together are held to the body limit)",
+  },
+  partHeaderLimit: {
+    env: ['FUNC_PART_HEADER_LIMIT'],
+    default: 16_384,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'largest header of one multipart part',
+  },
+  fileMemoryLimit: {
+    env: ['FUNC_FILE_MEMORY_LIMIT'],
+    default: 65_536,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'an uploaded file larger than this is written to a temporary file, not held in memory',
+  },
   includeRaw: {
     flags: ['--include-raw', '--includeRaw'],
     boolean: true,

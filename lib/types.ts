@@ -8,8 +8,10 @@ import type { CloudEventResponse, responseChain } from './cloudevent';
 import type { ErrorBody } from './errors';
 import type { Outcome } from './outcomes';
 import type { EventDeclaration } from './events';
+import type { BodyStream } from './body-stream';
+import type { UploadedFile } from './uploads';
 
-export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent, ErrorBody };
+export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent, ErrorBody, BodyStream, UploadedFile };
 
 /** Response headers: a repeated header is an array. */
 export type ResponseHeaders = Record<string, string | string[] | number>;
@@ -75,6 +77,8 @@ export type HTTPFunctionReturn = Returned;
 /** A function called for plain HTTP requests: `(context, body)`. */
 export interface HTTPFunction {
   (context: Context, body?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+  /** Take the request body as a stream, unread (`streamed()` sets it). */
+  streamBody?: boolean;
 }
 
 /** faas-js-runtime's name for what a CloudEvent function returns: R is the returned event's data type. */
@@ -100,6 +104,14 @@ export interface CloudEventFunction<I = any, R = unknown> {
  */
 export interface Invokable {
   (context: Context<any>, data?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+  /** Take the request body as a stream, unread (`streamed()` sets it). */
+  streamBody?: boolean;
+}
+
+/** A function that reads its request body as a stream (`streamed()` makes one). */
+export interface StreamingFunction {
+  (context: Context, body: BodyStream): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+  readonly streamBody: true;
 }
 
 /** faas-js-runtime's name for what any handler returns. */
@@ -122,6 +134,8 @@ export interface NamedFunction {
   inputSchema?: object;
   cloudEvent?: boolean;
   trigger?: string;
+  /** Take the body of `POST /<name>` as a stream, unread: the input is then a BodyStream. */
+  streamBody?: boolean;
 }
 
 /** What `authorize` sees of a request: everything but its body, which has not been read. */

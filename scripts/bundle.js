@@ -48,7 +48,7 @@ function bundle(names) {
     format: 'cjs',
     // Loaded from node_modules (yaml: lib/yaml.js, bundled on its own, only when there is a func.yaml).
     // ./source-maps: its one copy is the one the entry points load (OUTSIDE).
-    external: ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', './yaml', './source-maps'],
+    external: ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', '@fastify/busboy', './yaml', './source-maps'],
     outfile: path.join(LIB, 'runtime.js'),
     // A map beside the bundle, without the sources' text: node reads it at each start (source-maps.ts),
     // and a stack needs only the file and line it names.

@@ -146,7 +146,7 @@ describe('request data by media type', () => {
 
   it('any other type gives a Buffer with the exact bytes', async () => {
     const bytes = Buffer.from([0, 1, 2, 0xff, 0xfe, 0x80]);
-    for (const type of ['application/octet-stream', 'image/png', 'multipart/form-data; boundary=x', undefined]) {
+    for (const type of ['application/octet-stream', 'image/png', 'multipart/mixed; boundary=x', undefined]) {
       const res = await post(bytes, type);
       assert.deepEqual(res.json, { kind: 'buffer', bytes: [...bytes], same: true }, String(type));
     }

@@ -73,7 +73,24 @@ describe('exported types', () => {
     assert.equal(code, 0, output);
   });
 
-  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts']) {
+  it('uploaded files and streamed bodies are typed, and a module with them compiles', () => {
+    const { code, output } = compile('spec/types/uploads.ts');
+    assert.equal(code, 0, output);
+  });
+
+  it("docs/uploads.md's TypeScript upload function compiles as it is written", (t) => {
+    const page = fs.readFileSync(path.join(ROOT, 'docs', 'uploads.md'), 'utf8');
+    const example = /```ts\n([\s\S]*?)```/.exec(page);
+    assert.ok(example, 'the page has a TypeScript example');
+    const file = path.join(ROOT, '.tmp', 'docs-uploads.ts');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, example[1]);
+    t.after(() => fs.rmSync(file, { force: true }));
+    const { code, output } = compile(path.relative(ROOT, file));
+    assert.equal(code, 0, output);
+  });
+
+  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts']) {
     it(`each mistake in ${fixture} is one error on its own line, with the code it is marked with`, () => {
       const { code, output, reported, marked } = errorsOf(fixture);
       assert.notEqual(code, 0);

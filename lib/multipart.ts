@@ -1,0 +1,198 @@
+// multipart/form-data bodies (RFC 7578), read with @fastify/busboy, a maintained streaming parser:
+// fields become an object as a form's do, files are kept in memory while small and written to
+// temporary files past that (uploads.ts). Every limit is checked as the bytes arrive, and the
+// first one passed ends the reading: the rest of the body is never read.
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import Busboy, { type BusboyHeaders } from '@fastify/busboy';
+import { HttpError, runtimeError } from './errors';
+import { addField, decodeText, tooLarge } from './body';
+import { Receiving, UploadedFile, type Uploads } from './uploads';
+
+export interface MultipartLimits {
+  /** The whole body, in bytes (uploadLimit). */
+  body: number;
+  fileSize: number;
+  files: number;
+  fields: number;
+  fieldSize: number;
+  /** The fields' values together, held in memory as a parsed body is (bodyLimit). */
+  fieldsTogether: number;
+  partHeader: number;
+}
+
+export const MULTIPART = 'multipart/form-data';
+
+// The parser counts the line break after a part's boundary as header, and a header that reaches
+// its limit as over it: the limit it is given is the setting and these three bytes.
+const HEADER_SLACK = 3;
+
+/** Reads a multipart body: resolves with its fields, its files added to `uploads`. */
+export function readMultipart(req: IncomingMessage, limits: MultipartLimits, uploads: Uploads): Promise<Record<string, string | string[]>> {
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, string | string[]> = {};
+    const parts = new Set<Readable>();
+    let received = 0;
+    let fieldCount = 0;
+    let fieldBytes = 0;
+    let failed = false;
+    // The first failure ends everything: no more bytes read, every part's stream destroyed.
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      stopReading();
+      for (const part of parts) part.destroy();
+      reject(err);
+    };
+    let parser: Parser;
+    try {
+      parser = Busboy({
+        headers: req.headers as BusboyHeaders,
+        // Every part comes as a stream: a part with a filename is a file, any other is a field.
+        isPartAFile: () => true,
+        limits: { parts: limits.files + limits.fields, headerSize: limits.partHeader + HEADER_SLACK, fieldSize: Infinity, fileSize: Infinity },
+      });
+    } catch {
+      return reject(invalid('the Content-Type has no boundary'));
+    }
+    watchPartHeaders(parser, () => fail(overLimit('FUNCRUN_PART_HEADER_TOO_LARGE', 'a part header is larger than', limits.partHeader, 'partHeaderLimit')));
+    if (boundaryCount(req.headers['content-type']!) > 1) return reject(invalid('the Content-Type has more than one boundary'));
+
+    parser.on('file', (name: string | undefined, stream: Readable, filename: string | undefined, _encoding: string, type: string) => {
+      if (failed) return void stream.resume();
+      if (name === undefined) {
+        stream.resume();
+        return fail(invalid('a part has no name'));
+      }
+      parts.add(stream);
+      const work =
+        filename === undefined
+          ? readField(stream, name).then((value) => addField(fields, name, value))
+          : uploads.files.length === limits.files
+            ? Promise.reject(overLimit('FUNCRUN_TOO_MANY_FILES', 'the body has more files than', limits.files, 'filesLimit'))
+            : receiveFile(stream, new Receiving(addFile(name, filename, type), uploads));
+      uploads.writing.push(work.finally(() => parts.delete(stream)).catch(fail));
+    });
+    parser.on('partsLimit', () =>
+      fail(overLimit('FUNCRUN_TOO_MANY_PARTS', 'the body has more parts than', limits.files + limits.fields, 'fieldsLimit + filesLimit')),
+    );
+    parser.on('error', (err: Error) => fail(invalid(reasonOf(err))));
+    parser.on('finish', () => {
+      // Parsed to the end; the last file may still be being written.
+      void Promise.all(uploads.writing).then(() => failed || resolve(fields));
+    });
+
+    function addFile(name: string, filename: string, type: string): UploadedFile {
+      const file = new UploadedFile(name, filename, type);
+      uploads.files.push(file);
+      return file;
+    }
+
+    async function readField(stream: Readable, name: string): Promise<string> {
+      if (++fieldCount > limits.fields) throw overLimit('FUNCRUN_TOO_MANY_FIELDS', 'the body has more fields than', limits.fields, 'fieldsLimit');
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > limits.fieldSize)
+          throw overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit');
+        if ((fieldBytes += chunk.length) > limits.fieldsTogether)
+          throw overLimit('FUNCRUN_FIELD_TOO_LARGE', 'the fields together are larger than', limits.fieldsTogether, 'bodyLimit');
+        chunks.push(chunk);
+      }
+      try {
+        return decodeText(Buffer.concat(chunks, size), undefined);
+      } catch {
+        throw runtimeError('FUNCRUN_INVALID_TEXT', `field '${name.slice(0, 100)}' is not valid UTF-8`);
+      }
+    }
+
+    async function receiveFile(stream: Readable, receiving: Receiving): Promise<void> {
+      try {
+        for await (const chunk of stream as AsyncIterable<Buffer>) {
+          if (receiving.file.size + chunk.length > limits.fileSize)
+            throw overLimit('FUNCRUN_FILE_TOO_LARGE', `file '${receiving.file.field.slice(0, 100)}' is larger than`, limits.fileSize, 'fileSizeLimit');
+          await receiving.add(chunk);
+        }
+      } finally {
+        await receiving.close();
+      }
+    }
+
+    // The request's bytes go to the parser as they come, counted against the body limit; the
+    // parser's backpressure pauses the request.
+    const onData = (chunk: Buffer) => {
+      if ((received += chunk.length) > limits.body) return fail(tooLarge(limits.body, 'uploadLimit'));
+      if (!parser.write(chunk)) req.pause();
+    };
+    const onDrain = () => failed || req.resume();
+    const onEnd = () => parser.end();
+    // 'close' follows the end too; before it, the client went away.
+    const onClose = () => req.complete || fail(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
+    function stopReading(): void {
+      req.pause();
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      req.removeListener('close', onClose);
+      parser.removeListener('drain', onDrain);
+    }
+    parser.on('drain', onDrain);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onClose);
+  });
+}
+
+/** A 413 naming the limit passed and the setting that sets it. */
+function overLimit(code: Parameters<typeof runtimeError>[0], what: string, limit: number, setting: string): HttpError {
+  const unit = code === 'FUNCRUN_TOO_MANY_FILES' || code === 'FUNCRUN_TOO_MANY_FIELDS' || code === 'FUNCRUN_TOO_MANY_PARTS' ? '' : ' bytes';
+  const limitText = unit === '' ? `${what} ${limit}` : `${what} the limit of ${limit}${unit}`;
+  return runtimeError(code, `${limitText} (${setting})`, { details: { limit, setting } });
+}
+
+function invalid(reason: string): HttpError {
+  return runtimeError('FUNCRUN_INVALID_MULTIPART', `malformed multipart/form-data body: ${reason}`);
+}
+
+// The parser's own words for what is wrong, when they are known ones; never anything of the body.
+const REASONS: Record<string, string> = {
+  'Unexpected end of multipart data': 'it ends before its closing boundary',
+  'Malformed part header': 'a part header is malformed',
+};
+
+function reasonOf(err: Error): string {
+  return (Object.hasOwn(REASONS, err.message) ? REASONS[err.message] : undefined) ?? 'it does not parse';
+}
+
+/** How many `boundary` parameters a Content-Type has: two make the body ambiguous. */
+function boundaryCount(contentType: string): number {
+  return contentType.match(/;\s*boundary\s*=/gi)?.length ?? 0;
+}
+
+type Parser = ReturnType<typeof Busboy>;
+
+interface HeaderParser {
+  maxed: boolean;
+  push(data: Buffer): unknown;
+  _finish(): void;
+}
+
+/**
+ * Calls `cut` when a part header reaches the parser's header size limit. @fastify/busboy cuts such
+ * a header short without saying so (its parts would reach the function with names cut off), so
+ * its header parser is watched: at each push, and as each header ends, before it forgets.
+ */
+function watchPartHeaders(parser: Parser, cut: () => void): void {
+  const headers = (parser as unknown as { _parser?: { parser?: { _hparser?: HeaderParser } } })._parser?.parser?._hparser;
+  if (typeof headers?.push !== 'function' || typeof headers._finish !== 'function') throw new Error('@fastify/busboy has no part header parser to watch');
+  const { push, _finish: finish } = headers;
+  headers.push = function (this: HeaderParser, data: Buffer) {
+    const used = push.call(this, data);
+    if (this.maxed) cut();
+    return used;
+  };
+  headers._finish = function (this: HeaderParser) {
+    if (this.maxed) cut();
+    finish.call(this);
+  };
+}

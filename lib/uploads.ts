@@ -1,0 +1,152 @@
+// Uploaded files: what a function reads of them (UploadedFile), the folder their temporary files
+// go in (UploadFolder, one per server, made when first needed and removed when it closes), and a
+// request's files (Uploads), removed together when its invocation ends, however it ends.
+import { createReadStream, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { open, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+
+// Set inside the class, where its private fields can be read: the runtime fills a file in, a function only reads it.
+let keep: (file: UploadedFile, chunk: Buffer) => void;
+let grow: (file: UploadedFile, bytes: number) => void;
+let heldOf: (file: UploadedFile) => Buffer[];
+let movedTo: (file: UploadedFile, path: string) => void;
+
+/** A file of a multipart/form-data body. Its temporary file, if it has one, is gone once the invocation ends. */
+export class UploadedFile {
+  /** The form field it was sent under. */
+  readonly field: string;
+  /** The name the client gave it, without any folders: data to show, never a path to write to. */
+  readonly filename: string;
+  /** Its media type as sent (`text/plain` when the part says none, as RFC 7578 has it). */
+  readonly type: string;
+  /** Its size in bytes. */
+  readonly size: number = 0;
+  // In memory while small; past the memory limit, in a temporary file.
+  #chunks: Buffer[] = [];
+  #path: string | undefined;
+
+  constructor(field: string, filename: string, type: string) {
+    this.field = field;
+    this.filename = filename;
+    this.type = type;
+  }
+
+  /** The file's bytes. */
+  async bytes(): Promise<Buffer> {
+    if (this.#path !== undefined) return readFile(this.#path);
+    return this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.size);
+  }
+
+  /** The file's bytes as UTF-8 text. */
+  async text(): Promise<string> {
+    return (await this.bytes()).toString('utf8');
+  }
+
+  /** The file's bytes as a stream: read from disk as it is read, for a file of any size. */
+  stream(): Readable {
+    if (this.#path === undefined) return Readable.from(this.#chunks, { objectMode: false });
+    // Opened now, not when first read: the stream outlives the file's name, which goes when the invocation ends.
+    return createReadStream('', { fd: openSync(this.#path, 'r') });
+  }
+
+  static {
+    keep = (file, chunk) => {
+      grow(file, chunk.length);
+      file.#chunks.push(chunk);
+    };
+    // Read-only to the function, counted here as the bytes arrive.
+    grow = (file, bytes) => ((file as { size: number }).size += bytes);
+    heldOf = (file) => {
+      const held = file.#chunks;
+      file.#chunks = [];
+      return held;
+    };
+    movedTo = (file, path) => (file.#path = path);
+  }
+}
+
+/** The folder temporary files go in: made (mode 0700) on first use, under `parent`, and only ever written by funcrun. */
+export class UploadFolder {
+  #path: string | undefined;
+  #count = 0;
+
+  constructor(readonly parent: string) {}
+
+  /** A new file name in the folder: a counter, never anything the client sent. */
+  next(): string {
+    if (this.#path === undefined) {
+      this.#path = mkdtempSync(join(this.parent, 'funcrun-uploads-'));
+      // However the process ends short of closing its server, the folder goes with it.
+      process.once('exit', () => this.remove());
+    }
+    return join(this.#path, String(++this.#count));
+  }
+
+  /** Removes the folder and whatever is left in it (files of requests cut short at shutdown). */
+  remove(): void {
+    if (this.#path === undefined) return;
+    rmSync(this.#path, { recursive: true, force: true });
+    this.#path = undefined;
+  }
+}
+
+/** One file being received: into memory, then into its temporary file once past the memory limit. */
+export class Receiving {
+  #handle: FileHandle | undefined;
+  #path: string | undefined;
+
+  constructor(
+    readonly file: UploadedFile,
+    private readonly uploads: Uploads,
+  ) {}
+
+  /** Adds a chunk; resolves once it is kept (written, when the file is on disk). */
+  async add(chunk: Buffer): Promise<void> {
+    if (this.#handle !== undefined) {
+      grow(this.file, chunk.length);
+      await this.#handle.write(chunk);
+      return;
+    }
+    keep(this.file, chunk);
+    if (this.file.size > this.uploads.memoryLimit) await this.#spill();
+  }
+
+  async #spill(): Promise<void> {
+    const path = this.uploads.folder.next();
+    // Listed before it exists, so that whatever happens next, removal finds it.
+    this.uploads.paths.push(path);
+    this.#path = path;
+    // 'wx': a new file, never one that is there; 0600: readable by funcrun's user only.
+    this.#handle = await open(path, 'wx', 0o600);
+    for (const held of heldOf(this.file)) await this.#handle.write(held);
+  }
+
+  /** The file is complete (or abandoned): its temporary file, if any, is closed. */
+  async close(): Promise<void> {
+    const handle = this.#handle;
+    this.#handle = undefined;
+    await handle?.close();
+    if (this.#path !== undefined) movedTo(this.file, this.#path);
+  }
+}
+
+/** A request's uploaded files: every temporary file made for it is removed by remove(). */
+export class Uploads {
+  readonly files: UploadedFile[] = [];
+  /** Temporary files made for this request. */
+  readonly paths: string[] = [];
+  /** Work still writing files: remove() waits for it, so no file is made after it ran. */
+  readonly writing: Promise<unknown>[] = [];
+  #removed: Promise<void> | undefined;
+
+  constructor(
+    readonly folder: UploadFolder,
+    readonly memoryLimit: number,
+  ) {}
+
+  /** Removes every temporary file; never rejects. Resolves once they are gone. */
+  remove(): Promise<void> {
+    return (this.#removed ??= Promise.allSettled(this.writing).then(() => Promise.allSettled(this.paths.map((path) => unlink(path))).then(() => undefined)));
+  }
+}
