@@ -4,7 +4,7 @@
 // first one passed ends the reading: the rest of the body is never read.
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import Busboy, { type BusboyHeaders } from '@fastify/busboy';
+import type { BusboyHeaders } from '@fastify/busboy';
 import { HttpError, runtimeError } from './errors';
 import { addField, decodeText, tooLarge } from './body';
 import { Receiving, UploadedFile, type Uploads } from './uploads';
@@ -22,6 +22,15 @@ export interface MultipartLimits {
 }
 
 export const MULTIPART = 'multipart/form-data';
+
+type BusboyModule = typeof import('@fastify/busboy').default;
+let busboy: BusboyModule | undefined;
+
+// Loaded on the first multipart body: a function that takes none never pays for it.
+function newParser(options: Parameters<BusboyModule>[0]): Parser {
+  busboy ??= require('@fastify/busboy') as BusboyModule;
+  return busboy(options);
+}
 
 // The parser counts the line break after a part's boundary as header, and a header that reaches
 // its limit as over it: the limit it is given is the setting and these three bytes.
@@ -46,7 +55,7 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
     };
     let parser: Parser;
     try {
-      parser = Busboy({
+      parser = newParser({
         headers: req.headers as BusboyHeaders,
         // Every part comes as a stream: a part with a filename is a file, any other is a field.
         isPartAFile: () => true,
@@ -169,7 +178,7 @@ function boundaryCount(contentType: string): number {
   return contentType.match(/;\s*boundary\s*=/gi)?.length ?? 0;
 }
 
-type Parser = ReturnType<typeof Busboy>;
+type Parser = ReturnType<BusboyModule>;
 
 interface HeaderParser {
   maxed: boolean;

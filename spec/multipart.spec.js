@@ -9,7 +9,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
-const { serve, request } = require('./helpers');
+const { serve, request, project, runServing } = require('./helpers');
 
 const sha = (bytes) => crypto.createHash('sha256').update(bytes).digest('hex');
 
@@ -233,6 +233,45 @@ describe('multipart/form-data', () => {
       req.destroy();
       await eventually(() => filesUnder(dir).length === 0, 'files removed');
       assert.equal((await request(url + '/', { method: 'POST', body: 'x' })).status, 200, 'the server still answers');
+    });
+
+    // A function that holds its request ?ms= milliseconds, or forever without it.
+    const HOLDING = `
+      module.exports = async (context) => {
+        await new Promise((resolve) => context.query.ms && setTimeout(resolve, Number(context.query.ms)));
+        return { size: context.files[0].size };
+      };`;
+
+    async function uploadHeld(t, grace, query = '') {
+      const dir = tempDir(t);
+      const folder = project({ 'index.js': HOLDING });
+      t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+      const server = await runServing([folder, '--grace-period', grace], { env: { TMPDIR: dir, FUNC_FILE_MEMORY_LIMIT: '1000', FUNC_LOG_LEVEL: 'warn' } });
+      t.after(() => server.stop('SIGKILL'));
+      const form = new FormData();
+      form.append('f', new Blob([crypto.randomBytes(200_000)]), 'a.bin');
+      const answer = fetch(server.url + '/' + query, { method: 'POST', body: form }).then(
+        (res) => res.json(),
+        (err) => err,
+      );
+      await eventually(() => filesUnder(dir).length === 1, 'the file spilled');
+      return { dir, server, answer };
+    }
+
+    it('SIGTERM: a request that finishes within the grace period is answered, its file removed', async (t) => {
+      const { dir, server, answer } = await uploadHeld(t, '10s', '?ms=500');
+      server.child.kill('SIGTERM');
+      assert.deepEqual(await answer, { size: 200_000 });
+      assert.equal((await server.exited).code, 0);
+      assert.deepEqual(fs.readdirSync(dir), [], 'the folder is gone too');
+    });
+
+    it('SIGTERM: a request the grace period cuts short leaves nothing behind', async (t) => {
+      const { dir, server, answer } = await uploadHeld(t, '300ms');
+      server.child.kill('SIGTERM');
+      await server.exited;
+      await answer;
+      assert.deepEqual(fs.readdirSync(dir), []);
     });
 
     it('a limit is passed in the middle of the second file (413)', async (t) => {
