@@ -68,6 +68,8 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
     if (boundaryCount(req.headers['content-type']!) > 1) return reject(invalid('the Content-Type has more than one boundary'));
 
     parser.on('file', (name: string | undefined, stream: Readable, filename: string | undefined, _encoding: string, type: string) => {
+      // The parser emits a part's errors on its stream: read or not, one is never unheard (a crash).
+      stream.on('error', ignore);
       if (failed) return void stream.resume();
       if (name === undefined) {
         stream.resume();
@@ -151,6 +153,8 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
     req.on('close', onClose);
   });
 }
+
+function ignore(): void {}
 
 /** A 413 naming the limit passed and the setting that sets it. */
 function overLimit(code: Parameters<typeof runtimeError>[0], what: string, limit: number, setting: string): HttpError {

@@ -9,6 +9,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
+const { monitorEventLoopDelay } = require('node:perf_hooks');
 const { serve, request, project, runServing } = require('./helpers');
 
 const sha = (bytes) => crypto.createHash('sha256').update(bytes).digest('hex');
@@ -424,6 +425,25 @@ describe('multipart/form-data', () => {
       assert.equal(res.status, 413);
       assert.equal(res.json.code, 'FUNCRUN_TOO_MANY_PARTS');
       assert.ok(Date.now() - started < 10_000);
+    });
+
+    it('100,000 empty parts within raised limits are parsed without blocking the event loop for long', async (t) => {
+      const { url } = await serve(t, (context, body) => ({ fields: Object.keys(body).length }), {
+        tempDir: tempDir(t),
+        fieldsLimit: 200_000,
+        uploadLimit: '20mb',
+      });
+      const body = Buffer.from(
+        Array.from({ length: 100_000 }, (_, i) => `--x\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\n\r\n`).join('') + '--x--\r\n',
+      );
+      const delay = monitorEventLoopDelay({ resolution: 10 });
+      delay.enable();
+      const res = await post(url + '/', body);
+      delay.disable();
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.json, { fields: 100_000 });
+      // A bound that catches the body parsed in one go (seconds), not a speed.
+      assert.ok(delay.max < 1e9, `the event loop was blocked ${Math.round(delay.max / 1e6)} ms`);
     });
 
     it('a header flood in one part: 413 partHeaderLimit', async (t) => {

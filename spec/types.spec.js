@@ -41,6 +41,18 @@ function errorsOf(fixture) {
   return { code, output, reported, marked };
 }
 
+/** The first TypeScript example in `text` compiles, written beside the fixtures so 'funcrun' and 'zod' resolve as in a function project. */
+function compilesAsWritten(t, text, name) {
+  const example = /```ts\n([\s\S]*?)```/.exec(text);
+  assert.ok(example, 'the text has a TypeScript example');
+  const file = path.join(ROOT, '.tmp', name);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, example[1]);
+  t.after(() => fs.rmSync(file, { force: true }));
+  const { code, output } = compile(path.relative(ROOT, file));
+  assert.equal(code, 0, output);
+}
+
 describe('exported types', () => {
   // The fixtures import 'funcrun' by name, which resolves to this package (its "exports" field)
   // and its built declarations: what a function project gets.
@@ -61,16 +73,7 @@ describe('exported types', () => {
 
   it("docs/cloudevents.md's TypeScript example of event contracts compiles as it is written", (t) => {
     const page = fs.readFileSync(path.join(ROOT, 'docs', 'cloudevents.md'), 'utf8');
-    const section = page.slice(page.indexOf('## Event contracts'), page.indexOf('## Duplicates run once'));
-    const example = /```ts\n([\s\S]*?)```/.exec(section);
-    assert.ok(example, 'the section has a TypeScript example');
-    // Beside the fixtures, so that 'funcrun' and 'zod' resolve as in a function project.
-    const file = path.join(ROOT, '.tmp', 'docs-event-contracts.ts');
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, example[1]);
-    t.after(() => fs.rmSync(file, { force: true }));
-    const { code, output } = compile(path.relative(ROOT, file));
-    assert.equal(code, 0, output);
+    compilesAsWritten(t, page.slice(page.indexOf('## Event contracts'), page.indexOf('## Duplicates run once')), 'docs-event-contracts.ts');
   });
 
   it('uploaded files and streamed bodies are typed, and a module with them compiles', () => {
@@ -79,15 +82,7 @@ describe('exported types', () => {
   });
 
   it("docs/uploads.md's TypeScript upload function compiles as it is written", (t) => {
-    const page = fs.readFileSync(path.join(ROOT, 'docs', 'uploads.md'), 'utf8');
-    const example = /```ts\n([\s\S]*?)```/.exec(page);
-    assert.ok(example, 'the page has a TypeScript example');
-    const file = path.join(ROOT, '.tmp', 'docs-uploads.ts');
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, example[1]);
-    t.after(() => fs.rmSync(file, { force: true }));
-    const { code, output } = compile(path.relative(ROOT, file));
-    assert.equal(code, 0, output);
+    compilesAsWritten(t, fs.readFileSync(path.join(ROOT, 'docs', 'uploads.md'), 'utf8'), 'docs-uploads.ts');
   });
 
   for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts']) {
