@@ -6,16 +6,17 @@
 import './compile-cache';
 import { turnOnSourceMaps } from './source-maps';
 turnOnSourceMaps();
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { accessSync, constants, existsSync, openAsBlob, readFileSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, parseDuration, readFuncYaml } from './config';
+import { parseMediaType } from './media-type';
 import { EXIT, unsupportedNode } from './exit';
 import { nearest, notOneOf, usageMessage } from './suggest';
 import { flagOptions } from './settings';
 import { describeEnv, listEnvs, openFuncYaml, removeEnv, saveFuncYaml, setEnv, setHealth } from './configure';
 import { createProject, defaultDependency, functionName, type Language, type Template } from './create';
-import { invoke } from './invoke';
+import { FILE_CHANGED, invoke } from './invoke';
 import { serve, USAGE as SERVE_USAGE } from './serve';
 import { watchAndServe } from './watch';
 
@@ -55,8 +56,12 @@ is above 299 or the function cannot be reached.
 Options:
       --target <url>        where the function runs, query parameters allowed (default http://localhost:8080)
   -d, --data <text>         the body (default {"message":"Hello World"} for POST)
-      --file <path>         the body, from a file
-      --content-type <t>    of the body (default application/json)
+      --file <path>         the body, from a file (a path with = in it is written ./a=b)
+      --file <f>=<path>     a file in a multipart/form-data body, under field f; repeat for more;
+                            its type from a suffix, 'photo=cat.png;type=image/png' (quoted: ; ends
+                            a shell command), else application/octet-stream
+      --field <f>=<text>    a text field in that form; repeat for more
+      --content-type <t>    of the body (default application/json; not with a form)
   -f, --format <f>          http or cloudevent (default: func.yaml's invoke, else http)
       --request-type <m>    GET or POST (default POST)
       --id <id>             CloudEvent id (default a new UUID)
@@ -89,7 +94,7 @@ class UsageError extends Error {}
 
 function options<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], spec: T, allowPositionals: boolean, command: string) {
   try {
-    return parseArgs({ args, options: { ...spec, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
+    return parseArgs({ args, options: { ...spec, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true, tokens: true });
   } catch (err) {
     throw new UsageError(usageMessage(err, [...Object.keys(spec), 'help'], `funcrun ${command} --help`));
   }
@@ -133,12 +138,13 @@ function shellWord(word: string): string {
 }
 
 async function invokeCommand(args: string[]): Promise<void> {
-  const { values, positionals } = options(
+  const { values, positionals, tokens } = options(
     args,
     {
       target: { type: 'string' },
       data: { type: 'string', short: 'd' },
-      file: { type: 'string' },
+      file: { type: 'string', multiple: true },
+      field: { type: 'string', multiple: true },
       'content-type': { type: 'string' },
       format: { type: 'string', short: 'f' },
       'request-type': { type: 'string' },
@@ -154,7 +160,6 @@ async function invokeCommand(args: string[]): Promise<void> {
   );
   if (values.help) help(INVOKE_USAGE);
   if (positionals.length > 0) throw new UsageError(`invoke takes no arguments, got ${positionals.join(' ')}`);
-  if (values.data !== undefined && values.file !== undefined) throw new UsageError('give --data or --file, not both');
   const method = ((values['request-type'] as string | undefined) ?? 'POST').toUpperCase();
   if (method !== 'GET' && method !== 'POST') throw new UsageError(notOneOf('--request-type', method, ['GET', 'POST']));
   const funcYaml = existsSync(join(resolve((values.path as string | undefined) ?? '.'), 'func.yaml'))
@@ -168,15 +173,6 @@ async function invokeCommand(args: string[]): Promise<void> {
     if (m === null) throw new UsageError(`invalid --extension '${pair}': expected name=value, the name in a-z and 0-9`);
     extensions[m[1]] = m[2];
   }
-  let data: string | Buffer | undefined = values.data as string | undefined;
-  if (values.file !== undefined) {
-    try {
-      data = readFileSync(values.file as string);
-    } catch (err) {
-      throw new UsageError(`cannot read --file ${values.file as string}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-    }
-  }
-  if (data === undefined && method === 'POST') data = '{"message":"Hello World"}';
   const target = (values.target as string | undefined) ?? 'http://localhost:8080';
   if (!URL.canParse(target) || !/^https?:$/.test(new URL(target).protocol)) {
     // Not echoed when it may hold credentials (user:password@).
@@ -188,12 +184,21 @@ async function invokeCommand(args: string[]): Promise<void> {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  // --file and --field in the order given: a form's parts keep the command line's order, as curl's -F do.
+  const given = (tokens ?? []).flatMap((t) =>
+    t.kind === 'option' && (t.name === 'file' || t.name === 'field') && t.value !== undefined ? [{ name: t.name, value: t.value }] : [],
+  );
+  const contentType = values['content-type'] as string | undefined;
+  const data = await invokeBody(given, values.data as string | undefined, contentType, method);
+  // Node 24's fetch (undici 7) leaves the read error of a file that changed while it was sent as
+  // an unhandled rejection, rather than failing the request: without this, a stack trace.
+  if (data instanceof FormData) process.on('unhandledRejection', fileChanged);
   const result = await invoke({
     target,
     format,
     method,
     data,
-    contentType: (values['content-type'] as string | undefined) ?? 'application/json',
+    contentType: contentType ?? 'application/json',
     id: values.id as string | undefined,
     source: (values.source as string | undefined) ?? '/funcrun/invoke',
     type: (values.type as string | undefined) ?? 'funcrun.invoke',
@@ -204,6 +209,104 @@ async function invokeCommand(args: string[]): Promise<void> {
   if (!result.ok) {
     process.stderr.write(`funcrun: the function answered ${result.status}\n`);
     process.exit(EXIT.FAILED);
+  }
+}
+
+/** A form's file changed on disk while it was sent: one line and exit code 1; any other rejection is left to crash. */
+function fileChanged(err: unknown): void {
+  if (!(err instanceof DOMException && err.name === 'NotReadableError')) throw err;
+  process.stderr.write(`funcrun: ${FILE_CHANGED}\n`);
+  process.exit(EXIT.FAILED);
+}
+
+/** A part of a form: a file (`--file field=path`) or a text field (`--field name=value`); `option` as it was given. */
+type FormFile = { option: string; field: string; path: string; type: string };
+type FormPart = FormFile | { option: string; field: string; value: string };
+
+/**
+ * What invoke sends: --data, the bytes of --file <path>, or a multipart form of
+ * --file <field>=<path> and --field <name>=<value> (`given`, in command-line order). Every file is
+ * checked here, before anything is sent.
+ */
+async function invokeBody(given: { name: string; value: string }[], data: string | undefined, contentType: string | undefined, method: string) {
+  const bodyFiles: string[] = [];
+  const parts: FormPart[] = [];
+  for (const { name, value } of given) {
+    const part = name === 'field' ? formField(value) : formFile(value);
+    if (part === undefined) bodyFiles.push(value);
+    else parts.push(part);
+  }
+  const form = parts[0]?.option;
+  if (bodyFiles.length > 1)
+    throw new UsageError(`give one --file <path> as the body, not ${bodyFiles.length}; the files of a form are named --file <field>=<path>`);
+  if (bodyFiles.length === 1 && form !== undefined)
+    throw new UsageError(`--file ${bodyFiles[0]} is the body and ${form} makes a form: give one or the other (a path with = in it is written ./a=b)`);
+  if (data !== undefined && bodyFiles.length === 1) throw new UsageError('give --data or --file, not both');
+  if (data !== undefined && form !== undefined) throw new UsageError(`give --data or a form (${form}), not both`);
+  if (form !== undefined) return formBody(parts, contentType, method);
+  if (bodyFiles.length === 1) {
+    const path = bodyFiles[0];
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new UsageError(`cannot read --file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  return data ?? (method === 'POST' ? '{"message":"Hello World"}' : undefined);
+}
+
+/**
+ * `--file field=path[;type=t]`: a file of a form when the text before the first `=` is a field
+ * name (not empty, no `/`); undefined when the whole value is a path, the body's.
+ */
+function formFile(value: string): FormFile | undefined {
+  const equals = value.indexOf('=');
+  const field = value.slice(0, equals);
+  if (equals <= 0 || field.includes('/')) return undefined;
+  let path = value.slice(equals + 1);
+  // The type is the one given, as curl's -F takes it, never guessed from the name.
+  let type = 'application/octet-stream';
+  const suffix = path.lastIndexOf(';type=');
+  if (suffix !== -1) {
+    type = path.slice(suffix + ';type='.length);
+    path = path.slice(0, suffix);
+    // Blob drops a type outside printable ASCII: refused here rather than sent as another.
+    if (parseMediaType(type) === undefined || /[^\x20-\x7e]/.test(type))
+      throw new UsageError(`invalid type in --file ${value}: expected a media type such as image/png`);
+  }
+  return { option: `--file ${value}`, field, path, type };
+}
+
+function formField(value: string): FormPart {
+  const equals = value.indexOf('=');
+  if (equals <= 0) throw new UsageError(`invalid --field '${value}': expected name=value`);
+  return { option: `--field ${value}`, field: value.slice(0, equals), value: value.slice(equals + 1) };
+}
+
+async function formBody(parts: FormPart[], contentType: string | undefined, method: string): Promise<FormData> {
+  const form = parts[0].option;
+  if (contentType !== undefined)
+    throw new UsageError(
+      `--content-type does not go with a form (${form}): it is multipart/form-data with a boundary of its own; a file's type is --file <field>=<path>;type=<type>`,
+    );
+  if (method !== 'POST') throw new UsageError(`a form (${form}) is sent with POST, not --request-type ${method}`);
+  const body = new FormData();
+  for (const part of parts) {
+    if ('value' in part) body.append(part.field, part.value);
+    else body.append(part.field, await fileBlob(part), basename(part.path));
+  }
+  return body;
+}
+
+/** A file of a form as a Blob: fetch streams it from disk as it sends, and again on a 307 or 308. */
+async function fileBlob(part: FormFile): Promise<Blob> {
+  try {
+    // A pipe or a device has no size to send by; only regular files go in a form.
+    if (!statSync(part.path).isFile()) throw new Error('not a regular file');
+    accessSync(part.path, constants.R_OK);
+    return await openAsBlob(part.path, { type: part.type });
+  } catch (err) {
+    throw new UsageError(`cannot read ${part.option}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
 }
 

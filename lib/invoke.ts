@@ -6,7 +6,9 @@ export interface InvokeOptions {
   target: string;
   format: 'http' | 'cloudevent';
   method: 'GET' | 'POST';
-  data?: string | Buffer;
+  /** The body; a FormData is sent as multipart/form-data, with the boundary fetch chooses. */
+  data?: string | Buffer | FormData;
+  /** Of a body that is not a form. */
   contentType: string;
   id?: string;
   source: string;
@@ -40,7 +42,7 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
     url.password = '';
   }
   const hasBody = options.method === 'POST' && options.data !== undefined;
-  if (hasBody) headers['content-type'] = options.contentType;
+  if (hasBody && !(options.data instanceof FormData)) headers['content-type'] = options.contentType;
   if (options.format === 'cloudevent') {
     headers['ce-id'] = options.id ?? randomUUID();
     headers['ce-source'] = options.source;
@@ -60,7 +62,8 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
     try {
       res = await fetch(url, { method, headers, body: sent, signal, redirect: 'manual' });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const cause = (err as { cause?: { name?: string; code?: string; message?: string } }).cause;
+      if (cause?.name === 'NotReadableError') throw new Error(FILE_CHANGED);
       const reason =
         (err as Error).name === 'TimeoutError' ? `no answer within ${options.timeout / 1000}s` : (cause?.code ?? cause?.message ?? (err as Error).message);
       throw new Error(`cannot reach ${url.origin}: ${reason}`);
@@ -78,7 +81,8 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
       break;
     }
     await res.arrayBuffer();
-    // 307 and 308 repeat the request as it was; the others turn it into a GET without a body.
+    // 307 and 308 repeat the request as it was (fetch serialises a FormData anew on each call, its
+    // files read from disk again); the others turn it into a GET without a body.
     if (res.status !== 307 && res.status !== 308) {
       method = 'GET';
       sent = undefined;
@@ -92,6 +96,9 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
 }
 
 const MAX_REDIRECTS = 5;
+
+/** A file-backed Blob fails to read once its file changes on disk; fetch then fails mid-body. */
+export const FILE_CHANGED = 'a file of the form changed on disk while it was sent';
 
 // What the function sent is shown with its control characters escaped (not a terminal's escape
 // sequences, nor a carriage return that hides a line); a body keeps its newlines and tabs.

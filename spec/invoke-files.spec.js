@@ -1,0 +1,214 @@
+'use strict';
+// `funcrun invoke` with files: --file <field>=<path> and --field <name>=<value> send a
+// multipart/form-data body, --file <path> the file's bytes. The peer is a plain node:http server
+// that keeps each request's raw body; forms are read back with undici's own parser.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const { project, run } = require('./helpers');
+
+const CLI = path.join(__dirname, '..', 'lib', 'cli.js');
+
+/** Runs `funcrun invoke ...args` to completion: { code, stdout, stderr }. */
+async function invoke(args, options = {}) {
+  const proc = run(['invoke', ...args], { ...options, script: CLI });
+  const { code } = await proc.exited;
+  return { code, ...proc.out };
+}
+
+/** The form a request carried, parsed as fetch parses one. */
+function formOf(request) {
+  return new Request('http://x/', { method: 'POST', headers: { 'content-type': request.headers['content-type'] }, body: request.raw }).formData();
+}
+
+const ALL_BYTES = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+const FIVE_MB = crypto.randomBytes(5 * 1024 * 1024);
+
+describe('funcrun invoke with files', () => {
+  const received = [];
+  let server;
+  let target;
+  let folder;
+  before(async () => {
+    folder = project({ 'cat.png': PNG, 'sub/bytes.bin': ALL_BYTES, 'big.bin': FIVE_MB, 'a=b.bin': ALL_BYTES, 'notes.txt': 'dear diary' });
+    server = http.createServer(async (req, res) => {
+      const chunks = [];
+      for await (const chunk of req) chunks.push(chunk);
+      received.push({ method: req.method, url: req.url, headers: req.headers, raw: Buffer.concat(chunks) });
+      if (req.url === '/moved') res.writeHead(307, { location: '/upload' }).end();
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    target = `http://127.0.0.1:${server.address().port}/upload`;
+  });
+  after(() => server.close());
+  const file = (name) => path.join(folder, name);
+
+  it('sends files under their fields and repeated text fields in the order given: each file named by its basename, typed by ;type= or application/octet-stream, its bytes exact', async () => {
+    const res = await invoke([
+      '--target',
+      target,
+      '--file',
+      `photo=${file('cat.png')};type=image/png`,
+      '--field',
+      'album=holidays',
+      '--file',
+      `raw=${file('sub/bytes.bin')}`,
+      '--field',
+      'album=summer',
+      '--file',
+      `big=${file('big.bin')}`,
+    ]);
+    assert.equal(res.code, 0, res.stderr);
+    const request = received.at(-1);
+    assert.equal(request.method, 'POST');
+    assert.match(request.headers['content-type'], /^multipart\/form-data; boundary=/);
+    assert.equal(Number(request.headers['content-length']), request.raw.length);
+    const form = await formOf(request);
+    assert.deepEqual([...form.keys()], ['photo', 'album', 'raw', 'album', 'big']);
+    assert.deepEqual(form.getAll('album'), ['holidays', 'summer']);
+    const photo = form.get('photo');
+    assert.equal(photo.name, 'cat.png');
+    assert.equal(photo.type, 'image/png');
+    assert.deepEqual(Buffer.from(await photo.arrayBuffer()), PNG);
+    const raw = form.get('raw');
+    assert.equal(raw.name, 'bytes.bin');
+    assert.equal(raw.type, 'application/octet-stream');
+    assert.deepEqual(Buffer.from(await raw.arrayBuffer()), ALL_BYTES);
+    const big = form.get('big');
+    assert.equal(big.name, 'big.bin');
+    assert.equal(big.type, 'application/octet-stream');
+    assert.ok(Buffer.from(await big.arrayBuffer()).equals(FIVE_MB), 'the 5 MB file arrives byte for byte');
+    assert.ok(!request.raw.includes(folder), 'the folder of a file is not sent');
+  });
+
+  it('a --field alone sends a form, its value as given (= and all); with --format cloudevent the form is a binary event’s data', async () => {
+    const res = await invoke(['--target', target, '--format', 'cloudevent', '--type', 'dev.example.upload', '--field', 'a=1', '--field', 'b=x=y;type=z/w']);
+    assert.equal(res.code, 0, res.stderr);
+    const request = received.at(-1);
+    assert.equal(request.headers['ce-type'], 'dev.example.upload');
+    assert.equal(request.headers['ce-specversion'], '1.0');
+    assert.match(request.headers['content-type'], /^multipart\/form-data; boundary=/);
+    const form = await formOf(request);
+    assert.deepEqual(
+      [...form],
+      [
+        ['a', '1'],
+        ['b', 'x=y;type=z/w'],
+      ],
+    );
+  });
+
+  it('--file <path> still sends the file’s bytes as the body with --content-type; a path with = in it is written ./a=b', async () => {
+    for (const [args, cwd, type, bytes] of [
+      [['--file', './a=b.bin', '--content-type', 'application/octet-stream'], folder, 'application/octet-stream', ALL_BYTES],
+      [['--file', file('a=b.bin'), '--content-type', 'application/octet-stream'], undefined, 'application/octet-stream', ALL_BYTES],
+      [['--file', file('notes.txt'), '--content-type', 'text/plain'], undefined, 'text/plain', Buffer.from('dear diary')],
+    ]) {
+      const res = await invoke(['--target', target, ...args], { cwd });
+      assert.equal(res.code, 0, res.stderr);
+      const request = received.at(-1);
+      assert.equal(request.headers['content-type'], type);
+      assert.deepEqual(request.raw, bytes);
+    }
+  });
+
+  it('a 307 on the same origin is followed with the form sent again, whole', async () => {
+    const before = received.length;
+    const res = await invoke([
+      '--target',
+      target.replace('/upload', '/moved'),
+      '--file',
+      `photo=${file('cat.png')};type=image/png`,
+      '--file',
+      `big=${file('big.bin')}`,
+      '--field',
+      'album=holidays',
+    ]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(
+      received.slice(before).map((r) => `${r.method} ${r.url}`),
+      ['POST /moved', 'POST /upload'],
+    );
+    for (const request of received.slice(before)) {
+      const form = await formOf(request);
+      assert.deepEqual([...form.keys()], ['photo', 'big', 'album']);
+      assert.equal(form.get('photo').type, 'image/png');
+      assert.deepEqual(Buffer.from(await form.get('photo').arrayBuffer()), PNG);
+      assert.ok(Buffer.from(await form.get('big').arrayBuffer()).equals(FIVE_MB), request.url);
+      assert.equal(form.get('album'), 'holidays');
+    }
+  });
+
+  it('bad use is exit code 2 with one line, and nothing is sent', async () => {
+    const before = received.length;
+    const photo = `photo=${file('cat.png')}`;
+    for (const [args, message] of [
+      [['--file', `photo=${file('x.png')}`], `cannot read --file photo=${file('x.png')}: ENOENT`],
+      [['--file', photo, '--file', `other=${file('missing.bin')};type=image/png`], `cannot read --file other=${file('missing.bin')};type=image/png: ENOENT`],
+      [['--file', `dir=${folder}`], `cannot read --file dir=${folder}: not a regular file`],
+      [
+        ['--file', file('a=b.bin'), '--file', photo],
+        `--file ${file('a=b.bin')} is the body and --file ${photo} makes a form: give one or the other (a path with = in it is written ./a=b)`,
+      ],
+      [
+        ['--field', 'album=x', '--file', file('notes.txt')],
+        `--file ${file('notes.txt')} is the body and --field album=x makes a form: give one or the other (a path with = in it is written ./a=b)`,
+      ],
+      [['--data', '{}', '--file', photo], `give --data or a form (--file ${photo}), not both`],
+      [['--field', 'album=x', '-d', '{}'], 'give --data or a form (--field album=x), not both'],
+      [
+        ['--content-type', 'image/png', '--file', photo],
+        `--content-type does not go with a form (--file ${photo}): it is multipart/form-data with a boundary of its own; a file's type is --file <field>=<path>;type=<type>`,
+      ],
+      [['--file', `${photo};type=png`], `invalid type in --file ${photo};type=png: expected a media type such as image/png`],
+      [['--field', 'album'], "invalid --field 'album': expected name=value"],
+      [['--request-type', 'GET', '--field', 'a=1'], 'a form (--field a=1) is sent with POST, not --request-type GET'],
+      [
+        ['--file', file('notes.txt'), '--file', file('a=b.bin')],
+        'give one --file <path> as the body, not 2; the files of a form are named --file <field>=<path>',
+      ],
+      [['--file', file('missing.bin')], `cannot read --file ${file('missing.bin')}: ENOENT`],
+    ]) {
+      const res = await invoke(['--target', target, ...args]);
+      assert.equal(res.code, 2, args.join(' '));
+      assert.equal(res.stderr, `funcrun: ${message}\n`);
+      assert.equal(res.stdout, '');
+    }
+    assert.equal(received.length, before, 'the server saw no request');
+  });
+
+  it('a file that changes on disk while it is sent ends the command with exit code 1 and one line', async (t) => {
+    // Larger than what loopback buffers hold while the peer stops reading, so the file is still being read when it changes.
+    const changing = project({ 'growing.bin': Buffer.alloc(32 * 1024 * 1024, 7) });
+    const growing = path.join(changing, 'growing.bin');
+    const peer = http.createServer((req, res) => {
+      req.once('data', () => {
+        req.pause();
+        fs.appendFileSync(growing, 'more');
+        setTimeout(() => req.resume(), 50);
+      });
+      req.on('error', () => {});
+      req.on('end', () => res.end('{}'));
+    });
+    await new Promise((resolve) => peer.listen(0, '127.0.0.1', resolve));
+    t.after(() => peer.close());
+    const res = await invoke(['--target', `http://127.0.0.1:${peer.address().port}/`, '--file', `big=${growing}`]);
+    assert.equal(res.code, 1);
+    assert.equal(res.stderr, 'funcrun: a file of the form changed on disk while it was sent\n');
+  });
+
+  it('a file that cannot be read is bad use, and nothing is sent', { skip: process.getuid?.() === 0 && 'root reads any file' }, async () => {
+    const locked = project({ 'secret.bin': 'x' });
+    fs.chmodSync(path.join(locked, 'secret.bin'), 0o000);
+    const before = received.length;
+    const res = await invoke(['--target', target, '--file', `s=${path.join(locked, 'secret.bin')}`]);
+    assert.equal(res.code, 2);
+    assert.equal(res.stderr, `funcrun: cannot read --file s=${path.join(locked, 'secret.bin')}: EACCES\n`);
+    assert.equal(received.length, before);
+  });
+});
