@@ -8,27 +8,57 @@ import { tooLarge } from './body';
 import type { Context } from './context';
 import type { HTTPFunctionReturn, StreamingFunction } from './types';
 
+const STREAMED = Symbol('funcrun body stream');
+
+/** The stream a request's body is handed over in, if it is. */
+export function bodyStreamOf(req: IncomingMessage): BodyStream | undefined {
+  return (req as IncomingMessage & { [STREAMED]?: BodyStream })[STREAMED];
+}
+
 export class BodyStream extends Readable {
-  /** Set once more than the limit arrived: the answer is then a 413, whatever the function returns. */
-  overLimit: HttpError | undefined = undefined;
+  /** Why the body failed (over the limit, a client idle too long): the answer, whatever the function returns. */
+  refused: HttpError | undefined = undefined;
   #received = 0;
   #reading = false;
+  /** The function waits for bytes (it has read all there were); false while it is behind. */
+  #waiting = false;
+  #idleCheck: NodeJS.Timeout | undefined;
   readonly #req: IncomingMessage;
   readonly #limit: number;
+  readonly #idleLimit: number;
   /** Called when the function first reads: `100 Continue`, for a client that waits for it. */
   readonly #onFirstRead: () => void;
 
-  constructor(req: IncomingMessage, limit: number, onFirstRead: () => void) {
+  /** `idleLimit`: how long the client may send nothing while the function waits (the request timeout). */
+  constructor(req: IncomingMessage, limit: number, idleLimit: number, onFirstRead: () => void) {
     super();
     this.#req = req;
     this.#limit = limit;
+    this.#idleLimit = idleLimit;
     this.#onFirstRead = onFirstRead;
+    (req as IncomingMessage & { [STREAMED]?: BodyStream })[STREAMED] = this;
     // A client that goes away destroys the stream, read or not.
     req.on('close', this.#onClose);
   }
 
+  /**
+   * node's deadline for the whole request passed. The function sets a streamed body's pace, so the
+   * request goes on; from now on the client is held to the deadline only between bytes, while the
+   * function waits for them. False when the body is no longer being read (node's 408 stands).
+   */
+  requestTimedOut(): boolean {
+    if (this.destroyed || this.readableEnded || this.#idleLimit === 0) return false;
+    let seen = this.#received;
+    this.#idleCheck ??= setInterval(() => {
+      if (this.#received !== seen || !this.#waiting) return void (seen = this.#received);
+      this.#refuse(runtimeError('FUNCRUN_REQUEST_TIMEOUT', 'the client sent nothing of the body while the function waited for it'));
+    }, this.#idleLimit).unref();
+    return true;
+  }
+
   override _read(): void {
     const req = this.#req;
+    this.#waiting = true;
     if (!this.#reading) {
       this.#reading = true;
       req.on('data', this.#onData);
@@ -42,6 +72,7 @@ export class BodyStream extends Readable {
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     this.#stop();
+    clearInterval(this.#idleCheck);
     // Nothing more is read: whatever the client still sends is left unread (its connection closes).
     this.#req.pause();
     callback(err);
@@ -49,16 +80,21 @@ export class BodyStream extends Readable {
 
   #onData = (chunk: Buffer): void => {
     this.#received += chunk.length;
-    if (this.#received > this.#limit) {
-      this.overLimit = tooLarge(this.#limit, 'uploadLimit');
-      this.destroy(this.overLimit);
-      return;
+    if (this.#received > this.#limit) return this.#refuse(tooLarge(this.#limit, 'uploadLimit'));
+    if (!this.push(chunk)) {
+      this.#waiting = false;
+      this.#req.pause();
     }
-    if (!this.push(chunk)) this.#req.pause();
   };
+
+  #refuse(error: HttpError): void {
+    this.refused = error;
+    this.destroy(error);
+  }
 
   #onEnd = (): void => {
     this.#stop();
+    clearInterval(this.#idleCheck);
     this.push(null);
   };
 

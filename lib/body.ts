@@ -121,7 +121,9 @@ export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown 
     case 'form':
       return parseForm(decodeText(bytes, media?.charset));
     default:
-      return bytes;
+      // An empty multipart body has no fields, as an empty form has none (a multipart body with
+      // bytes is read apart, as it arrives: multipart.ts).
+      return bytes.length === 0 && media?.type === 'multipart/form-data' ? {} : bytes;
   }
 }
 

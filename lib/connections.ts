@@ -1,5 +1,6 @@
 // A connection's bookkeeping: the requests on it whose answers are not finished yet (more than one
 // when pipelined), and malformed HTTP, answered only when no response is in flight on it.
+import { bodyStreamOf } from './body-stream';
 import { Server, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { errorBody, runtimeError } from './errors';
@@ -65,6 +66,8 @@ export function closeAfter(req: IncomingMessage, res: ServerResponse, draining: 
 export function clientError(err: NodeJS.ErrnoException, connection: Socket): void {
   const socket = connection as CountedSocket;
   if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  // A body streamed to a function goes at the function's pace: the stream holds the client to the timeout instead.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket[LATEST] !== undefined && bodyStreamOf(socket[LATEST])?.requestTimedOut() === true) return;
   // Complete requests that came before the malformed bytes are still answered; then it closes.
   // (Malformed bytes inside a request's body belong to that request: it is cut, below.)
   if ((socket[PENDING] ?? 0) > 0 && socket[LATEST]?.complete === true) return void (socket[CLOSING] = true);

@@ -23,6 +23,7 @@ let traceOf: (ctx: Context) => Trace | undefined;
 let recordOf: (ctx: Context) => InvocationRecord;
 let answeredOf: (ctx: Context) => void;
 let abortOf: (ctx: Context, reason: Error) => void;
+let heldOf: (ctx: Context) => Promise<void>[] | undefined;
 
 /** What a context is made of. */
 export interface ContextParts {
@@ -72,6 +73,11 @@ export function invocationParts(ctx: Context): InvocationParts {
   return partsOf(ctx);
 }
 
+/** The work handed to the context's waitUntil so far (each never rejects), if any. */
+export function heldWork(ctx: Context): readonly Promise<void>[] | undefined {
+  return heldOf(ctx);
+}
+
 /** The trace a context was made with (its OpenTelemetry span, when there is one). */
 export function invocationTrace(ctx: Context): Trace | undefined {
   return traceOf(ctx);
@@ -91,6 +97,7 @@ export class Context<Data = unknown> {
     recordOf = (ctx) => (ctx.#record ??= new InvocationRecord(ctx, ctx.#log, ctx.#reqId, ctx.#runtime?.log));
     answeredOf = (ctx) => ctx.#record?.answered();
     abortOf = (ctx, reason) => (ctx.#controller ??= new AbortController()).abort(reason);
+    heldOf = (ctx) => ctx.#held;
   }
 
   readonly method: string;
@@ -126,6 +133,8 @@ export class Context<Data = unknown> {
   readonly #reqId: number;
   #controller: AbortController | undefined;
   #record: InvocationRecord | undefined;
+  /** Work handed to waitUntil: what the request's uploads wait for. */
+  #held: Promise<void>[] | undefined;
 
   constructor(parts: ContextParts) {
     const { req, log, query } = parts;
@@ -192,6 +201,7 @@ export class Context<Data = unknown> {
    */
   waitUntil(promise: PromiseLike<unknown>): void {
     const work = keepInFlight(this.#runtime, promise, this.#log);
+    (this.#held ??= []).push(work);
     // The invocation goes on until its waitUntil work settles: its lines keep their reqId until then.
     this.#record?.holdUntil(work);
   }

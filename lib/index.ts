@@ -29,13 +29,13 @@ export interface Options {
   bodyLimit?: number | string;
   /** Largest multipart/form-data body, or body streamed to a function. Default 100 MiB. */
   uploadLimit?: number | string;
-  /** Largest uploaded file. Default 100 MiB. */
+  /** Largest uploaded file. Default: `uploadLimit`. */
   fileSizeLimit?: number | string;
   /** Files in one multipart body at most. Default 20. */
   filesLimit?: number | string;
   /** Fields in one multipart body at most. Default 1000. */
   fieldsLimit?: number | string;
-  /** Largest multipart field value; a body's fields together are held to `bodyLimit`. Default 1 MiB. */
+  /** Largest multipart field value; a body's fields together are held to it or `bodyLimit`, the larger. Default 1 MiB. */
   fieldSizeLimit?: number | string;
   /** Largest header of one multipart part. Default 16 KiB. */
   partHeaderLimit?: number | string;
@@ -205,11 +205,12 @@ export async function start(func: Invokable | FunctionModule, options: Options =
       uploads: {
         limits: {
           body: value('uploadLimit'),
-          fileSize: value('fileSizeLimit'),
+          fileSize: value('fileSizeLimit') ?? value('uploadLimit'),
           files: value('filesLimit'),
           fields: value('fieldsLimit'),
           fieldSize: value('fieldSizeLimit'),
-          fieldsTogether: value('bodyLimit'),
+          // Fields are held in memory, as a parsed body is: together, to the larger of the two.
+          fieldsTogether: Math.max(value('bodyLimit'), value('fieldSizeLimit')),
           partHeader: value('partHeaderLimit'),
         },
         memory: value('fileMemoryLimit'),

@@ -41,13 +41,23 @@ function remember(header: string, parsed: MediaType | undefined): MediaType | un
   return parsed;
 }
 
+// A parameter: its name, and its value, quoted (a `;` inside quotes is part of it) or not.
+const PARAM = /;\s*([^=;\s]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)/g;
+
+/** How many times a parameter is given: a second `boundary` makes a multipart body ambiguous. */
+export function paramCount(header: string, name: string): number {
+  let count = 0;
+  for (const m of header.matchAll(PARAM)) if (m[1].toLowerCase() === name) count++;
+  return count;
+}
+
 function parse(header: string): MediaType | undefined {
   const semicolon = header.indexOf(';');
   const type = (semicolon === -1 ? header : header.slice(0, semicolon)).trim().toLowerCase();
   if (!TOKEN.test(type)) return undefined;
   const params: Record<string, string> = Object.create(null);
   if (semicolon !== -1) {
-    const re = /;\s*([^=;\s]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)/g;
+    const re = new RegExp(PARAM);
     re.lastIndex = semicolon;
     for (let m = re.exec(header); m; m = re.exec(header)) {
       let value = m[2].trim();

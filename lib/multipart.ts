@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { BusboyHeaders } from '@fastify/busboy';
 import { HttpError, runtimeError } from './errors';
 import { addField, decodeText, tooLarge } from './body';
+import { paramCount } from './media-type';
 import { Receiving, UploadedFile, type Uploads } from './uploads';
 
 export interface MultipartLimits {
@@ -16,7 +17,7 @@ export interface MultipartLimits {
   files: number;
   fields: number;
   fieldSize: number;
-  /** The fields' values together, held in memory as a parsed body is (bodyLimit). */
+  /** The fields' values together, held in memory as a parsed body is (the larger of bodyLimit and fieldSizeLimit). */
   fieldsTogether: number;
   partHeader: number;
 }
@@ -32,9 +33,11 @@ function newParser(options: Parameters<BusboyModule>[0]): Parser {
   return busboy(options);
 }
 
-// The parser counts the line break after a part's boundary as header, and a header that reaches
-// its limit as over it: the limit it is given is the setting and these three bytes.
-const HEADER_SLACK = 3;
+// The parser counts as header the line break after a part's boundary (2 bytes) and, when a read
+// ends inside the blank line that closes a header, what of it was read (up to 3); and a header
+// that reaches its limit as over it (1). The limit it is given is the setting and these bytes, so
+// no header within the setting is refused, however the body was cut into reads.
+const HEADER_SLACK = 6;
 
 /** Reads a multipart body: resolves with its fields, its files added to `uploads`. */
 export function readMultipart(req: IncomingMessage, limits: MultipartLimits, uploads: Uploads): Promise<Record<string, string | string[]>> {
@@ -44,6 +47,10 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
     let received = 0;
     let fieldCount = 0;
     let fieldBytes = 0;
+    // Parts given to the function, and parts still being read; the parser has parsed to the end.
+    let taken = 0;
+    let reading = 0;
+    let parsed = false;
     let failed = false;
     // The first failure ends everything: no more bytes read, every part's stream destroyed.
     const fail = (err: unknown) => {
@@ -53,45 +60,54 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
       for (const part of parts) part.destroy();
       reject(err);
     };
+    const partDone = (stream: Readable) => {
+      parts.delete(stream);
+      if (--reading === 0 && parsed) done();
+    };
+    if (paramCount(req.headers['content-type']!, 'boundary') > 1) return reject(invalid('the Content-Type has more than one boundary'));
     let parser: Parser;
     try {
       parser = newParser({
         headers: req.headers as BusboyHeaders,
         // Every part comes as a stream: a part with a filename is a file, any other is a field.
         isPartAFile: () => true,
-        limits: { parts: limits.files + limits.fields, headerSize: limits.partHeader + HEADER_SLACK, fieldSize: Infinity, fileSize: Infinity },
+        // One part past both limits: a field or a file there is refused by its own limit, by name.
+        limits: { parts: limits.files + limits.fields + 1, headerSize: limits.partHeader + HEADER_SLACK, fieldSize: Infinity, fileSize: Infinity },
       });
     } catch {
       return reject(invalid('the Content-Type has no boundary'));
     }
     watchPartHeaders(parser, () => fail(overLimit('FUNCRUN_PART_HEADER_TOO_LARGE', 'a part header is larger than', limits.partHeader, 'partHeaderLimit')));
-    if (boundaryCount(req.headers['content-type']!) > 1) return reject(invalid('the Content-Type has more than one boundary'));
 
     parser.on('file', (name: string | undefined, stream: Readable, filename: string | undefined, _encoding: string, type: string) => {
       // The parser emits a part's errors on its stream: read or not, one is never unheard (a crash).
       stream.on('error', ignore);
       if (failed) return void stream.resume();
+      taken++;
       if (name === undefined) {
         stream.resume();
         return fail(invalid('a part has no name'));
       }
       parts.add(stream);
-      const work =
-        filename === undefined
-          ? readField(stream, name).then((value) => addField(fields, name, value))
-          : uploads.files.length === limits.files
-            ? Promise.reject(overLimit('FUNCRUN_TOO_MANY_FILES', 'the body has more files than', limits.files, 'filesLimit'))
-            : receiveFile(stream, new Receiving(addFile(name, filename, type), uploads));
-      uploads.writing.push(work.finally(() => parts.delete(stream)).catch(fail));
+      reading++;
+      if (filename === undefined) return readField(stream, name);
+      if (uploads.files.length === limits.files) return fail(overLimit('FUNCRUN_TOO_MANY_FILES', 'the body has more files than', limits.files, 'filesLimit'));
+      const receiving = receiveFile(stream, new Receiving(addFile(name, filename, type), uploads)).then(() => partDone(stream), fail);
+      uploads.writing.push(receiving);
     });
     parser.on('partsLimit', () =>
-      fail(overLimit('FUNCRUN_TOO_MANY_PARTS', 'the body has more parts than', limits.files + limits.fields, 'fieldsLimit + filesLimit')),
+      fail(overLimit('FUNCRUN_TOO_MANY_PARTS', 'the body has more parts than fields and files allowed', limits.files + limits.fields, 'fieldsLimit')),
     );
     parser.on('error', (err: Error) => fail(invalid(reasonOf(err))));
     parser.on('finish', () => {
-      // Parsed to the end; the last file may still be being written.
-      void Promise.all(uploads.writing).then(() => failed || resolve(fields));
+      parsed = true;
+      // The parser skips a part that is not form-data with a name (no Content-Disposition, a line
+      // break inside a header): one the function would never see is a malformed body, not a lost part.
+      if (taken < partsSeen(parser)) return fail(invalid('a part is not form-data with a name'));
+      // The last file may still be being written.
+      if (reading === 0) done();
     });
+    const done = () => failed || resolve(fields);
 
     function addFile(name: string, filename: string, type: string): UploadedFile {
       const file = new UploadedFile(name, filename, type);
@@ -99,23 +115,29 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
       return file;
     }
 
-    async function readField(stream: Readable, name: string): Promise<string> {
-      if (++fieldCount > limits.fields) throw overLimit('FUNCRUN_TOO_MANY_FIELDS', 'the body has more fields than', limits.fields, 'fieldsLimit');
+    // A field's bytes, by listeners rather than an async iterator: forms can have thousands of fields.
+    function readField(stream: Readable, name: string): void {
+      if (++fieldCount > limits.fields) return fail(overLimit('FUNCRUN_TOO_MANY_FIELDS', 'the body has more fields than', limits.fields, 'fieldsLimit'));
       const chunks: Buffer[] = [];
       let size = 0;
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
+      stream.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size > limits.fieldSize)
-          throw overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit');
+          return fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit'));
         if ((fieldBytes += chunk.length) > limits.fieldsTogether)
-          throw overLimit('FUNCRUN_FIELD_TOO_LARGE', 'the fields together are larger than', limits.fieldsTogether, 'bodyLimit');
+          return fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', 'the fields together are larger than', limits.fieldsTogether, fieldsTogetherSetting(limits)));
         chunks.push(chunk);
-      }
-      try {
-        return decodeText(Buffer.concat(chunks, size), undefined);
-      } catch {
-        throw runtimeError('FUNCRUN_INVALID_TEXT', `field '${name.slice(0, 100)}' is not valid UTF-8`);
-      }
+      });
+      stream.on('end', () => {
+        if (failed) return;
+        const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+        try {
+          addField(fields, name, decodeText(bytes, undefined));
+        } catch {
+          return fail(runtimeError('FUNCRUN_INVALID_TEXT', `field '${name.slice(0, 100)}' is not valid UTF-8`));
+        }
+        partDone(stream);
+      });
     }
 
     async function receiveFile(stream: Readable, receiving: Receiving): Promise<void> {
@@ -156,6 +178,11 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
 
 function ignore(): void {}
 
+/** The setting that bounds the fields together: the larger of the two. */
+function fieldsTogetherSetting(limits: MultipartLimits): string {
+  return limits.fieldsTogether === limits.fieldSize ? 'fieldSizeLimit' : 'bodyLimit';
+}
+
 /** A 413 naming the limit passed and the setting that sets it. */
 function overLimit(code: Parameters<typeof runtimeError>[0], what: string, limit: number, setting: string): HttpError {
   const unit = code === 'FUNCRUN_TOO_MANY_FILES' || code === 'FUNCRUN_TOO_MANY_FIELDS' || code === 'FUNCRUN_TOO_MANY_PARTS' ? '' : ' bytes';
@@ -177,12 +204,12 @@ function reasonOf(err: Error): string {
   return (Object.hasOwn(REASONS, err.message) ? REASONS[err.message] : undefined) ?? 'it does not parse';
 }
 
-/** How many `boundary` parameters a Content-Type has: two make the body ambiguous. */
-function boundaryCount(contentType: string): number {
-  return contentType.match(/;\s*boundary\s*=/gi)?.length ?? 0;
-}
-
 type Parser = ReturnType<BusboyModule>;
+
+/** How many parts the parser has met, taken or skipped: @fastify/busboy keeps the count, not saying it. */
+function partsSeen(parser: Parser): number {
+  return (parser as unknown as { _parser?: { _nparts?: number } })._parser?._nparts ?? 0;
+}
 
 interface HeaderParser {
   maxed: boolean;

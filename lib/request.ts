@@ -12,7 +12,7 @@ import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
 import { detectMode, replyMode, type Mode, type ResponseDefaults } from './cloudevent';
 import { readEvent } from './cloudevent-read';
-import { Context, contentTypeOf, invocationAnswered, sharingQuery, type ContextParts } from './context';
+import { Context, contentTypeOf, heldWork, invocationAnswered, sharingQuery, type ContextParts } from './context';
 import { allowAnyOrigin, allowOrigin, isPreflight, type OriginCheck } from './cors';
 import { runtimeError, sendError, type SentError } from './errors';
 import type { Logger, RootLogger } from './log';
@@ -177,8 +177,8 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     const sent = answer(p, x, value);
     if (sent !== undefined) await sent;
   } catch (err) {
-    // Temporary files are gone before any answer is sent.
-    if (x.uploads !== undefined) await x.uploads.remove();
+    // Temporary files are gone before any answer is sent (unless waitUntil work still reads them).
+    if (x.uploads !== undefined && !holdsWork(x)) await x.uploads.remove();
     // Any step's failure becomes an answer in one place: sendError().
     fail(p, x, err);
   } finally {
@@ -312,7 +312,7 @@ function streamInput(p: Pipeline, x: Exchange): void {
   const refused = refusedCoding(x.req);
   if (refused !== undefined) throw refused;
   describeRequest(p, x);
-  const stream = (x.data = x.bodyStream = new BodyStream(x.req, limit, () => continueBody(x)));
+  const stream = (x.data = x.bodyStream = new BodyStream(x.req, limit, p.settings.requestTimeout, () => continueBody(x)));
   x.input = { data: stream, query: x.query, request: x.req, params: x.params };
 }
 
@@ -322,14 +322,29 @@ function streamInput(p: Pipeline, x: Exchange): void {
  * returned, and a body left unread closes the connection.
  */
 async function bodyDone(x: Exchange, value: unknown): Promise<void> {
-  if (x.uploads !== undefined) await x.uploads.remove();
+  if (x.uploads !== undefined && !holdsWork(x)) await x.uploads.remove();
   const stream = x.bodyStream;
   if (stream === undefined) return;
-  if (stream.overLimit !== undefined) {
+  if (stream.refused !== undefined) {
     discard(value);
-    throw stream.overLimit;
+    throw stream.refused;
   }
   if (!x.req.complete && !x.res.headersSent) x.res.setHeader('connection', 'close');
+}
+
+/** Whether the request's invocations handed work to waitUntil: their files stay until it settles. */
+function holdsWork(x: Exchange): boolean {
+  const made = x.contexts;
+  if (made === undefined) return false;
+  return Array.isArray(made) ? made.some((ctx) => heldWork(ctx) !== undefined) : heldWork(made) !== undefined;
+}
+
+/** The request's invocations have ended, or will once their waitUntil work settles: their uploads end then. */
+function endUploads(x: Exchange, uploads: Uploads): void {
+  const made = x.contexts;
+  const held = made === undefined ? [] : (Array.isArray(made) ? made : [made]).flatMap((ctx) => heldWork(ctx) ?? []);
+  if (held.length === 0) void uploads.end();
+  else void Promise.all(held).then(() => uploads.end());
 }
 
 /** The request's query, params and content type, as every function sees them. */
@@ -482,8 +497,8 @@ function fail(p: Pipeline, x: Exchange, err: unknown): void {
 function finish(p: Pipeline, x: Exchange): void {
   // A batch whose client went away may have been cut short (batch() stops): its answer is not the whole batch's.
   if (x.settleClaim !== undefined) x.settleClaim(x.inBatch && x.res.destroyed, x.sent);
-  // However the request ended: its temporary files go, and a body still streaming stops.
-  if (x.uploads !== undefined) void x.uploads.remove();
+  // However the request ended: its temporary files go (once its waitUntil work settles), and a body still streaming stops.
+  if (x.uploads !== undefined) endUploads(x, x.uploads);
   if (x.bodyStream !== undefined && !x.bodyStream.readableEnded) x.bodyStream.destroy();
   const made = x.contexts;
   if (Array.isArray(made)) for (const ctx of made) invocationAnswered(ctx);

@@ -61,6 +61,7 @@ export const SETTINGS = {
     help: 'largest request body, such as 1048576 or 2mb',
   },
   uploadLimit: {
+    flags: ['--upload-limit'],
     env: ['FUNC_UPLOAD_LIMIT'],
     default: 104_857_600,
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
@@ -68,9 +69,9 @@ export const SETTINGS = {
   },
   fileSizeLimit: {
     env: ['FUNC_FILE_SIZE_LIMIT'],
-    default: 104_857_600,
+    default: undefined as number | undefined,
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
-    help: 'largest uploaded file',
+    help: 'largest uploaded file (default: the upload limit)',
   },
   filesLimit: { env: ['FUNC_FILES_LIMIT'], default: 20, parse: (v: Raw, w: string) => parseCount(text(v), w), help: 'files in one multipart body at most' },
   fieldsLimit: {
@@ -83,7 +84,7 @@ export const SETTINGS = {
     env: ['FUNC_FIELD_SIZE_LIMIT'],
     default: 1_048_576,
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
-    help: "largest multipart field value (a body's fields together are held to the body limit)",
+    help: "largest multipart field value (a body's fields together are held to it or the body limit, the larger)",
   },
   partHeaderLimit: {
     env: ['FUNC_PART_HEADER_LIMIT'],

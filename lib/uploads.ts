@@ -11,6 +11,7 @@ let keep: (file: UploadedFile, chunk: Buffer) => void;
 let grow: (file: UploadedFile, bytes: number) => void;
 let heldOf: (file: UploadedFile) => Buffer[];
 let movedTo: (file: UploadedFile, path: string) => void;
+let closeStreams: (file: UploadedFile) => void;
 
 /** A file of a multipart/form-data body. Its temporary file, if it has one, is gone once the invocation ends. */
 export class UploadedFile {
@@ -25,6 +26,8 @@ export class UploadedFile {
   // In memory while small; past the memory limit, in a temporary file.
   #chunks: Buffer[] = [];
   #path: string | undefined;
+  // Streams opened on the temporary file: closed when the invocation ends, read or not.
+  #streams: Readable[] | undefined;
 
   constructor(field: string, filename: string, type: string) {
     this.field = field;
@@ -46,8 +49,10 @@ export class UploadedFile {
   /** The file's bytes as a stream: read from disk as it is read, for a file of any size. */
   stream(): Readable {
     if (this.#path === undefined) return Readable.from(this.#chunks, { objectMode: false });
-    // Opened now, not when first read: the stream outlives the file's name, which goes when the invocation ends.
-    return createReadStream('', { fd: openSync(this.#path, 'r') });
+    // Opened now, not when first read: the stream outlives the file's name, which goes before the answer.
+    const stream = createReadStream('', { fd: openSync(this.#path, 'r') });
+    (this.#streams ??= []).push(stream);
+    return stream;
   }
 
   static {
@@ -63,6 +68,10 @@ export class UploadedFile {
       return held;
     };
     movedTo = (file, path) => (file.#path = path);
+    closeStreams = (file) => {
+      for (const stream of file.#streams ?? []) stream.destroy();
+      file.#streams = undefined;
+    };
   }
 }
 
@@ -148,5 +157,11 @@ export class Uploads {
   /** Removes every temporary file; never rejects. Resolves once they are gone. */
   remove(): Promise<void> {
     return (this.#removed ??= Promise.allSettled(this.writing).then(() => Promise.allSettled(this.paths.map((path) => unlink(path))).then(() => undefined)));
+  }
+
+  /** The invocation has ended: files removed, and streams on them that are still open closed. */
+  end(): Promise<void> {
+    for (const file of this.files) closeStreams(file);
+    return this.remove();
   }
 }

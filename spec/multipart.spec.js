@@ -275,6 +275,47 @@ describe('multipart/form-data', () => {
       assert.deepEqual(fs.readdirSync(dir), []);
     });
 
+    it('work handed to waitUntil still reads the files; they go once it settles', async (t) => {
+      const dir = tempDir(t);
+      let read;
+      const reading = new Promise((resolve) => (read = resolve));
+      const { url } = await serve(
+        t,
+        (context) => {
+          const [file] = context.files;
+          context.waitUntil(new Promise((r) => setTimeout(r, 50)).then(() => file.bytes()).then((bytes) => read(bytes.length), read));
+          return { statusCode: 202 };
+        },
+        { tempDir: dir, fileMemoryLimit: 1000 },
+      );
+      const res = await request(url + '/', { method: 'POST', body: bigForm() });
+      assert.equal(res.status, 202);
+      assert.equal(await reading, 200_000);
+      await eventually(() => filesUnder(dir).length === 0, 'files removed after the work');
+    });
+
+    it('a file stream the function opened and never read is closed when the invocation ends', async (t) => {
+      const dir = tempDir(t);
+      const { url } = await serve(
+        t,
+        (context) => {
+          context.files[0].stream();
+          return 'opened';
+        },
+        { tempDir: dir, fileMemoryLimit: 1000 },
+      );
+      const target = (fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`);
+        } catch {
+          return ''; // closed while listed
+        }
+      };
+      const openOnTemp = () => fs.readdirSync('/proc/self/fd').filter((fd) => target(fd).startsWith(dir)).length;
+      for (let i = 0; i < 5; i++) assert.equal((await request(url + '/', { method: 'POST', body: bigForm() })).status, 200);
+      await eventually(() => openOnTemp() === 0, 'no descriptor left open on a temporary file');
+    });
+
     it('a limit is passed in the middle of the second file (413)', async (t) => {
       const dir = tempDir(t);
       const { url } = await serve(t, () => 'never', { tempDir: dir, fileMemoryLimit: 1000, fileSizeLimit: 150_000 });
@@ -311,7 +352,7 @@ describe('multipart/form-data', () => {
       ['fieldSizeLimit', { fieldSizeLimit: 10 }, 'FUNCRUN_FIELD_TOO_LARGE', [['Content-Disposition: form-data; name="a"', 'x'.repeat(11)]]],
       [
         'bodyLimit',
-        { bodyLimit: 100, uploadLimit: 10_000 },
+        { bodyLimit: 100, fieldSizeLimit: 50, uploadLimit: 10_000 },
         'FUNCRUN_FIELD_TOO_LARGE',
         Array.from({ length: 3 }, () => ['Content-Disposition: form-data; name="a"', 'x'.repeat(40)]),
       ],
@@ -334,6 +375,51 @@ describe('multipart/form-data', () => {
         assert.deepEqual(filesUnder(dir), []);
       });
     }
+
+    it('the fields together are held to the larger of bodyLimit and fieldSizeLimit', async (t) => {
+      const { url } = await serve(t, (context, body) => body, { tempDir: tempDir(t), bodyLimit: 50, fieldSizeLimit: 100 });
+      const field = ['Content-Disposition: form-data; name="a"', 'x'.repeat(40)];
+      assert.equal((await post(url + '/', multipart([field, field]))).status, 200);
+      const res = await post(url + '/', multipart([field, field, field]));
+      assert.equal(res.status, 413);
+      assert.equal(res.json.setting, 'fieldSizeLimit');
+    });
+
+    it('fileSizeLimit follows uploadLimit unless set: raising one raises both', async (t) => {
+      const { url } = await serve(t, (context) => ({ size: context.files[0].size }), { tempDir: tempDir(t), uploadLimit: 3000 });
+      const res = await post(url + '/', multipart([['Content-Disposition: form-data; name="f"; filename="a"', Buffer.alloc(2500)]]));
+      assert.deepEqual(res.json, { size: 2500 });
+    });
+
+    it('a file past filesLimit is TOO_MANY_FILES, however many fields came first', async (t) => {
+      const { url } = await serve(t, () => 'never', { tempDir: tempDir(t), filesLimit: 2, fieldsLimit: 3 });
+      const field = ['Content-Disposition: form-data; name="a"', '1'];
+      const file = ['Content-Disposition: form-data; name="f"; filename="a"', 'x'];
+      const res = await post(url + '/', multipart([field, field, field, file, file, file]));
+      assert.equal(res.json.code, 'FUNCRUN_TOO_MANY_FILES');
+    });
+
+    it('a part header exactly at partHeaderLimit passes however the body is cut into writes', async (t) => {
+      const { port } = await serve(t, (context, body) => body, { tempDir: tempDir(t), partHeaderLimit: 200 });
+      const header = 'Content-Disposition: form-data; name="a"';
+      const body = multipart([[header + `\r\nX-Pad: ${'p'.repeat(200 - header.length - 9)}`, 'v']]);
+      for (const cut of [1, 2, 3, 4, 5, 6, 7, 8].map((n) => 5 + 200 + n - 4)) {
+        const answer = await new Promise((resolve, reject) => {
+          const req = http.request(
+            { port, host: '127.0.0.1', method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=x', 'content-length': body.length } },
+            (res) => {
+              let text = '';
+              res.on('data', (c) => (text += c));
+              res.on('end', () => resolve({ status: res.statusCode, text }));
+            },
+          );
+          req.on('error', reject);
+          req.write(body.subarray(0, cut));
+          setTimeout(() => req.end(body.subarray(cut)), 20);
+        });
+        assert.equal(answer.status, 200, `cut at ${cut}: ${answer.text}`);
+      }
+    });
 
     it('at the limit is within it', async (t) => {
       const { url } = await serve(t, (context, body) => ({ fields: body, size: context.files[0].size }), {
@@ -388,6 +474,15 @@ describe('multipart/form-data', () => {
       ['no closing boundary', undefined, multipart([['Content-Disposition: form-data; name="a"', '1']], { close: false })],
       ['a part in the middle of its header', undefined, Buffer.from('--x\r\nContent-Disposition: form-data; name="a"\r\n')],
       ['a part without a name', undefined, multipart([['Content-Disposition: form-data', '1']])],
+      [
+        'a part without a Content-Disposition',
+        undefined,
+        multipart([
+          ['Content-Disposition: form-data; name="a"', '1'],
+          ['Content-Type: text/plain', '2'],
+        ]),
+      ],
+      ['a part that is an attachment', undefined, multipart([['Content-Disposition: attachment; name="a"', '1']])],
       ['a field that is not UTF-8', undefined, multipart([['Content-Disposition: form-data; name="a"', Buffer.from([0xff, 0xfe])]])],
     ];
     for (const [what, type, body] of cases) {
@@ -398,6 +493,23 @@ describe('multipart/form-data', () => {
         assert.match(res.json.code, /^FUNCRUN_INVALID_(MULTIPART|TEXT)$/);
       });
     }
+
+    it('a boundary inside a quoted parameter is not a second boundary', async (t) => {
+      const { url } = await serve(t, (context, body) => body, { tempDir: tempDir(t) });
+      const res = await post(
+        url + '/',
+        multipart([['Content-Disposition: form-data; name="a"', '1']]),
+        'multipart/form-data; note="; boundary=zzz"; boundary=x',
+      );
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.json, { a: '1' });
+    });
+
+    it('an empty multipart body is no fields, as an empty form is', async (t) => {
+      const { url } = await serve(t, (context, body) => ({ fields: body, files: context.files.length }), { tempDir: tempDir(t) });
+      const res = await post(url + '/', '');
+      assert.deepEqual(res.json, { fields: {}, files: 0 });
+    });
 
     it('a nested multipart part is data: a field or a file like any other', async (t) => {
       const { url } = await serve(t, describeFiles, { tempDir: tempDir(t) });

@@ -145,6 +145,49 @@ describe('streamed request bodies', () => {
     assert.equal(res.headers.connection, 'close');
   });
 
+  it('a function that reads slowly sets the pace: the body is not cut at the request timeout', async (t) => {
+    const { port } = await serve(
+      t,
+      streamed(async (context, body) => {
+        const hash = crypto.createHash('sha256');
+        let size = 0;
+        for await (const chunk of body) {
+          hash.update(chunk);
+          size += chunk.length;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        return { size, sha: hash.digest('hex') };
+      }),
+      { requestTimeout: '1s', headersTimeout: '1s' },
+    );
+    const body = crypto.randomBytes(2 * 1024 * 1024);
+    const res = await send(port, { chunks: [body] });
+    assert.equal(res.status, 200, JSON.stringify(res.json));
+    assert.deepEqual(res.json, { size: body.length, sha: sha(body) });
+  });
+
+  it('a client that sends nothing while the function waits for bytes is answered 408 past the request timeout', async (t) => {
+    let failed;
+    const { port } = await serve(
+      t,
+      streamed(async (context, body) => {
+        try {
+          for await (const chunk of body) void chunk;
+        } catch (err) {
+          failed = err.code;
+        }
+        return 'swallowed';
+      }),
+      { requestTimeout: '500ms', headersTimeout: '500ms' },
+    );
+    const started = Date.now();
+    const res = await send(port, { headers: { 'transfer-encoding': 'chunked' }, chunks: [Buffer.alloc(100)], end: false });
+    assert.equal(res.status, 408);
+    assert.equal(res.json.code, 'FUNCRUN_REQUEST_TIMEOUT');
+    assert.equal(failed, 'FUNCRUN_REQUEST_TIMEOUT');
+    assert.ok(Date.now() - started < 5000);
+  });
+
   it('a request without a body gives an empty stream', async (t) => {
     const { url } = await serve(t, streamed(hashBody));
     const res = await request(url + '/');
