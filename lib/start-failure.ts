@@ -1,7 +1,6 @@
 // A failed start, explained: what went wrong in one line (with file:line:column for a syntax
 // error), and what to do about it where funcrun knows (a `.ts` file imported as `.js`, a port in
 // use). serve.ts writes it as a JSON line, or as text on a terminal.
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,6 +96,8 @@ function placeIn(text: string): Place | undefined {
 // Only on the failure path, and bounded: the start has failed already.
 function checkedSyntax(file: string): string {
   try {
+    // Loaded only for a failed start: a start that succeeds never pays for child_process.
+    const { spawnSync } = require('node:child_process') as typeof import('node:child_process');
     return spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 5000 }).stderr ?? '';
   } catch {
     return '';

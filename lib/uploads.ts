@@ -1,8 +1,8 @@
 // Uploaded files: what a function reads of them (UploadedFile), the folder their temporary files
 // go in (UploadFolder, one per server, made when first needed and removed when it closes), and a
 // request's files (Uploads), removed together when its invocation ends, however it ends.
-import { createReadStream, mkdtempSync, openSync, rmSync } from 'node:fs';
-import { open, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { createReadStream, mkdtempSync, openSync, promises as files, rmSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 
@@ -37,7 +37,7 @@ export class UploadedFile {
 
   /** The file's bytes. */
   async bytes(): Promise<Buffer> {
-    if (this.#path !== undefined) return readFile(this.#path);
+    if (this.#path !== undefined) return files.readFile(this.#path);
     return this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.size);
   }
 
@@ -127,7 +127,7 @@ export class Receiving {
     this.uploads.paths.push(path);
     this.#path = path;
     // 'wx': a new file, never one that is there; 0600: readable by funcrun's user only.
-    this.#handle = await open(path, 'wx', 0o600);
+    this.#handle = await files.open(path, 'wx', 0o600);
     for (const held of heldOf(this.file)) await this.#handle.write(held);
   }
 
@@ -156,7 +156,9 @@ export class Uploads {
 
   /** Removes every temporary file; never rejects. Resolves once they are gone. */
   remove(): Promise<void> {
-    return (this.#removed ??= Promise.allSettled(this.writing).then(() => Promise.allSettled(this.paths.map((path) => unlink(path))).then(() => undefined)));
+    return (this.#removed ??= Promise.allSettled(this.writing).then(() =>
+      Promise.allSettled(this.paths.map((path) => files.unlink(path))).then(() => undefined),
+    ));
   }
 
   /** The invocation has ended: files removed, and streams on them that are still open closed. */

@@ -1,6 +1,6 @@
 'use strict';
 // What a start costs: node's compile cache, kept beside funcrun's own files, and nothing loaded
-// at start that the first requests do not need (node:crypto).
+// at start that the first requests do not need (node:crypto, the multipart parser, fs/promises).
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const { execFileSync, spawn } = require('node:child_process');
@@ -70,6 +70,14 @@ describe('start-up', () => {
       process.on('exit', () => console.log('first:' + seen.slice(0, 2).join(',')));
       require(${JSON.stringify(path.join(lib, 'cli.js'))});`);
     assert.equal(out.split('\n').pop(), 'first:./compile-cache,./source-maps');
+  });
+
+  it('loading funcrun loads neither the multipart parser nor node:fs/promises (and its readline), nor child_process', () => {
+    const out = inChild(`const before = new Set(process.moduleLoadList);
+      require(${JSON.stringify(path.join(lib, 'index.js'))});
+      const loaded = process.moduleLoadList.filter((m) => !before.has(m) && /fs\\/promises|readline|child_process/.test(m));
+      console.log(JSON.stringify({ loaded, busboy: Object.keys(require.cache).some((f) => f.includes('busboy')) }));`);
+    assert.deepEqual(JSON.parse(out.split('\n').pop()), { loaded: [], busboy: false });
   });
 
   it('starting a function loads no node:crypto until something needs an id', async () => {
