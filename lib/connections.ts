@@ -104,6 +104,24 @@ export function rawError(socket: Socket, code: ErrorCode, message: string): void
   socket.once('close', () => clearTimeout(linger));
 }
 
+/**
+ * An answer sent before its request's body was read (a 413, or a function that did not read its
+ * streamed body): the connection closes after it, as node closes it, but what the client still
+ * sends is read and dropped for up to LINGER_MS first. Closed at once, the connection is reset
+ * under a client still writing its body, which then gets a broken pipe instead of the answer.
+ */
+export function lingerAfter(req: IncomingMessage): void {
+  const socket = req.socket;
+  // node calls it once the answer is written, on a connection the answer closes.
+  socket.destroySoon = function lingeringClose(this: Socket): void {
+    this.end();
+    req.resume();
+    const linger = setTimeout(() => this.destroy(), LINGER_MS);
+    linger.unref();
+    this.once('close', () => clearTimeout(linger));
+  };
+}
+
 // node:http's own list of a server's connections, which knows the ones between requests (none
 // being received). Not public: where it is missing, closeIdle falls back to node's method.
 type ConnectionList = { idle(): { socket: CountedSocket & { _httpMessage?: ServerResponse | null } }[] };

@@ -25,7 +25,7 @@ import { METRICS_TYPE, type Metrics } from './metrics';
 import { requestDone, type Runtime } from './lifecycle';
 import { answerProbe, type ProbeOptions } from './probes';
 import { batch, beforeDeadline, inInvocation, type Invoke } from './invocation';
-import { closeAfter, requestArrived } from './connections';
+import { closeAfter, lingerAfter, requestArrived } from './connections';
 import type { RequestInput } from './provenance';
 import type { Contracts } from './contracts';
 import type { Idempotency, Settle } from './idempotency';
@@ -329,7 +329,13 @@ async function bodyDone(x: Exchange, value: unknown): Promise<void> {
     discard(value);
     throw stream.refused;
   }
-  if (!x.req.complete && !x.res.headersSent) x.res.setHeader('connection', 'close');
+  if (!x.req.complete && !x.res.headersSent) closeUnread(x.req, x.res);
+}
+
+/** The answer closes the connection, whose request's body is still coming: lingering, so the client reads the answer. */
+function closeUnread(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('connection', 'close');
+  lingerAfter(req);
 }
 
 /** Whether the request's invocations handed work to waitUntil: their files stay until it settles. */
@@ -483,7 +489,7 @@ function fail(p: Pipeline, x: Exchange, err: unknown): void {
   const { req, res } = x;
   closeAfter(req, res, p.runtime.draining);
   // A body left unread (refused before or while reading it) leaves the connection unusable.
-  if (!res.headersSent && hasBody(req) && !req.complete) res.setHeader('connection', 'close');
+  if (!res.headersSent && hasBody(req) && !req.complete) closeUnread(req, res);
   x.sent = sendError(req, res, err, x.log, {
     format: p.module.errorBody,
     input: x.input,

@@ -440,6 +440,23 @@ describe('multipart/form-data', () => {
       assert.deepEqual(res.json, { fields: { a: 'x'.repeat(10) }, size: 100 });
     });
 
+    it('fetch still sending a FormData over uploadLimit reads the 413, not a broken pipe', async (t) => {
+      // In a process of its own, as a deployed server is: the client's writes and the close race as they do there.
+      const folder = project({ 'index.js': "module.exports = () => 'never';" });
+      t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+      const server = await runServing([folder], { env: { TMPDIR: tempDir(t), FUNC_UPLOAD_LIMIT: '10mb', FUNC_LOG_LEVEL: 'warn' } });
+      t.after(() => server.stop());
+      const { url } = server;
+      const big = new Uint8Array(30_000_000);
+      for (let i = 0; i < 5; i++) {
+        const form = new FormData();
+        form.append('f', new Blob([big]), 'big.bin');
+        const res = await fetch(url + '/', { method: 'POST', body: form });
+        assert.equal(res.status, 413);
+        assert.equal((await res.json()).setting, 'uploadLimit');
+      }
+    });
+
     it('a Content-Length over uploadLimit is refused before the body is read', async (t) => {
       let called = false;
       const { port } = await serve(t, () => (called = true), { uploadLimit: 1000 });
