@@ -15,7 +15,7 @@ import { reportFault } from './faults';
 import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop } from './index';
-import { flagHelp, flagOptions, fromEnvironment, fromFlags, type Values } from './settings';
+import { flagHelp, flagOptions, fromEnvironment, fromFlags, variableOnlySettings, type Values } from './settings';
 import { loggerOf } from './lifecycle';
 import { pauseSourceMaps } from './source-maps';
 
@@ -37,7 +37,10 @@ ${flagHelp()}
       --from-source           run a TypeScript project's src/index.ts even when it is built
                               (Node 22.18 or later); without it the source runs only unbuilt
   -V, --version               print funcrun's version
-  -h, --help                  show this help`;
+  -h, --help                  show this help
+
+Other settings (upload limits, timeouts against slow clients, probes, metrics, idempotency) have
+variables only, such as FUNC_FILE_SIZE_LIMIT: docs/options.md lists them all.`;
 
 /**
  * Before the server runs, problems go to stderr: a JSON line each, in the format of every other
@@ -99,7 +102,7 @@ function parseCommandLine(argv: string[]): { target: string; flags: Partial<Valu
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options });
   } catch (err) {
-    throw new ConfigError(usageMessage(err, [...Object.keys(options), 'watch'], 'funcrun serve --help'));
+    throw new ConfigError(usageMessage(err, [...Object.keys(options), 'watch'], 'funcrun serve --help', variableOnlySettings()));
   }
   const { values, positionals } = parsed;
   if (values.help) {

@@ -297,6 +297,19 @@ export function flagHelp(): string {
   return lines.join('\n');
 }
 
+/**
+ * The settings without a flag, by the names a flag for them would have (`uploadlimit`, lowercase
+ * and without dashes), each with the variable that sets it: for `--file-size-limit`, the answer
+ * is the variable rather than a nearest flag.
+ */
+export function variableOnlySettings(): Map<string, { name: string; variable: string }> {
+  const found = new Map<string, { name: string; variable: string }>();
+  for (const [name, setting] of Object.entries(SETTINGS) as [string, Setting<unknown>][]) {
+    if (setting.flags === undefined && setting.env !== undefined) found.set(name.toLowerCase(), { name, variable: setting.env[0] });
+  }
+  return found;
+}
+
 // A store URL may hold a password: an error names the variable, never the value.
 function parseStore(value: string, what: string): string {
   if (value === 'memory' || /^rediss?:\/\/./.test(value)) return value;

@@ -66,10 +66,18 @@ function edits(a: string, b: string, limit: number): number {
  * nearest known one, and every message says where the options are listed. `known` are the
  * options' names without dashes.
  */
-export function usageMessage(err: unknown, known: readonly string[], help: string): string {
+export function usageMessage(
+  err: unknown,
+  known: readonly string[],
+  help: string,
+  variables?: ReadonlyMap<string, { name: string; variable: string }>,
+): string {
   const message = String((err as Error | null)?.message ?? err).split('\n')[0];
   if ((err as NodeJS.ErrnoException | null)?.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
     const option = /'(-{1,2}[^']*)'/.exec(message)?.[1];
+    // A setting that has a variable, not a flag: say which variable.
+    const setting = option === undefined ? undefined : variables?.get(option.replace(/-/g, '').toLowerCase());
+    if (setting !== undefined) return `unknown option '${option}': ${setting.name} is set by the variable ${setting.variable} (${help} lists the options)`;
     if (option !== undefined) {
       const meant = nearest(option.replace(/^-+/, ''), known, { prefixes: true });
       return `unknown option '${option}'${meant === undefined ? '' : `: did you mean --${meant}?`} (${help} lists the options)`;

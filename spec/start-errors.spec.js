@@ -148,6 +148,15 @@ describe('the command line and the machine', () => {
     assert.equal(text, "funcrun: unknown option '--prot': did you mean --port? (funcrun serve --help lists the options)\n");
   });
 
+  it('a flag for a setting that has only a variable names the variable', async () => {
+    const { code, json } = await failToStart({ 'index.js': 'module.exports = () => 1;' }, ['--file-size-limit', '200mb']);
+    assert.equal(code, 2);
+    assert.equal(
+      json.msg,
+      "unknown option '--file-size-limit': fileSizeLimit is set by the variable FUNC_FILE_SIZE_LIMIT (funcrun serve --help lists the options)",
+    );
+  });
+
   it('a port in use suggests PORT and --port', async (t) => {
     const busy = net.createServer().listen(0, '127.0.0.1');
     await new Promise((resolve) => busy.once('listening', resolve));
