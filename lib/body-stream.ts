@@ -10,6 +10,9 @@ import type { HTTPFunctionReturn, StreamingFunction } from './types';
 
 const STREAMED = Symbol('funcrun body stream');
 
+// Past the request timeout, the least a client sends in each window of it while the function waits.
+const MIN_BYTES_PER_WINDOW = 1024;
+
 /** The stream a request's body is handed over in, if it is. */
 export function bodyStreamOf(req: IncomingMessage): BodyStream | undefined {
   return (req as IncomingMessage & { [STREAMED]?: BodyStream })[STREAMED];
@@ -20,9 +23,11 @@ export class BodyStream extends Readable {
   refused: HttpError | undefined = undefined;
   #received = 0;
   #reading = false;
-  /** The function waits for bytes (it has read all there were); false while it is behind. */
-  #waiting = false;
-  #idleCheck: NodeJS.Timeout | undefined;
+  /** Since when the function waits for bytes (it has read all there were); undefined while it is behind. */
+  #waitingSince: number | undefined = undefined;
+  /** How long it waited in the current window, before #waitingSince. */
+  #waited = 0;
+  #pace: NodeJS.Timeout | undefined;
   readonly #req: IncomingMessage;
   readonly #limit: number;
   readonly #idleLimit: number;
@@ -43,22 +48,31 @@ export class BodyStream extends Readable {
 
   /**
    * node's deadline for the whole request passed. The function sets a streamed body's pace, so the
-   * request goes on; from now on the client is held to the deadline only between bytes, while the
-   * function waits for them. False when the body is no longer being read (node's 408 stands).
+   * request goes on; from now on the client is held to a pace instead, over each window of the
+   * request timeout in which the function spent half or more waiting for bytes: at least
+   * MIN_BYTES_PER_WINDOW in it, so that a client dripping a byte now and then (slowloris) cannot
+   * hold the connection. False when the body is no longer being read (node's 408 stands).
    */
   requestTimedOut(): boolean {
     if (this.destroyed || this.readableEnded || this.#idleLimit === 0) return false;
     let seen = this.#received;
-    this.#idleCheck ??= setInterval(() => {
-      if (this.#received !== seen || !this.#waiting) return void (seen = this.#received);
-      this.#refuse(runtimeError('FUNCRUN_REQUEST_TIMEOUT', 'the client sent nothing of the body while the function waited for it'));
+    this.#pace ??= setInterval(() => {
+      const now = performance.now();
+      const waited = this.#waited + (this.#waitingSince === undefined ? 0 : now - this.#waitingSince);
+      const sent = this.#received - seen;
+      seen = this.#received;
+      this.#waited = 0;
+      if (this.#waitingSince !== undefined) this.#waitingSince = now;
+      if (waited >= this.#idleLimit / 2 && sent < MIN_BYTES_PER_WINDOW) {
+        this.#refuse(runtimeError('FUNCRUN_REQUEST_TIMEOUT', 'the client sent the body too slowly while the function waited for it'));
+      }
     }, this.#idleLimit).unref();
     return true;
   }
 
   override _read(): void {
     const req = this.#req;
-    this.#waiting = true;
+    this.#waitingSince ??= performance.now();
     if (!this.#reading) {
       this.#reading = true;
       req.on('data', this.#onData);
@@ -72,7 +86,7 @@ export class BodyStream extends Readable {
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     this.#stop();
-    clearInterval(this.#idleCheck);
+    clearInterval(this.#pace);
     // Nothing more is read: whatever the client still sends is left unread (its connection closes).
     this.#req.pause();
     callback(err);
@@ -82,7 +96,8 @@ export class BodyStream extends Readable {
     this.#received += chunk.length;
     if (this.#received > this.#limit) return this.#refuse(tooLarge(this.#limit, 'uploadLimit'));
     if (!this.push(chunk)) {
-      this.#waiting = false;
+      if (this.#waitingSince !== undefined) this.#waited += performance.now() - this.#waitingSince;
+      this.#waitingSince = undefined;
       this.#req.pause();
     }
   };
@@ -94,7 +109,7 @@ export class BodyStream extends Readable {
 
   #onEnd = (): void => {
     this.#stop();
-    clearInterval(this.#idleCheck);
+    clearInterval(this.#pace);
     this.push(null);
   };
 

@@ -13,7 +13,9 @@ import { JSON_TYPE } from './send';
 const PENDING = Symbol('funcrun pending requests');
 const CLOSING = Symbol('funcrun closing');
 const LATEST = Symbol('funcrun latest request');
-type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage };
+// Set once an error answer was written straight to the socket: it is closing, lingering.
+const ANSWERED = Symbol('funcrun answered raw');
+type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage; [ANSWERED]?: boolean };
 
 // Responses counted as answered by the fault handler, which answers a crashed request while its
 // onRequest may still finish later. (A set beside them, not a property: adding one to every
@@ -65,6 +67,8 @@ export function closeAfter(req: IncomingMessage, res: ServerResponse, draining: 
  */
 export function clientError(err: NodeJS.ErrnoException, connection: Socket): void {
   const socket = connection as CountedSocket;
+  // The parser errs again on what a client still sends after its error answer: that answer's linger goes on.
+  if (socket[ANSWERED] === true && err.code !== 'ECONNRESET') return;
   if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
   // A body streamed to a function goes at the function's pace: the stream holds the client to the timeout instead.
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket[LATEST] !== undefined && bodyStreamOf(socket[LATEST])?.requestTimedOut() === true) return;
@@ -90,6 +94,7 @@ const LINGER_MS = 1000;
 
 /** An error answer written straight to a socket that no ServerResponse owns, then closed. */
 export function rawError(socket: Socket, code: ErrorCode, message: string): void {
+  (socket as CountedSocket)[ANSWERED] = true;
   const status = ERROR_CODES[code].status;
   const body = JSON.stringify(errorBody(status, runtimeError(code, message)));
   socket.end(

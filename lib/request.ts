@@ -345,12 +345,15 @@ function holdsWork(x: Exchange): boolean {
   return Array.isArray(made) ? made.some((ctx) => heldWork(ctx) !== undefined) : heldWork(made) !== undefined;
 }
 
-/** The request's invocations have ended, or will once their waitUntil work settles: their uploads end then. */
-function endUploads(x: Exchange, uploads: Uploads): void {
+/**
+ * The request's invocations have ended, or will once their waitUntil work settles (work it hands
+ * on to waitUntil included): their uploads end then.
+ */
+function endUploads(x: Exchange, uploads: Uploads, settled = 0): void {
   const made = x.contexts;
   const held = made === undefined ? [] : (Array.isArray(made) ? made : [made]).flatMap((ctx) => heldWork(ctx) ?? []);
-  if (held.length === 0) void uploads.end();
-  else void Promise.all(held).then(() => uploads.end());
+  if (held.length === settled) void uploads.end();
+  else void Promise.all(held).then(() => endUploads(x, uploads, held.length));
 }
 
 /** The request's query, params and content type, as every function sees them. */

@@ -6,7 +6,9 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Readable } = require('node:stream');
-const { serve, startServer } = require('./helpers');
+const fs = require('node:fs');
+const net = require('node:net');
+const { serve, startServer, project, runServing } = require('./helpers');
 const { exchange, firstResponse, statuses } = require('./raw');
 
 describe('funcrun owns the framing', () => {
@@ -90,6 +92,37 @@ describe('malformed bytes on a connection whose response is in flight', () => {
     assert.deepEqual(statuses(text), [200]);
     assert.doesNotMatch(text, /HTTP\/1\.1 400/);
     assert.doesNotMatch(text, /malformed/);
+  });
+
+  it('malformed chunk framing from a client that keeps sending gets its JSON 400, the connection lingering before it closes', async (t) => {
+    // In a process of its own, as a deployed server is: the client's writes and the close race as they do there.
+    const folder = project({ 'index.js': "module.exports = () => 'ok';" });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const server = await runServing([folder], { env: { FUNC_LOG_LEVEL: 'warn' } });
+    t.after(() => server.stop());
+    for (let i = 0; i < 3; i++) {
+      const { got, lingered } = await new Promise((resolve) => {
+        // A client that keeps its side open and writing after the answer, as one busy sending its body does.
+        const socket = net.connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
+        let text = '';
+        let answered;
+        socket.on('data', (d) => {
+          answered ??= Date.now();
+          text += d;
+        });
+        socket.on('error', () => {});
+        socket.on('close', () => resolve({ got: text, lingered: Date.now() - (answered ?? Date.now()) }));
+        socket.write('POST / HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nZZZ\r\n');
+        const chunk = Buffer.alloc(65536, 120);
+        const pump = () => {
+          while (!socket.destroyed) if (!socket.write(chunk)) return void socket.once('drain', pump);
+        };
+        pump();
+      });
+      assert.equal(firstResponse(got).status, 400, `try ${i}: ${JSON.stringify(got.slice(0, 80))}`);
+      // Closed at once, the connection is reset under the client's writes, and the 400 may be lost.
+      assert.ok(lingered >= 300, `try ${i}: closed ${lingered} ms after the answer`);
+    }
   });
 
   it('with no response in flight, malformed bytes get a JSON 400', async (t) => {

@@ -294,6 +294,28 @@ describe('multipart/form-data', () => {
       await eventually(() => filesUnder(dir).length === 0, 'files removed after the work');
     });
 
+    it('work that waitUntil work hands on to waitUntil still reads the files', async (t) => {
+      const dir = tempDir(t);
+      let read;
+      const reading = new Promise((resolve) => (read = resolve));
+      const { url } = await serve(
+        t,
+        (context) => {
+          const [file] = context.files;
+          context.waitUntil(
+            file
+              .bytes()
+              .then(() => context.waitUntil(new Promise((r) => setTimeout(r, 100)).then(() => file.bytes()).then((bytes) => read(bytes.length), read))),
+          );
+          return { statusCode: 202 };
+        },
+        { tempDir: dir, fileMemoryLimit: 1000 },
+      );
+      assert.equal((await request(url + '/', { method: 'POST', body: bigForm() })).status, 202);
+      assert.equal(await reading, 200_000);
+      await eventually(() => filesUnder(dir).length === 0, 'files removed after the work');
+    });
+
     it('a file stream the function opened and never read is closed when the invocation ends', async (t) => {
       const dir = tempDir(t);
       const { url } = await serve(

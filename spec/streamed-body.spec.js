@@ -188,6 +188,34 @@ describe('streamed request bodies', () => {
     assert.ok(Date.now() - started < 5000);
   });
 
+  it('past the request timeout a client that drips its body while the function waits is answered 408', { timeout: 15_000 }, async (t) => {
+    const { port } = await serve(
+      t,
+      streamed(async (context, body) => {
+        for await (const chunk of body) void chunk;
+        return 'read';
+      }),
+      { requestTimeout: '500ms', headersTimeout: '500ms' },
+    );
+    const started = Date.now();
+    const answer = new Promise((resolve, reject) => {
+      const req = http.request({ port, host: '127.0.0.1', method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode, json: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      // A byte every 100 ms: never silent for a whole window, far below a kilobyte per window.
+      const drip = setInterval(() => req.write('x'), 100);
+      req.on('close', () => clearInterval(drip));
+      t.after(() => (clearInterval(drip), req.destroy()));
+    });
+    const res = await answer;
+    assert.equal(res.status, 408);
+    assert.equal(res.json.code, 'FUNCRUN_REQUEST_TIMEOUT');
+    assert.ok(Date.now() - started < 5000);
+  });
+
   it('a request without a body gives an empty stream', async (t) => {
     const { url } = await serve(t, streamed(hashBody));
     const res = await request(url + '/');
