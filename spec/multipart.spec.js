@@ -150,6 +150,21 @@ describe('multipart/form-data', () => {
     assert.deepEqual(filesUnder(dir), [], 'removed before the answer');
   });
 
+  it('a temporary folder that cannot be made is a 500 that names no path; small files still pass', async (t) => {
+    const missing = path.join(tempDir(t), 'gone', 'deeper');
+    const { url, log } = await serve(t, (context) => ({ size: context.files[0].size }), { tempDir: missing, fileMemoryLimit: 1000 });
+    const form = (size) => {
+      const f = new FormData();
+      f.append('f', new Blob([Buffer.alloc(size)]), 'a.bin');
+      return f;
+    };
+    const res = await request(url + '/', { method: 'POST', body: form(5000) });
+    assert.equal(res.status, 500);
+    assert.ok(!res.text.includes(missing) && !res.text.includes('funcrun-uploads'), res.text);
+    assert.ok(log.text().includes('ENOENT'), 'the reason is in the log');
+    assert.deepEqual((await request(url + '/', { method: 'POST', body: form(500) })).json, { size: 500 });
+  });
+
   describe('temporary files are removed however the invocation ends', () => {
     const bigForm = () => {
       const form = new FormData();
