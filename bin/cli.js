@@ -4,5 +4,5 @@
 // path (`npm run debug`: nodemon --inspect ./node_modules/faas-js-runtime/bin/cli.js ./index.js).
 // It is funcrun's server, as the package's faas-js-runtime binary is.
 require('../lib/compile-cache.js');
-require('../lib/source-maps.js').turnOnSourceMaps();
+require('../lib/source-maps.js').mapFuncrunStacks();
 void require('../lib/serve.js').serve(process.argv.slice(2), process.argv[1]);

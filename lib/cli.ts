@@ -4,8 +4,8 @@
 // First: the compile cache and source maps, on before anything else of funcrun is loaded (the
 // call stays between the imports: compiled to CommonJS, each import is a require() in its place).
 import './compile-cache';
-import { turnOnSourceMaps } from './source-maps';
-turnOnSourceMaps();
+import { mapFuncrunStacks } from './source-maps';
+mapFuncrunStacks();
 import { accessSync, constants, existsSync, openAsBlob, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';

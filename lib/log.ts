@@ -127,27 +127,18 @@ function quote(s: string): string {
 
 // --- Errors ---
 
-// The switch serve leaves when it turned source maps on for funcrun's stacks (source-maps.ts): on
-// only while a stack is read, since left on they cost every request.
+// The mapping the entry points leave for funcrun's stacks (source-maps.ts), when they run.
 const MAPPED_STACKS = Symbol.for('funcrun.mappedStacks');
 
 /** An error's stack, its frames mapped to the TypeScript sources when serve set that up. Never throws. */
 function mappedStack(err: object): unknown {
-  const turn = (process as unknown as Record<symbol, ((on: boolean) => void) | undefined>)[MAPPED_STACKS];
-  if (typeof turn !== 'function') return get(err, 'stack');
+  const stack = get(err, 'stack');
+  const map = (process as unknown as Record<symbol, ((stack: string) => string) | undefined>)[MAPPED_STACKS];
+  if (typeof map !== 'function' || typeof stack !== 'string') return stack;
   try {
-    turn(true);
+    return map(stack);
   } catch {
-    return get(err, 'stack');
-  }
-  try {
-    return get(err, 'stack');
-  } finally {
-    try {
-      turn(false);
-    } catch {
-      // The stack is read; a switch that fails leaves node as it was.
-    }
+    return stack;
   }
 }
 

@@ -17,7 +17,6 @@ import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop } from './index';
 import { flagHelp, flagOptions, fromEnvironment, fromFlags, variableOnlySettings, type Values } from './settings';
 import { loggerOf } from './lifecycle';
-import { pauseSourceMaps } from './source-maps';
 
 /**
  * The same signal again this soon is an echo of the first (see the signal handlers): a parent
@@ -227,8 +226,6 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   let entry;
   let module;
   let misspelled: string[] = [];
-  // Off while the function's code and its dependencies load (source-maps.ts), on once it listens.
-  const resumeSourceMaps = pauseSourceMaps();
   try {
     // func.yaml's envs are set before the module loads: its top level may read them.
     entry = resolveEntry(target, { preferSource });
@@ -249,7 +246,6 @@ export async function serve(argv: string[], command?: string): Promise<void> {
     report.fail(err, err instanceof ConfigError ? EXIT.USAGE : EXIT.FAILED);
   }
   started = true;
-  resumeSourceMaps();
   log = loggerOf(server);
   if (/\.[cm]?ts$/.test(entry.file) && entry.note !== undefined) log.info({ file: entry.file }, `running the TypeScript source: ${entry.note}`);
   else if (entry.note !== undefined) log.warn({ file: entry.file }, entry.note);

@@ -1,49 +1,58 @@
-// node's own source maps, for the processes funcrun runs (node lib/serve.js, the funcrun command),
-// so that a stack through funcrun names its TypeScript (lib/invocation.ts:38) rather than a line
-// of lib/runtime.js. node reads a file's map only when it compiles the file: the entry points
-// turn them on before the bundle loads, and node reads lib/runtime.js.map then.
+// Stacks through funcrun name its TypeScript (lib/invocation.ts:38), not lines of the bundle, in the
+// processes funcrun runs (node lib/serve.js, the funcrun command): the logger maps each stack it
+// writes through the bundle's map, lib/runtime.js.map, read when a stack first needs it.
 //
-// Once the bundle is loaded they are off again (pauseSourceMaps): while the function loads, node
-// would otherwise read, at every start, the map of each module of the function's dependencies that
-// has one (OpenTelemetry's packages have hundreds), and, while they are on, it leaves out its hint
-// for an ESM import of a name a CommonJS module does not export. While the server answers, left on
-// they cost every request some 14% more instructions (callgrind, a JSON POST): so they stay off, and
-// the logger turns them on only while it reads an error's stack (mappedStack in log.ts), through
-// the switch left on `process` under MAPPED_STACKS.
+// Not node's own source maps: node reads a file's map when it compiles the file and keeps it for
+// the life of the process, so on at start they cost every process the bundle's map (some 7 MB of
+// memory) for stacks most never log, and on while the function loads, the map of each of its
+// dependencies that has one (OpenTelemetry's packages have hundreds); left on while it answers,
+// every request some 14% more instructions.
 //
 // A process that loads funcrun with require() decides for itself (node --enable-source-maps), and
-// so does one started with them on: funcrun changes nothing there. Outside the bundle, so that the
-// entry points and the bundle share one copy of `ours`.
-import * as nodeModule from 'node:module';
+// so does one started with them on (node maps the stacks itself then): funcrun changes nothing there.
+// Outside the bundle, so that the entry points and the logger share one copy of it.
+import { readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-/** Whether funcrun turned them on, rather than the process (--enable-source-maps, NODE_OPTIONS). */
-let ours = false;
-
-function turn(on: boolean): void {
-  // node_modules included: that is where funcrun is installed. Node before 22.14 has only the
-  // process-wide switch, which includes them too.
-  if (typeof nodeModule.setSourceMapsSupport === 'function') nodeModule.setSourceMapsSupport(on, { nodeModules: true });
-  else process.setSourceMapsEnabled(on);
-}
-
-/** Called by the entry points before they load anything else of funcrun. */
-export function turnOnSourceMaps(): void {
-  if (process.sourceMapsEnabled) return;
-  turn(true);
-  ours = true;
-}
-
-/** Where the logger finds the switch (a process-wide key: the bundle and this file are two modules). */
+/** Where the logger finds the mapping (a process-wide key: the bundle and this file are two modules). */
 export const MAPPED_STACKS = Symbol.for('funcrun.mappedStacks');
 
-/**
- * Turns them off if funcrun turned them on; the function returned leaves them off and hands the
- * logger the switch, so that the stacks it logs are mapped.
- */
-export function pauseSourceMaps(): () => void {
-  if (!ours || !process.sourceMapsEnabled) return () => {};
-  turn(false);
-  return () => {
-    (process as unknown as Record<symbol, unknown>)[MAPPED_STACKS] = turn;
-  };
+const BUNDLE = join(__dirname, 'runtime.js');
+// A frame's position in the bundle: `/…/lib/runtime.js:1234:56`.
+const BUNDLE_POSITION = new RegExp(`${BUNDLE.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:(\\d+):(\\d+)`, 'g');
+
+/** Called by the entry points: the stacks funcrun logs are mapped, unless node maps them already. */
+export function mapFuncrunStacks(): void {
+  if (process.sourceMapsEnabled) return;
+  (process as unknown as Record<symbol, unknown>)[MAPPED_STACKS] = mapStack;
+}
+
+let bundleMap: SourceMap | null | undefined;
+
+/** The stack with its frames in the bundle named by their TypeScript; as it was where the map has none. */
+export function mapStack(stack: string): string {
+  if (!stack.includes(BUNDLE)) return stack;
+  if (bundleMap === undefined) {
+    try {
+      bundleMap = new SourceMap(JSON.parse(readFileSync(`${BUNDLE}.map`, 'utf8')));
+    } catch {
+      // No map beside the bundle (or not one node reads): the stack as node wrote it.
+      bundleMap = null;
+    }
+  }
+  const map = bundleMap;
+  if (map === null) return stack;
+  return stack.replace(BUNDLE_POSITION, (position, line: string, column: string) => {
+    const entry = map.findEntry(Number(line) - 1, Number(column) - 1) as { originalSource?: string; originalLine?: number; originalColumn?: number };
+    if (entry.originalSource === undefined || entry.originalLine === undefined || entry.originalColumn === undefined) return position;
+    return `${sourcePath(entry.originalSource)}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;
+  });
+}
+
+// The map names its sources relative to itself (`invocation.ts`); node may give them as file URLs.
+function sourcePath(source: string): string {
+  if (source.startsWith('file:')) return fileURLToPath(source);
+  return isAbsolute(source) ? source : resolve(__dirname, source);
 }

@@ -50,19 +50,19 @@ function bundle(names) {
     // ./source-maps: its one copy is the one the entry points load (OUTSIDE).
     external: ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', '@fastify/busboy', './yaml', './source-maps'],
     outfile: path.join(LIB, 'runtime.js'),
-    // A map beside the bundle, without the sources' text: node reads it at each start (source-maps.ts),
-    // and a stack needs only the file and line it names.
+    // A map beside the bundle, without the sources' text: the logger reads it for the first stack it
+    // maps (source-maps.ts), and a stack needs only the file and line it names.
     sourcemap: 'linked',
     sourcesContent: false,
     logLevel: 'warning',
   });
 }
 
-const SERVE_AS_PROGRAM = `// Run as a program: the compiled code is kept for the next start (compile-cache.ts), and stacks
-// name funcrun's TypeScript (source-maps.ts); both before the bundle loads.
+const SERVE_AS_PROGRAM = `// Run as a program: the compiled code is kept for the next start (compile-cache.ts), before the
+// bundle loads, and the stacks funcrun logs name its TypeScript (source-maps.ts).
 if (require.main === module) {
   require('./compile-cache.js');
-  require('./source-maps.js').turnOnSourceMaps();
+  require('./source-maps.js').mapFuncrunStacks();
 }
 `;
 

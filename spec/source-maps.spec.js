@@ -1,7 +1,7 @@
 'use strict';
-// Stacks through funcrun name its TypeScript (lib/<module>.ts:<line>), not lines of the bundle:
-// node's source maps, read from lib/runtime.js.map, on in the processes funcrun runs (but while
-// the function loads); a process that loads funcrun with require() keeps its own choice.
+// Stacks through funcrun name its TypeScript (lib/<module>.ts:<line>), not lines of the bundle: in
+// the processes funcrun runs, the logger maps the stacks it writes through lib/runtime.js.map,
+// leaving node's source maps off; a process that loads funcrun with require() keeps its own choice.
 const { describe, it, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
@@ -64,7 +64,7 @@ describe('source maps', () => {
     }
   });
 
-  it('they are off while the function loads and while it answers (on only while funcrun reads a stack); a process started with them on keeps them on', async () => {
+  it("node's source maps stay off while the function loads and while it answers; a process started with them on keeps them on", async () => {
     const folder = project({
       'index.js': 'const atLoad = process.sourceMapsEnabled;\nmodule.exports = { handle: () => ({ atLoad, serving: process.sourceMapsEnabled }) };\n',
     });
