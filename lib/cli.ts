@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // The `funcrun` command: create, invoke, config and serve. An entry point: it reads the command
 // line (node:util parseArgs), and the files and variables its commands name.
-// First: the compile cache and source maps, on before anything else of funcrun is loaded (the
-// call stays between the imports: compiled to CommonJS, each import is a require() in its place).
+// First: the compile cache and source maps, on before anything else of funcrun is loaded, then
+// the bundle with its code cache (the calls stay between the imports: compiled to CommonJS, each
+// import is a require() in its place).
 import './compile-cache';
 import { mapFuncrunStacks } from './source-maps';
 mapFuncrunStacks();
+import { requireCached, RUNTIME } from './code-cache';
+requireCached(RUNTIME);
 import { accessSync, constants, existsSync, openAsBlob, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';

@@ -6,12 +6,16 @@
 // one under /tmp, where another user could leave compiled code behind. Where that folder cannot
 // be written (a read-only image), node runs without it, or with what the image was built with.
 // NODE_COMPILE_CACHE (another folder) and NODE_DISABLE_COMPILE_CACHE=1 take precedence, as
-// node reads them itself.
+// node reads them itself, and funcrun's code caches (code-cache.ts) follow them.
 import * as nodeModule from 'node:module';
 import { join } from 'node:path';
+import { useCodeCache } from './code-cache';
 
 try {
-  nodeModule.enableCompileCache?.(join(__dirname, '.cache'));
+  const result = nodeModule.enableCompileCache?.(join(__dirname, '.cache'));
+  // The same folder, or none, for the code caches of the bundle and the YAML parser (code-cache.ts).
+  const { ENABLED, ALREADY_ENABLED } = nodeModule.constants.compileCacheStatus;
+  if (result?.directory !== undefined && (result.status === ENABLED || result.status === ALREADY_ENABLED)) useCodeCache(result.directory);
 } catch {
   // A start without the cache is only slower.
 }

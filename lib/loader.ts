@@ -8,6 +8,7 @@ import { checkEventDeclaration } from './contracts';
 import { isLogLevel } from './log';
 import { kindOf } from './kind';
 import { nearest } from './suggest';
+import { importModule } from './code-cache';
 import type { Function as FunctionModule, Invokable } from './types';
 
 export class LoadError extends Error {
@@ -179,7 +180,7 @@ export async function loadFunction(target: string): Promise<LoadedFunction> {
   let namespace: unknown;
   try {
     // CommonJS is required directly: starting node's ESM loader costs a cold start ~10 ms.
-    namespace = isCommonJs(file) ? require(file) : await import(pathToFileURL(file).href);
+    namespace = isCommonJs(file) ? require(file) : await importModule(pathToFileURL(file).href);
   } catch (err) {
     throw new LoadError(`${relativeName(file)}: failed to load: ${(err as Error)?.message ?? String(err)}`, { cause: err, file });
   }

@@ -25,6 +25,7 @@ import { METRICS_TYPE, type Metrics } from './metrics';
 import { requestDone, type Runtime } from './lifecycle';
 import { answerProbe, type ProbeOptions } from './probes';
 import { batch, beforeDeadline, inInvocation, type Invoke } from './invocation';
+import { isThenable } from './deadline';
 import { closeAfter, lingerAfter, requestArrived } from './connections';
 import type { RequestInput } from './provenance';
 import type { Contracts } from './contracts';
@@ -164,14 +165,19 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     // 6. The body, within its limit: parsed by its media type or read as CloudEvents; a multipart
     // body's large files go to temporary files; a function that streams its body gets it unread.
     const reading = readInput(p, x, destination);
-    if (reading !== undefined) await reading;
+    if (reading !== undefined) {
+      const bytes = await reading;
+      if (bytes !== undefined) parseInput(p, x, bytes);
+    }
     // 7. Events: checked against the module's contracts; with idempotency, a duplicate is answered as the first delivery was.
     if (x.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined)) {
       const answered = admitEvents(p, x);
       if (answered === true || (answered !== false && (await answered))) return;
     }
     // 8. The function: with the request's data, or once per event.
-    const value = await callFunction(p, x, destination);
+    // A value is answered in the same turn: only a promise is waited for.
+    let value = callFunction(p, x, destination);
+    if (isThenable(value)) value = await value;
     if (x.uploads !== undefined || x.bodyStream !== undefined) await bodyDone(x, value);
     // 9. The answer, by the return rules.
     const sent = answer(p, x, value);
@@ -263,8 +269,11 @@ function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destinatio
   send(x.req, x.res, 200, { 'content-type': METRICS_TYPE }, p.metrics!.render());
 }
 
-/** Reads the body, or hands it over unread; a promise while it is being read. */
-function readInput(p: Pipeline, x: Exchange, destination: FunctionDestination): Promise<void> | void {
+/**
+ * Reads the body, or hands it over unread: a promise while it is being read, of the bytes when
+ * they are still to be parsed (parseInput).
+ */
+function readInput(p: Pipeline, x: Exchange, destination: FunctionDestination): Promise<Buffer | void> | void {
   const { req, method } = x;
   if (p.metrics !== undefined) x.began = performance.now();
   const media = (x.media = parseMediaType(req.headers['content-type']));
@@ -274,7 +283,7 @@ function readInput(p: Pipeline, x: Exchange, destination: FunctionDestination): 
   if (!hasBody(req)) return parseInput(p, x, media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined);
   // In faas-js-runtime compatibility a multipart body is bytes, as it was there.
   if (media?.type === MULTIPART && mode === undefined && !p.behaviour.fastifyBodyParsers) return multipartInput(p, x);
-  return readBody(req, allowBody(x, p.settings.bodyLimit, 'bodyLimit')).then((bytes) => parseInput(p, x, bytes));
+  return readBody(req, allowBody(x, p.settings.bodyLimit, 'bodyLimit'));
 }
 
 /** The limit, once the body may come: over it by its Content-Length, a 413 now; else `100 Continue` when the client waits for it. */

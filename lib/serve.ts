@@ -2,7 +2,7 @@
 // `node lib/serve.js [path]` (and `funcrun serve [path]`): serve a function project. An entry
 // point: it reads the command line, func.yaml and the logging variables, and sets up signals;
 // start() reads the rest of the environment.
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { AsyncResource } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop } from './index';
 import { flagHelp, flagOptions, fromEnvironment, fromFlags, variableOnlySettings, type Values } from './settings';
 import { loggerOf } from './lifecycle';
+import { keepCompiled, RUNTIME } from './code-cache';
 
 /**
  * The same signal again this soon is an echo of the first (see the signal handlers): a parent
@@ -246,6 +247,9 @@ export async function serve(argv: string[], command?: string): Promise<void> {
     report.fail(err, err instanceof ConfigError ? EXIT.USAGE : EXIT.FAILED);
   }
   started = true;
+  // The bundle's code cache is written once the first answer is sent, when V8 has compiled the
+  // way to it too; only when there is none yet, or V8 refused it (code-cache.ts).
+  server.once('request', (_req: unknown, res: ServerResponse) => res.once('close', () => setImmediate(keepCompiled, RUNTIME)));
   log = loggerOf(server);
   if (/\.[cm]?ts$/.test(entry.file) && entry.note !== undefined) log.info({ file: entry.file }, `running the TypeScript source: ${entry.note}`);
   else if (entry.note !== undefined) log.warn({ file: entry.file }, entry.note);

@@ -19,6 +19,7 @@ const OUTSIDE = {
   testing: 'funcrun/testing, which loads the CloudEvents SDK',
   'compile-cache': 'loaded by the entry points before the bundle, so that the bundle is cached',
   'source-maps': 'used by the entry points before the bundle loads, and by serve.ts: one copy of its state',
+  'code-cache': 'loads the bundle for the entry points, and is used by config.ts, loader.ts and serve.ts: one copy of its state',
 };
 
 /** The bundled modules' names: lib/*.ts but the declarations and OUTSIDE. */
@@ -48,7 +49,7 @@ function bundle(names) {
     format: 'cjs',
     // Loaded from node_modules (yaml: lib/yaml.js, bundled on its own, only when there is a func.yaml).
     // ./source-maps: its one copy is the one the entry points load (OUTSIDE).
-    external: ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', '@fastify/busboy', './yaml', './source-maps'],
+    external: ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', '@fastify/busboy', './yaml', './source-maps', './code-cache'],
     outfile: path.join(LIB, 'runtime.js'),
     // A map beside the bundle, without the sources' text: the logger reads it for the first stack it
     // maps (source-maps.ts), and a stack needs only the file and line it names.
@@ -59,10 +60,13 @@ function bundle(names) {
 }
 
 const SERVE_AS_PROGRAM = `// Run as a program: the compiled code is kept for the next start (compile-cache.ts), before the
-// bundle loads, and the stacks funcrun logs name its TypeScript (source-maps.ts).
+// bundle loads, and the stacks funcrun logs name its TypeScript (source-maps.ts); the bundle is
+// loaded with its code cache (code-cache.ts).
 if (require.main === module) {
   require('./compile-cache.js');
   require('./source-maps.js').mapFuncrunStacks();
+  const { requireCached, RUNTIME } = require('./code-cache.js');
+  requireCached(RUNTIME);
 }
 `;
 

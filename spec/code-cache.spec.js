@@ -1,0 +1,152 @@
+'use strict';
+// The code caches of the bundle and the YAML parser (lib/code-cache.ts): written in the compile
+// cache's folder after a start's first parse of func.yaml and its first answer, read by the next
+// start, holding compiled code and never func.yaml's values, and giving the same copy of the file
+// that require() gives.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { project, request, runServing } = require('./helpers');
+
+const lib = path.join(__dirname, '..', 'lib');
+const SECRET = 'v4lue-0f-a-s3cret-9c1e';
+
+function functionWithSecret() {
+  return project({
+    'func.yaml': `name: cached\nrun:\n  envs:\n    - name: API_TOKEN\n      value: ${SECRET}\n`,
+    'index.js': "module.exports = { handle: () => ({ token: process.env.API_TOKEN === undefined ? 'unset' : 'set' }) };\n",
+  });
+}
+
+function cacheFolder(t) {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-code-cache-'));
+  t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+  return folder;
+}
+
+/** Starts the function with `env`, checks it answers with func.yaml's variable set, waits for the caches in `cache` (if given), and stops it. */
+async function startOnce(t, folder, env, cache) {
+  const proc = await runServing([folder], { env });
+  try {
+    const answer = await request(proc.url, {});
+    assert.equal(answer.status, 200);
+    assert.deepEqual(answer.json, { token: 'set' });
+    // The bundle's cache is written just after the first answer.
+    for (let tries = 0; cache !== undefined && cacheFileIn(cache, 'runtime.js') === undefined; tries++) {
+      assert.ok(tries < 100, 'the bundle’s cache is written after the first answer');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    await proc.stop();
+  }
+}
+
+/** The cache file of `name` (node's, in its folder for this node and its flags), or undefined. */
+function cacheFileIn(folder, name = 'yaml.js') {
+  return filesUnder(folder).find((file) => path.basename(file) === `${name}.${process.version}-${process.arch}.v8cache`);
+}
+
+/** Every file under `folder`, by path. */
+function filesUnder(folder) {
+  return fs
+    .readdirSync(folder, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath, e.name));
+}
+
+describe('the code caches', () => {
+  it("a start writes them beside node's compile cache, the next start reads them as they are, and no cached file holds func.yaml's values", async (t) => {
+    const cache = cacheFolder(t);
+    const folder = functionWithSecret();
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    await startOnce(t, folder, { NODE_COMPILE_CACHE: cache }, cache);
+    const files = ['yaml.js', 'runtime.js'].map((name) => cacheFileIn(cache, name));
+    const first = files.map((file) => fs.statSync(file));
+    for (const stat of first) assert.ok(stat.size > 10_000, `a cache of compiled code: ${stat.size} bytes`);
+    // A cache V8 refused would be written again (a new file, renamed over the old one).
+    await startOnce(t, folder, { NODE_COMPILE_CACHE: cache }, cache);
+    files.forEach((file, i) => {
+      const second = fs.statSync(file);
+      assert.equal(second.ino, first[i].ino, `the second start kept the first start’s ${path.basename(file)}`);
+      assert.equal(second.mtimeMs, first[i].mtimeMs);
+    });
+    for (const cached of filesUnder(cache)) {
+      const bytes = fs.readFileSync(cached);
+      for (const encoding of ['utf8', 'utf16le', 'latin1'])
+        assert.equal(bytes.indexOf(Buffer.from(SECRET, encoding)), -1, `${cached} holds the value (${encoding})`);
+      assert.equal(bytes.indexOf(Buffer.from(Buffer.from(SECRET).toString('base64').slice(0, 16))), -1, `${cached} holds the value (base64)`);
+    }
+  });
+
+  it('an ESM function is imported by the bundle loaded with its cache', async (t) => {
+    const cache = cacheFolder(t);
+    const folder = project({ 'package.json': '{"type":"module"}', 'index.js': 'export const handle = () => ({ esm: true });\n', 'func.yaml': 'name: esm\n' });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    for (const start of ['first', 'second']) {
+      const proc = await runServing([folder], { env: { NODE_COMPILE_CACHE: cache } });
+      try {
+        assert.deepEqual((await request(proc.url, {})).json, { esm: true }, `${start} start`);
+        // The second start reads the cache the first one wrote after its answer.
+        for (let tries = 0; start === 'first' && cacheFileIn(cache, 'runtime.js') === undefined; tries++) {
+          assert.ok(tries < 100, 'the bundle’s cache is written');
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      } finally {
+        await proc.stop();
+      }
+    }
+  });
+
+  it('a cache V8 refuses (damaged, or made by another node) is replaced, and the start goes on', async (t) => {
+    const cache = cacheFolder(t);
+    const folder = functionWithSecret();
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    await startOnce(t, folder, { NODE_COMPILE_CACHE: cache }, cache);
+    const files = ['yaml.js', 'runtime.js'].map((name) => cacheFileIn(cache, name));
+    const garbage = Buffer.alloc(4096, 0x5a);
+    for (const file of files) fs.writeFileSync(file, garbage);
+    await startOnce(t, folder, { NODE_COMPILE_CACHE: cache });
+    // The bundle's is written again just after the first answer.
+    for (let tries = 0; fs.readFileSync(files[1]).equals(garbage); tries++) {
+      assert.ok(tries < 100, 'the damaged cache of the bundle is replaced');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    for (const file of files) {
+      const written = fs.readFileSync(file);
+      assert.notDeepEqual(written, garbage);
+      assert.ok(written.length > 10_000);
+    }
+    assert.deepEqual(
+      filesUnder(cache).filter((name) => /\.v8cache\.\d+$/.test(name)),
+      [],
+      'no partial file left behind',
+    );
+  });
+
+  it('with NODE_DISABLE_COMPILE_CACHE=1 none is read or written', async (t) => {
+    const cache = cacheFolder(t);
+    const folder = functionWithSecret();
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    await startOnce(t, folder, { NODE_COMPILE_CACHE: cache, NODE_DISABLE_COMPILE_CACHE: '1' });
+    assert.deepEqual(
+      filesUnder(cache).filter((file) => file.endsWith('.v8cache')),
+      [],
+    );
+  });
+
+  it('a file loaded through it is the copy require() gives, whichever comes first', (t) => {
+    const cache = cacheFolder(t);
+    const codeCache = JSON.stringify(path.join(lib, 'code-cache.js'));
+    const yaml = JSON.stringify(path.join(lib, 'yaml.js'));
+    for (const order of ['cached first', 'require first']) {
+      const script = `const c = require(${codeCache}); c.useCodeCache(${JSON.stringify(cache)});
+        const [a, b] = ${order === 'cached first' ? `[c.requireCached(${yaml}), require(${yaml})]` : `[require(${yaml}), c.requireCached(${yaml})]`};
+        console.log(JSON.stringify({ same: a === b, parsed: a.parse('a: [1, 2]') }));`;
+      const out = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+      assert.deepEqual(JSON.parse(out), { same: true, parsed: { a: [1, 2] } }, order);
+    }
+  });
+});
