@@ -33,7 +33,7 @@ const WARMUP = Number(args.warmup);
 const CONNECTIONS = Number(args.connections);
 
 const WORKLOADS = [
-  { name: 'json', label: 'JSON POST', path: '/json', method: 'POST', headers: { 'content-type': 'application/json' }, body: order, target: 0.93 },
+  { name: 'json', label: 'JSON POST', path: '/json', method: 'POST', headers: { 'content-type': 'application/json' }, body: order, target: 0.95 },
   {
     name: 'event-reply',
     label: 'CloudEvent, cloudEventResponse',
@@ -41,7 +41,7 @@ const WORKLOADS = [
     method: 'POST',
     headers: { ...ce, 'content-type': 'application/json' },
     body: order,
-    target: 0.85,
+    target: 0.95,
   },
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {} },
 ].filter((w) => !args.only || args.only.split(',').includes(w.name));

@@ -29,7 +29,10 @@ method, then the tables of the run that wrote this page. Do not edit it by hand.
 ## ${first}
 
 - **raw**: ${code('bench/raw.js')}, a plain ${code('node:http')} server doing by hand what the function does: read the
-  body, parse it (JSON, or XML with ${code('@xmldom/xmldom')}), answer JSON. The floor every ratio is taken against.
+  body, check its content type and parse it (JSON, or XML with ${code('@xmldom/xmldom')}); for an event, read its
+  required attributes (the ${code('ce-*')} headers, or the structured envelope's members, each event's in a batch);
+  answer JSON, or an event with a fresh id and time as binary-mode headers. Where the function makes its
+  answer with the CloudEvents SDK's constructor, so does this server. The floor every ratio is taken against.
 - **funcrun**: ${code('node lib/serve.js bench/function')}, a function project (${code('func.yaml')}, ${code('FUNC_LOG_LEVEL=warn')})
   whose one handler answers each workload's path.
 - **funcrun-contracts**: ${code('node lib/serve.js bench/function-contracts')}, the same handler with an event contract
@@ -74,15 +77,16 @@ On a shared machine the same server measured twice in a row can differ by 10 to 
 row measures a second, identical raw server exactly as funcrun is measured: it should read 1.00,
 and how far it reads from 1.00 (and its rounds' range) is the margin to read every ratio with. A
 ratio inside that margin of its target is not a verdict either way. For counts that do not move
-with the machine's load, ${code('npm run bench:instructions')} (${code('bench/instructions.js')}, needs valgrind) counts each
-server's instructions per request under callgrind.
+with the machine's load, ${code('npm run bench:instructions')} (${code('bench/instructions.js')}, needs valgrind; ${code('--instructions')}
+adds its table to a run) counts each server's instructions per request under callgrind, after a warm-up,
+on a JSON POST and on a CloudEvent answered with ${code('cloudEventResponse')}.
 
 ## ${fifth}
 
 - **Cold start**: from spawning the server's process to the first 2xx answer from
   ${code('/health/readiness')}, polled every 2 ms on a new connection each time; the median of ${code('--cold-runs')}
   starts per server, pinned as above. funcrun reads the function's ${code('func.yaml')} on each start; its compile
-  cache (${code('lib/.cache')}) was filled by the starts before it.
+  cache (${code('lib/.cache')}) and the YAML parser's code cache in it were filled by the starts before it.
 - **RSS after load**: the server process's resident memory (${code('VmRSS')} in ${code('/proc/<pid>/status')}) after all
   the load above (a per-workload server: the largest of its processes, read before each stops). It
   depends on how far V8's young generation has grown when the load stops, so it varies with the
@@ -109,4 +113,16 @@ ${results}
 `;
 }
 
-module.exports = { HEADINGS, readme };
+// The README's summary of the latest run sits between these lines, written with bench/README.md.
+const SUMMARY_START = '<!-- The summary of bench/README.md, written by npm run bench -- --markdown -->';
+const SUMMARY_END = '<!-- End of the summary -->';
+
+/** `page` (the README) with `summary` between the markers in place of the last one. */
+function withSummary(page, summary) {
+  const start = page.indexOf(SUMMARY_START);
+  const end = page.indexOf(SUMMARY_END);
+  if (start === -1 || end < start) throw new Error(`README.md has no summary markers: ${SUMMARY_START} ... ${SUMMARY_END}`);
+  return `${page.slice(0, start + SUMMARY_START.length)}\n${summary}\n${page.slice(end)}`;
+}
+
+module.exports = { HEADINGS, readme, withSummary, SUMMARY_START, SUMMARY_END };

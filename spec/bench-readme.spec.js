@@ -5,9 +5,17 @@ const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { HEADINGS } = require('../bench/readme.js');
+const { HEADINGS, SUMMARY_START, SUMMARY_END } = require('../bench/readme.js');
 
 const page = fs.readFileSync(path.join(__dirname, '..', 'bench', 'README.md'), 'utf8');
+const guide = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+
+/** The rows of the markdown tables in `text`, each as its cells. */
+const rows = (text) =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith('| ') && !line.startsWith('|---'))
+    .map((line) => line.slice(2, -2).split(' | '));
 
 describe('bench/README.md', () => {
   it("has the generator's sections, in its order, and no others", () => {
@@ -28,5 +36,28 @@ describe('bench/README.md', () => {
     assert.match(run, /^\| workload \| raw node:http req\/s \| funcrun req\/s \|/m);
     assert.match(run, /^\| cold start, /m);
     assert.match(run, /^\| RSS after the load above \|/m);
+  });
+
+  it("is summed up in the README, by the same run: each workload's throughput and ratio, the cold start and RSS", () => {
+    const summary = guide.slice(guide.indexOf(SUMMARY_START) + SUMMARY_START.length, guide.indexOf(SUMMARY_END));
+    assert.ok(guide.includes(SUMMARY_START) && guide.indexOf(SUMMARY_END) > guide.indexOf(SUMMARY_START), 'the summary markers');
+    const run = page.slice(page.indexOf(`## ${HEADINGS.at(-1)}`));
+    assert.equal(/^Measured .*$/m.exec(summary)?.[0], /^Measured .*$/m.exec(run)?.[0], 'the same run');
+    // The throughput table comes first; the instructions table after it repeats some labels.
+    const full = new Map();
+    for (const cells of rows(run)) {
+      const key = cells[0].startsWith('cold start') ? 'cold start' : cells[0];
+      if (!full.has(key)) full.set(key, cells);
+    }
+    const summed = rows(summary).slice(1);
+    assert.ok(summed.length >= 4, 'a row per workload, cold start and RSS');
+    for (const [label, raw, funcrun, ratio] of summed) {
+      const key = label.startsWith('cold start') ? 'cold start' : label;
+      const cells = full.get(key);
+      assert.ok(cells, `${label}: in bench/README.md`);
+      assert.deepEqual([cells[1], cells[2]], [raw, funcrun], label);
+      // The full table adds the rounds' range to a ratio: `**0.61** (0.60–0.65)`.
+      assert.equal(cells[3].replace(/\*\*/g, '').replace(/ \(.*\)$/, ''), ratio, label);
+    }
   });
 });
