@@ -26,7 +26,7 @@ export function useCodeCache(directory: string): void {
 }
 
 /** Files loaded here whose cache is still to be written, once they have run (keepCompiled). */
-const unsaved = new Map<string, { script: Script; cacheFile: string }>();
+const unsaved = new Map<string, { script: Script; cacheFile: string; code: Buffer }>();
 
 /** The bundle, for the entry points to load first: through its code cache when they turned it on. */
 export const RUNTIME = join(__dirname, 'runtime.js');
@@ -38,15 +38,11 @@ export function requireCached(file: string): unknown {
   if (folder === undefined) return require(file);
   // Named for the node that made it: processes of two node versions sharing the folder keep a cache each.
   const cacheFile = join(folder, `${basename(file)}.${process.version}-${process.arch}.v8cache`);
-  let cachedData: Buffer | undefined;
-  try {
-    cachedData = readFileSync(cacheFile);
-  } catch {
-    // No cache yet: this start makes it.
-  }
+  const code = readFileSync(file);
+  const cachedData = cacheFor(cacheFile, code);
   const vm = require('node:vm') as typeof import('node:vm');
   // The module wrapper on the file's first line, so that stack lines keep their numbers.
-  const source = `(function (exports, require, module, __filename, __dirname) {${readFileSync(file, 'utf8')}\n})`;
+  const source = `(function (exports, require, module, __filename, __dirname) {${code.toString('utf8')}\n})`;
   const script = new vm.Script(source, { filename: file, cachedData });
   const module = new Module(file);
   module.filename = file;
@@ -54,9 +50,27 @@ export function requireCached(file: string): unknown {
   run.call(module.exports, module.exports, createRequire(file), module, file, dirname(file));
   module.loaded = true;
   require.cache[file] = module;
-  // V8 refuses a cache made by another node, other flags or another version of the file.
-  if (cachedData === undefined || script.cachedDataRejected === true) unsaved.set(file, { script, cacheFile });
+  // V8 refuses a cache made by another node or with other flags.
+  if (cachedData === undefined || script.cachedDataRejected === true) unsaved.set(file, { script, cacheFile, code });
   return module.exports;
+}
+
+// A cache file: the length of the code it was made from (4 bytes), that code, then V8's data. V8
+// itself checks only the code's length: a file changed to another of the same length (a rebuild
+// that turns one digit into another) would run as the old one. So the code is kept and compared,
+// which costs a read and a memcmp where a hash would load node:crypto or node:zlib at every start.
+function cacheFor(cacheFile: string, code: Buffer): Buffer | undefined {
+  let kept: Buffer;
+  try {
+    kept = readFileSync(cacheFile);
+  } catch {
+    // No cache yet: this start makes it.
+    return undefined;
+  }
+  if (kept.length < 4) return undefined;
+  const length = kept.readUInt32LE(0);
+  if (length !== code.length || kept.length <= 4 + length || !kept.subarray(4, 4 + length).equals(code)) return undefined;
+  return kept.subarray(4 + length);
 }
 
 /** After `file` has done its work: its cache is written, with what V8 has compiled of it by now, if it needs one. */
@@ -68,7 +82,9 @@ export function keepCompiled(file: string): void {
     mkdirSync(dirname(entry.cacheFile), { recursive: true });
     // Whole or not at all: another process starting beside this one reads either file entire.
     const partial = `${entry.cacheFile}.${process.pid}`;
-    writeFileSync(partial, entry.script.createCachedData());
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(entry.code.length);
+    writeFileSync(partial, Buffer.concat([length, entry.code, entry.script.createCachedData()]));
     renameSync(partial, entry.cacheFile);
   } catch {
     // A folder that cannot be written (a read-only image): starts compile as before.

@@ -126,6 +126,20 @@ describe('the code caches', () => {
     );
   });
 
+  it('a file changed to another of the same length runs as it is now, not as its cache was made', (t) => {
+    const cache = cacheFolder(t);
+    const file = path.join(cache, 'module.js');
+    const script = `const c = require(${JSON.stringify(path.join(lib, 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
+      const m = c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(m.value);`;
+    const run = () => execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim();
+    fs.writeFileSync(file, 'module.exports = { value: 1 };\n');
+    assert.equal(run(), '1');
+    assert.equal(run(), '1', 'from its cache');
+    fs.writeFileSync(file, 'module.exports = { value: 2 };\n');
+    assert.equal(run(), '2');
+    assert.equal(run(), '2', 'from its new cache');
+  });
+
   it('with NODE_DISABLE_COMPILE_CACHE=1 none is read or written', async (t) => {
     const cache = cacheFolder(t);
     const folder = functionWithSecret();
