@@ -11,7 +11,7 @@
 //
 // The client's types are written out here, as much of them as is used: funcrun's declarations
 // must not need the package.
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from './random';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { decodeAnswer, encodeAnswer, type Claim, type IdempotencyStore } from './idempotency-store';

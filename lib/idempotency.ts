@@ -5,7 +5,7 @@
 // byte, without running the function. A 5xx, a timeout, a 408 or 429, or an answer not kept (too
 // large, or streamed) releases the key, so that the next delivery runs. A store that cannot be
 // reached answers 503: an event is never run without its claim.
-import { createHash } from 'node:crypto';
+import { sha256 } from './random';
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
 import { runtimeError, type SentError } from './errors';
@@ -192,7 +192,7 @@ export type Admission = { replay: Answer; settle?: undefined } | { settle: Settl
 // A fixed length in the store, and no event's text in its keys.
 function hash(text: string): string {
   // As UTF-16 code units: UTF-8 would make every lone surrogate U+FFFD, and two ids one key.
-  return createHash('sha256').update(text, 'utf16le').digest('base64url');
+  return sha256(text);
 }
 
 /** What was sent, as kept for duplicates (headers but the connection's), while it is at most `limit` bytes; not a stream. */

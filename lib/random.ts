@@ -1,6 +1,6 @@
 // node:crypto, loaded on first use: it takes some 5 ms of a start to load, and a start needs none
-// of it (ids for answered CloudEvents, span ids for traced requests and the metrics' instance id
-// come later).
+// of it (ids for answered CloudEvents, span ids for traced requests, the metrics' instance id and
+// the digests and tokens of idempotency come later).
 import type * as Crypto from 'node:crypto';
 
 let crypto: typeof Crypto | undefined;
@@ -15,4 +15,9 @@ export function randomUUID(): string {
 
 export function randomFillSync<T extends NodeJS.ArrayBufferView>(buffer: T): T {
   return load().randomFillSync(buffer);
+}
+
+/** The SHA-256 digest of `text` (as UTF-16 code units), base64url. */
+export function sha256(text: string): string {
+  return load().createHash('sha256').update(text, 'utf16le').digest('base64url');
 }

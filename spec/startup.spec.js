@@ -9,12 +9,19 @@ const os = require('node:os');
 const path = require('node:path');
 
 const lib = path.join(__dirname, '..', 'lib');
-// A child node, without the caller's compile-cache variables, printing what `script` writes.
+// A child node, without the caller's compile-cache variables, printing what `script` writes. The
+// script runs from a file: `node -e` loads node:crypto itself, before the script.
 function inChild(script, env = {}) {
   const clean = { ...process.env };
   delete clean.NODE_COMPILE_CACHE;
   delete clean.NODE_DISABLE_COMPILE_CACHE;
-  return execFileSync(process.execPath, ['-e', script], { env: { ...clean, ...env }, encoding: 'utf8' }).trim();
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-startup-'));
+  try {
+    fs.writeFileSync(path.join(folder, 'script.js'), script);
+    return execFileSync(process.execPath, [path.join(folder, 'script.js')], { env: { ...clean, ...env }, encoding: 'utf8' }).trim();
+  } finally {
+    fs.rmSync(folder, { recursive: true, force: true });
+  }
 }
 
 describe('start-up', () => {
@@ -86,8 +93,13 @@ describe('start-up', () => {
       (async () => {
         const server = await start({ handle: () => ({ ok: true }) }, { port: 0, host: '127.0.0.1', logLevel: 'silent' });
         const { port } = server.address();
-        const res = await fetch('http://127.0.0.1:' + port + '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-        await res.text();
+        // node:http, not fetch: undici loads node:crypto itself.
+        const res = await new Promise((resolve) =>
+          require('node:http').request({ port, host: '127.0.0.1', method: 'POST', headers: { 'content-type': 'application/json' } }, (answer) => {
+            answer.resume();
+            answer.on('end', () => resolve({ status: answer.statusCode }));
+          }).end('{}'),
+        );
         const loaded = process.moduleLoadList.filter((m) => !before.has(m) && /crypto/.test(m));
         const metrics = await (await fetch('http://127.0.0.1:' + port + '/metrics')).text();
         await stop(server);
