@@ -4,6 +4,16 @@ const net = require('node:net');
 
 const order = JSON.stringify({ customerId: 1, productId: 2, name: 'a bench order' });
 const ce = { 'ce-id': 'b-1', 'ce-source': '/bench', 'ce-type': 'dev.bench.order', 'ce-specversion': '1.0' };
+// A structured event, the `i`th of a sender's, carrying the order; and a batch of ten of them.
+const structuredEvent = (i) => ({
+  id: `b-${i}`,
+  source: '/bench',
+  type: 'dev.bench.order',
+  specversion: '1.0',
+  datacontenttype: 'application/json',
+  data: JSON.parse(order),
+});
+const batch = JSON.stringify(Array.from({ length: 10 }, (_, i) => structuredEvent(i)));
 
 function freePort() {
   return new Promise((resolve) => {
@@ -27,4 +37,4 @@ async function untilUp(port, child, every = 5) {
   }
 }
 
-module.exports = { order, ce, freePort, untilUp };
+module.exports = { order, ce, structuredEvent, batch, freePort, untilUp };

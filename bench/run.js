@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { order, ce, freePort, untilUp } = require('./common');
+const { order, ce, structuredEvent, batch, freePort, untilUp } = require('./common');
 const { readme, withSummary } = require('./readme');
 
 const ROOT = path.join(__dirname, '..');
@@ -42,9 +42,6 @@ const PIN = has('taskset') && os.cpus().length >= 2;
 const pinned = (cpu, command, argv) => (PIN ? ['taskset', ['-c', String(cpu), command, ...argv]] : [command, argv]);
 const LOADER = has('wrk') ? 'wrk' : 'autocannon';
 
-// A structured event's attributes, the `i`th of a sender's.
-const structured = (i) => ({ id: `b-${i}`, source: '/bench', type: 'dev.bench.order', specversion: '1.0' });
-
 const ALL_WORKLOADS = [
   { name: 'json', label: 'JSON POST', path: '/json', method: 'POST', headers: { 'content-type': 'application/json' }, body: order, target: 0.95 },
   { name: 'text', label: 'text POST', path: '/text', method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'a line of plain text to count' },
@@ -64,7 +61,7 @@ const ALL_WORKLOADS = [
     path: '/event',
     method: 'POST',
     headers: { 'content-type': 'application/cloudevents+json' },
-    body: JSON.stringify({ ...structured(1), datacontenttype: 'application/json', data: JSON.parse(order) }),
+    body: JSON.stringify(structuredEvent(1)),
     target: 0.9,
     event: true,
   },
@@ -74,7 +71,7 @@ const ALL_WORKLOADS = [
     path: '/event',
     method: 'POST',
     headers: { 'content-type': 'application/cloudevents-batch+json' },
-    body: JSON.stringify(Array.from({ length: 10 }, (_, i) => ({ ...structured(i), datacontenttype: 'application/json', data: JSON.parse(order) }))),
+    body: batch,
     target: 0.9,
     event: true,
     // faas-js-runtime takes no batches.
