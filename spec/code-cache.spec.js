@@ -171,6 +171,25 @@ describe('the code caches', () => {
     assert.deepEqual(fs.readdirSync(cache).sort(), ['module.js', `module.js.${process.version}-${process.arch}.v8cache`]);
   });
 
+  it("in funcrun's own folder (lib/.cache) they sit in node's folder for this node, its flags and its user, as under NODE_COMPILE_CACHE", (t) => {
+    // A copy of the two files, so that its lib/.cache is the test's own.
+    const copy = cacheFolder(t);
+    for (const name of ['compile-cache.js', 'code-cache.js']) fs.copyFileSync(path.join(lib, name), path.join(copy, name));
+    const file = path.join(copy, 'module.js');
+    fs.writeFileSync(file, 'module.exports = { value: 1 };\n');
+    const script = `require(${JSON.stringify(path.join(copy, 'compile-cache.js'))}); const c = require(${JSON.stringify(path.join(copy, 'code-cache.js'))});
+      c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(require('node:module').getCompileCacheDir());`;
+    const env = { ...process.env };
+    delete env.NODE_COMPILE_CACHE;
+    delete env.NODE_DISABLE_COMPILE_CACHE;
+    const nodeFolder = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', env }).trim();
+    assert.notEqual(nodeFolder, path.join(copy, '.cache'), "node's folder is one inside the folder it is given");
+    assert.deepEqual(
+      filesUnder(path.join(copy, '.cache')).filter((name) => name.endsWith('.v8cache')),
+      [path.join(nodeFolder, `module.js.${process.version}-${process.arch}.v8cache`)],
+    );
+  });
+
   it('with NODE_DISABLE_COMPILE_CACHE=1 none is read or written', async (t) => {
     const cache = cacheFolder(t);
     const folder = functionWithSecret();
