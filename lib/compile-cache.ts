@@ -13,9 +13,13 @@ import { useCodeCache } from './code-cache';
 
 try {
   const result = nodeModule.enableCompileCache?.(join(__dirname, '.cache'));
-  // The same folder, or none, for the code caches of the bundle and the YAML parser (code-cache.ts).
+  // The same folder, or none, for the code caches of the bundle and the YAML parser (code-cache.ts):
+  // node's own, inside the one it was given, for this node, its V8 flags and its user. (Where it was
+  // just turned on, `result.directory` is the folder given: processes with other flags would
+  // replace each other's caches there at every start.)
   const { ENABLED, ALREADY_ENABLED } = nodeModule.constants.compileCacheStatus;
-  if (result?.directory !== undefined && (result.status === ENABLED || result.status === ALREADY_ENABLED)) useCodeCache(result.directory);
+  const directory = nodeModule.getCompileCacheDir?.() ?? result?.directory;
+  if (directory !== undefined && (result?.status === ENABLED || result?.status === ALREADY_ENABLED)) useCodeCache(directory);
 } catch {
   // A start without the cache is only slower.
 }

@@ -13,6 +13,7 @@ export function settleWithin<T>(value: T | PromiseLike<T>, ms: number, late: () 
   return Promise.race([value, expired]).finally(() => clearTimeout(timer));
 }
 
+/** Whether `await` would wait for `value`: an object or a function with a `then` method. */
 export function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

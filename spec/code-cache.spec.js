@@ -140,6 +140,56 @@ describe('the code caches', () => {
     assert.equal(run(), '2', 'from its new cache');
   });
 
+  it("a cache whose V8 data was damaged is not used (V8 checks the data's length, not its bytes), and is written again", (t) => {
+    const cache = cacheFolder(t);
+    const file = path.join(cache, 'module.js');
+    const cacheFile = path.join(cache, `module.js.${process.version}-${process.arch}.v8cache`);
+    const script = `const c = require(${JSON.stringify(path.join(lib, 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
+      const m = c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(m.value);`;
+    const run = () => execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim();
+    fs.writeFileSync(file, "module.exports = { value: 'kept-as-written' };\n");
+    assert.equal(run(), 'kept-as-written');
+    // One byte of V8's data changed: the string as V8 keeps it, after the code the file holds.
+    const kept = fs.readFileSync(cacheFile);
+    const at = kept.indexOf('kept-as-written', 4 + kept.readUInt32LE(0));
+    assert.ok(at > 0, 'V8 keeps the string in its data');
+    kept[at] = 'K'.charCodeAt(0);
+    fs.writeFileSync(cacheFile, kept);
+    assert.equal(run(), 'kept-as-written');
+    assert.notDeepEqual(fs.readFileSync(cacheFile), kept, 'the damaged cache is replaced');
+    assert.equal(run(), 'kept-as-written', 'from its new cache');
+  });
+
+  it('a cache that cannot be written (a folder in its place) leaves no partial file behind', (t) => {
+    const cache = cacheFolder(t);
+    const file = path.join(cache, 'module.js');
+    fs.writeFileSync(file, 'module.exports = { value: 1 };\n');
+    fs.mkdirSync(path.join(cache, `module.js.${process.version}-${process.arch}.v8cache`));
+    const script = `const c = require(${JSON.stringify(path.join(lib, 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
+      const m = c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(m.value);`;
+    for (let start = 0; start < 2; start++) assert.equal(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim(), '1');
+    assert.deepEqual(fs.readdirSync(cache).sort(), ['module.js', `module.js.${process.version}-${process.arch}.v8cache`]);
+  });
+
+  it("in funcrun's own folder (lib/.cache) they sit in node's folder for this node, its flags and its user, as under NODE_COMPILE_CACHE", (t) => {
+    // A copy of the two files, so that its lib/.cache is the test's own.
+    const copy = cacheFolder(t);
+    for (const name of ['compile-cache.js', 'code-cache.js']) fs.copyFileSync(path.join(lib, name), path.join(copy, name));
+    const file = path.join(copy, 'module.js');
+    fs.writeFileSync(file, 'module.exports = { value: 1 };\n');
+    const script = `require(${JSON.stringify(path.join(copy, 'compile-cache.js'))}); const c = require(${JSON.stringify(path.join(copy, 'code-cache.js'))});
+      c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(require('node:module').getCompileCacheDir());`;
+    const env = { ...process.env };
+    delete env.NODE_COMPILE_CACHE;
+    delete env.NODE_DISABLE_COMPILE_CACHE;
+    const nodeFolder = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', env }).trim();
+    assert.notEqual(nodeFolder, path.join(copy, '.cache'), "node's folder is one inside the folder it is given");
+    assert.deepEqual(
+      filesUnder(path.join(copy, '.cache')).filter((name) => name.endsWith('.v8cache')),
+      [path.join(nodeFolder, `module.js.${process.version}-${process.arch}.v8cache`)],
+    );
+  });
+
   it('with NODE_DISABLE_COMPILE_CACHE=1 none is read or written', async (t) => {
     const cache = cacheFolder(t);
     const folder = functionWithSecret();

@@ -94,6 +94,13 @@ describe('return rules', () => {
     assert.equal(res.text, 'later');
   });
 
+  it('a thenable is awaited, a function with a then method as much as an object, as await does', async (t) => {
+    const object = { then: (resolve) => resolve('from an object') };
+    assert.equal((await returning(t, () => object)).text, 'from an object');
+    const callable = Object.assign(() => 'not this', { then: (resolve) => resolve('from a function') });
+    assert.equal((await returning(t, () => callable)).text, 'from a function');
+  });
+
   it('HEAD gets the headers of GET and no body', async (t) => {
     const res = await returning(t, 'a body of some length', { method: 'HEAD' });
     assert.equal(res.status, 200);
