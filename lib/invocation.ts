@@ -79,10 +79,7 @@ export async function batch(
     // The client went away: the answer cannot be sent, so the rest of the batch is not run.
     if (gone()) return undefined;
     const ctx = context(event);
-    // Only a promise is waited for: a batch of plain values runs in one turn.
-    let result = invoke(fn, ctx, eventAsArgument ? event : event.data);
-    if (isThenable(result)) result = await result;
-    const value = settle(result, ctx);
+    const value = settle(await invoke(fn, ctx, eventAsArgument ? event : event.data), ctx);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(withTrace(reply, invocationTrace(ctx)));
     else discard(value);

@@ -25,7 +25,6 @@ import { METRICS_TYPE, type Metrics } from './metrics';
 import { requestDone, type Runtime } from './lifecycle';
 import { answerProbe, type ProbeOptions } from './probes';
 import { batch, beforeDeadline, inInvocation, type Invoke } from './invocation';
-import { isThenable } from './deadline';
 import { closeAfter, lingerAfter, requestArrived } from './connections';
 import type { RequestInput } from './provenance';
 import type { Contracts } from './contracts';
@@ -175,9 +174,9 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
       if (answered === true || (answered !== false && (await answered))) return;
     }
     // 8. The function: with the request's data, or once per event.
-    // A value is answered in the same turn: only a promise is waited for.
-    let value = callFunction(p, x, destination);
-    if (isThenable(value)) value = await value;
+    // Awaited even when it is not a promise: what the function queued as it returned (a microtask
+    // that finishes the value) runs before the answer, as in faas-js-runtime.
+    const value = await callFunction(p, x, destination);
     if (x.uploads !== undefined || x.bodyStream !== undefined) await bodyDone(x, value);
     // 9. The answer, by the return rules.
     const sent = answer(p, x, value);

@@ -101,6 +101,15 @@ describe('return rules', () => {
     assert.equal((await returning(t, () => callable)).text, 'from a function');
   });
 
+  it("a value is answered after the function's own microtasks, as faas-js-runtime, which awaits it, does", async (t) => {
+    const res = await returning(t, () => {
+      const value = { step: 'returned' };
+      queueMicrotask(() => (value.step = 'settled'));
+      return value;
+    });
+    assert.deepEqual(res.json, { step: 'settled' });
+  });
+
   it('HEAD gets the headers of GET and no body', async (t) => {
     const res = await returning(t, 'a body of some length', { method: 'HEAD' });
     assert.equal(res.status, 200);
