@@ -14,6 +14,15 @@ const structuredEvent = (i) => ({
   data: JSON.parse(order),
 });
 const batch = JSON.stringify(Array.from({ length: 10 }, (_, i) => structuredEvent(i)));
+/** The batch workload, as the load runs and the instruction counts both send it. */
+const batchWorkload = {
+  name: 'batch-event',
+  label: 'CloudEvents batch of 10',
+  path: '/event',
+  method: 'POST',
+  headers: { 'content-type': 'application/cloudevents-batch+json' },
+  body: batch,
+};
 
 function freePort() {
   return new Promise((resolve) => {
@@ -37,4 +46,4 @@ async function untilUp(port, child, every = 5) {
   }
 }
 
-module.exports = { order, ce, structuredEvent, batch, freePort, untilUp };
+module.exports = { order, ce, structuredEvent, batchWorkload, freePort, untilUp };

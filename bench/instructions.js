@@ -17,7 +17,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { order, ce, batch, freePort, untilUp } = require('./common');
+const { order, ce, batchWorkload, freePort, untilUp } = require('./common');
 
 const ROOT = path.join(__dirname, '..');
 const { values: args } = parseArgs({
@@ -43,14 +43,7 @@ const WORKLOADS = [
     body: order,
     target: 0.95,
   },
-  {
-    name: 'batch-event',
-    label: 'CloudEvents batch of 10',
-    path: '/event',
-    method: 'POST',
-    headers: { 'content-type': 'application/cloudevents-batch+json' },
-    body: batch,
-  },
+  batchWorkload,
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {} },
 ].filter((w) => !args.only || args.only.split(',').includes(w.name));
 

@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { order, ce, structuredEvent, batch, freePort, untilUp } = require('./common');
+const { order, ce, structuredEvent, batchWorkload, freePort, untilUp } = require('./common');
 const { readme, withSummary } = require('./readme');
 
 const ROOT = path.join(__dirname, '..');
@@ -66,12 +66,7 @@ const ALL_WORKLOADS = [
     event: true,
   },
   {
-    name: 'batch-event',
-    label: 'CloudEvents batch of 10',
-    path: '/event',
-    method: 'POST',
-    headers: { 'content-type': 'application/cloudevents-batch+json' },
-    body: batch,
+    ...batchWorkload,
     target: 0.9,
     event: true,
     // faas-js-runtime takes no batches.

@@ -57,13 +57,18 @@ function filesUnder(folder) {
     .map((e) => path.join(e.parentPath, e.name));
 }
 
+/** A function with a secret in its func.yaml, started once with a cache folder of its own: the cache files that start wrote. */
+async function firstStart(t) {
+  const cache = cacheFolder(t);
+  const folder = functionWithSecret();
+  t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+  await startOnce(t, folder, { NODE_COMPILE_CACHE: cache }, cache);
+  return { cache, folder, files: ['yaml.js', 'runtime.js'].map((name) => cacheFileIn(cache, name)) };
+}
+
 describe('the code caches', () => {
   it("a start writes them beside node's compile cache, the next start reads them as they are, and no cached file holds func.yaml's values", async (t) => {
-    const cache = cacheFolder(t);
-    const folder = functionWithSecret();
-    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
-    await startOnce(t, folder, { NODE_COMPILE_CACHE: cache }, cache);
-    const files = ['yaml.js', 'runtime.js'].map((name) => cacheFileIn(cache, name));
+    const { cache, folder, files } = await firstStart(t);
     const first = files.map((file) => fs.statSync(file));
     for (const stat of first) assert.ok(stat.size > 10_000, `a cache of compiled code: ${stat.size} bytes`);
     // A cache V8 refused would be written again (a new file, renamed over the old one).
@@ -101,11 +106,7 @@ describe('the code caches', () => {
   });
 
   it('a cache V8 refuses (damaged, or made by another node) is replaced, and the start goes on', async (t) => {
-    const cache = cacheFolder(t);
-    const folder = functionWithSecret();
-    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
-    await startOnce(t, folder, { NODE_COMPILE_CACHE: cache }, cache);
-    const files = ['yaml.js', 'runtime.js'].map((name) => cacheFileIn(cache, name));
+    const { cache, folder, files } = await firstStart(t);
     const garbage = Buffer.alloc(4096, 0x5a);
     for (const file of files) fs.writeFileSync(file, garbage);
     await startOnce(t, folder, { NODE_COMPILE_CACHE: cache });
