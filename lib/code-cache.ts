@@ -10,8 +10,8 @@
 // import() of its own (node gives it one only behind an experimental option, with a warning on
 // stderr), so the bundle imports an ESM function through importModule(), here.
 //
-// A cache holds compiled code only, never data the code later read (func.yaml's values stay in
-// func.yaml). It lives in the folder the entry point chose for node's compile cache
+// A cache holds funcrun's file and V8's code for it, never data the code later read (func.yaml's
+// values stay in func.yaml). It lives in the folder the entry point chose for node's compile cache
 // (compile-cache.ts), never a shared one, named for the node that made it.
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { Module, createRequire } from 'node:module';
