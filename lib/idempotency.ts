@@ -135,11 +135,11 @@ export class Idempotency {
     const { namespace, hashKeys } = this.settings;
     if (!Array.isArray(events)) {
       const key = this.#eventKey(events);
-      return hashKeys ? namespace + hash(key) : key;
+      return hashKeys ? namespace + sha256(key) : key;
     }
     // A batch is one delivery: known by its events' keys, in order, hashed whatever the store (a
     // batch of many events would be past any key limit).
-    return namespace + hash(JSON.stringify(events.map((e) => this.#eventKey(e))));
+    return namespace + sha256(JSON.stringify(events.map((e) => this.#eventKey(e))));
   }
 
   /** One event's key, checked: within the key limit. */
@@ -188,12 +188,6 @@ export type Settle = (incomplete: boolean, sent: Reply | SentError | undefined) 
 
 /** A duplicate's kept answer, or the go-ahead to run with what settles the claim afterwards. */
 export type Admission = { replay: Answer; settle?: undefined } | { settle: Settle; replay?: undefined };
-
-// A fixed length in the store, and no event's text in its keys.
-function hash(text: string): string {
-  // As UTF-16 code units: UTF-8 would make every lone surrogate U+FFFD, and two ids one key.
-  return sha256(text);
-}
 
 /** What was sent, as kept for duplicates (headers but the connection's), while it is at most `limit` bytes; not a stream. */
 function answerOf(sent: Reply | SentError, limit: number): Answer | undefined {

@@ -17,7 +17,11 @@ export function randomFillSync<T extends NodeJS.ArrayBufferView>(buffer: T): T {
   return load().randomFillSync(buffer);
 }
 
-/** The SHA-256 digest of `text` (as UTF-16 code units), base64url. */
+/**
+ * The SHA-256 digest of `text`, base64url: idempotency's keys, of a fixed length and holding no
+ * event's text. Of its UTF-16 code units: UTF-8 would make every lone surrogate U+FFFD, and two
+ * ids one key.
+ */
 export function sha256(text: string): string {
   return load().createHash('sha256').update(text, 'utf16le').digest('base64url');
 }

@@ -248,7 +248,7 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   }
   started = true;
   // The bundle's code cache is written once the first answer is sent, when V8 has compiled the
-  // way to it too; only when there is none yet, or V8 refused it (code-cache.ts).
+  // way to it too; only when the start found none it could use (code-cache.ts).
   server.once('request', (_req: unknown, res: ServerResponse) => res.once('close', () => setImmediate(keepCompiled, RUNTIME)));
   log = loggerOf(server);
   if (/\.[cm]?ts$/.test(entry.file) && entry.note !== undefined) log.info({ file: entry.file }, `running the TypeScript source: ${entry.note}`);
