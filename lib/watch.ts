@@ -9,7 +9,7 @@ import { dirname, join, normalize, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { EXIT } from './exit';
 import { canRunTypeScript } from './loader';
-import { flagOptions } from './settings';
+import { flagOptions, fromEnvironment, fromFlags } from './settings';
 
 const SERVE = join(__dirname, 'serve.js');
 
@@ -52,8 +52,8 @@ export async function watchAndServe(args: string[]): Promise<void> {
     child = started;
     started.once('exit', (code, signal) => {
       if (exiting) return;
-      // A flag's value serve refuses (it has said which): no save can fix the command line.
-      if (code === EXIT.USAGE) process.exit(EXIT.USAGE);
+      // A start error, func.yaml's included (a syntax error, a value refused), waits for the save
+      // that fixes it: the command line and the variables were checked before the first start.
       if (replacing) return run();
       child = undefined;
       process.stderr.write(`funcrun: the function stopped (${code !== null ? `exit code ${code}` : signal}); the next save starts it again\n`);
@@ -105,12 +105,16 @@ export async function watchAndServe(args: string[]): Promise<void> {
 
 /**
  * The function's folder: the path serve is given, or the folder of the file it is given;
- * undefined when serve would refuse the command line or find no such path.
+ * undefined when serve would refuse the command line (a flag, or a value of a flag or a variable:
+ * no save can fix them) or find no such path.
  */
 function watchedFolder(args: string[]): string | undefined {
   let positionals: string[];
   try {
-    ({ positionals } = parseArgs({ args, options: { ...flagOptions(), 'from-source': { type: 'boolean' } }, allowPositionals: true, strict: true }));
+    let values;
+    ({ positionals, values } = parseArgs({ args, options: { ...flagOptions(), 'from-source': { type: 'boolean' } }, allowPositionals: true, strict: true }));
+    fromFlags(values);
+    fromEnvironment(process.env);
   } catch {
     return undefined;
   }

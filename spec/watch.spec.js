@@ -2,7 +2,7 @@
 // funcrun serve --watch, run as a user runs it: however a file is saved (in place, renamed over,
 // git checkout, moved in, deleted and created again, in a new folder, in a folder removed and made
 // again), and however many times, the next request is answered by the new code; a broken save is
-// survived; requests in flight finish first; node_modules, .git and the build output are not
+// survived (func.yaml's too); requests in flight finish first; node_modules, .git and the build output are not
 // watched; a command line serve refuses ends it as it ends serve.
 const { after, describe, it } = require('node:test');
 const assert = require('node:assert/strict');
@@ -41,11 +41,11 @@ const answering = (text) => `module.exports = () => ${JSON.stringify(text)};\n`;
  * Runs `funcrun serve <dir> --watch` on a free port (PORT, FUNC_HOST) until the test ends. The
  * process group is killed after the test, whatever happened.
  */
-async function watching(t, dir, { execArgv = [], watch = true, flags = [] } = {}) {
+async function watching(t, dir, { execArgv = [], watch = true, flags = [], variables = {} } = {}) {
   const port = await helpers.freePort();
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)));
   const child = spawn(process.execPath, [...execArgv, CLI, 'serve', dir, ...(watch ? ['--watch'] : []), ...flags], {
-    env: { ...env, PORT: String(port), FUNC_HOST: '127.0.0.1' },
+    env: { ...env, PORT: String(port), FUNC_HOST: '127.0.0.1', ...variables },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -271,6 +271,29 @@ describe('funcrun serve --watch through failures and reloads', () => {
     assert.equal(proc.said(/^funcrun: the function stopped \(exit code 1\)/).length, 2, proc.out.stderr);
   });
 
+  it("a func.yaml saved with a syntax error, or with a value funcrun refuses, stops the function with serve's message; the save that fixes it serves again", async (t) => {
+    const valid = 'specVersion: 0.36.0\nname: watched\nruntime: node\n';
+    const dir = project({ 'index.js': answering('v1'), 'func.yaml': valid });
+    const proc = await watching(t, dir);
+    await proc.answers('v1');
+    const broken = [
+      ['name: [watched\n', /func\.yaml:\d+: Flow sequence/],
+      [valid + 'run:\n  envs:\n    - name: FUNC_LOG_LEVEL\n      value: loud\n', /invalid FUNC_LOG_LEVEL: unknown log level 'loud'/],
+    ];
+    for (const [i, [text, message]] of broken.entries()) {
+      fs.writeFileSync(path.join(dir, 'func.yaml'), text);
+      await proc.until(
+        () => proc.said(/^funcrun: the function stopped \(exit code 2\); the next save starts it again$/).length === i + 1,
+        'the function to stop',
+      );
+      assert.equal(proc.out.stderr.split('\n').filter((l) => l.startsWith('{"level":60') && message.test(JSON.parse(l).msg)).length, 1, proc.out.stderr);
+      assert.equal(await proc.answer(), undefined);
+      fs.writeFileSync(path.join(dir, 'index.js'), answering(`v${i + 2}`));
+      fs.writeFileSync(path.join(dir, 'func.yaml'), valid);
+      await proc.answers(`v${i + 2}`);
+    }
+  });
+
   it('a request in flight when a file is saved gets its whole answer from the old code; then the new code answers, started once', async (t) => {
     // The slow request waits for the drain to begin and for the test to let it go (a file in
     // node_modules, which is not watched).
@@ -399,13 +422,14 @@ module.exports = async (ctx) => {
     );
   }
 
-  it('a command line serve refuses ends funcrun at once with its message and exit code 2, as without --watch', async (t) => {
+  it('a command line or a variable serve refuses ends funcrun at once with its message and exit code 2, as without --watch', async (t) => {
     const dir = project({ 'index.js': answering('v1') });
-    for (const [flags, message] of [
+    for (const [flags, message, variables] of [
       [['--prot', '8080'], /--prot.*did you mean --port/],
       [['--grace-period', 'soon'], /grace/i],
+      [[], /invalid FUNC_LOG_LEVEL: unknown log level 'loud'/, { FUNC_LOG_LEVEL: 'loud' }],
     ]) {
-      const proc = await watching(t, dir, { flags });
+      const proc = await watching(t, dir, { flags, variables });
       assert.deepEqual(await proc.exited, { code: 2, signal: null }, proc.out.stderr);
       assert.match(proc.out.stderr, message);
       assert.deepEqual(starts(proc), []);
