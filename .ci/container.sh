@@ -3,10 +3,12 @@
 # project carries (examples/deploy/Dockerfile, copied by create) and run the way Knative runs it.
 # Checks, each one PASS or FAIL line (exit status 1 on any FAIL):
 #   - the project's Dockerfile and .dockerignore are examples/deploy's, and the image builds;
-#     a project with no funcrun tarball builds too (the Dockerfile's `*.tgz` may match nothing);
+#     a project with no funcrun tarball (funcrun fetched as from a registry) builds too (the
+#     Dockerfile's `*.tgz` may match nothing);
 #   - run read-only with a memory limit, the image's own user and PORT set: it becomes ready,
 #     its probes answer 200, a POST is echoed, /metrics serves Prometheus text;
 #   - the process is not root, the root filesystem is read-only, the memory limit is set;
+#   - it carries funcrun's code caches (`funcrun cache`, run while it was built) for its user;
 #   - `podman stop` (SIGTERM) lets a request in flight finish, and the exit status is 0;
 #   - its log lines are JSON;
 #   - a TypeScript CloudEvents project builds (tsc in the image) on the other line, Node 22
@@ -214,18 +216,27 @@ else
   finish
 fi
 
-# funcrun from the registry one day: no tarball, so the Dockerfile's *.tgz matches nothing.
+# funcrun from a registry: no tarball in the project, so the Dockerfile's *.tgz matches nothing.
+# The package is fetched over HTTP from loopback (the build shares the host's network), as from
+# a registry, and the image's build runs its binary (funcrun cache).
 plain="$work/no-tarball"
-mkdir -p "$plain"
+served="$work/served"
+mkdir -p "$plain" "$served"
 cp examples/deploy/Dockerfile examples/deploy/.dockerignore "$plain/"
-echo '{ "name": "no-tarball", "version": "0.1.0", "private": true }' >"$plain/package.json"
+cp "$project"/funcrun-*.tgz "$served/funcrun.tgz"
+served_port=$(free_port)
+python3 -m http.server --bind 127.0.0.1 --directory "$served" "$served_port" >>"$log" 2>&1 &
+server_pid=$!
+echo "{ \"name\": \"no-tarball\", \"version\": \"0.1.0\", \"private\": true, \"dependencies\": { \"funcrun\": \"http://127.0.0.1:$served_port/funcrun.tgz\" } }" >"$plain/package.json"
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$served_port/funcrun.tgz" && break; sleep 0.1; done
 (cd "$plain" && npm install --no-audit --no-fund) >>"$log" 2>&1
 if (cd "$plain" && podman build --pull=never --network=host -t localhost/funcrun-test-no-tarball .) >>"$log" 2>&1; then
-  pass "a project with no funcrun tarball builds too"
+  pass "a project with no funcrun tarball (funcrun fetched as from a registry) builds too"
 else
   fail "podman build in a project with no funcrun tarball"
   show "$log"
 fi
+kill "$server_pid" 2>/dev/null || true
 
 # start_container IMAGE: runs it as Knative would (its own user, PORT set), read-only, with a
 # memory limit, on a free port, and waits until it is ready; a failure ends the run.
@@ -284,6 +295,29 @@ elif [ "$(inspect '{{.HostConfig.ReadonlyRootfs}}')" != true ]; then
   fail "ReadonlyRootfs is not true"
 else
   pass "the root filesystem is read-only"
+fi
+
+# The code caches `funcrun cache` wrote while the image was built: in the folder node picks for
+# the function's user and V8 flags, made from this funcrun's bundle and YAML parser, owned by root.
+caches=$(podman exec "$container" node -e '
+  const fs = require("node:fs"), path = require("node:path");
+  const dir = require("node:module").getCompileCacheDir();
+  const lib = path.dirname(fs.realpathSync("node_modules/.bin/funcrun"));
+  const problems = [];
+  if (dir === undefined || !dir.startsWith("/app/.cache/") || !dir.endsWith("-1000")) problems.push("compile cache folder " + dir);
+  else for (const name of ["runtime.js", "yaml.js"]) {
+    const file = path.join(dir, `${name}.${process.version}-${process.arch}.v8cache`);
+    if (!fs.existsSync(file)) { problems.push("no " + file); continue; }
+    const kept = fs.readFileSync(file), code = fs.readFileSync(path.join(lib, name));
+    if (!kept.subarray(4, 4 + kept.readUInt32LE(0)).equals(code)) problems.push(file + " was made from other code");
+    if (fs.statSync(file).uid !== 0) problems.push(file + " is not root'"'"'s");
+  }
+  console.log(problems.length === 0 ? "ok " + dir : problems.join("; "));
+' 2>&1 || true)
+if [[ "$caches" == ok* ]]; then
+  pass "it carries funcrun's code caches for uid 1000, made from its funcrun, owned by root (${caches#ok })"
+else
+  fail "funcrun's code caches: $caches"
 fi
 
 memory=$(inspect '{{.HostConfig.Memory}}')

@@ -31,13 +31,22 @@ const unsaved = new Map<string, { script: Script; cacheFile: string; code: Buffe
 /** The bundle, for the entry points to load first: through its code cache when they turned it on. */
 export const RUNTIME = join(__dirname, 'runtime.js');
 
+/** The folder of the code caches, when an entry point turned them on. */
+export function codeCacheFolder(): string | undefined {
+  return folder;
+}
+
+/** `file`'s cache in `directory`, named for the node that made it: processes of two node versions sharing the folder keep a cache each. */
+export function cacheFileOf(file: string, directory: string): string {
+  return join(directory, `${basename(file)}.${process.version}-${process.arch}.v8cache`);
+}
+
 /** `require(file)`, through the code cache when an entry point turned it on. `file` is an absolute path. */
 export function requireCached(file: string): unknown {
   const loaded = require.cache[file];
   if (loaded !== undefined) return loaded.exports;
   if (folder === undefined) return require(file);
-  // Named for the node that made it: processes of two node versions sharing the folder keep a cache each.
-  const cacheFile = join(folder, `${basename(file)}.${process.version}-${process.arch}.v8cache`);
+  const cacheFile = cacheFileOf(file, folder);
   const code = readFileSync(file);
   const cachedData = cacheFor(cacheFile, code);
   const vm = require('node:vm') as typeof import('node:vm');

@@ -16,6 +16,7 @@ const OUTSIDE = {
   invoke: 'the funcrun command',
   configure: 'the funcrun command',
   watch: 'the funcrun command',
+  'cache-command': 'the funcrun command',
   testing: 'funcrun/testing, which loads the CloudEvents SDK',
   'compile-cache': 'loaded by the entry points before the bundle, so that the bundle is cached',
   'source-maps': 'used by the entry points before the bundle loads, and by serve.ts: one copy of its state',

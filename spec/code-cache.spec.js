@@ -2,10 +2,10 @@
 // The code caches of the bundle and the YAML parser (lib/code-cache.ts): written in the compile
 // cache's folder after a start's first parse of func.yaml and its first answer, read by the next
 // start, holding compiled code and never func.yaml's values, and giving the same copy of the file
-// that require() gives.
+// that require() gives; `funcrun cache` writes them for an image without running the function.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { execFileSync } = require('node:child_process');
+const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -213,5 +213,46 @@ describe('the code caches', () => {
       const out = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' });
       assert.deepEqual(JSON.parse(out), { same: true, parsed: { a: [1, 2] } }, order);
     }
+  });
+});
+
+describe('funcrun cache', () => {
+  const cli = path.join(lib, 'cli.js');
+  const cacheCommand = (cwd, env) => spawnSync(process.execPath, [cli, 'cache'], { cwd, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+
+  it("writes the caches a start then reads as they are, runs none of the project's code, and holds no value of its settings or the environment", async (t) => {
+    const cache = cacheFolder(t);
+    const folder = functionWithSecret();
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    // The project's code would leave a file behind if it ran.
+    const marker = path.join(folder, 'loaded');
+    fs.appendFileSync(path.join(folder, 'index.js'), `require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+    const made = cacheCommand(folder, { NODE_COMPILE_CACHE: cache, FUNC_SECRET_SETTING: SECRET });
+    assert.equal(made.status, 0, made.stderr);
+    const files = ['yaml.js', 'runtime.js'].map((name) => cacheFileIn(cache, name));
+    assert.ok(
+      files.every((file) => file !== undefined),
+      `both caches: ${filesUnder(cache).join(', ')}`,
+    );
+    assert.equal(made.stdout, `funcrun: the code caches are in ${path.dirname(files[0])}\n`);
+    assert.equal(fs.existsSync(marker), false, "the project's code did not run");
+    for (const cached of filesUnder(cache)) {
+      const bytes = fs.readFileSync(cached);
+      for (const encoding of ['utf8', 'utf16le', 'latin1']) assert.equal(bytes.indexOf(Buffer.from(SECRET, encoding)), -1, `${cached} (${encoding})`);
+    }
+    // A start of the project reads them as they are: a cache V8 refused would be written again.
+    const before = files.map((file) => fs.statSync(file));
+    await startOnce(t, folder, { NODE_COMPILE_CACHE: cache });
+    files.forEach((file, i) => assert.equal(fs.statSync(file).ino, before[i].ino, `the start kept ${path.basename(file)}`));
+  });
+
+  it('fails with exit code 1, saying why, where the caches cannot be written', (t) => {
+    const cache = cacheFolder(t);
+    const off = cacheCommand(lib, { NODE_COMPILE_CACHE: cache, NODE_DISABLE_COMPILE_CACHE: '1' });
+    assert.equal(off.status, 1);
+    assert.match(off.stderr, /^funcrun: node's compile cache is off \(NODE_DISABLE_COMPILE_CACHE\) or its folder cannot be written/);
+    assert.deepEqual(filesUnder(cache), []);
+    const refused = spawnSync(process.execPath, [cli, 'cache', 'now'], { encoding: 'utf8' });
+    assert.equal(refused.status, 2, refused.stderr);
   });
 });
