@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `funcrun` command: create, invoke, config and serve. An entry point: it reads the command
+// The `funcrun` command: create, invoke, config, serve and cache. An entry point: it reads the command
 // line (node:util parseArgs), and the files and variables its commands name.
 // First: the compile cache and source maps, on before anything else of funcrun is loaded, then
 // the bundle with its code cache (the calls stay between the imports: compiled to CommonJS, each
