@@ -8,12 +8,9 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cacheFileOf, codeCacheFolder, keepCompiled, RUNTIME } from './code-cache';
-import { readFuncYaml } from './config';
+import { cacheFileOf, codeCacheFolder, keepCompiled, RUNTIME, YAML_PARSER } from './code-cache';
 import { start, stop } from './index';
 import { loadFunction, resolveEntry } from './loader';
-
-const YAML_FILE = join(__dirname, 'yaml.js');
 
 // The requests a function behind a Knative Broker or a route answers most: their way through
 // funcrun is the code a start then finds compiled.
@@ -39,12 +36,11 @@ export async function writeCaches(): Promise<string> {
   }
   const project = mkdtempSync(join(tmpdir(), 'funcrun-cache-'));
   try {
-    // A project of its own, started by serve's steps: the entry, func.yaml (the YAML parser's cache
-    // is written once one has been parsed), the module, the server.
+    // A project of its own, started by serve's steps: the entry, the module, the server, which reads
+    // func.yaml (the YAML parser's cache is written once one has been parsed).
     writeFileSync(join(project, 'func.yaml'), 'specVersion: 0.36.0\nname: cache\nruntime: node\n');
     writeFileSync(join(project, 'index.js'), 'module.exports = (context, data) => data ?? {};\n');
     const entry = resolveEntry(project);
-    readFuncYaml(entry.folder);
     const { module } = await loadFunction(entry.file);
     const server = await start(module, { port: 0, host: '127.0.0.1', config: entry.folder, logLevel: 'silent' });
     try {
@@ -58,7 +54,7 @@ export async function writeCaches(): Promise<string> {
   }
   keepCompiled(RUNTIME);
   // Written now, or by an earlier run for this same code: either way a start will find them.
-  const missing = [RUNTIME, YAML_FILE].map((file) => cacheFileOf(file, folder)).filter((file) => !existsSync(file));
+  const missing = [RUNTIME, YAML_PARSER].map((file) => cacheFileOf(file, folder)).filter((file) => !existsSync(file));
   if (missing.length > 0) throw new Error(`could not write ${missing.join(' and ')}`);
   return folder;
 }

@@ -31,6 +31,9 @@ const unsaved = new Map<string, { script: Script; cacheFile: string; code: Buffe
 /** The bundle, for the entry points to load first: through its code cache when they turned it on. */
 export const RUNTIME = join(__dirname, 'runtime.js');
 
+/** The YAML parser, bundled on its own (config.ts loads it when there is a func.yaml). */
+export const YAML_PARSER = join(__dirname, 'yaml.js');
+
 /** The folder of the code caches, when an entry point turned them on. */
 export function codeCacheFolder(): string | undefined {
   return folder;

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseLogLevel, type LogLevel } from './log';
-import { keepCompiled, requireCached } from './code-cache';
+import { keepCompiled, requireCached, YAML_PARSER } from './code-cache';
 
 /**
  * A `run.envs` entry as Knative func reads it. An entry without a name imports every key of a
@@ -34,7 +34,6 @@ export class ConfigError extends Error {
 }
 
 type YamlModule = typeof import('yaml');
-const YAML_FILE = join(__dirname, 'yaml.js');
 
 /** Reads `<folder>/func.yaml`; undefined when there is none. Throws ConfigError when it is malformed. */
 export function readFuncYaml(folder: string): FuncYaml | undefined {
@@ -59,10 +58,10 @@ function parseFuncYaml(file: string, text: string): FuncYaml {
   // Only functions with a func.yaml load the YAML parser: the yaml package bundled at build time
   // into one file (lib/yaml.js), which loads in a third of the time of its sixty modules, with
   // the code its first parse compiled (code-cache.ts).
-  const { parseDocument, LineCounter, isAlias, isMap, isSeq, isScalar } = requireCached(YAML_FILE) as YamlModule;
+  const { parseDocument, LineCounter, isAlias, isMap, isSeq, isScalar } = requireCached(YAML_PARSER) as YamlModule;
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-  keepCompiled(YAML_FILE);
+  keepCompiled(YAML_PARSER);
   const fail = (message: string, offset?: number): never => {
     const at = offset === undefined ? '' : `:${lines.linePos(offset).line}`;
     throw new ConfigError(`${file}${at}: ${message}`);
