@@ -17,12 +17,11 @@ export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined;
 }
 
-/** Reads the whole body; 413 as soon as it would pass `limit` bytes, without reading further. */
+/**
+ * Reads the whole body; 413 as soon as it would pass `limit` bytes, without reading further. The
+ * caller has refused a declared length over the limit and a coding funcrun does not read.
+ */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  if (declared > limit) return Promise.reject(tooLarge(limit, 'bodyLimit'));
-  const refused = refusedCoding(req);
-  if (refused !== undefined) return Promise.reject(refused);
   return new Promise((resolve, reject) => {
     let chunks: Buffer[] = [];
     let size = 0;

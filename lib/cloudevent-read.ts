@@ -4,7 +4,7 @@
 // made-up values.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
-import { BATCH, cloudevents, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type Mode } from './cloudevent';
+import { BATCH, cloudevents, isUriReference, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type Mode } from './cloudevent';
 import { HttpError, runtimeError } from './errors';
 import { bodyKind, parseMediaType, type MediaType } from './media-type';
 import { decodeText, fastifyParsing, parseBody, parseForm, parseJson, parseXml } from './body';
@@ -248,16 +248,6 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
     if (data instanceof Uint8Array) event.data_base64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
   }
   return Object.freeze(event) as unknown as CloudEvent<unknown>;
-}
-
-// Events from one sender repeat their source: the last one found valid is not scanned again.
-let validSource = '';
-function isUriReference(source: string): boolean {
-  if (source === validSource) return true;
-  if (!URI_REFERENCE.test(source)) return false;
-  // Only header-sized values are kept, so that no large text stays referenced.
-  if (source.length <= 256) validSource = source;
-  return true;
 }
 
 let methods: Set<string> | undefined;

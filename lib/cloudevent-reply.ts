@@ -105,16 +105,19 @@ function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Re
     const value = attributes[name];
     if (value === undefined || value === null || name === 'data' || name === 'data_base64') continue;
     const text = typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value);
-    let header: string;
+    // Encoding only lengthens a value: one too long as it is goes structured without being encoded.
+    size += name.length + text.length + 6;
+    if (size > MAX_BINARY_HEADERS) return undefined;
     if (name === 'datacontenttype') {
       if (!PRINTABLE.test(text) || parseMediaType(text) === undefined) return undefined;
-      header = headers['content-type'] = text;
-    } else
-      header = headers[HEADER_NAMES[name] ?? `ce-${name}`] = ENCODED.test(text)
-        ? text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27'))
-        : text;
-    size += name.length + header.length + 6;
-    if (size > MAX_BINARY_HEADERS) return undefined;
+      headers['content-type'] = text;
+    } else if (!ENCODED.test(text)) headers[HEADER_NAMES[name] ?? `ce-${name}`] = text;
+    else {
+      const encoded = text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27'));
+      size += encoded.length - text.length;
+      if (size > MAX_BINARY_HEADERS) return undefined;
+      headers[HEADER_NAMES[name] ?? `ce-${name}`] = encoded;
+    }
   }
   return headers;
 }
@@ -122,11 +125,11 @@ function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Re
 // What binary mode percent-encodes in a value: anything outside printable ASCII but space, `"` and `%`.
 const ENCODED = /[^\x21-\x7e]|["%]/;
 const ENCODED_ALL = /[^\x21-\x7e]|["%]/gu;
+// A header value a media type can be: printable ASCII only (no CR, LF or NUL).
+const PRINTABLE = /^[\x20-\x7e]*$/;
 // The header of each common attribute, made once rather than per answer.
 const HEADER_NAMES: Record<string, string> = Object.create(null);
 for (const name of ['id', 'source', 'type', 'specversion', 'time', 'subject', 'dataschema', 'traceparent', 'tracestate']) HEADER_NAMES[name] = `ce-${name}`;
 
-// A header value a media type can be: printable ASCII only (no CR, LF or NUL).
-const PRINTABLE = /^[\x20-\x7e]*$/;
 // node's default limit on a request's header block: an answer's should fit a client's too.
 const MAX_BINARY_HEADERS = 16 * 1024;

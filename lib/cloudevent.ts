@@ -58,6 +58,19 @@ export const SPEC_VERSIONS = new Set(['1.0', '0.3']);
 // RFC 3986 characters, percent escapes whole: a URI reference (an event's source).
 export const URI_REFERENCE = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
 
+// Events from one sender, and a function's answers, repeat their source: the last one found valid
+// is not scanned again.
+let validSource: string | undefined;
+
+/** Whether `source` is a URI reference (not empty). */
+export function isUriReference(source: string): boolean {
+  if (source === validSource) return true;
+  if (!URI_REFERENCE.test(source)) return false;
+  // Only header-sized values are kept, so that no large text stays referenced.
+  if (source.length <= 256) validSource = source;
+  return true;
+}
+
 /**
  * The content mode of a request, or undefined when it is not a CloudEvent. `byId`: binary mode
  * only with `ce-id`, as the SDK tells (faas-js-runtime's way); else any of the required
@@ -148,7 +161,7 @@ export class CloudEventResponse<T = unknown> {
     const { data, source, type, specversion } = attributes;
     // Checked here rather than by the SDK's constructor, which would validate its schema per event.
     if (typeof type !== 'string' || type === '') throw new TypeError('cloudEventResponse(): type must be a non-empty string');
-    if (typeof source !== 'string' || !URI_REFERENCE.test(source)) throw new TypeError('cloudEventResponse(): source must be a URI reference');
+    if (typeof source !== 'string' || !isUriReference(source)) throw new TypeError('cloudEventResponse(): source must be a URI reference');
     if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) throw new TypeError('cloudEventResponse(): version must be 1.0 or 0.3');
     const event = Object.create(cloudevents().CloudEvent.prototype) as Record<string, unknown>;
     event.id = attributes.id ?? randomUUID();

@@ -10,7 +10,7 @@ import { runtimeError } from './errors';
 import type { ErrorCode } from './error-codes';
 import { discard } from './respond';
 import { invocationScope } from './scope';
-import { isThenable, settleWithin } from './deadline';
+import { isThenable, now, settleWithin } from './deadline';
 import type { Invokable } from './types';
 
 // A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
@@ -27,7 +27,7 @@ export type Invoke = (fn: Invokable, ctx: Context, data: unknown, deadline: numb
 export function timedInvoker(timeout: number): Invoke {
   const tooLate = () => runtimeError('FUNCRUN_TIMEOUT', `the function did not answer within ${timeout} ms`);
   return function invoke(fn, ctx, data, deadline) {
-    const left = timeout > 0 ? deadline - performance.now() : Infinity;
+    const left = timeout > 0 ? deadline - now() : Infinity;
     if (left <= 0) throw tooLate();
     // In the invocation's scope (scope.ts), when it is on: `log` and fault attribution find ctx;
     // and in its OpenTelemetry span's context, when the application traces (otel.ts).
@@ -53,12 +53,12 @@ export function timedInvoker(timeout: number): Invoke {
 }
 
 /**
- * `value`, or a 504 naming `what` once `deadline` (performance.now() time) passes; with a timeout
+ * `value`, or a 504 naming `what` once `deadline` (`now()` time) passes; with a timeout
  * of 0 (none), `value` as it is.
  */
 export async function beforeDeadline<T>(value: T | Promise<T>, timeout: number, deadline: number, what: string, code: ErrorCode): Promise<T> {
   if (timeout <= 0 || !isThenable(value)) return value;
-  return settleWithin(value, deadline - performance.now(), () => runtimeError(code, `${what} did not finish within ${timeout} ms`));
+  return settleWithin(value, deadline - now(), () => runtimeError(code, `${what} did not finish within ${timeout} ms`));
 }
 
 /**

@@ -26,6 +26,7 @@ import { requestDone, type Runtime } from './lifecycle';
 import { answerProbe, type ProbeOptions } from './probes';
 import { batch, beforeDeadline, inInvocation, type Invoke } from './invocation';
 import { closeAfter, lingerAfter, requestArrived } from './connections';
+import { now } from './deadline';
 import type { RequestInput } from './provenance';
 import type { Contracts } from './contracts';
 import type { Idempotency, Settle } from './idempotency';
@@ -156,7 +157,7 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     if (answerCors(p, x)) return;
     // 3. The route, and 4. the module's access check, before the body is read or a 404 says which routes exist.
     const match = p.routes.router.find(x.method, x.path);
-    x.started = performance.now();
+    x.started = now();
     if (p.module.authorize !== undefined && !isProbe(match)) await checkAccess(p, x);
     const destination = destinationOf(p, x, match);
     // 5. Probes and metrics are answered by the runtime itself.
@@ -274,7 +275,7 @@ function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destinatio
  */
 function readInput(p: Pipeline, x: Exchange, destination: FunctionDestination): Promise<Buffer | void> | void {
   const { req, method } = x;
-  if (p.metrics !== undefined) x.began = performance.now();
+  if (p.metrics !== undefined) x.began = now();
   const media = (x.media = parseMediaType(req.headers['content-type']));
   if (destination.streamBody) return streamInput(p, x);
   const mode = (x.mode = detectMode(req.headers, media, p.behaviour.binaryEventsById));
@@ -401,11 +402,11 @@ function callFunction(p: Pipeline, x: Exchange, destination: FunctionDestination
   // Every context is made before the call, so queueing ends here.
   if (events === undefined) {
     const ctx = (x.single = contextFor(p, x, destination, undefined));
-    if (metrics !== undefined) metrics.queued((performance.now() - x.began) / 1000);
+    if (metrics !== undefined) metrics.queued((now() - x.began) / 1000);
     x.invoked = true;
     return p.invoke(fn, ctx, x.data, deadline);
   }
-  if (metrics !== undefined) metrics.queued((performance.now() - x.began) / 1000);
+  if (metrics !== undefined) metrics.queued((now() - x.began) / 1000);
   x.invoked = true;
   if (Array.isArray(events)) {
     const context = (event: CloudEvent<unknown>) => contextFor(p, x, destination, event);
@@ -493,7 +494,7 @@ function answer(p: Pipeline, x: Exchange, returned: unknown): Promise<void> | un
 function answered(p: Pipeline, x: Exchange, reply: Reply): void {
   x.sent = reply;
   if (reply.dropped !== undefined) x.log.warn({ headers: reply.dropped }, 'response headers left out');
-  if (x.began >= 0) p.metrics!.record((performance.now() - x.began) / 1000, false);
+  if (x.began >= 0) p.metrics!.record((now() - x.began) / 1000, false);
 }
 
 function fail(p: Pipeline, x: Exchange, err: unknown): void {
@@ -507,7 +508,7 @@ function fail(p: Pipeline, x: Exchange, err: unknown): void {
     asText: x.invoked && p.behaviour.errorsAsText,
     withoutCodes: p.behaviour.withoutErrorCodes,
   });
-  if (x.began >= 0) p.metrics!.record((performance.now() - x.began) / 1000, true);
+  if (x.began >= 0) p.metrics!.record((now() - x.began) / 1000, true);
 }
 
 /** The request is answered: its invocations end (once their waitUntil work settles), and its connection counts it. */

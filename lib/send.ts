@@ -22,13 +22,9 @@ export function send(
   headers: OutgoingHttpHeaders | undefined,
   body: string | Buffer | undefined,
 ): void {
-  const out: OutgoingHttpHeaders = {};
-  if (headers !== undefined) {
-    for (const name in headers) {
-      const value = headers[name];
-      if (value !== undefined) out[name] = value;
-    }
-  }
+  // A copy (the caller's object is not changed) without the headers whose value is undefined.
+  const out: OutgoingHttpHeaders = { ...headers };
+  for (const name in out) if (out[name] === undefined) delete out[name];
   if (status === 204 || status === 304) body = undefined;
   else out['content-length'] = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   (res as Keeping)[KEEPS_ANSWER]?.(status, out, body);

@@ -344,6 +344,37 @@ describe('CloudEvents passed through', () => {
     assert.equal(subject, 'caf\u00e9 100%');
   });
 
+  it('a source is checked on every response(), whichever source the one before gave', async (t) => {
+    const { url } = await serve(t, (ctx) => ctx.cloudEventResponse({}).source(ctx.query.source).type('t'));
+    for (const [source, status] of [
+      ['/a', 200],
+      ['', 500],
+      ['/a', 200],
+      ['has spaces', 500],
+      ['/a%2', 500],
+      ['/a', 200],
+    ]) {
+      const res = await send(url, HTTP.binary(event()), `/?source=${encodeURIComponent(source)}`);
+      assert.equal(res.status, status, `source ${JSON.stringify(source)}`);
+      if (status === 200) assert.equal(res.headers['ce-source'], source);
+    }
+  });
+
+  it("an arriving event's source is checked on every request, whichever source the one before had", async (t) => {
+    const { url } = await serve(t, (ctx) => ({ source: ctx.cloudevent.source }));
+    for (const [source, status] of [
+      ['/a', 200],
+      ['', 400],
+      ['/a', 200],
+      ['has%20spaces', 400],
+      ['/a', 200],
+    ]) {
+      const headers = { 'ce-id': '1', 'ce-source': source, 'ce-type': 't', 'ce-specversion': '1.0', 'content-type': 'application/json' };
+      const res = await send(url, { headers, body: '{}' });
+      assert.equal(res.status, status, `source ${JSON.stringify(source)}`);
+    }
+  });
+
   it('an invalid response() (empty type, bad source) is a 500 logged, not an invalid event sent', async (t) => {
     const { url, log } = await serve(t, (ctx) => ctx.cloudEventResponse({}).source('has spaces').type('t'));
     const res = await send(url, HTTP.binary(event()));
