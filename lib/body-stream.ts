@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { runtimeError, type HttpError } from './errors';
 import { tooLarge } from './body';
+import { now } from './deadline';
 import type { Context } from './context';
 import type { HTTPFunctionReturn, StreamingFunction } from './types';
 
@@ -57,12 +58,12 @@ export class BodyStream extends Readable {
     if (this.destroyed || this.readableEnded || this.#idleLimit === 0) return false;
     let seen = this.#received;
     this.#pace ??= setInterval(() => {
-      const now = performance.now();
-      const waited = this.#waited + (this.#waitingSince === undefined ? 0 : now - this.#waitingSince);
+      const at = now();
+      const waited = this.#waited + (this.#waitingSince === undefined ? 0 : at - this.#waitingSince);
       const sent = this.#received - seen;
       seen = this.#received;
       this.#waited = 0;
-      if (this.#waitingSince !== undefined) this.#waitingSince = now;
+      if (this.#waitingSince !== undefined) this.#waitingSince = at;
       if (waited >= this.#idleLimit / 2 && sent < MIN_BYTES_PER_WINDOW) {
         this.#refuse(runtimeError('FUNCRUN_REQUEST_TIMEOUT', 'the client sent the body too slowly while the function waited for it'));
       }
@@ -72,7 +73,7 @@ export class BodyStream extends Readable {
 
   override _read(): void {
     const req = this.#req;
-    this.#waitingSince ??= performance.now();
+    this.#waitingSince ??= now();
     if (!this.#reading) {
       this.#reading = true;
       req.on('data', this.#onData);
@@ -96,7 +97,7 @@ export class BodyStream extends Readable {
     this.#received += chunk.length;
     if (this.#received > this.#limit) return this.#refuse(tooLarge(this.#limit, 'uploadLimit'));
     if (!this.push(chunk)) {
-      if (this.#waitingSince !== undefined) this.#waited += performance.now() - this.#waitingSince;
+      if (this.#waitingSince !== undefined) this.#waited += now() - this.#waitingSince;
       this.#waitingSince = undefined;
       this.#req.pause();
     }
