@@ -3,6 +3,7 @@
 // or the store answers with a promise.
 import type { CloudEvent } from 'cloudevents';
 import { closeAfter } from './connections';
+import { allowAnyOrigin } from './cors';
 import { isThenable } from './deadline';
 import { replay, type Admission } from './idempotency';
 import { beforeDeadline } from './invocation';
@@ -14,26 +15,35 @@ import type { Exchange, Pipeline } from './request';
  * A promise only when a validator or the store answers with one.
  */
 export function admitEvents(p: Pipeline, x: Exchange): boolean | Promise<boolean> {
-  if (p.contracts === undefined) return admitOnce(p, x);
+  const delivered = x.events!;
+  if (p.contracts === undefined) return admitOnce(p, x, delivered);
   let checked;
   try {
     checked = p.contracts.check(x.events!);
   } catch (err) {
     throw refused(p, x, err);
   }
-  if (!isThenable(checked)) return admitOnce(p, x, checked);
+  if (!isThenable(checked)) return admitOnce(p, x, delivered, checked);
   // A validator that answers later answers within the request's timeout, as the function does.
   const timeout = p.settings.timeout;
   return beforeDeadline(checked, timeout, x.started + timeout, 'the event contract', 'FUNCRUN_TIMEOUT').then(
-    (events) => admitOnce(p, x, events),
+    (events) => admitOnce(p, x, delivered, events),
     (err: unknown) => {
       throw refused(p, x, err);
     },
   );
 }
 
-/** With idempotency, a duplicate answered as the first delivery was; `checked`: the events as their contracts gave them. */
-function admitOnce(p: Pipeline, x: Exchange, checked?: CloudEvent<unknown> | CloudEvent<unknown>[]): boolean | Promise<boolean> {
+/**
+ * With idempotency, a duplicate answered as the first delivery was. `delivered`: the events as they
+ * arrived (what a duplicate is compared by); `checked`: as their contracts gave them.
+ */
+function admitOnce(
+  p: Pipeline,
+  x: Exchange,
+  delivered: CloudEvent<unknown> | CloudEvent<unknown>[],
+  checked?: CloudEvent<unknown> | CloudEvent<unknown>[],
+): boolean | Promise<boolean> {
   // A validator that gave back other data gave other events (contracts.ts keeps them otherwise).
   if (checked !== undefined && checked !== x.events) {
     x.events = checked;
@@ -41,7 +51,7 @@ function admitOnce(p: Pipeline, x: Exchange, checked?: CloudEvent<unknown> | Clo
     x.input = { ...x.input, events: checked, data: Array.isArray(checked) ? checked.map((e) => e.data) : checked.data };
   }
   if (p.idempotency === undefined) return false;
-  const admitted = p.idempotency.admit(x.events!, x.log);
+  const admitted = p.idempotency.admit(x.events!, delivered, x.log, x.req);
   return isThenable(admitted) ? admitted.then((admission) => afterAdmission(p, x, admission)) : afterAdmission(p, x, admitted);
 }
 
@@ -51,6 +61,8 @@ function afterAdmission(p: Pipeline, x: Exchange, admission: Admission): boolean
     return false;
   }
   closeAfter(x.req, x.res, p.runtime.draining);
+  // A replay is the function's answer again: with faas-js-runtime's blanket CORS, as the first was.
+  if (p.corsForEveryOrigin) allowAnyOrigin(x.res);
   replay(x.req, x.res, admission.replay);
   return true;
 }

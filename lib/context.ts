@@ -24,6 +24,8 @@ let recordOf: (ctx: Context) => InvocationRecord;
 let answeredOf: (ctx: Context) => void;
 let abortOf: (ctx: Context, reason: Error) => void;
 let heldOf: (ctx: Context) => Promise<void>[] | undefined;
+let outlivedOf: (ctx: Context) => PromiseLike<unknown> | undefined;
+let outliveOf: (ctx: Context, running: PromiseLike<unknown>) => void;
 
 /** What a context is made of. */
 export interface ContextParts {
@@ -78,6 +80,16 @@ export function heldWork(ctx: Context): readonly Promise<void>[] | undefined {
   return heldOf(ctx);
 }
 
+/** The handler was answered for at its timeout and still runs: `running` is what it returned. */
+export function invocationOutlived(ctx: Context, running: PromiseLike<unknown>): void {
+  outliveOf(ctx, running);
+}
+
+/** What the handler returned, when it was answered for at its timeout and may still run. */
+export function outlivingHandler(ctx: Context): PromiseLike<unknown> | undefined {
+  return outlivedOf(ctx);
+}
+
 /** The trace a context was made with (its OpenTelemetry span, when there is one). */
 export function invocationTrace(ctx: Context): Trace | undefined {
   return traceOf(ctx);
@@ -98,6 +110,8 @@ export class Context<Data = unknown> {
     answeredOf = (ctx) => ctx.#record?.answered();
     abortOf = (ctx, reason) => (ctx.#controller ??= new AbortController()).abort(reason);
     heldOf = (ctx) => ctx.#held;
+    outlivedOf = (ctx) => ctx.#outliving;
+    outliveOf = (ctx, running) => (ctx.#outliving = running);
   }
 
   readonly method: string;
@@ -135,6 +149,8 @@ export class Context<Data = unknown> {
   #record: InvocationRecord | undefined;
   /** Work handed to waitUntil: what the request's uploads wait for. */
   #held: Promise<void>[] | undefined;
+  /** The handler's promise, when its timeout was answered before it settled: its event's claim waits for it. */
+  #outliving: PromiseLike<unknown> | undefined;
 
   constructor(parts: ContextParts) {
     const { req, log, query } = parts;

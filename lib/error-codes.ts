@@ -60,6 +60,10 @@ export const ERROR_CODES = {
   },
   FUNCRUN_UNDECLARED_EVENT_TYPE: { status: 400, when: 'event contracts: an event of a type the module does not declare, without passthrough (details: type)' },
   FUNCRUN_EVENT_KEY_TOO_LONG: { status: 400, when: "idempotency: the event's key (source and id, or the module's key) is longer than the key limit" },
+  FUNCRUN_EVENT_CONFLICT: {
+    status: 409,
+    when: 'idempotency: another event with the same source and id (other type, subject or data) was delivered first; its answer is not given',
+  },
   FUNCRUN_EVENT_IN_PROGRESS: { status: 429, when: 'idempotency: the same event is being handled by another delivery; Retry-After says when to try again' },
   FUNCRUN_STORE_UNAVAILABLE: { status: 503, when: 'idempotency: the store cannot be reached, so the event is not run; Retry-After says when to try again' },
   FUNCRUN_RETRY: { status: 503, when: 'the function returned retry(): deliver the event again after Retry-After (429 when it asked for 429)' },

@@ -241,7 +241,7 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     const facts = readThrown(thrown, dropped, input, asText);
     const request = { method: req.method, path: pathOf(req.url), statusCode: facts.status };
     if (facts.status >= 500 && !LOGGED_WHERE_RAISED.has(facts.code)) quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));
-    else quietly(() => log.debug({ ...request, message: facts.message }, 'request rejected'));
+    else quietly(() => log.debug({ ...request, message: loggedMessage(facts.message, req.url) }, 'request rejected'));
     if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));
     if (res.headersSent || res.destroyed) {
       // Part of another answer is on the wire: the only honest signal left is a cut connection.
@@ -274,6 +274,34 @@ export function pathOf(url: string | undefined): string {
 }
 
 const INTERNAL = JSON.stringify({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+
+/** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept. */
+export function withoutQueryValues(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const names = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      return eq === -1 ? pair : `${pair.slice(0, eq)}=…`;
+    });
+  return `${url.slice(0, q)}?${names.join('&')}`;
+}
+
+/**
+ * A message for the log: where it quotes the request's URL (faas-js-runtime's 404 does), without
+ * the query's values, also when the message was cut short inside the URL.
+ */
+function loggedMessage(message: string | undefined, url: string | undefined): string | undefined {
+  const q = url === undefined ? -1 : url.indexOf('?');
+  if (message === undefined || q === -1) return message;
+  const at = message.indexOf(url!.slice(0, q + 1));
+  if (at === -1) return message;
+  let end = at + q + 1;
+  while (end < message.length && end - at < url!.length && message.charCodeAt(end) === url!.charCodeAt(end - at)) end++;
+  return message.slice(0, at) + withoutQueryValues(message.slice(at, end)) + message.slice(end);
+}
 
 /** When answering failed: a bare 500 if nothing was written yet, else a cut connection. Never throws. */
 export function lastResort(res: ServerResponse, log: Logger, err: unknown): void {

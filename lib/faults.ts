@@ -29,8 +29,12 @@ export function reportFault(err: unknown, origin: string, processLog: Logger): v
       format: runtime?.module.errorBody,
       withoutCodes: runtime?.withoutCodes,
     });
-    // Answered: the drain need not wait for the crashed function, which may never return.
-    if (runtime !== undefined) requestDone(runtime, req, res, true);
+    // Answered: the drain need not wait for the crashed function, which may never return. Its
+    // event's claim goes once it stops, or with the process (a 5xx lets the next delivery run).
+    if (runtime !== undefined) {
+      requestDone(runtime, req, res, true);
+      runtime.claims?.crashed(req);
+    }
   } catch {
     quietly(() => processLog.fatal(logged, what));
   }

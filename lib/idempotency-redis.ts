@@ -1,7 +1,7 @@
-// The idempotency store in Redis, shared by every replica. A claim is `SET key c:<token> NX PX`;
-// an answer replaces it, as `a:` and the answer's bytes, for the window; both only while the claim
-// is still this delivery's (a script, so the check and the write are one step). Nothing else is
-// written. `redis` (node-redis) is an optional peer dependency, found from the function's folder
+// The idempotency store in Redis, shared by every replica. A claim is `SET key c:<token>:<digest>
+// NX PX`; an answer replaces it, as `a:` and the answer's bytes, for the window; a claim is
+// extended and released only while it is still this delivery's (scripts, so the check and the
+// write are one step). Nothing else is written. `redis` (node-redis) is an optional peer dependency, found from the function's folder
 // and loaded only when a Redis store is configured.
 //
 // The store never lets a delivery run without its claim: while Redis cannot be reached every call
@@ -11,10 +11,9 @@
 //
 // The client's types are written out here, as much of them as is used: funcrun's declarations
 // must not need the package.
-import { randomUUID } from './random';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
-import { decodeAnswer, encodeAnswer, type Claim, type IdempotencyStore } from './idempotency-store';
+import { decodeAnswer, encodeAnswer, type Claim, type Completed, type Held, type IdempotencyStore } from './idempotency-store';
 import type { Logger } from './log';
 
 interface Client {
@@ -49,9 +48,21 @@ const FOREIGN = 'the idempotency store (redis) holds a value funcrun did not wri
 const CLAIM = Buffer.from('c:');
 const ANSWER = Buffer.from('a:');
 
-// KEYS[1] the key; ARGV[1] the claim (c:<token>); ARGV[2] the answer (a:<bytes>); ARGV[3] the window.
-const COMPLETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0";
+// KEYS[1] the key; ARGV[1] the claim (c:<token>:<digest>). COMPLETE: ARGV[2] the answer (a:<bytes>),
+// ARGV[3] the window; 1 kept, 2 stored where the claim had gone, 0 another answer is there.
+const COMPLETE = `local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] and string.sub(v, 1, 2) ~= 'c:' then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+if v == ARGV[1] then return 1 end
+return 2`;
+// ARGV[2] the claim time.
+const EXTEND = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
 const RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+const COMPLETED: Record<number, Completed> = { 0: 'answered', 1: 'kept', 2: 'lapsed' };
+
+/** A claim's value: its token, and the event's digest (none in a claim written before digests were kept). */
+const claimOf = (held: Held) => (held.digest === '' ? `c:${held.token}` : `c:${held.token}:${held.digest}`);
+const milliseconds = (ms: number) => String(Math.max(1, Math.ceil(ms)));
 
 /** node-redis, from `folder` upwards (else from the working folder); 'old' for a version before 5; undefined when not installed. */
 function loadRedis(folder: string): Redis | 'old' | undefined {
@@ -181,63 +192,68 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
   // Ready, refused, or still trying after the bound: the server starts either way.
   await bounded(news).catch(() => {});
 
-  /**
-   * Runs `work`, bounded; its rejection is one of the fixed messages, the client's error its cause.
-   * `late` gets what work that ran past the bound comes to, if it comes to anything.
-   */
   // False from a command that ran past the bound until one is answered in time.
   let answering = true;
   let pinging = false;
 
-  async function call<T>(work: () => Promise<T>, late?: (value: T) => void): Promise<T> {
+  /** Runs `work`, bounded; its rejection is one of the fixed messages, the client's error its cause. */
+  async function call<T>(work: () => Promise<T>): Promise<T> {
     if (closed || !client.isReady) throw new Error(UNREACHABLE);
-    const working = work();
     try {
-      const value = await bounded(working);
+      const value = await bounded(work());
       answering = true;
       return value;
     } catch (err) {
       const message = (err as Error | undefined)?.message;
       // Connected but not answering (a hung Redis): readiness says so until it answers again.
       if (message === SLOW) answering = false;
-      if (message === SLOW && late !== undefined) working.then(late).catch(() => {});
       if (message === SLOW || message === FOREIGN) throw err;
       throw new Error(client.isReady ? FAILED : UNREACHABLE, { cause: err });
     }
   }
 
-  function release(key: string, token: string): Promise<unknown> {
-    return call(() => client.sendCommand(['EVAL', RELEASE, '1', key, `c:${token}`]));
-  }
-
   return {
-    claim(key, claimMs) {
-      // A claim Redis takes after its caller was told it failed would hold the key for claimMs:
-      // given back, the delivery's retry runs at once.
-      const giveBack = (late: Claim) => {
-        if (late.state === 'claimed') release(key, late.token).catch(() => {});
-      };
+    // A claim whose answer is lost (a timeout, a connection cut) may have been taken all the same:
+    // the caller gives it back by its token (idempotency.ts) once Redis answers again.
+    claim(held, claimMs) {
       return call(async (): Promise<Claim> => {
-        const token = randomUUID();
-        const set = await client.sendCommand(['SET', key, `c:${token}`, 'NX', 'PX', String(Math.max(1, Math.ceil(claimMs)))]);
-        if (set !== null) return { state: 'claimed', token };
-        const value = await client.sendCommand(['GET', key], buffers);
+        const set = await client.sendCommand(['SET', held.key, claimOf(held), 'NX', 'PX', milliseconds(claimMs)]);
+        if (set !== null) return { state: 'claimed' };
+        const value = await client.sendCommand(['GET', held.key], buffers);
         // Gone between the two commands (its time ran out): a claim may be taken again, by this delivery's retry.
-        if (value === null) return { state: 'running' };
-        if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(ANSWER)) return { state: 'done', answer: decodeAnswer(value.subarray(2)) };
-        if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(CLAIM)) return { state: 'running' };
+        if (value === null) return { state: 'running', digest: '' };
+        if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(ANSWER)) return { state: 'done', ...decodeAnswer(value.subarray(2)) };
+        if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(CLAIM)) {
+          // c:<token>:<digest>, or c:<token> as written before digests were kept.
+          const text = value.toString('latin1');
+          const colon = text.indexOf(':', 2);
+          return { state: 'running', digest: colon === -1 ? '' : text.slice(colon + 1) };
+        }
         throw new Error(FOREIGN);
-      }, giveBack);
+      });
     },
 
-    async complete(key, token, answer, windowMs) {
-      await call(() =>
-        client.sendCommand(['EVAL', COMPLETE, '1', key, `c:${token}`, Buffer.concat([ANSWER, encodeAnswer(answer)]), String(Math.max(1, Math.ceil(windowMs)))]),
+    async extend(held, claimMs) {
+      return (await call(() => client.sendCommand(['EVAL', EXTEND, '1', held.key, claimOf(held), milliseconds(claimMs)]))) === 1;
+    },
+
+    async complete(held, answer, windowMs) {
+      const stored = await call(() =>
+        client.sendCommand([
+          'EVAL',
+          COMPLETE,
+          '1',
+          held.key,
+          claimOf(held),
+          Buffer.concat([ANSWER, encodeAnswer(answer, held.digest)]),
+          milliseconds(windowMs),
+        ]),
       );
+      return COMPLETED[stored as number] ?? 'kept';
     },
 
-    async release(key, token) {
-      await release(key, token);
+    async release(held) {
+      await call(() => client.sendCommand(['EVAL', RELEASE, '1', held.key, claimOf(held)]));
     },
 
     problem() {

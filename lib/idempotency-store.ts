@@ -11,18 +11,19 @@ export interface Answer {
   body: Buffer | string;
 }
 
-/** An answer as bytes, for a store outside the process: its head as JSON, then the body as it was. */
-export function encodeAnswer(answer: Answer): Buffer {
-  const head = Buffer.from(JSON.stringify({ status: answer.status, headers: answer.headers }));
+/** An answer as bytes, for a store outside the process: its head as JSON (the event's digest in it), then the body as it was. */
+export function encodeAnswer(answer: Answer, digest: string): Buffer {
+  const head = Buffer.from(JSON.stringify({ status: answer.status, headers: answer.headers, ...(digest === '' ? {} : { digest }) }));
   const length = Buffer.alloc(4);
   length.writeUInt32BE(head.length);
   return Buffer.concat([length, head, typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body]);
 }
 
-export function decodeAnswer(bytes: Buffer): Answer {
+/** An answer and the digest of the event it answered ('' when none was kept with it). */
+export function decodeAnswer(bytes: Buffer): { answer: Answer; digest: string } {
   const length = bytes.readUInt32BE(0);
-  const { status, headers } = JSON.parse(bytes.subarray(4, 4 + length).toString()) as Omit<Answer, 'body'>;
-  return { status, headers, body: bytes.subarray(4 + length) };
+  const { status, headers, digest } = JSON.parse(bytes.subarray(4, 4 + length).toString()) as Omit<Answer, 'body'> & { digest?: unknown };
+  return { answer: { status, headers, body: bytes.subarray(4 + length) }, digest: typeof digest === 'string' ? digest : '' };
 }
 
 /** The memory an answer takes, at most: its body and its headers' text (a character is 2 bytes at most). */
@@ -33,25 +34,44 @@ export function sizeOf(answer: Answer): number {
   return size;
 }
 
+/**
+ * One delivery's claim on a key: its token, unique across replicas, and the digest of the event
+ * it runs ('' where the module's own key says what one event is), kept with the claim and the answer.
+ */
+export interface Held {
+  readonly key: string;
+  readonly token: string;
+  readonly digest: string;
+}
+
 /** What a store says of a key when asked to claim it. */
 export type Claim =
-  /** The key was free: it is claimed now, under `token`, until it is completed or released or its time runs out. */
-  | { state: 'claimed'; token: string }
-  /** Another delivery holds the claim. */
-  | { state: 'running' }
-  /** The answer stored for the key: replayed as it is. */
-  | { state: 'done'; answer: Answer };
+  /** The key was free: it is claimed now, under the delivery's token, until completed, released or its time runs out. */
+  | { state: 'claimed' }
+  /** Another delivery holds the claim, for the event of this digest ('' when not known). */
+  | { state: 'running'; digest: string }
+  /** The answer stored for the key, replayed as it is, and the digest of the event it answered. */
+  | { state: 'done'; answer: Answer; digest: string };
+
+/**
+ * What complete() did: `kept` replaced the delivery's claim; `lapsed` stored the answer where the
+ * claim had gone (its time ran out, or another delivery took the key: it ran twice, and the first
+ * answer stays); `answered` found another delivery's answer there already, and left it.
+ */
+export type Completed = 'kept' | 'lapsed' | 'answered';
 
 export interface IdempotencyStore {
   /**
-   * Claims `key` for `claimMs` (SET NX PX), or says who has it. Rejects when the store cannot be
-   * reached. A store in the process may answer at once, without a promise.
+   * Claims `held.key` for `claimMs` under its token (SET NX PX), or says who has it. Rejects when
+   * the store cannot be reached. A store in the process may answer at once, without a promise.
    */
-  claim(key: string, claimMs: number): Claim | Promise<Claim>;
-  /** Replaces this claim (only if it is still `token`'s) with the answer, kept for `windowMs`. */
-  complete(key: string, token: string, answer: Answer, windowMs: number): Promise<void>;
-  /** Removes this claim (only if it is still `token`'s): the next delivery runs. */
-  release(key: string, token: string): Promise<void>;
+  claim(held: Held, claimMs: number): Claim | Promise<Claim>;
+  /** Makes the claim hold `claimMs` from now, if it is still `held`'s: false when it is not. */
+  extend(held: Held, claimMs: number): Promise<boolean>;
+  /** Stores the answer for `windowMs` in the place of `held`'s claim, or of no claim (see Completed). */
+  complete(held: Held, answer: Answer, windowMs: number): Promise<Completed>;
+  /** Removes the claim, if it is still `held`'s: the next delivery runs. */
+  release(held: Held): Promise<void>;
   /** Undefined while the store is usable; else why not, in words safe to answer (no address, no credentials). */
   problem(): string | undefined;
   /** Closes connections; called once at shutdown. */
@@ -69,13 +89,18 @@ interface Entry {
   /** A claim's token, or undefined for an answer. */
   token: string | undefined;
   answer: Answer | undefined;
+  digest: string;
   expires: number;
   size: number;
 }
 
-let tokens = 0;
-const RUNNING: Claim = Object.freeze({ state: 'running' });
 const DONE = Promise.resolve();
+const CLAIMED: Claim = Object.freeze({ state: 'claimed' });
+const HELD = Promise.resolve(true);
+const NOT_HELD = Promise.resolve(false);
+const KEPT = Promise.resolve<Completed>('kept');
+const LAPSED = Promise.resolve<Completed>('lapsed');
+const ANSWERED = Promise.resolve<Completed>('answered');
 
 /**
  * The store of one process: a Map in least-recently-used order (a read moves a key to the end),
@@ -92,37 +117,49 @@ export class MemoryStore implements IdempotencyStore {
     private readonly now: () => number = Date.now,
   ) {}
 
-  claim(key: string, claimMs: number): Claim {
+  claim(held: Held, claimMs: number): Claim {
+    const key = held.key;
     const entry = this.#live(key);
     if (entry !== undefined) {
       // Recently used: to the end of the order.
       this.#entries.delete(key);
       this.#entries.set(key, entry);
-      return entry.answer === undefined ? RUNNING : { state: 'done', answer: entry.answer };
+      return entry.answer === undefined ? { state: 'running', digest: entry.digest } : { state: 'done', answer: entry.answer, digest: entry.digest };
     }
-    const token = String(++tokens);
-    this.#entries.set(key, { token, answer: undefined, expires: this.now() + claimMs, size: key.length });
-    this.#bytes += key.length;
+    const size = key.length + held.digest.length;
+    this.#entries.set(key, { token: held.token, answer: undefined, digest: held.digest, expires: this.now() + claimMs, size });
+    this.#bytes += size;
     this.#evict();
-    return { state: 'claimed', token };
+    return CLAIMED;
   }
 
-  complete(key: string, token: string, answer: Answer, windowMs: number): Promise<void> {
+  extend(held: Held, claimMs: number): Promise<boolean> {
+    const entry = this.#live(held.key);
+    if (entry?.token !== held.token) return NOT_HELD;
+    entry.expires = this.now() + claimMs;
+    return HELD;
+  }
+
+  complete(held: Held, answer: Answer, windowMs: number): Promise<Completed> {
+    const key = held.key;
     const entry = this.#live(key);
-    if (entry?.token !== token) return DONE;
-    // The claim's entry becomes the answer's, where it stands in the order.
-    const size = key.length + sizeOf(answer);
-    this.#bytes += size - entry.size;
-    entry.token = undefined;
-    entry.answer = answer;
-    entry.expires = this.now() + windowMs;
-    entry.size = size;
+    if (entry !== undefined && entry.token === undefined) return ANSWERED;
+    const outcome = entry?.token === held.token ? KEPT : LAPSED;
+    const size = key.length + held.digest.length + sizeOf(answer);
+    if (entry === undefined) {
+      this.#entries.set(key, { token: undefined, answer, digest: held.digest, expires: this.now() + windowMs, size });
+      this.#bytes += size;
+    } else {
+      // The claim's entry becomes the answer's, where it stands in the order.
+      this.#bytes += size - entry.size;
+      Object.assign(entry, { token: undefined, answer, digest: held.digest, expires: this.now() + windowMs, size });
+    }
     this.#evict();
-    return DONE;
+    return outcome;
   }
 
-  release(key: string, token: string): Promise<void> {
-    if (this.#live(key)?.token === token) this.#remove(key);
+  release(held: Held): Promise<void> {
+    if (this.#live(held.key)?.token === held.token) this.#remove(held.key);
     return DONE;
   }
 

@@ -1,20 +1,23 @@
 // Duplicates run once. With idempotency on, an event is known by its key (`source` and `id`, the
 // CloudEvents rule, or the module's own key function). The first delivery claims the key in the
-// store and runs; a delivery while it runs is answered 429 (the broker tries again later); once it
-// has answered 2xx or 4xx, later deliveries within the window get that answer again, byte for
-// byte, without running the function. A 5xx, a timeout, a 408 or 429, or an answer not kept (too
-// large, or streamed) releases the key, so that the next delivery runs. A store that cannot be
-// reached answers 503: an event is never run without its claim.
-import { sha256 } from './random';
+// store and runs, its claim renewed while it runs; a delivery while it runs is answered 429 (the
+// broker tries again later); once it has answered 2xx or 4xx, later deliveries within the window
+// get that answer again, byte for byte, without running the function. A 5xx, a timeout (once the
+// function has finished), a 408 or 429, or an answer not kept (too large, or streamed) releases
+// the key, so that the next delivery runs. Another event under the same source and id is a 409. A
+// store that cannot be reached answers 503: an event is never run without its claim. Outcomes the
+// store did not take are written again until it does, and a stop waits for them (close()).
+import { randomFillSync, sha256, sha256Hash } from './random';
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
 import { runtimeError, type SentError } from './errors';
-import { MemoryStore, sizeOf, type Answer, type Claim, type IdempotencyStore } from './idempotency-store';
+import { MemoryStore, sizeOf, type Answer, type Claim, type Held, type IdempotencyStore } from './idempotency-store';
 import { redisStore } from './idempotency-redis';
 import type { Logger } from './log';
 import type { Metrics } from './metrics';
 import { eventIdentity } from './outcomes';
-import { isThenable } from './deadline';
+import { isThenable, now, settleWithin } from './deadline';
+import type { Claims } from './lifecycle';
 import { send } from './send';
 import type { Reply } from './respond';
 
@@ -80,7 +83,48 @@ const STORE_RETRY = '5';
 const NOT_KEPT = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'vary']);
 const isKept = (name: string) => !NOT_KEPT.has(name) && !name.startsWith('access-control-');
 
-export class Idempotency {
+/** The wait before an outcome the store did not take is written again, doubling up to the most. */
+const RETRY_MS = 200;
+const RETRY_MAX_MS = 5000;
+/** Claims given back after a failed claim, at most at once: past this, they lapse on their own. */
+const WRITES_MAX = 10_000;
+/** How long close() waits for outcomes still being written, when stop() gave it no grace period. */
+const CLOSE_WAIT_MS = 10_000;
+
+/** A claim this process holds: the delivery's, while its function runs and until its outcome is written. */
+interface Hold extends Held {
+  readonly events: CloudEvent<unknown> | CloudEvent<unknown>[];
+  readonly log: Logger;
+  readonly req: IncomingMessage;
+  /** When the claim was last made to hold the claim time from then (`now()` time). */
+  renewed: number;
+  /** The store says the claim is no longer this delivery's. */
+  lost: boolean;
+  /** A fault in the invocation answered its request 500: the claim goes, at the latest when the process stops. */
+  crashed: boolean;
+}
+
+/** An outcome being written: what to log if it is not written before the store closes. */
+interface Write {
+  readonly key: string;
+  readonly events: CloudEvent<unknown> | CloudEvent<unknown>[];
+  readonly log: Logger;
+  /** Said already, by the write itself or by close(): said once. */
+  reported: boolean;
+}
+
+export class Idempotency implements Claims {
+  /** Claims whose function runs, or whose outcome waits for it to finish. */
+  readonly #live = new Set<Hold>();
+  /** Outcomes not yet written, each settling (never rejecting) once it is, or given up. */
+  readonly #writes = new Map<Promise<void>, Write>();
+  #renewal: NodeJS.Timeout | undefined;
+  #givingBack = 0;
+  #closing: Promise<void> | undefined;
+  #closed = false;
+  #tokenPrefix: string | undefined;
+  #tokens = 0;
+
   constructor(
     readonly settings: IdempotencySettings,
     private readonly metrics: Metrics | undefined,
@@ -94,27 +138,89 @@ export class Idempotency {
   /**
    * What to do with these events: send a duplicate the answer kept for it (replay()), or run the
    * function, the key claimed, and call `settle` once the request has been answered. Throws the
-   * 429, 4xx or 503 to answer instead. The memory store answers at once, without a promise.
+   * 409, 429, 4xx or 503 to answer instead. `delivered`: the events as they arrived, before a
+   * contract's validator gave their data another form. The memory store answers at once, without a promise.
    */
-  admit(events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Admission | Promise<Admission> {
-    const key = this.#keyOf(events);
+  admit(
+    events: CloudEvent<unknown> | CloudEvent<unknown>[],
+    delivered: CloudEvent<unknown> | CloudEvent<unknown>[],
+    log: Logger,
+    req: IncomingMessage,
+  ): Admission | Promise<Admission> {
+    const held: Held = { key: this.#keyOf(events), token: this.#newToken(), digest: this.settings.key === undefined ? digestOf(delivered) : '' };
     let claim: Claim | Promise<Claim>;
     try {
-      claim = this.settings.store.claim(key, this.settings.claim);
+      claim = this.settings.store.claim(held, this.settings.claim);
     } catch (err) {
-      throw this.#unreachable(events, log, err);
+      throw this.#unreachable(held, events, log, err);
     }
-    if (!isThenable(claim)) return this.#admission(key, claim, events, log);
+    if (!isThenable(claim)) return this.#admission(held, claim, events, log, req);
     return claim.then(
-      (c) => this.#admission(key, c, events, log),
+      (c) => this.#admission(held, c, events, log, req),
       (err: unknown) => {
-        throw this.#unreachable(events, log, err);
+        throw this.#unreachable(held, events, log, err);
       },
     );
   }
 
-  #admission(key: string, claim: Claim, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger): Admission {
-    if (claim.state === 'claimed') return { settle: this.#keeper(key, claim.token, log, events) };
+  /** The invocation of `req` crashed (faults.ts): its claim is released once its function stops, or when the process does. */
+  crashed(req: IncomingMessage): void {
+    for (const hold of this.#live) if (hold.req === req) hold.crashed = true;
+  }
+
+  /**
+   * Ends idempotency for a stop: the claims of crashed invocations are released, outcomes still
+   * being written are waited for, within `limit` ms, what was not written is logged with its key,
+   * and the store is closed. Once, however often it is called; never rejects.
+   */
+  close(limit = CLOSE_WAIT_MS): Promise<void> {
+    return (this.#closing ??= this.#close(limit));
+  }
+
+  async #close(limit: number): Promise<void> {
+    const { store } = this.settings;
+    for (const hold of this.#live) {
+      if (!hold.crashed) continue;
+      this.#live.delete(hold);
+      this.#write(hold, () => store.release(hold));
+    }
+    // Outcomes of functions that finish meanwhile are written too: waited for until none is left.
+    const deadline = now() + limit;
+    while (this.#writes.size > 0 && now() < deadline) {
+      await settleWithin(Promise.all(this.#writes.keys()), deadline - now(), () => undefined).catch(() => undefined);
+    }
+    this.#closed = true;
+    clearInterval(this.#renewal);
+    for (const write of this.#writes.values()) {
+      if (write.reported) continue;
+      write.reported = true;
+      write.log.warn(
+        { event: identityOf(write.events), key: write.key },
+        "the event's outcome was not written before the idempotency store closed: its claim lapses on its own",
+      );
+    }
+    for (const hold of this.#live) {
+      hold.log.warn(
+        { event: identityOf(hold.events), key: hold.key },
+        "the idempotency store closed while the event's function still runs: its claim lapses on its own",
+      );
+    }
+    await store.close().catch(() => undefined);
+  }
+
+  #admission(held: Held, claim: Claim, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger, req: IncomingMessage): Admission {
+    if (claim.state === 'claimed') {
+      const hold: Hold = { ...held, events, log, req, renewed: now(), lost: false, crashed: false };
+      this.#live.add(hold);
+      this.#renewal ??= setInterval(this.#renew, Math.max(5, this.settings.claim / 4)).unref();
+      return { settle: (incomplete, sent, unfinished) => this.#settle(hold, incomplete, sent, unfinished) };
+    }
+    // Another event under the same key (a forged or mistaken source and id): never its answer.
+    if (held.digest !== '' && claim.digest !== '' && claim.digest !== held.digest) {
+      this.metrics?.event('conflict');
+      log.info({ event: identityOf(events) }, 'event refused: another event with its source and id was delivered first');
+      throw runtimeError('FUNCRUN_EVENT_CONFLICT', 'another event with this source and id was delivered first: an event is known by its source and id');
+    }
     if (claim.state === 'running') {
       this.metrics?.event('in_progress');
       log.info({ event: identityOf(events) }, 'duplicate event: the first delivery is still running');
@@ -125,21 +231,23 @@ export class Idempotency {
     return { replay: claim.answer };
   }
 
-  #unreachable(events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger, err: unknown): Error {
+  /** A 503; the claim asked for may have been taken all the same (its reply lost): it is given back once the store answers. */
+  #unreachable(held: Held, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger, err: unknown): Error {
     this.metrics?.event('store_unavailable');
     log.debug({ event: identityOf(events), err }, 'event not run: the idempotency store cannot be reached');
+    this.#write({ ...held, events, log }, () => this.settings.store.release(held), true);
     return runtimeError('FUNCRUN_STORE_UNAVAILABLE', 'the idempotency store cannot be reached', { headers: { 'retry-after': STORE_RETRY } });
   }
 
   #keyOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): string {
     const { namespace, hashKeys } = this.settings;
-    if (!Array.isArray(events)) {
-      const key = this.#eventKey(events);
-      return hashKeys ? namespace + sha256(key) : key;
-    }
     // A batch is one delivery: known by its events' keys, in order, hashed whatever the store (a
-    // batch of many events would be past any key limit).
-    return namespace + sha256(JSON.stringify(events.map((e) => this.#eventKey(e))));
+    // batch of many events would be past any key limit). Its own prefix: no event's key is a batch's.
+    if (Array.isArray(events)) return `${hashKeys ? namespace : ''}batch:${sha256(JSON.stringify(events.map((e) => this.#eventKey(e))))}`;
+    const key = this.#eventKey(events);
+    if (hashKeys) return namespace + sha256(key);
+    // In memory, source and id as they are; the module's own keys (any text) hashed.
+    return this.settings.key === undefined ? `e:${key}` : `k:${sha256(key)}`;
   }
 
   /** One event's key, checked: within the key limit. */
@@ -156,35 +264,154 @@ export class Idempotency {
     return key;
   }
 
-  /**
-   * What settles the claim: keeps what was sent, or releases the key. Called when the request's
-   * steps are done, so a client gone mid-invocation does not free the key while the function still
-   * runs: its answer is kept all the same (the function ran). `incomplete`: part of the work did
-   * not run (a batch cut short), so the next delivery must.
-   */
-  #keeper(key: string, token: string, log: Logger, events: CloudEvent<unknown> | CloudEvent<unknown>[]): Settle {
-    const { store, answerLimit, window } = this.settings;
-    return (incomplete, sent) => {
-      const status = sent?.status ?? 0;
-      // An answer the sender will not send again for: 2xx and 4xx (but 408 and 429, which ask for a retry).
-      const final = !incomplete && status >= 200 && status < 500 && status !== 408 && status !== 429;
-      const answer = final ? answerOf(sent!, answerLimit) : undefined;
-      // Larger than the limit, or streamed: sent, not kept.
-      if (final && answer === undefined)
-        log.warn({ event: identityOf(events), limit: answerLimit }, 'answer not kept for duplicates: streamed, or larger than the answer limit');
-      const done = answer !== undefined ? store.complete(key, token, answer, window) : store.release(key, token);
-      // The claim then lapses on its own, after the claim time.
-      done.catch((err: unknown) => log.warn({ event: identityOf(events), err }, 'the idempotency store did not take the outcome; the claim lapses on its own'));
-    };
+  /** Unique across replicas: a random prefix per process, then a count. */
+  #newToken(): string {
+    this.#tokenPrefix ??= randomFillSync(Buffer.alloc(12)).toString('base64url');
+    return `${this.#tokenPrefix}.${(++this.#tokens).toString(36)}`;
   }
+
+  /**
+   * Keeps what was sent, or releases the key. Called when the request's steps are done, so a client
+   * gone mid-invocation does not free the key while the function still runs: its answer is kept
+   * all the same (the function ran). `incomplete`: part of the work did not run (a batch cut
+   * short), so the next delivery must. `unfinished`: the function still runs (answered 504 at its
+   * timeout): the claim holds until it has finished, and is released then.
+   */
+  #settle(hold: Hold, incomplete: boolean, sent: Reply | SentError | undefined, unfinished: PromiseLike<unknown> | undefined): void {
+    if (unfinished !== undefined) {
+      const finished = Promise.resolve(unfinished).then(noop, noop);
+      this.#track(
+        hold,
+        finished.then(() => this.#settle(hold, incomplete, sent, undefined)),
+      );
+      return;
+    }
+    this.#live.delete(hold);
+    const { store, answerLimit, window } = this.settings;
+    const status = sent?.status ?? 0;
+    // An answer the sender will not send again for: 2xx and 4xx (but 408 and 429, which ask for a retry).
+    const final = !incomplete && !hold.crashed && status >= 200 && status < 500 && status !== 408 && status !== 429;
+    const answer = final ? answerOf(sent!, answerLimit) : undefined;
+    // Larger than the limit, or streamed: sent, not kept.
+    if (final && answer === undefined)
+      hold.log.warn({ event: identityOf(hold.events), limit: answerLimit }, 'answer not kept for duplicates: streamed, or larger than the answer limit');
+    if (answer === undefined) return this.#write(hold, () => store.release(hold));
+    this.#write(hold, async () => {
+      const completed = await store.complete(hold, answer, window);
+      if (completed === 'lapsed') {
+        hold.log.warn(
+          { event: identityOf(hold.events), key: hold.key },
+          "the event's claim had gone while it ran (another delivery may have run it too): its answer is kept",
+        );
+      } else if (completed === 'answered') {
+        hold.log.warn({ event: identityOf(hold.events), key: hold.key }, 'another delivery of the event answered first (it ran twice): its answer stays');
+      }
+    });
+  }
+
+  /**
+   * Writes an outcome, again and again while the store fails (backing off), until the claim would
+   * have lapsed anyway. `giveBack`: a claim that may not exist, released after a failed claim:
+   * bounded in number, and not waited for by close().
+   */
+  #write(about: Held & Pick<Hold, 'events' | 'log'>, work: () => Promise<unknown>, giveBack = false): void {
+    const until = now() + this.settings.claim;
+    const attempt = async (): Promise<void> => {
+      for (let wait = RETRY_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
+        try {
+          await work();
+          return;
+        } catch (err) {
+          if (this.#closed || now() + wait >= until) throw err;
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+      }
+    };
+    if (giveBack) {
+      if (this.#givingBack >= WRITES_MAX) return;
+      this.#givingBack++;
+      void attempt()
+        .catch(noop)
+        .finally(() => this.#givingBack--);
+      return;
+    }
+    const write: Write = { key: about.key, events: about.events, log: about.log, reported: false };
+    this.#track(
+      write,
+      attempt().catch((err: unknown) => {
+        if (write.reported) return;
+        write.reported = true;
+        about.log.warn({ event: identityOf(about.events), key: about.key, err }, 'the idempotency store did not take the outcome; the claim lapses on its own');
+      }),
+    );
+  }
+
+  #track(write: Write | Hold, done: Promise<void>): void {
+    const entry: Write = 'reported' in write ? write : { key: write.key, events: write.events, log: write.log, reported: false };
+    this.#writes.set(done, entry);
+    void done.finally(() => this.#writes.delete(done));
+  }
+
+  // A live process keeps its claims: each is made to hold the claim time again before a quarter of it has passed.
+  #renew = (): void => {
+    const { store, claim } = this.settings;
+    const at = now();
+    for (const hold of this.#live) {
+      if (hold.lost || at - hold.renewed < claim / 4) continue;
+      hold.renewed = at;
+      store.extend(hold, claim).then(
+        (held) => {
+          if (held || hold.lost || !this.#live.has(hold)) return;
+          hold.lost = true;
+          hold.log.warn(
+            { event: identityOf(hold.events), key: hold.key },
+            "the event's claim was lost while its function runs: another delivery may run it too",
+          );
+        },
+        (err: unknown) => hold.log.debug({ event: identityOf(hold.events), err }, "the event's claim could not be extended: tried again shortly"),
+      );
+    }
+  };
+}
+
+function noop(): void {}
+
+/**
+ * What makes an event this one beside its source and id, digested: its type, subject, data schema
+ * and data (bytes as bytes, text as UTF-16 code units, values as JSON), so that another event under
+ * the same source and id is told apart. Of the events as delivered, read by their media type, so
+ * that a binary and a structured delivery of one event agree: not the media type as written, which
+ * the two modes spell differently (a Content-Type with its charset; none, for JSON).
+ */
+function digestOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): string {
+  const hash = sha256Hash();
+  for (const event of Array.isArray(events) ? events : [events]) {
+    hash.update(JSON.stringify([event.type, event.subject ?? null, event.dataschema ?? null]), 'utf16le');
+    const data = event.data;
+    if (data instanceof Uint8Array) {
+      hash.update(`b${data.length}:`);
+      hash.update(data);
+      continue;
+    }
+    let text: string;
+    try {
+      text = typeof data === 'string' ? data : (JSON.stringify(data) ?? '');
+    } catch {
+      // Not JSON (a parsed XML document): its text.
+      text = String(data);
+    }
+    hash.update(`${typeof data === 'string' ? 's' : 'j'}${text.length}:`);
+    hash.update(text, 'utf16le');
+  }
+  return hash.digest('base64url');
 }
 
 function identityOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): object {
   return Array.isArray(events) ? { events: events.length, first: eventIdentity(events[0]) } : eventIdentity(events);
 }
 
-/** Keeps what was sent for duplicates, or releases the claim. */
-export type Settle = (incomplete: boolean, sent: Reply | SentError | undefined) => void;
+/** Keeps what was sent for duplicates, or releases the claim; once the function has finished, when it still runs. */
+export type Settle = (incomplete: boolean, sent: Reply | SentError | undefined, unfinished: PromiseLike<unknown> | undefined) => void;
 
 /** A duplicate's kept answer, or the go-ahead to run with what settles the claim afterwards. */
 export type Admission = { replay: Answer; settle?: undefined } | { settle: Settle; replay?: undefined };

@@ -4,7 +4,7 @@ import type { CloudEvent } from 'cloudevents';
 import { asCloudEvent } from './cloudevent';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { InvocationRecord } from './scope';
-import { abortInvocation, invocationRecord, invocationTrace, type Context } from './context';
+import { abortInvocation, invocationOutlived, invocationRecord, invocationTrace, type Context } from './context';
 import type { Trace } from './trace';
 import { runtimeError } from './errors';
 import type { ErrorCode } from './error-codes';
@@ -46,6 +46,8 @@ export function timedInvoker(timeout: number): Invoke {
     return settleWithin(result, left, () => {
       late = true;
       const error = tooLate();
+      // Its event's claim holds until it has really finished (idempotency.ts).
+      invocationOutlived(ctx, result);
       abortInvocation(ctx, error);
       return error;
     });

@@ -8,6 +8,14 @@ import { destroyAll, requestAnswered } from './connections';
 import { settleWithin } from './deadline';
 import type { Function as FunctionModule } from './types';
 
+/** Idempotency's claims, as a stop and the fault handler see them (idempotency.ts). */
+export interface Claims {
+  /** The invocation of `req` crashed: its claim is released, at the latest when the process stops. */
+  crashed(req: IncomingMessage): void;
+  /** Waits, within `limit` ms, for the outcomes still being written, then closes the store. Never rejects. */
+  close(limit?: number): Promise<void>;
+}
+
 /** What a running server keeps beside the node:http server. */
 export interface Runtime {
   readonly module: FunctionModule;
@@ -20,6 +28,8 @@ export interface Runtime {
   metrics?: Metrics;
   /** Work functions handed to `context.waitUntil`, still running: stop() waits for it. */
   readonly background: Set<Promise<void>>;
+  /** With idempotency on: the claims this process holds. */
+  readonly claims: Claims | undefined;
   /** Requests not yet answered, with their reqId: those the grace period cuts are logged by it. */
   readonly inFlight: Map<IncomingMessage, number>;
   /**
@@ -122,8 +132,8 @@ export function runShutdown(runtime: Runtime): Promise<void> {
 /**
  * Stops gracefully: readiness turns 503, no new connections are accepted, requests in flight
  * finish (keep-alive connections close after their current response, and as soon as they go
- * idle), then work handed to `context.waitUntil`, and after the last of it the module's
- * `shutdown()` runs. Past `gracePeriod` ms the remaining connections are cut, each unanswered
+ * idle), then work handed to `context.waitUntil`, then the idempotency store takes the outcomes
+ * still being written, and after that the module's `shutdown()` runs. Past `gracePeriod` ms the remaining connections are cut, each unanswered
  * request logged; `shutdown()` then has `gracePeriod` ms of its own. Resolves when `shutdown()`
  * has finished, with how complete the drain was; rejects with its error, or when it does not
  * finish in time.
@@ -133,8 +143,12 @@ export function stop(server: Server, gracePeriod = 10_000): Promise<Drain> {
   if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
   runtime.draining = true;
   const deadline = Date.now() + gracePeriod;
-  const drained = (cut: number, unfinished: number) =>
-    bounded(runShutdown(runtime), gracePeriod, runtime.log).then((): Drain => ({ complete: cut + unfinished === 0, cut, unfinished }));
+  // The answers given meanwhile are written to the idempotency store before shutdown() runs.
+  const drained = async (cut: number, unfinished: number): Promise<Drain> => {
+    await runtime.claims?.close(Math.max(0, deadline - Date.now()));
+    await bounded(runShutdown(runtime), gracePeriod, runtime.log);
+    return { complete: cut + unfinished === 0, cut, unfinished };
+  };
   if (!server.listening) return backgroundDone(runtime, gracePeriod).then((unfinished) => drained(0, unfinished));
   let cutCount = 0;
   const cut = setTimeout(() => (cutCount = cutConnections(server, runtime)), gracePeriod);

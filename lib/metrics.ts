@@ -35,7 +35,7 @@ export interface MetricLabels {
  * undeclared type), a duplicate (answered again, or while the first runs), not run for want of the
  * store, or answered with the function's retry() or drop().
  */
-export const EVENT_OUTCOMES = ['invalid', 'undeclared', 'replayed', 'in_progress', 'store_unavailable', 'retried', 'dropped'] as const;
+export const EVENT_OUTCOMES = ['invalid', 'undeclared', 'replayed', 'in_progress', 'conflict', 'store_unavailable', 'retried', 'dropped'] as const;
 export type EventOutcome = (typeof EVENT_OUTCOMES)[number];
 
 const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');

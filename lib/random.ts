@@ -22,6 +22,11 @@ export function randomFillSync<T extends NodeJS.ArrayBufferView>(buffer: T): T {
  * event's text. Of its UTF-16 code units: UTF-8 would make every lone surrogate U+FFFD, and two
  * ids one key.
  */
+/** A SHA-256 hash to update piece by piece: the digest idempotency keeps of an event. */
+export function sha256Hash(): Crypto.Hash {
+  return load().createHash('sha256');
+}
+
 export function sha256(text: string): string {
   return load().createHash('sha256').update(text, 'utf16le').digest('base64url');
 }

@@ -12,9 +12,9 @@ import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
 import { detectMode, replyMode, type Mode, type ResponseDefaults } from './cloudevent';
 import { readEvent } from './cloudevent-read';
-import { Context, contentTypeOf, heldWork, invocationAnswered, sharingQuery, type ContextParts } from './context';
+import { Context, contentTypeOf, heldWork, invocationAnswered, outlivingHandler, sharingQuery, type ContextParts } from './context';
 import { allowAnyOrigin, allowOrigin, isPreflight, type OriginCheck } from './cors';
-import { runtimeError, sendError, type SentError } from './errors';
+import { runtimeError, sendError, withoutQueryValues, type SentError } from './errors';
 import type { Logger, RootLogger } from './log';
 import { parseMediaType, type MediaType } from './media-type';
 import { discard, respond, type Reply } from './respond';
@@ -514,7 +514,7 @@ function fail(p: Pipeline, x: Exchange, err: unknown): void {
 /** The request is answered: its invocations end (once their waitUntil work settles), and its connection counts it. */
 function finish(p: Pipeline, x: Exchange): void {
   // A batch whose client went away may have been cut short (batch() stops): its answer is not the whole batch's.
-  if (x.settleClaim !== undefined) x.settleClaim(x.inBatch && x.res.destroyed, x.sent);
+  if (x.settleClaim !== undefined) x.settleClaim(x.inBatch && x.res.destroyed, x.sent, outliving(x));
   // However the request ended: its temporary files go (once its waitUntil work settles), and a body still streaming stops.
   if (x.uploads !== undefined) endUploads(x, x.uploads);
   if (x.bodyStream !== undefined && !x.bodyStream.readableEnded) x.bodyStream.destroy();
@@ -522,6 +522,18 @@ function finish(p: Pipeline, x: Exchange): void {
   if (Array.isArray(made)) for (const ctx of made) invocationAnswered(ctx);
   else if (made !== undefined) invocationAnswered(made);
   requestDone(p.runtime, x.req, x.res);
+}
+
+/** What a handler answered for at its timeout still runs, if one does: its event's claim waits for it. */
+function outliving(x: Exchange): PromiseLike<unknown> | undefined {
+  const made = x.contexts;
+  if (!Array.isArray(made)) return made === undefined ? undefined : outlivingHandler(made);
+  // In a batch, only the event that timed out can be still running: the others had finished.
+  for (const ctx of made) {
+    const running = outlivingHandler(ctx);
+    if (running !== undefined) return running;
+  }
+  return undefined;
 }
 
 /** Whether a returned value is, or holds as its body, a stream (read after the function returned). */
@@ -533,20 +545,6 @@ function streams(value: unknown): boolean {
     // A Proxy's trap or a getter threw: respond() reads the value again and answers the failure.
     return false;
   }
-}
-
-/** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept. */
-export function withoutQueryValues(url: string): string {
-  const q = url.indexOf('?');
-  if (q === -1) return url;
-  const names = url
-    .slice(q + 1)
-    .split('&')
-    .map((pair) => {
-      const eq = pair.indexOf('=');
-      return eq === -1 ? pair : `${pair.slice(0, eq)}=…`;
-    });
-  return `${url.slice(0, q)}?${names.join('&')}`;
 }
 
 // One line per answered request, with the logger the request has by then (a single event's trace).

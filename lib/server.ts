@@ -76,6 +76,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     draining: false,
     metrics,
     background: new Set(),
+    claims: idempotency,
     inFlight: new Map(),
     outside: AsyncResource.bind((run) => run()),
   };
@@ -147,14 +148,16 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
   // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
   server.on('connect', (_req: IncomingMessage, socket: Socket) => rawError(socket, 'FUNCRUN_CONNECT_REFUSED', 'CONNECT is not supported'));
-  // shutdown() runs once the work handed to waitUntil has settled too (stop() bounds that wait).
-  server.once('close', () =>
+  // Closed without stop(): shutdown() runs once the work handed to waitUntil has settled and the
+  // idempotency store has taken the outcomes still being written. stop() does the same itself,
+  // within its grace period.
+  server.once('close', () => {
+    if (runtime.draining) return;
     backgroundSettled(runtime)
+      .then(() => idempotency?.close())
       .then(() => runShutdown(runtime))
-      .catch((err) => log.error(err, 'shutdown() failed'))
-      // The store last: work handed to waitUntil may still answer events.
-      .finally(() => settings.idempotency?.store.close()),
-  );
+      .catch((err) => log.error(err, 'shutdown() failed'));
+  });
   register(server, runtime);
   return server;
 }

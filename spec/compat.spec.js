@@ -300,6 +300,35 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     assert.equal((await request(server.url + '/orders', { method: 'PUT' })).text, 'stored');
   });
 
+  it("fastify's 404 quotes the URL to the client, as faas-js-runtime does, but the log leaves out its query's values", async (t) => {
+    const secret = 'tok-4f9a1c';
+    const server = await serve(t, () => 'ok', { ...compat, logLevel: 'trace' });
+    const long = `/other?access_token=${secret}&pad=${'x'.repeat(2000)}`;
+    for (const target of [`/other?access_token=${secret}`, long]) {
+      const res = await request(server.url + target);
+      assert.equal(res.status, 404);
+    }
+    const rejected = server.log.entries().filter((e) => e.msg === 'request rejected');
+    assert.equal(rejected.length, 2);
+    assert.equal(rejected[0].message, 'Route GET:/other?access_token=… not found');
+    assert.ok(!server.log.text().includes(secret), server.log.text());
+  });
+
+  it('a replayed duplicate allows every origin, as the first answer did', async (t) => {
+    const server = await serve(t, () => ({ ok: true }), { ...compat, idempotency: true });
+    const { headers, body } = HTTP.binary(new CloudEvent({ id: 'once', type: 'order.placed', source: '/spec', data: {} }));
+    const answers = [];
+    for (let i = 0; i < 2; i++) answers.push(await request(server.url, { method: 'POST', headers: { ...headers, origin: 'https://app.example' }, body }));
+    assert.deepEqual(
+      answers.map((res) => [res.status, res.headers.get('access-control-allow-origin')]),
+      [
+        [200, '*'],
+        [200, '*'],
+      ],
+    );
+    assert.equal(answers[1].text, answers[0].text);
+  });
+
   it('a request is a binary CloudEvent by its ce-id, as the SDK tells: without one it is plain HTTP', async (t) => {
     const server = await serve(t, (ctx, data) => ({ event: ctx.cloudevent !== undefined, data }), compat);
     const headers = { 'ce-source': '/shop', 'ce-type': 'order.placed', 'ce-specversion': '1.0', 'content-type': 'application/json' };

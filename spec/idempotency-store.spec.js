@@ -29,6 +29,9 @@ const answerOf = (body) => ({
   body,
 });
 const SHORT_MS = 200;
+let tokens = 0;
+/** One delivery's claim on `key`: a token of its own, and its event's digest. */
+const held = (key, digest = '') => ({ key, token: `token-${++tokens}`, digest });
 const PAST_SHORT_MS = 500;
 /** The Redis store's bound on one call is 2 s: a rejection within this caught no hang. */
 const REJECTS_WITHIN_MS = 3000;
@@ -68,83 +71,99 @@ const KINDS = {
 
 for (const [kind, open] of Object.entries(KINDS)) {
   describe(`the ${kind} store`, () => {
-    it('claims a free key; a second claim while the first runs is told running', async (t) => {
+    it('claims a free key; a second claim while the first runs is told running, with the digest of its event', async (t) => {
       const [store] = await open(t);
-      const first = await store.claim('k', 60_000);
-      assert.equal(first.state, 'claimed');
-      assert.equal(typeof first.token, 'string');
-      assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
-      assert.equal((await store.claim('other', 60_000)).state, 'claimed');
+      assert.deepEqual(await store.claim(held('k', 'digest-1'), 60_000), { state: 'claimed' });
+      assert.deepEqual(await store.claim(held('k', 'digest-2'), 60_000), { state: 'running', digest: 'digest-1' });
+      assert.equal((await store.claim(held('other'), 60_000)).state, 'claimed');
+      assert.deepEqual(await store.claim(held('other'), 60_000), { state: 'running', digest: '' });
       assert.equal(store.problem(), undefined);
     });
 
-    it("completing with the claim's token stores the answer: the next claims get its exact bytes", async (t) => {
+    it("completing the claim stores the answer and the event's digest: the next claims get its exact bytes", async (t) => {
       const [store] = await open(t);
-      const { token } = await store.claim('k', 60_000);
-      await store.complete('k', token, answerOf(BYTES), 60_000);
+      const first = held('k', 'digest-1');
+      await store.claim(first, 60_000);
+      assert.equal(await store.complete(first, answerOf(BYTES), 60_000), 'kept');
       for (let i = 0; i < 2; i++) {
-        const again = await store.claim('k', 60_000);
+        const again = await store.claim(held('k'), 60_000);
         assert.equal(again.state, 'done');
+        assert.equal(again.digest, 'digest-1');
         assert.ok(Buffer.isBuffer(again.answer.body));
         assert.deepEqual([...again.answer.body], [...BYTES]);
         assert.deepEqual(again.answer.headers, answerOf(BYTES).headers);
       }
-      const empty = await store.claim('empty', 60_000);
-      await store.complete('empty', empty.token, answerOf(Buffer.alloc(0)), 60_000);
-      const replay = await store.claim('empty', 60_000);
+      const empty = held('empty');
+      await store.claim(empty, 60_000);
+      await store.complete(empty, answerOf(Buffer.alloc(0)), 60_000);
+      const replay = await store.claim(held('empty'), 60_000);
       assert.deepEqual([replay.state, replay.answer.body.length], ['done', 0]);
     });
 
-    it("complete and release with another token change nothing: the claim's holder still completes", async (t) => {
+    it("release and extend by another delivery change nothing; its answer does not replace another's", async (t) => {
       const [store] = await open(t);
-      const { token } = await store.claim('k', 60_000);
-      await store.complete('k', 'not-the-token', answerOf(Buffer.from('forged')), 60_000);
-      await store.release('k', 'not-the-token');
-      assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
-      await store.complete('k', token, answerOf(Buffer.from('real')), 60_000);
-      await store.release('k', token);
-      await store.complete('k', token, answerOf(Buffer.from('again')), 60_000);
-      const done = await store.claim('k', 60_000);
+      const first = held('k');
+      await store.claim(first, 60_000);
+      const other = held('k');
+      await store.release(other);
+      assert.equal(await store.extend(other, 60_000), false);
+      assert.deepEqual(await store.claim(held('k'), 60_000), { state: 'running', digest: '' });
+      assert.equal(await store.complete(first, answerOf(Buffer.from('real')), 60_000), 'kept');
+      await store.release(first);
+      assert.equal(await store.complete(other, answerOf(Buffer.from('forged')), 60_000), 'answered');
+      const done = await store.claim(held('k'), 60_000);
       assert.deepEqual([done.state, done.answer.body.toString()], ['done', 'real']);
     });
 
-    it('a released key is claimed by the next delivery', async (t) => {
+    it('a released key is claimed by the next delivery; an answer from the first then takes the place of its claim', async (t) => {
       const [store] = await open(t);
-      const first = await store.claim('k', 60_000);
-      await store.release('k', first.token);
-      const second = await store.claim('k', 60_000);
-      assert.equal(second.state, 'claimed');
-      assert.notEqual(second.token, first.token);
-      // The first holder's late answer does not replace the second's claim.
-      await store.complete('k', first.token, answerOf(Buffer.from('late')), 60_000);
-      assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
+      const first = held('k');
+      await store.claim(first, 60_000);
+      await store.release(first);
+      const second = held('k');
+      assert.equal((await store.claim(second, 60_000)).state, 'claimed');
+      // The first delivery ran all the same: its answer is kept for the duplicates, in the place of the second's claim.
+      assert.equal(await store.complete(first, answerOf(Buffer.from('first')), 60_000), 'lapsed');
+      assert.equal(await store.complete(second, answerOf(Buffer.from('second')), 60_000), 'answered');
+      assert.equal((await store.claim(held('k'), 60_000)).answer.body.toString(), 'first');
     });
 
-    it('a claim ends after claimMs: the next delivery claims, and the old holder can no longer complete', async (t) => {
+    it('a claim ends after claimMs unless extended; an answer whose claim had ended is still stored', async (t) => {
       const [store] = await open(t);
-      const first = await store.claim('k', SHORT_MS);
-      assert.deepEqual(await store.claim('k', SHORT_MS), { state: 'running' });
+      const first = held('k');
+      await store.claim(first, SHORT_MS);
+      assert.equal((await store.claim(held('k'), SHORT_MS)).state, 'running');
       await sleep(PAST_SHORT_MS);
-      const second = await store.claim('k', 60_000);
-      assert.equal(second.state, 'claimed');
-      await store.complete('k', first.token, answerOf(Buffer.from('late')), 60_000);
-      assert.deepEqual(await store.claim('k', 60_000), { state: 'running' });
-      await store.complete('k', second.token, answerOf(Buffer.from('on time')), 60_000);
-      assert.equal((await store.claim('k', 60_000)).answer.body.toString(), 'on time');
+      assert.equal(await store.extend(first, 60_000), false);
+      assert.equal(await store.complete(first, answerOf(Buffer.from('late')), 60_000), 'lapsed');
+      assert.equal((await store.claim(held('k'), 60_000)).answer.body.toString(), 'late');
+    });
+
+    it('an extended claim holds past its first claimMs', async (t) => {
+      const [store] = await open(t);
+      const first = held('k');
+      await store.claim(first, SHORT_MS);
+      for (let i = 0; i < 4; i++) {
+        await sleep(SHORT_MS / 2);
+        assert.equal(await store.extend(first, SHORT_MS), true);
+      }
+      assert.equal((await store.claim(held('k'), SHORT_MS)).state, 'running');
+      assert.equal(await store.complete(first, answerOf(Buffer.from('answer')), 60_000), 'kept');
     });
 
     it('an answer ends after windowMs: the next delivery claims again', async (t) => {
       const [store] = await open(t);
-      const { token } = await store.claim('k', 60_000);
-      await store.complete('k', token, answerOf(Buffer.from('answer')), SHORT_MS);
-      assert.equal((await store.claim('k', 60_000)).state, 'done');
+      const first = held('k');
+      await store.claim(first, 60_000);
+      await store.complete(first, answerOf(Buffer.from('answer')), SHORT_MS);
+      assert.equal((await store.claim(held('k'), 60_000)).state, 'done');
       await sleep(PAST_SHORT_MS);
-      assert.equal((await store.claim('k', 60_000)).state, 'claimed');
+      assert.equal((await store.claim(held('k'), 60_000)).state, 'claimed');
     });
 
     it('50 claims of one key at once, spread over 5 replicas: exactly one claims', async (t) => {
       const stores = await open(t, 5);
-      const claims = await Promise.all(Array.from({ length: 50 }, (_, i) => stores[i % stores.length].claim('k', 60_000)));
+      const claims = await Promise.all(Array.from({ length: 50 }, (_, i) => stores[i % stores.length].claim(held('k'), 60_000)));
       assert.equal(claims.filter((c) => c.state === 'claimed').length, 1);
       assert.equal(claims.filter((c) => c.state === 'running').length, 49);
     });
@@ -160,28 +179,32 @@ describe('the redis store when Redis is down, hung or guarded', () => {
     raw.on('error', () => {}); // Redis stops before this client closes.
     await raw.connect();
     t.after(() => raw.close().catch(() => {}));
-    await store.claim('running', 60_000);
-    const { token } = await store.claim('answered', 60_000);
-    await store.complete('answered', token, answerOf(BYTES), 30_000);
-    const released = await store.claim('released', 60_000);
-    await store.release('released', released.token);
+    await store.claim(held('running'), 60_000);
+    const answered = held('answered');
+    await store.claim(answered, 60_000);
+    await store.complete(answered, answerOf(BYTES), 30_000);
+    const released = held('released');
+    await store.claim(released, 60_000);
+    await store.release(released);
     assert.deepEqual((await raw.keys('*')).sort(), ['answered', 'running']);
-    const running = await raw.pTTL('running');
-    const answered = await raw.pTTL('answered');
-    assert.ok(running > 30_000 && running <= 60_000, `${running}`);
-    assert.ok(answered > 0 && answered <= 30_000, `${answered}`);
+    const claimTtl = await raw.pTTL('running');
+    const answerTtl = await raw.pTTL('answered');
+    assert.ok(claimTtl > 30_000 && claimTtl <= 60_000, `${claimTtl}`);
+    assert.ok(answerTtl > 0 && answerTtl <= 30_000, `${answerTtl}`);
   });
 
   it('with Redis stopped, claim, complete and release reject within the bound, and problem() says so without the address', async (t) => {
     const redis = await startRedis(t);
     const store = await redisStore(redis.url, checkout, createLogger('silent'));
     t.after(() => store.close());
-    const { token } = await store.claim('k', 60_000);
+    const first = held('k');
+    await store.claim(first, 60_000);
     await redis.stop();
     for (const call of [
-      () => store.claim('k', 60_000),
-      () => store.complete('k', token, answerOf(Buffer.from('x')), 60_000),
-      () => store.release('k', token),
+      () => store.claim(held('k'), 60_000),
+      () => store.extend(first, 60_000),
+      () => store.complete(first, answerOf(Buffer.from('x')), 60_000),
+      () => store.release(first),
     ]) {
       const { ms, error } = await rejection(call());
       assert.ok(ms < REJECTS_WITHIN_MS, `rejected after ${ms} ms`);
@@ -200,20 +223,22 @@ describe('the redis store when Redis is down, hung or guarded', () => {
     await until(() => store.problem() !== undefined, 'the outage seen');
     await redis.start();
     await until(() => store.problem() === undefined, 'the store back');
-    assert.equal((await store.claim('k', 60_000)).state, 'claimed');
+    assert.equal((await store.claim(held('k'), 60_000)).state, 'claimed');
   });
 
-  it('a paused (hung) Redis cannot hang a claim: it rejects within the bound; once Redis resumes, the claim it took late is given back', async (t) => {
+  it('a paused (hung) Redis cannot hang a claim: it rejects within the bound, and readiness says so until Redis answers again', async (t) => {
     const redis = await startRedis(t);
     const store = await redisStore(redis.url, checkout, createLogger('silent'));
     t.after(() => store.close());
     redis.process.kill('SIGSTOP');
     t.after(() => redis.process.kill('SIGCONT'));
-    const { ms, error } = await rejection(store.claim('k', 60_000));
+    const { ms, error } = await rejection(store.claim(held('k'), 60_000));
     assert.ok(ms < REJECTS_WITHIN_MS, `rejected after ${ms} ms`);
     assert.equal(error.message, 'the idempotency store (redis) did not answer within 2 s');
+    assert.equal(store.problem(), 'the idempotency store (redis) did not answer within 2 s');
     redis.process.kill('SIGCONT');
-    await until(async () => (await store.claim('k', 60_000).catch(() => undefined))?.state === 'claimed', 'a claim after the pause');
+    await until(() => store.problem() === undefined, 'answering again');
+    assert.equal((await store.claim(held('other'), 60_000)).state, 'claimed');
   });
 
   it('starts while Redis is down: problem() is set at once, and the store connects when Redis is there', async (t) => {
@@ -224,10 +249,10 @@ describe('the redis store when Redis is down, hung or guarded', () => {
     t.after(() => store.close());
     assert.ok(Date.now() - started < REJECTS_WITHIN_MS);
     assert.equal(store.problem(), 'the idempotency store (redis) is unreachable');
-    await assert.rejects(store.claim('k', 60_000), /unreachable/);
+    await assert.rejects(store.claim(held('k'), 60_000), /unreachable/);
     await redis.start();
     await until(() => store.problem() === undefined, 'the store connected');
-    assert.equal((await store.claim('k', 60_000)).state, 'claimed');
+    assert.equal((await store.claim(held('k'), 60_000)).state, 'claimed');
   });
 
   it("logs the outage once at warn and the return once at info, naming host:port and never the URL's username or password", async (t) => {
@@ -237,13 +262,13 @@ describe('the redis store when Redis is down, hung or guarded', () => {
     const url = `redis://default:${encodeURIComponent(password)}@127.0.0.1:${redis.port}/0`;
     const store = await redisStore(url, checkout, createLogger('trace', out));
     t.after(() => store.close());
-    const { token } = await store.claim('k', 60_000);
-    await store.complete('k', token, answerOf(Buffer.from('answer')), 60_000);
-    assert.equal((await store.claim('k', 60_000)).state, 'done');
-    await store.release('k', token);
+    const first = held('k');
+    await store.claim(first, 60_000);
+    await store.complete(first, answerOf(Buffer.from('answer')), 60_000);
+    assert.equal((await store.claim(held('k'), 60_000)).state, 'done');
     await redis.stop();
     await until(() => store.problem() !== undefined, 'the outage seen');
-    for (let i = 0; i < 3; i++) await store.claim('k', 60_000).catch(() => {});
+    for (let i = 0; i < 3; i++) await store.claim(held('k'), 60_000).catch(() => {});
     await sleep(500); // a few reconnection attempts, each refused
     await redis.start();
     await until(() => store.problem() === undefined, 'the store back');
@@ -267,7 +292,7 @@ describe('the redis store when Redis is down, hung or guarded', () => {
       const store = await redisStore(`${scheme}://someone:${wrong}@127.0.0.1:${redis.port}`, checkout, createLogger('trace', out));
       t.after(() => store.close());
       assert.equal(store.problem(), 'the idempotency store (redis) is unreachable');
-      await assert.rejects(store.claim('k', 60_000), /unreachable/);
+      await assert.rejects(store.claim(held('k'), 60_000), /unreachable/);
       await sleep(300);
       await store.close();
       assert.equal(out.entries().filter((e) => e.level === 40).length, 1, out.text());
@@ -292,7 +317,7 @@ describe('the redis store when Redis is down, hung or guarded', () => {
     await redis.stop();
     await store.close();
     await store.close();
-    await assert.rejects(store.claim('k', 60_000), /unreachable/);
+    await assert.rejects(store.claim(held('k'), 60_000), /unreachable/);
     assert.equal(store.problem(), 'the idempotency store (redis) is unreachable');
   });
 });
@@ -332,18 +357,20 @@ describe('the memory store', () => {
   const answer = (n) => Buffer.alloc(n, 1);
 
   async function answered(store, key, bytes = 1) {
-    const claim = await store.claim(key, 60_000);
-    await store.complete(key, claim.token, { status: 200, headers: [], body: answer(bytes) }, 60_000);
+    const claim = held(key);
+    await store.claim(claim, 60_000);
+    await store.complete(claim, { status: 200, headers: [], body: answer(bytes) }, 60_000);
   }
+  const state = async (store, key) => (await store.claim(held(key), 60_000)).state;
 
   it('keeps at most `entries` keys: the least recently used answer leaves first, and a key read by claim() is recently used', async () => {
     const store = new MemoryStore({ entries: 3, bytes: 1_000_000 });
     for (const key of ['a', 'b', 'c']) await answered(store, key);
-    assert.equal((await store.claim('a', 60_000)).state, 'done');
+    assert.equal(await state(store, 'a'), 'done');
     await answered(store, 'd');
     assert.equal(store.size.entries, 3);
-    assert.equal((await store.claim('a', 60_000)).state, 'done');
-    assert.equal((await store.claim('b', 60_000)).state, 'claimed');
+    assert.equal(await state(store, 'a'), 'done');
+    assert.equal(await state(store, 'b'), 'claimed');
   });
 
   it('keeps at most `bytes` of keys and answers, oldest answers leaving first', async () => {
@@ -353,14 +380,14 @@ describe('the memory store', () => {
     assert.equal(store.size.bytes, 351);
     await answered(store, 'd', 100);
     assert.ok(store.size.bytes <= 400);
-    assert.equal((await store.claim('a', 60_000)).state, 'claimed');
-    for (const key of ['c', 'd']) assert.equal((await store.claim(key, 60_000)).state, 'done');
+    assert.equal(await state(store, 'a'), 'claimed');
+    for (const key of ['c', 'd']) assert.equal(await state(store, key), 'done');
   });
 
   it('never evicts a live claim, even past its bounds: a duplicate must not run', async () => {
     const store = new MemoryStore({ entries: 2, bytes: 1_000_000 });
-    for (const key of ['a', 'b', 'c', 'd']) assert.equal((await store.claim(key, 60_000)).state, 'claimed');
+    for (const key of ['a', 'b', 'c', 'd']) assert.equal(await state(store, key), 'claimed');
     assert.equal(store.size.entries, 4);
-    for (const key of ['a', 'b', 'c', 'd']) assert.deepEqual(await store.claim(key, 60_000), { state: 'running' });
+    for (const key of ['a', 'b', 'c', 'd']) assert.equal(await state(store, key), 'running');
   });
 });

@@ -34,16 +34,19 @@ function pong(port) {
 /**
  * Starts redis-server for the test `t`, with `--requirepass password` when given.
  * Resolves to `{ url, port, stop(), start() }`: `url` carries the password; stop() ends the
- * server, start() brings it back on the same port (empty: it keeps nothing).
+ * server, start() brings it back on the same port: empty, or, when `persistent`, with every write
+ * it answered (an append-only file synced before each answer).
  */
-async function startRedis(t, { password } = {}) {
+async function startRedis(t, { password, persistent = false } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-redis-'));
   let child;
   let exited;
   let output = '';
 
   async function launch(port) {
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'no'];
+    // Persistent: every write in the append-only file before it is answered, so a restart keeps it.
+    const keeping = persistent ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...keeping, '--dir', dir, '--protected-mode', 'no'];
     if (password !== undefined) args.push('--requirepass', password);
     output = '';
     child = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -109,4 +112,65 @@ async function startRedis(t, { password } = {}) {
   };
 }
 
-module.exports = { startRedis };
+/**
+ * A loopback TCP proxy to Redis at `port`, for the test `t`, that can lose or hold back the reply to
+ * one command: `loseReplyTo(name)` lets the next such command through to Redis and, when Redis
+ * answers it, drops the answer and cuts the connection (Redis did the command; the client never
+ * hears so); `delayReplyTo(name, ms)` holds that answer, and those after it, for `ms`;
+ * `cutBefore(name)` cuts the connection instead of passing the command on (Redis never sees it). Commands are
+ * recognised by their name in RESP (`SET`, `EVAL`), as node-redis writes them, one at a time here.
+ */
+async function redisProxy(t, port) {
+  let fault;
+  const sockets = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    let armed;
+    // Replies in order: a held one holds back those after it.
+    let replies = Promise.resolve();
+    const cut = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('data', (chunk) => {
+      if (fault !== undefined && chunk.includes(`\r\n${fault.name}\r\n`)) {
+        armed = fault;
+        fault = undefined;
+        if (armed.kind === 'cut') return cut();
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk) => {
+      const now = armed;
+      armed = undefined;
+      if (now?.kind === 'lose') return cut();
+      const wait = now?.kind === 'delay' ? now.ms : 0;
+      replies = replies.then(() => new Promise((resolve) => setTimeout(resolve, wait))).then(() => client.writable && client.write(chunk));
+    });
+    for (const socket of [client, upstream]) {
+      socket.on('error', cut);
+      socket.on('close', () => {
+        sockets.delete(socket);
+        cut();
+      });
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return {
+    url: `redis://127.0.0.1:${server.address().port}`,
+    loseReplyTo: (name) => (fault = { kind: 'lose', name }),
+    delayReplyTo: (name, ms) => (fault = { kind: 'delay', name, ms }),
+    cutBefore: (name) => (fault = { kind: 'cut', name }),
+    /** Whether the fault set has been used. */
+    get used() {
+      return fault === undefined;
+    },
+  };
+}
+
+module.exports = { startRedis, redisProxy };
