@@ -90,6 +90,8 @@ const RETRY_MAX_MS = 5000;
 const WRITES_MAX = 10_000;
 /** How long close() waits for outcomes still being written, when stop() gave it no grace period. */
 const CLOSE_WAIT_MS = 10_000;
+/** The least it waits, however little of a grace period is left: a write to Redis takes a round trip. */
+const CLOSE_LEAST_MS = 1000;
 
 /** A claim this process holds: the delivery's, while its function runs and until its outcome is written. */
 interface Hold extends Held {
@@ -122,6 +124,8 @@ export class Idempotency implements Claims {
   #givingBack = 0;
   #closing: Promise<void> | undefined;
   #closed = false;
+  /** The process crashed: it exits once drained. */
+  #exiting = false;
   #tokenPrefix: string | undefined;
   #tokens = 0;
 
@@ -163,9 +167,15 @@ export class Idempotency implements Claims {
     );
   }
 
-  /** The invocation of `req` crashed (faults.ts): its claim is released once its function stops, or when the process does. */
-  crashed(req: IncomingMessage): void {
-    for (const hold of this.#live) if (hold.req === req) hold.crashed = true;
+  /**
+   * The invocation of `req` crashed (faults.ts): its claim is released once its function stops, or
+   * when the process does. Without `req`, the process crashed and will exit once drained: the
+   * claims of functions still running then are released too (they stop with it), whichever
+   * invocation crashed (on Node 22 a fault is not always told to its invocation).
+   */
+  crashed(req?: IncomingMessage): void {
+    if (req === undefined) this.#exiting = true;
+    else for (const hold of this.#live) if (hold.req === req) hold.crashed = true;
   }
 
   /**
@@ -185,9 +195,15 @@ export class Idempotency implements Claims {
       this.#write(hold, () => store.release(hold));
     }
     // Outcomes of functions that finish meanwhile are written too: waited for until none is left.
-    const deadline = now() + limit;
+    const deadline = now() + Math.max(limit, CLOSE_LEAST_MS);
     while (this.#writes.size > 0 && now() < deadline) {
       await settleWithin(Promise.all(this.#writes.keys()), deadline - now(), () => undefined).catch(() => undefined);
+    }
+    // The process exits after a crash: functions still running stop with it, so their claims go.
+    if (this.#exiting && this.#live.size > 0) {
+      for (const hold of this.#live) this.#write(hold, () => store.release(hold));
+      this.#live.clear();
+      await settleWithin(Promise.all(this.#writes.keys()), Math.max(0, deadline - now()), () => undefined).catch(() => undefined);
     }
     this.#closed = true;
     clearInterval(this.#renewal);

@@ -10,8 +10,8 @@ import type { Function as FunctionModule } from './types';
 
 /** Idempotency's claims, as a stop and the fault handler see them (idempotency.ts). */
 export interface Claims {
-  /** The invocation of `req` crashed: its claim is released, at the latest when the process stops. */
-  crashed(req: IncomingMessage): void;
+  /** The invocation of `req` crashed: its claim is released, at the latest when the process stops; without `req`, the process did. */
+  crashed(req?: IncomingMessage): void;
   /** Waits, within `limit` ms, for the outcomes still being written, then closes the store. Never rejects. */
   close(limit?: number): Promise<void>;
 }
@@ -113,6 +113,11 @@ const runtimes = new WeakMap<Server, Runtime>();
 
 export function register(server: Server, runtime: Runtime): void {
   runtimes.set(server, runtime);
+}
+
+/** The process crashed and exits once the server is drained (serve.ts): what its functions still run then stops with it. */
+export function processCrashed(server: Server): void {
+  runtimes.get(server)?.claims?.crashed();
 }
 
 /** The logger a server made by start() writes with. */

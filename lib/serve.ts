@@ -16,7 +16,7 @@ import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop } from './index';
 import { flagHelp, flagOptions, fromEnvironment, fromFlags, variableOnlySettings, type Values } from './settings';
-import { loggerOf } from './lifecycle';
+import { loggerOf, processCrashed } from './lifecycle';
 import { keepCompiled, RUNTIME } from './code-cache';
 
 /**
@@ -184,6 +184,7 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   // period, then shutdown() runs and the process exits 1 so the platform restarts it.
   process.on('uncaughtException', (err, origin) => {
     reportFault(err, origin, log);
+    if (server !== undefined) processCrashed(server);
     failed = true;
     if (stopping) return;
     stopping = true;

@@ -16,8 +16,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Each run appends a line (the process and the event's type) to `runs`. An event of type `slow`
 // takes 800 ms; `crash` crashes the process the first time it runs (an exception in a timer,
-// while the handler waits), and answers the next time.
-const FUNCTION = `
+// while the handler waits), and answers the next time. Its `log` turns on what tells a fault's
+// invocation on Node 22 (scope.ts); FUNCTION_WITHOUT_LOG leaves it off there.
+const FUNCRUN = JSON.stringify(path.join(ROOT, 'lib', 'index.js'));
+const FUNCTION_WITHOUT_LOG = `
 const fs = require('node:fs');
 const path = require('node:path');
 module.exports = {
@@ -36,6 +38,9 @@ module.exports = {
   },
 };
 `;
+const FUNCTION = `const { log } = require(${FUNCRUN});\nlog.debug('loaded');\n${FUNCTION_WITHOUT_LOG}`;
+/** Where AsyncLocalStorage is AsyncContextFrame's (Node 24), every fault is told to its invocation. */
+const ALWAYS_SCOPED = !('_enable' in require('node:async_hooks').AsyncLocalStorage.prototype);
 
 function order(type = 'order.created', data = { total: 12 }) {
   return new CloudEvent({ type, source: '/shop', data });
@@ -57,8 +62,8 @@ async function redeliver(url, ce, { every = 100, ms = 8000 } = {}) {
 }
 
 /** Replicas of FUNCTION sharing the Redis at `url`: `start()` adds one, each stopped when the test ends. */
-function replicas(t, url, env = {}) {
-  const folder = project({ 'index.js': FUNCTION });
+function replicas(t, url, env = {}, code = FUNCTION) {
+  const folder = project({ 'index.js': code });
   t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
   const runs = () => {
     const file = path.join(folder, 'runs');
@@ -116,6 +121,20 @@ describe('exactly once through a drain and a crash', () => {
       runs().map((line) => line.split(' ')[1]),
       ['slow', 'crash', 'crash'],
     );
+  });
+
+  it(`a crash in a function that never uses log: ${ALWAYS_SCOPED ? 'told to its invocation all the same' : 'not told to its invocation (Node 22), its request cut at the end of the grace period'}, and its claim released before the exit`, async (t) => {
+    const redis = await startRedis(t);
+    const { start, runs } = replicas(t, redis.url, { FUNC_GRACE_PERIOD: '1s' }, FUNCTION_WITHOUT_LOG);
+    const [a, b] = [await start(), await start()];
+    const crash = order('crash');
+    const crashed = await post(a.url, crash).catch(() => 'cut');
+    if (ALWAYS_SCOPED) assert.equal(crashed.status, 500);
+    else assert.equal(crashed, 'cut');
+    assert.equal((await a.exited).code, 1);
+    const retried = await post(b.url, crash);
+    assert.equal(retried.status, 200);
+    assert.equal(runs().length, 2);
   });
 
   it('an outcome the store cannot take before the drain ends is logged with its key, and the process still exits', async (t) => {
