@@ -67,11 +67,11 @@ export interface IdempotencyStore {
    */
   claim(held: Held, claimMs: number): Claim | Promise<Claim>;
   /** Makes the claim hold `claimMs` from now, if it is still `held`'s: false when it is not. */
-  extend(held: Held, claimMs: number): Promise<boolean>;
+  extend(held: Held, claimMs: number): boolean | Promise<boolean>;
   /** Stores the answer for `windowMs` in the place of `held`'s claim, or of no claim (see Completed). */
-  complete(held: Held, answer: Answer, windowMs: number): Promise<Completed>;
+  complete(held: Held, answer: Answer, windowMs: number): Completed | Promise<Completed>;
   /** Removes the claim, if it is still `held`'s: the next delivery runs. */
-  release(held: Held): Promise<void>;
+  release(held: Held): void | Promise<void>;
   /** Undefined while the store is usable; else why not, in words safe to answer (no address, no credentials). */
   problem(): string | undefined;
   /** Closes connections; called once at shutdown. */
@@ -94,13 +94,7 @@ interface Entry {
   size: number;
 }
 
-const DONE = Promise.resolve();
 const CLAIMED: Claim = Object.freeze({ state: 'claimed' });
-const HELD = Promise.resolve(true);
-const NOT_HELD = Promise.resolve(false);
-const KEPT = Promise.resolve<Completed>('kept');
-const LAPSED = Promise.resolve<Completed>('lapsed');
-const ANSWERED = Promise.resolve<Completed>('answered');
 
 /**
  * The store of one process: a Map in least-recently-used order (a read moves a key to the end),
@@ -133,18 +127,18 @@ export class MemoryStore implements IdempotencyStore {
     return CLAIMED;
   }
 
-  extend(held: Held, claimMs: number): Promise<boolean> {
+  extend(held: Held, claimMs: number): boolean {
     const entry = this.#live(held.key);
-    if (entry?.token !== held.token) return NOT_HELD;
+    if (entry?.token !== held.token) return false;
     entry.expires = this.now() + claimMs;
-    return HELD;
+    return true;
   }
 
-  complete(held: Held, answer: Answer, windowMs: number): Promise<Completed> {
+  complete(held: Held, answer: Answer, windowMs: number): Completed {
     const key = held.key;
     const entry = this.#live(key);
-    if (entry !== undefined && entry.token === undefined) return ANSWERED;
-    const outcome = entry?.token === held.token ? KEPT : LAPSED;
+    if (entry !== undefined && entry.token === undefined) return 'answered';
+    const outcome = entry?.token === held.token ? 'kept' : 'lapsed';
     const size = key.length + held.digest.length + sizeOf(answer);
     if (entry === undefined) {
       this.#entries.set(key, { token: undefined, answer, digest: held.digest, expires: this.now() + windowMs, size });
@@ -158,9 +152,8 @@ export class MemoryStore implements IdempotencyStore {
     return outcome;
   }
 
-  release(held: Held): Promise<void> {
+  release(held: Held): void {
     if (this.#live(held.key)?.token === held.token) this.#remove(held.key);
-    return DONE;
   }
 
   problem(): undefined {

@@ -251,7 +251,7 @@ export class Idempotency implements Claims {
   #unreachable(held: Held, events: CloudEvent<unknown> | CloudEvent<unknown>[], log: Logger, err: unknown): Error {
     this.metrics?.event('store_unavailable');
     log.debug({ event: identityOf(events), err }, 'event not run: the idempotency store cannot be reached');
-    this.#write({ ...held, events, log }, () => this.settings.store.release(held), true);
+    this.#write({ ...held, events, log }, () => this.settings.store.release(held), undefined, true);
     return runtimeError('FUNCRUN_STORE_UNAVAILABLE', 'the idempotency store cannot be reached', { headers: { 'retry-after': STORE_RETRY } });
   }
 
@@ -312,39 +312,54 @@ export class Idempotency implements Claims {
     if (final && answer === undefined)
       hold.log.warn({ event: identityOf(hold.events), limit: answerLimit }, 'answer not kept for duplicates: streamed, or larger than the answer limit');
     if (answer === undefined) return this.#write(hold, () => store.release(hold));
-    this.#write(hold, async () => {
-      const completed = await store.complete(hold, answer, window);
-      if (completed === 'lapsed') {
-        hold.log.warn(
-          { event: identityOf(hold.events), key: hold.key },
-          "the event's claim had gone while it ran (another delivery may have run it too): its answer is kept",
-        );
-      } else if (completed === 'answered') {
-        hold.log.warn({ event: identityOf(hold.events), key: hold.key }, 'another delivery of the event answered first (it ran twice): its answer stays');
-      }
-    });
+    this.#write(
+      hold,
+      () => store.complete(hold, answer, window),
+      (completed) => {
+        if (completed === 'lapsed') {
+          hold.log.warn(
+            { event: identityOf(hold.events), key: hold.key },
+            "the event's claim had gone while it ran (another delivery may have run it too): its answer is kept",
+          );
+        } else if (completed === 'answered') {
+          hold.log.warn({ event: identityOf(hold.events), key: hold.key }, 'another delivery of the event answered first (it ran twice): its answer stays');
+        }
+      },
+    );
   }
 
   /**
-   * Writes an outcome, again and again while the store fails (backing off), until the claim would
-   * have lapsed anyway. `giveBack`: a claim that may not exist, released after a failed claim:
-   * bounded in number, and not waited for by close().
+   * Writes an outcome; a store in the process does it at once. One that fails (an outside store)
+   * is tried again and again, backing off, until the claim would have lapsed anyway. `giveBack`: a
+   * claim that may not exist, released after a failed claim: bounded in number, and not waited
+   * for by close().
    */
-  #write(about: Held & Pick<Hold, 'events' | 'log'>, work: () => Promise<unknown>, giveBack = false): void {
+  #write<T>(about: Held & Pick<Hold, 'events' | 'log'>, work: () => T | Promise<T>, done?: (value: T) => void, giveBack = false): void {
+    let first: T | Promise<T>;
+    try {
+      first = work();
+    } catch (err) {
+      first = Promise.reject(err);
+    }
+    if (!isThenable(first)) return done?.(first);
     const until = now() + this.settings.claim;
     const attempt = async (): Promise<void> => {
+      let written: T | Promise<T> = first;
       for (let wait = RETRY_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
         try {
-          await work();
+          // Awaited apart: `done?.(await written)` would not await it where there is no `done`.
+          const value = await written;
+          done?.(value);
           return;
         } catch (err) {
           if (this.#closed || now() + wait >= until) throw err;
         }
         await new Promise((resolve) => setTimeout(resolve, wait).unref());
+        written = work();
       }
     };
     if (giveBack) {
-      if (this.#givingBack >= WRITES_MAX) return;
+      if (this.#givingBack >= WRITES_MAX) return void Promise.resolve(first).catch(noop);
       this.#givingBack++;
       void attempt()
         .catch(noop)
@@ -375,7 +390,13 @@ export class Idempotency implements Claims {
     for (const hold of this.#live) {
       if (hold.lost || at - hold.renewed < claim / 4) continue;
       hold.renewed = at;
-      store.extend(hold, claim).then(
+      let extended: boolean | Promise<boolean>;
+      try {
+        extended = store.extend(hold, claim);
+      } catch (err) {
+        extended = Promise.reject(err);
+      }
+      Promise.resolve(extended).then(
         (held) => {
           if (held || hold.lost || !this.#live.has(hold)) return;
           hold.lost = true;
