@@ -23,7 +23,7 @@ export const ERROR_CODES = {
   FUNCRUN_TOO_MANY_PARTS: { status: 413, when: 'multipart: more parts than fieldsLimit and filesLimit together (details: limit, setting)' },
   FUNCRUN_FIELD_TOO_LARGE: {
     status: 413,
-    when: 'multipart: a field is larger than fieldSizeLimit, or the fields together are larger than bodyLimit (details: limit, setting)',
+    when: "multipart: a field is larger than fieldSizeLimit, or the fields' names and values and the files' names and types together are larger than bodyLimit (details: limit, setting)",
   },
   FUNCRUN_PART_HEADER_TOO_LARGE: { status: 413, when: "multipart: a part's header is larger than partHeaderLimit (details: limit, setting)" },
   FUNCRUN_INVALID_MULTIPART: {

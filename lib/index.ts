@@ -35,7 +35,7 @@ export interface Options {
   filesLimit?: number | string;
   /** Fields in one multipart body at most. Default 1000. */
   fieldsLimit?: number | string;
-  /** Largest multipart field value; a body's fields together are held to it or `bodyLimit`, the larger. Default 1 MiB. */
+  /** Largest multipart field value; a body's fields (names and values) and files' names together are held to it or `bodyLimit`, the larger. Default 1 MiB. */
   fieldSizeLimit?: number | string;
   /** Largest header of one multipart part. Default 16 KiB. */
   partHeaderLimit?: number | string;
@@ -209,7 +209,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
           files: value('filesLimit'),
           fields: value('fieldsLimit'),
           fieldSize: value('fieldSizeLimit'),
-          // Fields are held in memory, as a parsed body is: together, to the larger of the two.
+          // Fields (their names too) and files' names are held in memory, as a parsed body is: together, to the larger of the two.
           fieldsTogether: Math.max(value('bodyLimit'), value('fieldSizeLimit')),
           partHeader: value('partHeaderLimit'),
         },

@@ -84,7 +84,7 @@ export const SETTINGS = {
     env: ['FUNC_FIELD_SIZE_LIMIT'],
     default: 1_048_576,
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
-    help: "largest multipart field value (a body's fields together are held to it or the body limit, the larger)",
+    help: "largest multipart field value (a body's fields, names included, and files' names together are held to it or the body limit, the larger)",
   },
   partHeaderLimit: {
     env: ['FUNC_PART_HEADER_LIMIT'],
