@@ -26,6 +26,10 @@ export const ERROR_CODES = {
     when: "multipart: a field is larger than fieldSizeLimit, or the fields' names and values and the files' names and types together are larger than bodyLimit (details: limit, setting)",
   },
   FUNCRUN_PART_HEADER_TOO_LARGE: { status: 413, when: "multipart: a part's header is larger than partHeaderLimit (details: limit, setting)" },
+  FUNCRUN_UPLOAD_DISK_FULL: {
+    status: 503,
+    when: 'temporary upload files would pass uploadDiskLimit, or the disk is full (ENOSPC, EDQUOT); Retry-After says when to try again',
+  },
   FUNCRUN_INVALID_MULTIPART: {
     status: 400,
     when: 'a multipart/form-data body that does not parse: no boundary or two, a part without a name, a body that ends before its closing boundary',

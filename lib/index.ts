@@ -43,6 +43,8 @@ export interface Options {
   fileMemoryLimit?: number | string;
   /** Where the folder of temporary files is made. Default the system's (os.tmpdir()). */
   tempDir?: string;
+  /** Bytes of temporary upload files held at once, across requests; past it, 503 with Retry-After. Default 1 GiB. */
+  uploadDiskLimit?: number | string;
   /** Put the body's bytes on `context.rawBody`. Default false. */
   includeRaw?: boolean;
   /** Folder holding func.yaml. */
@@ -215,6 +217,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
         },
         memory: value('fileMemoryLimit'),
         tempDir: options.tempDir ?? tmpdir(),
+        diskLimit: value('uploadDiskLimit'),
       },
       includeRaw: value('includeRaw'),
       livenessPath: probes.liveness,

@@ -98,6 +98,12 @@ export const SETTINGS = {
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
     help: 'an uploaded file larger than this is written to a temporary file, not held in memory',
   },
+  uploadDiskLimit: {
+    env: ['FUNC_UPLOAD_DISK_LIMIT'],
+    default: 1_073_741_824,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'bytes of temporary upload files held at once, across requests; an upload past it is a 503 with Retry-After',
+  },
   includeRaw: {
     flags: ['--include-raw', '--includeRaw'],
     boolean: true,
