@@ -4,7 +4,10 @@
 export const ERROR_CODES = {
   FUNCRUN_NO_HOST: { status: 400, when: 'an HTTP/1.1 request without a Host header' },
   FUNCRUN_MALFORMED_REQUEST: { status: 400, when: 'bytes that are not HTTP (node could not parse the request)' },
-  FUNCRUN_REQUEST_TIMEOUT: { status: 408, when: 'the request (its headers or its body) came slower than the request timeout' },
+  FUNCRUN_REQUEST_TIMEOUT: {
+    status: 408,
+    when: 'the request (its headers or its body) came slower than the request timeout, or a body streamed to a function slower than minBodyRate (details: limit, setting)',
+  },
   FUNCRUN_HEADERS_TOO_LARGE: { status: 431, when: "the request's headers are larger than node's limit" },
   FUNCRUN_CONNECT_REFUSED: { status: 405, when: 'a CONNECT request: a function is not a proxy' },
   FUNCRUN_EXPECTATION_FAILED: { status: 417, when: 'an Expect header other than 100-continue' },

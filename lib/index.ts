@@ -45,6 +45,8 @@ export interface Options {
   tempDir?: string;
   /** Bytes of temporary upload files held at once, across requests; past it, 503 with Retry-After. Default 1 GiB. */
   uploadDiskLimit?: number | string;
+  /** Bytes per second a client streaming a body sends at least, past the request timeout, while the function waits. Default 8 KiB. */
+  minBodyRate?: number | string;
   /** Put the body's bytes on `context.rawBody`. Default false. */
   includeRaw?: boolean;
   /** Folder holding func.yaml. */
@@ -218,6 +220,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
         memory: value('fileMemoryLimit'),
         tempDir: options.tempDir ?? tmpdir(),
         diskLimit: value('uploadDiskLimit'),
+        minRate: value('minBodyRate'),
       },
       includeRaw: value('includeRaw'),
       livenessPath: probes.liveness,

@@ -322,7 +322,8 @@ function streamInput(p: Pipeline, x: Exchange): void {
   const refused = refusedCoding(x.req);
   if (refused !== undefined) throw refused;
   describeRequest(p, x);
-  const stream = (x.data = x.bodyStream = new BodyStream(x.req, limit, p.settings.requestTimeout, () => continueBody(x)));
+  const options = { limit, idleLimit: p.settings.requestTimeout, minRate: p.settings.uploads.minRate, onFirstRead: () => continueBody(x) };
+  const stream = (x.data = x.bodyStream = new BodyStream(x.req, options));
   x.input = { data: stream, query: x.query, request: x.req, params: x.params };
 }
 

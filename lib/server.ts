@@ -31,9 +31,10 @@ export interface Settings {
   bodyLimit: number;
   /**
    * Multipart bodies and bodies streamed to a function: their limits, where files past `memory`
-   * bytes go, and how many bytes of them the server holds at once (`diskLimit`).
+   * bytes go and how many bytes of them the server holds at once (`diskLimit`), and the least a
+   * client streaming a body sends per second past the request timeout (`minRate`).
    */
-  uploads: { limits: MultipartLimits; memory: number; tempDir: string; diskLimit: number };
+  uploads: { limits: MultipartLimits; memory: number; tempDir: string; diskLimit: number; minRate: number };
   includeRaw: boolean;
   livenessPath: string;
   readinessPath: string;

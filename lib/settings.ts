@@ -104,6 +104,12 @@ export const SETTINGS = {
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
     help: 'bytes of temporary upload files held at once, across requests; an upload past it is a 503 with Retry-After',
   },
+  minBodyRate: {
+    env: ['FUNC_MIN_BODY_RATE'],
+    default: 8192,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'bytes per second a client streaming a body to a function sends at least, past the request timeout, while the function waits',
+  },
   includeRaw: {
     flags: ['--include-raw', '--includeRaw'],
     boolean: true,
