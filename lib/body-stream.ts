@@ -11,8 +11,16 @@ import type { HTTPFunctionReturn, StreamingFunction } from './types';
 
 const STREAMED = Symbol('funcrun body stream');
 
-// Past the request timeout, the least a client sends in each window of it while the function waits.
-const MIN_BYTES_PER_WINDOW = 1024;
+export interface BodyStreamOptions {
+  /** Bytes at most (uploadLimit). */
+  limit: number;
+  /** How long the client may send nothing while the function waits (the request timeout); 0 is no bound. */
+  idleLimit: number;
+  /** Past the request timeout, bytes per second the client sends at least while the function waits (minBodyRate). */
+  minRate: number;
+  /** Called when the function first reads. */
+  onFirstRead: () => void;
+}
 
 /** The stream a request's body is handed over in, if it is. */
 export function bodyStreamOf(req: IncomingMessage): BodyStream | undefined {
@@ -32,16 +40,17 @@ export class BodyStream extends Readable {
   readonly #req: IncomingMessage;
   readonly #limit: number;
   readonly #idleLimit: number;
+  readonly #minRate: number;
   /** Called when the function first reads: `100 Continue`, for a client that waits for it. */
   readonly #onFirstRead: () => void;
 
-  /** `idleLimit`: how long the client may send nothing while the function waits (the request timeout). */
-  constructor(req: IncomingMessage, limit: number, idleLimit: number, onFirstRead: () => void) {
+  constructor(req: IncomingMessage, options: BodyStreamOptions) {
     super();
     this.#req = req;
-    this.#limit = limit;
-    this.#idleLimit = idleLimit;
-    this.#onFirstRead = onFirstRead;
+    this.#limit = options.limit;
+    this.#idleLimit = options.idleLimit;
+    this.#minRate = options.minRate;
+    this.#onFirstRead = options.onFirstRead;
     (req as IncomingMessage & { [STREAMED]?: BodyStream })[STREAMED] = this;
     // A client that goes away destroys the stream, read or not.
     req.on('close', this.#onClose);
@@ -49,24 +58,28 @@ export class BodyStream extends Readable {
 
   /**
    * node's deadline for the whole request passed. The function sets a streamed body's pace, so the
-   * request goes on; from now on the client is held to a pace instead, over each window of the
-   * request timeout in which the function spent half or more waiting for bytes: at least
-   * MIN_BYTES_PER_WINDOW in it, so that a client dripping a byte now and then (slowloris) cannot
-   * hold the connection. False when the body is no longer being read (node's 408 stands).
+   * request goes on; from now on the client is held to a rate instead, over each window of the
+   * request timeout in which the function spent half or more waiting for bytes: at least the
+   * minimum rate for the time it waited, so that a client dripping its body (slowloris) cannot
+   * hold the connection longer than the upload limit at that rate. Waits shorter than half a window
+   * are not judged: the function, not the client, set that pace. False when the body is no longer
+   * being read (node's 408 stands).
    */
   requestTimedOut(): boolean {
     if (this.destroyed || this.readableEnded || this.#idleLimit === 0) return false;
+    if (this.#pace !== undefined) return true;
+    // The first window starts now: bytes and waiting before it are not judged.
     let seen = this.#received;
-    this.#pace ??= setInterval(() => {
+    this.#waited = 0;
+    if (this.#waitingSince !== undefined) this.#waitingSince = now();
+    this.#pace = setInterval(() => {
       const at = now();
       const waited = this.#waited + (this.#waitingSince === undefined ? 0 : at - this.#waitingSince);
       const sent = this.#received - seen;
       seen = this.#received;
       this.#waited = 0;
       if (this.#waitingSince !== undefined) this.#waitingSince = at;
-      if (waited >= this.#idleLimit / 2 && sent < MIN_BYTES_PER_WINDOW) {
-        this.#refuse(runtimeError('FUNCRUN_REQUEST_TIMEOUT', 'the client sent the body too slowly while the function waited for it'));
-      }
+      if (waited >= this.#idleLimit / 2 && sent < (this.#minRate * waited) / 1000) this.#refuse(tooSlow(this.#minRate));
     }, this.#idleLimit).unref();
     return true;
   }
@@ -124,6 +137,11 @@ export class BodyStream extends Readable {
     req.removeListener('end', this.#onEnd);
     req.removeListener('close', this.#onClose);
   }
+}
+
+function tooSlow(rate: number): HttpError {
+  const message = `the client sent the body slower than ${rate} bytes per second (minBodyRate) while the function waited for it`;
+  return runtimeError('FUNCRUN_REQUEST_TIMEOUT', message, { details: { limit: rate, setting: 'minBodyRate' } });
 }
 
 /**

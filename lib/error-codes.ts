@@ -4,7 +4,10 @@
 export const ERROR_CODES = {
   FUNCRUN_NO_HOST: { status: 400, when: 'an HTTP/1.1 request without a Host header' },
   FUNCRUN_MALFORMED_REQUEST: { status: 400, when: 'bytes that are not HTTP (node could not parse the request)' },
-  FUNCRUN_REQUEST_TIMEOUT: { status: 408, when: 'the request (its headers or its body) came slower than the request timeout' },
+  FUNCRUN_REQUEST_TIMEOUT: {
+    status: 408,
+    when: 'the request (its headers or its body) came slower than the request timeout, or a body streamed to a function slower than minBodyRate (details: limit, setting)',
+  },
   FUNCRUN_HEADERS_TOO_LARGE: { status: 431, when: "the request's headers are larger than node's limit" },
   FUNCRUN_CONNECT_REFUSED: { status: 405, when: 'a CONNECT request: a function is not a proxy' },
   FUNCRUN_EXPECTATION_FAILED: { status: 417, when: 'an Expect header other than 100-continue' },
@@ -23,9 +26,13 @@ export const ERROR_CODES = {
   FUNCRUN_TOO_MANY_PARTS: { status: 413, when: 'multipart: more parts than fieldsLimit and filesLimit together (details: limit, setting)' },
   FUNCRUN_FIELD_TOO_LARGE: {
     status: 413,
-    when: 'multipart: a field is larger than fieldSizeLimit, or the fields together are larger than bodyLimit (details: limit, setting)',
+    when: "multipart: a field is larger than fieldSizeLimit, or the fields' names and values and the files' names and types together are larger than bodyLimit (details: limit, setting)",
   },
   FUNCRUN_PART_HEADER_TOO_LARGE: { status: 413, when: "multipart: a part's header is larger than partHeaderLimit (details: limit, setting)" },
+  FUNCRUN_UPLOAD_DISK_FULL: {
+    status: 503,
+    when: 'temporary upload files would pass uploadDiskLimit, or the disk is full (ENOSPC, EDQUOT); Retry-After says when to try again',
+  },
   FUNCRUN_INVALID_MULTIPART: {
     status: 400,
     when: 'a multipart/form-data body that does not parse: no boundary or two, a part without a name, a body that ends before its closing boundary',

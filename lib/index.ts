@@ -35,7 +35,7 @@ export interface Options {
   filesLimit?: number | string;
   /** Fields in one multipart body at most. Default 1000. */
   fieldsLimit?: number | string;
-  /** Largest multipart field value; a body's fields together are held to it or `bodyLimit`, the larger. Default 1 MiB. */
+  /** Largest multipart field value; a body's fields (names and values) and files' names together are held to it or `bodyLimit`, the larger. Default 1 MiB. */
   fieldSizeLimit?: number | string;
   /** Largest header of one multipart part. Default 16 KiB. */
   partHeaderLimit?: number | string;
@@ -43,6 +43,10 @@ export interface Options {
   fileMemoryLimit?: number | string;
   /** Where the folder of temporary files is made. Default the system's (os.tmpdir()). */
   tempDir?: string;
+  /** Bytes of temporary upload files held at once, across requests; past it, 503 with Retry-After. Default 1 GiB. */
+  uploadDiskLimit?: number | string;
+  /** Bytes per second a client streaming a body sends at least, past the request timeout, while the function waits. Default 8 KiB. */
+  minBodyRate?: number | string;
   /** Put the body's bytes on `context.rawBody`. Default false. */
   includeRaw?: boolean;
   /** Folder holding func.yaml. */
@@ -209,12 +213,14 @@ export async function start(func: Invokable | FunctionModule, options: Options =
           files: value('filesLimit'),
           fields: value('fieldsLimit'),
           fieldSize: value('fieldSizeLimit'),
-          // Fields are held in memory, as a parsed body is: together, to the larger of the two.
+          // Fields (their names too) and files' names are held in memory, as a parsed body is: together, to the larger of the two.
           fieldsTogether: Math.max(value('bodyLimit'), value('fieldSizeLimit')),
           partHeader: value('partHeaderLimit'),
         },
         memory: value('fileMemoryLimit'),
         tempDir: options.tempDir ?? tmpdir(),
+        diskLimit: value('uploadDiskLimit'),
+        minRate: value('minBodyRate'),
       },
       includeRaw: value('includeRaw'),
       livenessPath: probes.liveness,

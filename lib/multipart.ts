@@ -17,7 +17,10 @@ export interface MultipartLimits {
   files: number;
   fields: number;
   fieldSize: number;
-  /** The fields' values together, held in memory as a parsed body is (the larger of bodyLimit and fieldSizeLimit). */
+  /**
+   * The fields' names and values and the files' names and types together, held in memory as a
+   * parsed body is (the larger of bodyLimit and fieldSizeLimit).
+   */
   fieldsTogether: number;
   partHeader: number;
 }
@@ -46,7 +49,8 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
     const parts = new Set<Readable>();
     let received = 0;
     let fieldCount = 0;
-    let fieldBytes = 0;
+    // The fields' names and values, and the files' names and types: what is held in memory of them.
+    let heldBytes = 0;
     // Parts given to the function, and parts still being read; the parser has parsed to the end.
     let taken = 0;
     let reading = 0;
@@ -92,6 +96,8 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
       reading++;
       if (filename === undefined) return readField(stream, name);
       if (uploads.files.length === limits.files) return fail(overLimit('FUNCRUN_TOO_MANY_FILES', 'the body has more files than', limits.files, 'filesLimit'));
+      // A file's names and type stay in memory with it (UploadedFile), as a field's name does.
+      if (!hold(Buffer.byteLength(name) + Buffer.byteLength(filename) + Buffer.byteLength(type))) return;
       const receiving = receiveFile(stream, new Receiving(addFile(name, filename, type), uploads)).then(() => partDone(stream), fail);
       uploads.writing.push(receiving);
     });
@@ -118,15 +124,15 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
     // A field's bytes, by listeners rather than an async iterator: forms can have thousands of fields.
     function readField(stream: Readable, name: string): void {
       if (++fieldCount > limits.fields) return fail(overLimit('FUNCRUN_TOO_MANY_FIELDS', 'the body has more fields than', limits.fields, 'fieldsLimit'));
+      // Its name is held as its value is (a key of the fields): counted before a byte of the value.
+      if (!hold(Buffer.byteLength(name))) return;
       const chunks: Buffer[] = [];
       let size = 0;
       stream.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size > limits.fieldSize)
           return fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit'));
-        if ((fieldBytes += chunk.length) > limits.fieldsTogether)
-          return fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', 'the fields together are larger than', limits.fieldsTogether, fieldsTogetherSetting(limits)));
-        chunks.push(chunk);
+        if (hold(chunk.length)) chunks.push(chunk);
       });
       stream.on('end', () => {
         if (failed) return;
@@ -138,6 +144,13 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits, upl
         }
         partDone(stream);
       });
+    }
+
+    // Counts bytes the body makes funcrun hold in memory besides files; false (and the 413) past the bound.
+    function hold(bytes: number): boolean {
+      if ((heldBytes += bytes) <= limits.fieldsTogether) return true;
+      fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', 'the fields and names together are larger than', limits.fieldsTogether, fieldsTogetherSetting(limits)));
+      return false;
     }
 
     async function receiveFile(stream: Readable, receiving: Receiving): Promise<void> {

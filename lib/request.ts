@@ -7,7 +7,8 @@ import type { CloudEvent } from 'cloudevents';
 import { fastifyParsing, hasBody, parseBody, rawBodyOf, readBody, refusedCoding, tooLarge } from './body';
 import { BodyStream } from './body-stream';
 import { MULTIPART, readMultipart } from './multipart';
-import { Uploads, type UploadFolder } from './uploads';
+import { Uploads } from './uploads';
+import type { UploadFolder } from './upload-folder';
 import { queryOf, readTarget } from './target';
 import type { Behaviour } from './compat';
 import { detectMode, replyMode, type Mode, type ResponseDefaults } from './cloudevent';
@@ -321,7 +322,8 @@ function streamInput(p: Pipeline, x: Exchange): void {
   const refused = refusedCoding(x.req);
   if (refused !== undefined) throw refused;
   describeRequest(p, x);
-  const stream = (x.data = x.bodyStream = new BodyStream(x.req, limit, p.settings.requestTimeout, () => continueBody(x)));
+  const options = { limit, idleLimit: p.settings.requestTimeout, minRate: p.settings.uploads.minRate, onFirstRead: () => continueBody(x) };
+  const stream = (x.data = x.bodyStream = new BodyStream(x.req, options));
   x.input = { data: stream, query: x.query, request: x.req, params: x.params };
 }
 

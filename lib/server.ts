@@ -24,13 +24,17 @@ import { Idempotency, type IdempotencySettings } from './idempotency';
 import { awaitContinue, onRequest, type Pipeline } from './request';
 import type { Function as FunctionModule } from './types';
 import type { MultipartLimits } from './multipart';
-import { UploadFolder } from './uploads';
+import { UploadFolder } from './upload-folder';
 
 /** Settings resolved once at start (see `start` in index.ts for where each comes from). */
 export interface Settings {
   bodyLimit: number;
-  /** Multipart bodies and bodies streamed to a function: their limits, and where files past `memory` bytes go. */
-  uploads: { limits: MultipartLimits; memory: number; tempDir: string };
+  /**
+   * Multipart bodies and bodies streamed to a function: their limits, where files past `memory`
+   * bytes go and how many bytes of them the server holds at once (`diskLimit`), and the least a
+   * client streaming a body sends per second past the request timeout (`minRate`).
+   */
+  uploads: { limits: MultipartLimits; memory: number; tempDir: string; diskLimit: number; minRate: number };
   includeRaw: boolean;
   livenessPath: string;
   readinessPath: string;
@@ -105,7 +109,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       notReady: idempotency && (() => idempotency.problem()),
     },
     accessLevel: log.isEnabled(accessLevel) ? accessLevel : undefined,
-    uploadFolder: new UploadFolder(settings.uploads.tempDir),
+    uploadFolder: new UploadFolder(settings.uploads.tempDir, settings.uploads.diskLimit),
     requests: 0,
   };
   const errorStyle = { format: module.errorBody, withoutCodes: behaviour.withoutErrorCodes };

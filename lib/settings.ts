@@ -84,7 +84,7 @@ export const SETTINGS = {
     env: ['FUNC_FIELD_SIZE_LIMIT'],
     default: 1_048_576,
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
-    help: "largest multipart field value (a body's fields together are held to it or the body limit, the larger)",
+    help: "largest multipart field value (a body's fields, names included, and files' names together are held to it or the body limit, the larger)",
   },
   partHeaderLimit: {
     env: ['FUNC_PART_HEADER_LIMIT'],
@@ -97,6 +97,18 @@ export const SETTINGS = {
     default: 65_536,
     parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
     help: 'an uploaded file larger than this is written to a temporary file, not held in memory',
+  },
+  uploadDiskLimit: {
+    env: ['FUNC_UPLOAD_DISK_LIMIT'],
+    default: 1_073_741_824,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'bytes of temporary upload files held at once, across requests; an upload past it is a 503 with Retry-After',
+  },
+  minBodyRate: {
+    env: ['FUNC_MIN_BODY_RATE'],
+    default: 8192,
+    parse: (v: Raw, w: string) => parseBytes(typeof v === 'boolean' ? String(v) : v, w),
+    help: 'bytes per second a client streaming a body to a function sends at least, past the request timeout, while the function waits',
   },
   includeRaw: {
     flags: ['--include-raw', '--includeRaw'],

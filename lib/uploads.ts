@@ -1,10 +1,10 @@
-// Uploaded files: what a function reads of them (UploadedFile), the folder their temporary files
-// go in (UploadFolder, one per server, made when first needed and removed when it closes), and a
-// request's files (Uploads), removed together when its invocation ends, however it ends.
-import { createReadStream, mkdtempSync, openSync, promises as files, rmSync } from 'node:fs';
+// Uploaded files: what a function reads of them (UploadedFile), one being received (Receiving),
+// and a request's files (Uploads), removed together when its invocation ends, however it ends. The
+// folder their temporary files go in, and its disk budget, are the server's (upload-folder.ts).
+import { createReadStream, openSync, promises as files } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { onFullDisk, type UploadFolder } from './upload-folder';
 
 // Set inside the class, where its private fields can be read: the runtime fills a file in, a function only reads it.
 let keep: (file: UploadedFile, chunk: Buffer) => void;
@@ -75,31 +75,6 @@ export class UploadedFile {
   }
 }
 
-/** The folder temporary files go in: made (mode 0700) on first use, under `parent`, and only ever written by funcrun. */
-export class UploadFolder {
-  #path: string | undefined;
-  #count = 0;
-
-  constructor(readonly parent: string) {}
-
-  /** A new file name in the folder: a counter, never anything the client sent. */
-  next(): string {
-    if (this.#path === undefined) {
-      this.#path = mkdtempSync(join(this.parent, 'funcrun-uploads-'));
-      // However the process ends short of closing its server, the folder goes with it.
-      process.once('exit', () => this.remove());
-    }
-    return join(this.#path, String(++this.#count));
-  }
-
-  /** Removes the folder and whatever is left in it (files of requests cut short at shutdown). */
-  remove(): void {
-    if (this.#path === undefined) return;
-    rmSync(this.#path, { recursive: true, force: true });
-    this.#path = undefined;
-  }
-}
-
 /** One file being received: into memory, then into its temporary file once past the memory limit. */
 export class Receiving {
   #handle: FileHandle | undefined;
@@ -114,7 +89,8 @@ export class Receiving {
   async add(chunk: Buffer): Promise<void> {
     if (this.#handle !== undefined) {
       grow(this.file, chunk.length);
-      await this.#handle.write(chunk);
+      this.uploads.take(chunk.length);
+      await this.#handle.write(chunk).catch(onFullDisk);
       return;
     }
     keep(this.file, chunk);
@@ -122,13 +98,29 @@ export class Receiving {
   }
 
   async #spill(): Promise<void> {
-    const path = this.uploads.folder.next();
+    // The bytes held so far are counted before the file is made: past the budget, no file at all.
+    this.uploads.take(this.file.size);
+    this.#handle = await this.#open().catch(onFullDisk);
+    for (const held of heldOf(this.file)) await this.#handle.write(held).catch(onFullDisk);
+  }
+
+  async #open(): Promise<FileHandle> {
+    const folder = this.uploads.folder;
+    try {
+      return await this.#create(folder.next());
+    } catch (err) {
+      // The folder was removed under the server (a temporary-file cleaner): made again, tried once more.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || this.#path === undefined) throw err;
+      return this.#create(folder.renew(this.#path));
+    }
+  }
+
+  async #create(path: string): Promise<FileHandle> {
     // Listed before it exists, so that whatever happens next, removal finds it.
     this.uploads.paths.push(path);
     this.#path = path;
     // 'wx': a new file, never one that is there; 0600: readable by funcrun's user only.
-    this.#handle = await files.open(path, 'wx', 0o600);
-    for (const held of heldOf(this.file)) await this.#handle.write(held);
+    return files.open(path, 'wx', 0o600);
   }
 
   /** The file is complete (or abandoned): its temporary file, if any, is closed. */
@@ -148,16 +140,24 @@ export class Uploads {
   /** Work still writing files: remove() waits for it, so no file is made after it ran. */
   readonly writing: Promise<unknown>[] = [];
   #removed: Promise<void> | undefined;
+  /** Bytes of the folder's disk budget this request's files hold: given back once they are removed. */
+  #onDisk = 0;
 
   constructor(
     readonly folder: UploadFolder,
     readonly memoryLimit: number,
   ) {}
 
+  /** Counts bytes about to be written against the server's disk budget; throws its 503 past it. */
+  take(bytes: number): void {
+    this.folder.take(bytes);
+    this.#onDisk += bytes;
+  }
+
   /** Removes every temporary file; never rejects. Resolves once they are gone. */
   remove(): Promise<void> {
     return (this.#removed ??= Promise.allSettled(this.writing).then(() =>
-      Promise.allSettled(this.paths.map((path) => files.unlink(path))).then(() => undefined),
+      Promise.allSettled(this.paths.map((path) => files.unlink(path))).then(() => this.folder.release(this.#onDisk)),
     ));
   }
 

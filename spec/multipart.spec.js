@@ -406,6 +406,43 @@ describe('multipart/form-data', () => {
       assert.equal(res.json.setting, 'fieldSizeLimit');
     });
 
+    it("fields' names count with their values: 1,000 fields with 16 KB names are a 413, not 16 MB held", async (t) => {
+      let called = false;
+      const { url } = await serve(
+        t,
+        () => {
+          called = true;
+          return 'held';
+        },
+        { tempDir: tempDir(t) },
+      );
+      // Each name as long as a part header allows (partHeaderLimit, 16 KiB), each value empty.
+      const parts = Array.from({ length: 1000 }, (_, i) => [`Content-Disposition: form-data; name="${String(i).padStart(16_000, 'n')}"`, '']);
+      const res = await post(url + '/', multipart(parts));
+      assert.equal(res.status, 413, res.text);
+      assert.equal(res.json.code, 'FUNCRUN_FIELD_TOO_LARGE');
+      // The two settings are equal by default: either names the bound.
+      assert.ok(['bodyLimit', 'fieldSizeLimit'].includes(res.json.setting), res.json.setting);
+      assert.equal(res.json.limit, 1_048_576);
+      assert.equal(called, false);
+    });
+
+    it("files' names and types count too: held with their files while the function runs", async (t) => {
+      const { url } = await serve(t, (context) => ({ size: context.files[0].size }), { tempDir: tempDir(t), bodyLimit: 1000, fieldSizeLimit: 100 });
+      const file = (filename, type = 'application/octet-stream') => [
+        `Content-Disposition: form-data; name="f"; filename="${filename}"\r\nContent-Type: ${type}`,
+        Buffer.alloc(5000),
+      ];
+      // The file's bytes are not held to the bound (they go to disk), its short names are within it.
+      assert.deepEqual((await post(url + '/', multipart([file('a.bin')]))).json, { size: 5000 });
+      for (const part of [file('a'.repeat(2000)), file('a.bin', `application/${'x'.repeat(2000)}`)]) {
+        const res = await post(url + '/', multipart([part]));
+        assert.equal(res.status, 413, res.text);
+        assert.equal(res.json.code, 'FUNCRUN_FIELD_TOO_LARGE');
+        assert.equal(res.json.setting, 'bodyLimit');
+      }
+    });
+
     it('fileSizeLimit follows uploadLimit unless set: raising one raises both', async (t) => {
       const { url } = await serve(t, (context) => ({ size: context.files[0].size }), { tempDir: tempDir(t), uploadLimit: 3000 });
       const res = await post(url + '/', multipart([['Content-Disposition: form-data; name="f"; filename="a"', Buffer.alloc(2500)]]));

@@ -54,7 +54,7 @@ describe('the settings table', () => {
   it('funcrun config envs add refuses FUNC_TIMEOUT=banana, which the server would refuse at start', () => {
     const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-settings-'));
     fs.writeFileSync(path.join(folder, 'func.yaml'), 'name: s\n');
-    for (const variable of ['FUNC_TIMEOUT', 'FUNC_METRICS', 'FUNC_MAX_EVENT_LOOP_DELAY', 'FUNC_COMPAT']) {
+    for (const variable of ['FUNC_TIMEOUT', 'FUNC_METRICS', 'FUNC_MAX_EVENT_LOOP_DELAY', 'FUNC_COMPAT', 'FUNC_UPLOAD_DISK_LIMIT', 'FUNC_MIN_BODY_RATE']) {
       const res = spawnSync(
         process.execPath,
         [path.join(ROOT, 'lib', 'cli.js'), 'config', 'envs', 'add', '--path', folder, '--name', variable, '--value', 'banana'],

@@ -203,7 +203,7 @@ describe('streamed request bodies', () => {
         res.on('end', () => resolve({ status: res.statusCode, json: JSON.parse(text) }));
       });
       req.on('error', reject);
-      // A byte every 100 ms: never silent for a whole window, far below a kilobyte per window.
+      // A byte every 100 ms: never silent for a whole window, far below minBodyRate.
       const drip = setInterval(() => req.write('x'), 100);
       req.on('close', () => clearInterval(drip));
       t.after(() => (clearInterval(drip), req.destroy()));
@@ -212,6 +212,46 @@ describe('streamed request bodies', () => {
     assert.equal(res.status, 408);
     assert.equal(res.json.code, 'FUNCRUN_REQUEST_TIMEOUT');
     assert.ok(Date.now() - started < 5000);
+  });
+
+  /** Sends `piece` every 100 ms for `pieces` times (chunked), then ends; resolves with the answer. */
+  function paced(t, port, piece, pieces) {
+    return new Promise((resolve, reject) => {
+      const req = http.request({ port, host: '127.0.0.1', method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode, json: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      let sent = 0;
+      const pace = setInterval(() => (++sent > pieces ? (clearInterval(pace), req.end()) : req.write(piece)), 100);
+      req.on('close', () => clearInterval(pace));
+      t.after(() => (clearInterval(pace), req.destroy()));
+    });
+  }
+
+  // 4000 bytes per second (400 every 100 ms): over the kilobyte in each window of the request
+  // timeout that the pace before minBodyRate asked for, under the default minBodyRate of 8 KiB per second.
+  const SLOW = Buffer.alloc(400, 1);
+  const reading = streamed(async (context, body) => {
+    let size = 0;
+    for await (const chunk of body) size += chunk.length;
+    return { size };
+  });
+
+  it('past the request timeout a client slower than minBodyRate (8 KiB/s by default) is answered 408 naming it', { timeout: 15_000 }, async (t) => {
+    const { port } = await serve(t, reading, { requestTimeout: '500ms', headersTimeout: '500ms' });
+    const res = await paced(t, port, SLOW, 30);
+    assert.equal(res.status, 408);
+    assert.equal(res.json.code, 'FUNCRUN_REQUEST_TIMEOUT');
+    assert.equal(res.json.setting, 'minBodyRate');
+    assert.equal(res.json.limit, 8192);
+  });
+
+  it('a client at minBodyRate or faster is read to the end, however long past the request timeout', { timeout: 15_000 }, async (t) => {
+    const { port } = await serve(t, reading, { requestTimeout: '500ms', headersTimeout: '500ms', minBodyRate: '2kb' });
+    // 3 s at 4000 bytes per second: six windows of the request timeout.
+    assert.deepEqual(await paced(t, port, SLOW, 30), { status: 200, json: { size: 12_000 } });
   });
 
   it('a request without a body gives an empty stream', async (t) => {
