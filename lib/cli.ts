@@ -61,7 +61,7 @@ is above 299 or the function cannot be reached.
 Options:
       --target <url>        where the function runs, query parameters allowed (default http://localhost:8080)
   -d, --data <text>         the body (default {"message":"Hello World"} for POST)
-      --file <path>         the body, from a file (a path with = in it is written ./a=b)
+      --file <path>         the body, streamed from a file (a path with = in it is written ./a=b)
       --file <f>=<path>     a file in a multipart/form-data body, under field f; repeat for more;
                             its type from a suffix, 'photo=cat.png;type=image/png' (quoted: ; ends
                             a shell command), else application/octet-stream
@@ -188,7 +188,10 @@ async function invokeCommand(args: string[]): Promise<void> {
   for (const pair of (values.extension as string[] | undefined) ?? []) {
     const m = /^([a-z0-9]+)=(.*)$/s.exec(pair);
     if (m === null) throw new UsageError(`invalid --extension '${pair}': expected name=value, the name in a-z and 0-9`);
-    extensions[m[1]] = m[2];
+    extensions[m[1]] = headerValue('--extension', m[2], pair);
+  }
+  for (const option of ['id', 'source', 'type', 'content-type'] as const) {
+    if (values[option] !== undefined) headerValue(`--${option}`, values[option] as string);
   }
   const target = (values.target as string | undefined) ?? 'http://localhost:8080';
   if (!URL.canParse(target) || !/^https?:$/.test(new URL(target).protocol)) {
@@ -229,6 +232,19 @@ async function invokeCommand(args: string[]): Promise<void> {
   }
 }
 
+/**
+ * `value`, sent in a header: one that holds CR or LF is refused as bad use, rather than failing
+ * as the request is made (no header can carry them, nor an event attribute's once decoded; a
+ * command line cannot hold NUL). --content-type is sent as it is, so it must be Latin-1 too; an
+ * event's attributes are percent-encoded beyond printable ASCII (invoke.ts).
+ */
+function headerValue(option: string, value: string, given = value): string {
+  if (/[\r\n]/.test(value)) throw new UsageError(`invalid ${option} ${JSON.stringify(given)}: a header value cannot hold CR or LF`);
+  if (option === '--content-type' && /[^\u0000-\u00ff]/.test(value))
+    throw new UsageError(`invalid ${option} ${JSON.stringify(given)}: a header value holds Latin-1 characters only`);
+  return value;
+}
+
 /** A form's file changed on disk while it was sent: one line and exit code 1; any other rejection is left to crash. */
 function fileChanged(err: unknown): void {
   if (!(err instanceof DOMException && err.name === 'NotReadableError')) throw err;
@@ -264,7 +280,11 @@ async function invokeBody(given: { name: string; value: string }[], data: string
   if (bodyFiles.length === 1) {
     const path = bodyFiles[0];
     try {
-      return readFileSync(path);
+      // Streamed as it is sent (invoke.ts): checked now, so that nothing is sent for a file that cannot be.
+      const stats = statSync(path);
+      if (stats.isDirectory()) throw Object.assign(new Error('a folder'), { code: 'EISDIR' });
+      accessSync(path, constants.R_OK);
+      return { path, regular: stats.isFile() };
     } catch (err) {
       throw new UsageError(`cannot read --file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }

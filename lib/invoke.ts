@@ -1,13 +1,23 @@
 // `funcrun invoke`: sends one request (plain HTTP or a binary-mode CloudEvent) to a running
 // function and describes the answer.
 import { randomUUID } from 'node:crypto';
+import type { Stats } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+
+/** `--file <path>`: the body, streamed from the file as it is sent, never read whole. */
+export interface BodyFile {
+  path: string;
+  /** A regular file, read again for a 307 or 308; anything else (a pipe) is read once. */
+  regular: boolean;
+}
 
 export interface InvokeOptions {
   target: string;
   format: 'http' | 'cloudevent';
   method: 'GET' | 'POST';
   /** The body; a FormData is sent as multipart/form-data, with the boundary fetch chooses. */
-  data?: string | Buffer | FormData;
+  data?: string | Buffer | FormData | BodyFile;
   /** Of a body that is not a form. */
   contentType: string;
   id?: string;
@@ -44,12 +54,12 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
   const hasBody = options.method === 'POST' && options.data !== undefined;
   if (hasBody && !(options.data instanceof FormData)) headers['content-type'] = options.contentType;
   if (options.format === 'cloudevent') {
-    headers['ce-id'] = options.id ?? randomUUID();
-    headers['ce-source'] = options.source;
-    headers['ce-type'] = options.type;
+    headers['ce-id'] = encoded(options.id ?? randomUUID());
+    headers['ce-source'] = encoded(options.source);
+    headers['ce-type'] = encoded(options.type);
     headers['ce-specversion'] = '1.0';
     headers['ce-time'] = new Date().toISOString();
-    for (const [name, value] of Object.entries(options.extensions)) headers[`ce-${name}`] = value;
+    for (const [name, value] of Object.entries(options.extensions)) headers[`ce-${name}`] = encoded(value);
   }
   const signal = AbortSignal.timeout(options.timeout);
   let res: Response;
@@ -60,16 +70,24 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
   // was meant for that function, not for wherever an answer points.
   for (let hops = 0; ; hops++) {
     try {
-      res = await fetch(url, { method, headers, body: sent, signal, redirect: 'manual' });
+      res = isBodyFile(sent)
+        ? await sendFile(url, method, headers, sent, signal)
+        : await fetch(url, { method, headers, body: sent, signal, redirect: 'manual' });
     } catch (err) {
+      if (err instanceof FileChanged) throw err;
       const cause = (err as { cause?: { name?: string; code?: string; message?: string } }).cause;
       if (cause?.name === 'NotReadableError') throw new Error(FILE_CHANGED);
-      const reason =
-        (err as Error).name === 'TimeoutError' ? `no answer within ${options.timeout / 1000}s` : (cause?.code ?? cause?.message ?? (err as Error).message);
+      // fetch's reason is its cause; node's client's (a --file body) the error itself.
+      const failure = cause ?? (err as NodeJS.ErrnoException);
+      const reason = signal.aborted ? `no answer within ${options.timeout / 1000}s` : (failure.code ?? failure.message ?? (err as Error).message);
       throw new Error(`cannot reach ${url.origin}: ${reason}`);
     }
     const location = res.headers.get('location');
     if (res.status < 300 || res.status > 308 || location === null || hops === MAX_REDIRECTS) break;
+    if ((res.status === 307 || res.status === 308) && isBodyFile(sent) && !sent.regular) {
+      notFollowed = `redirect not followed: --file ${sent.path} is not a regular file, and its body cannot be sent again`;
+      break;
+    }
     let next: URL;
     try {
       next = new URL(location, url);
@@ -99,6 +117,75 @@ const MAX_REDIRECTS = 5;
 
 /** A file-backed Blob fails to read once its file changes on disk; fetch then fails mid-body. */
 export const FILE_CHANGED = 'a file of the form changed on disk while it was sent';
+
+/** The --file body changed on disk while it was sent: the request is cut before its last byte. */
+class FileChanged extends Error {}
+
+// Binary mode percent-encodes a value outside printable ASCII, and `"` and `%` (HTTP binding
+// 3.1.3.2), as funcrun decodes it. (The command refuses CR and LF: no header may hold them decoded.)
+const encoded = (text: string) => text.replace(/[^\x21-\x7e]|["%]/gu, (c) => encodeURIComponent(c).replace(/'/g, '%27'));
+
+const isBodyFile = (data: unknown): data is BodyFile => typeof data === 'object' && data !== null && 'regular' in data;
+
+/** Bytes read from the file at a time: the most of it held in memory, beside what the socket holds. */
+const CHUNK = 64 * 1024;
+
+/**
+ * Sends `file` as the body with node's own client, not fetch: fetch keeps a copy of a streamed
+ * body for a redirect it is not to follow (the fetch standard's clone of the request), so the
+ * whole file would sit in memory. A regular file goes with its Content-Length; anything else (a
+ * pipe: --file /dev/stdin) chunked, once. A file that changes while it is sent (its size or
+ * mtime) cuts the request before its last byte, as a form's file does.
+ */
+async function sendFile(url: URL, method: string, headers: Record<string, string>, file: BodyFile, signal: AbortSignal): Promise<Response> {
+  // Loaded here, so that a start of funcrun serve never reads them.
+  const { open } = require('node:fs/promises') as typeof import('node:fs/promises');
+  const { pipeline } = require('node:stream/promises') as typeof import('node:stream/promises');
+  const { request } = (url.protocol === 'https:' ? require('node:https') : require('node:http')) as typeof import('node:http');
+  const handle = await open(file.path, 'r');
+  let req: ClientRequest | undefined;
+  try {
+    const stats = await handle.stat();
+    const sending = request(url, { method, headers: stats.isFile() ? { ...headers, 'content-length': String(stats.size) } : headers, signal });
+    req = sending;
+    // The answer may come before the body is sent whole (a function that refuses it early): it is
+    // the answer, whatever then happens to the rest of the body.
+    const answered = new Promise<IncomingMessage>((resolve, reject) => {
+      sending.once('response', resolve);
+      sending.on('error', reject);
+    });
+    const sent = pipeline(chunksOf(handle, stats, file.path), sending);
+    const res = await Promise.race([answered, sent.then(() => answered)]);
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    const answerHeaders = new Headers();
+    for (let i = 0; i < res.rawHeaders.length; i += 2) answerHeaders.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+    const status = res.statusCode ?? 0;
+    // As fetch makes it: a status without a body has none.
+    return new Response([204, 205, 304].includes(status) ? null : Buffer.concat(chunks), { status, statusText: res.statusMessage, headers: answerHeaders });
+  } finally {
+    req?.destroy();
+    await handle.close();
+  }
+}
+
+/** The file's bytes, CHUNK at a time; a regular file's up to the size it had when the request began, each read checked against it. */
+async function* chunksOf(handle: FileHandle, first: Stats, path: string): AsyncGenerator<Buffer> {
+  if (!first.isFile()) {
+    for (;;) {
+      const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(CHUNK), 0, CHUNK, null);
+      if (bytesRead === 0) return;
+      yield buffer.subarray(0, bytesRead);
+    }
+  }
+  for (let at = 0; at < first.size;) {
+    const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(Math.min(CHUNK, first.size - at)), 0, Math.min(CHUNK, first.size - at), at);
+    const now = await handle.stat();
+    if (bytesRead === 0 || now.size !== first.size || now.mtimeMs !== first.mtimeMs) throw new FileChanged(`--file ${path} changed on disk while it was sent`);
+    at += bytesRead;
+    yield buffer.subarray(0, bytesRead);
+  }
+}
 
 // What the function sent is shown with its control characters escaped (not a terminal's escape
 // sequences, nor a carriage return that hides a line); a body keeps its newlines and tabs.

@@ -23,7 +23,7 @@ import { keepCompiled, RUNTIME } from './code-cache';
  * The same signal again this soon is an echo of the first (see the signal handlers): a parent
  * passes it on within milliseconds; a person pressing Ctrl-C again to stop at once takes longer.
  */
-const SIGNAL_ECHO_MS = 250;
+export const SIGNAL_ECHO_MS = 250;
 
 export const USAGE = `Usage: funcrun serve [path] [options]
        node lib/serve.js [path] [options]

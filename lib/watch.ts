@@ -4,12 +4,14 @@
 // been replaced (an editor's atomic save, git checkout, a file moved in), so every later save of
 // it would be lost without a word.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join, normalize, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
+import { applyEnvs, readFuncYaml } from './config';
 import { EXIT } from './exit';
 import { canRunTypeScript } from './loader';
-import { flagOptions, fromEnvironment, fromFlags } from './settings';
+import { SIGNAL_ECHO_MS } from './serve';
+import { flagOptions, fromEnvironment, fromFlags, SETTINGS, type Values } from './settings';
 
 const SERVE = join(__dirname, 'serve.js');
 
@@ -23,22 +25,33 @@ const SETTLE_MS = 150;
  */
 const SOURCE = /\.(?:[cm]?[jt]s|json|ya?ml)$/i;
 
+/**
+ * Past the time a child may take to stop (stopLimit), what it has to write its last lines before
+ * it is killed.
+ */
+const KILL_MARGIN_MS = 1000;
+
 /** Serves the function named by `args` (serve's command line, without --watch) until a signal. */
 export async function watchAndServe(args: string[]): Promise<void> {
-  const folder = watchedFolder(args);
-  if (folder === undefined) {
+  const watched = watchedFolder(args);
+  if (watched === undefined) {
     // A command line serve refuses, or a path that is not there: serve says why, as without
     // --watch, and its exit code is funcrun's.
     spawn(process.execPath, [SERVE, ...args], { stdio: 'inherit' }).once('exit', (code) => process.exit(code ?? EXIT.FAILED));
     return;
   }
+  const { folder, flags } = watched;
+  // Watched by its real path: chokidar would watch a link to the folder as a link (followSymlinks below).
+  const root = realpathSync(folder);
   // Never watched, so that an npm install or a build is not a storm of restarts.
   const build = buildOutput(folder);
   const isIgnored = (path: string) => {
-    const parts = relative(folder, path).split(sep);
+    const parts = relative(root, path).split(sep);
     return parts.includes('node_modules') || parts.includes('.git') || parts[0] === build;
   };
   let child: ChildProcess | undefined;
+  // How long the running child may take to stop before it is killed (stopLimit).
+  let limit = 0;
   let replacing = false;
   let exiting = false;
   let settle: NodeJS.Timeout | undefined;
@@ -47,6 +60,7 @@ export async function watchAndServe(args: string[]): Promise<void> {
 
   const run = () => {
     replacing = false;
+    limit = stopLimit(flags, folder);
     // A TypeScript project runs from its source, so an edit needs no tsc (where node strips types).
     const started = spawn(process.execPath, [SERVE, ...args, '--from-source'], { stdio: 'inherit' });
     child = started;
@@ -68,27 +82,58 @@ export async function watchAndServe(args: string[]): Promise<void> {
     // one, once however many saves come meanwhile: that one reads every file as it is then.
     if (replacing) return;
     replacing = true;
-    child.kill('SIGTERM');
+    stop(child, 'SIGTERM');
+  };
+  /**
+   * Sends `signal`, then SIGKILL if the child has not exited within its limit: a function stuck in
+   * a synchronous loop (at load, or in a handler) never runs its signal handler, and would hold
+   * the next save, or Ctrl-C, forever.
+   */
+  const stop = (stopping: ChildProcess, signal: NodeJS.Signals) => {
+    const kill = setTimeout(() => {
+      process.stderr.write(`funcrun: the function did not stop within ${limit / 1000}s of ${signal}: killed (SIGKILL)\n`);
+      stopping.kill('SIGKILL');
+    }, limit);
+    stopping.once('exit', () => clearTimeout(kill));
+    stopping.kill(signal);
   };
 
+  let firstSignal: { signal: string; at: number } | undefined;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
+      // A Ctrl-C reaches this process twice when it runs under npm (npm run dev): from the
+      // terminal, and passed on by npm. The echo is the same stop, not a second one (as in serve.ts).
+      const now = performance.now();
+      if (firstSignal?.signal === signal && now - firstSignal.at < SIGNAL_ECHO_MS) return;
+      if (firstSignal !== undefined) {
+        // Asked again: no more waiting for the function. Its exit, below, ends this process.
+        if (child === undefined) process.exit(EXIT.INCOMPLETE_DRAIN);
+        process.stderr.write(`funcrun: ${signal} again: killing the function (SIGKILL)\n`);
+        child.kill('SIGKILL');
+        return;
+      }
+      firstSignal = { signal, at: now };
       exiting = true;
       clearTimeout(settle);
       if (child === undefined) process.exit(0);
-      child.once('exit', (code) => process.exit(code ?? 0));
-      child.kill(signal);
+      // Killed, it has no exit code: its drain was incomplete.
+      child.once('exit', (code) => process.exit(code ?? EXIT.INCOMPLETE_DRAIN));
+      stop(child, signal);
     });
   }
 
   // Loaded here, so that serving without --watch never reads it.
   const { watch } = await import('chokidar');
-  const watcher = watch(folder, { ignoreInitial: true, ignored: isIgnored });
+  // Links are not followed: one to a folder outside the function's (a link to /, to a home
+  // folder) would be watched whole, which took gigabytes and never got ready. A link inside is
+  // watched as a link (re-pointed, it changes), and what it points to inside the folder is
+  // watched under its own path anyway; only what links point to outside it is not watched.
+  const watcher = watch(root, { ignoreInitial: true, ignored: isIgnored, followSymlinks: false });
   watcher.on('all', (event, path) => {
     // An empty folder made changes nothing; one removed takes its files with it.
     if (exiting || !['add', 'change', 'unlink', 'unlinkDir'].includes(event)) return;
     if (event !== 'unlinkDir' && !SOURCE.test(path)) return;
-    const name = relative(folder, path);
+    const name = relative(root, path);
     // A file that came and went meanwhile (an editor's temp file, renamed over the original) changed nothing.
     if (event === 'unlink' && changed.get(name) === 'added') changed.delete(name);
     else if (!changed.has(name)) changed.set(name, event === 'add' ? 'added' : 'changed');
@@ -104,26 +149,46 @@ export async function watchAndServe(args: string[]): Promise<void> {
 }
 
 /**
- * The function's folder: the path serve is given, or the folder of the file it is given;
- * undefined when serve would refuse the command line (a flag, or a value of a flag or a variable:
- * no save can fix them) or find no such path.
+ * The function's folder (the path serve is given, or the folder of the file it is given) and the
+ * flags; undefined when serve would refuse the command line (a flag, or a value of a flag or a
+ * variable: no save can fix them) or find no such path.
  */
-function watchedFolder(args: string[]): string | undefined {
+function watchedFolder(args: string[]): { folder: string; flags: Partial<Values> } | undefined {
   let positionals: string[];
+  let flags: Partial<Values>;
   try {
     let values;
     ({ positionals, values } = parseArgs({ args, options: { ...flagOptions(), 'from-source': { type: 'boolean' } }, allowPositionals: true, strict: true }));
-    fromFlags(values);
+    flags = fromFlags(values);
     fromEnvironment(process.env);
   } catch {
     return undefined;
   }
   const target = resolve(positionals[0] ?? '.');
   try {
-    return statSync(target).isDirectory() ? target : dirname(target);
+    return { folder: statSync(target).isDirectory() ? target : dirname(target), flags };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * How long a child may take to stop once signalled: serve's stop() gives the requests in flight
+ * its grace period, then shutdown() as long again; then KILL_MARGIN_MS. Its grace period as serve
+ * reads it: the flag, else the variable, func.yaml's run.envs included, else the default. (A
+ * func.yaml serve refuses stops the child at once: the default is then as good as any.)
+ */
+function stopLimit(flags: Partial<Values>, folder: string): number {
+  let grace: number = SETTINGS.gracePeriod.default;
+  try {
+    const env = { ...process.env };
+    const funcYaml = readFuncYaml(folder);
+    if (funcYaml !== undefined) applyEnvs(funcYaml, env);
+    grace = flags.gracePeriod ?? fromEnvironment(env).gracePeriod ?? grace;
+  } catch {
+    grace = flags.gracePeriod ?? grace;
+  }
+  return 2 * grace + KILL_MARGIN_MS;
 }
 
 /**

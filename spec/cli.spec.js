@@ -187,6 +187,48 @@ describe('funcrun invoke', () => {
     assert.match(res.stdout, /Data:\n\{\n {2}"echoed": \{\n {4}"q": 1/);
   });
 
+  it('event attributes are percent-encoded beyond printable ASCII, and " and %, as the HTTP binding says: the function gets each as given', async () => {
+    const given = { id: 'order "7"', source: '/shop%20eu', type: 'dev.example.café', note: '日本 100%' };
+    const res = await funcrun([
+      'invoke',
+      '--target',
+      server.url,
+      '-f',
+      'cloudevent',
+      '--id',
+      given.id,
+      '--source',
+      given.source,
+      '--type',
+      given.type,
+      '-e',
+      `note=${given.note}`,
+    ]);
+    assert.equal(res.code, 0, res.stderr);
+    const { id, source, type, note } = last().event;
+    assert.deepEqual({ id, source, type, note }, given);
+    assert.equal(last().headers['ce-note'], '%E6%97%A5%E6%9C%AC%20100%25');
+  });
+
+  it('a CR or LF in a value sent as a header (-e, --id, --source, --type, --content-type) is bad use: exit code 2, one line naming the option, nothing sent', async () => {
+    const before = received.length;
+    for (const [args, message] of [
+      [['-f', 'cloudevent', '-e', 'note=a\r\nx-injected: 1'], 'invalid --extension "note=a\\r\\nx-injected: 1": a header value cannot hold CR or LF'],
+      [['-f', 'cloudevent', '--extension', 'note=a\nb'], 'invalid --extension "note=a\\nb": a header value cannot hold CR or LF'],
+      [['-f', 'cloudevent', '--id', 'a\rb'], 'invalid --id "a\\rb": a header value cannot hold CR or LF'],
+      [['-f', 'cloudevent', '--source', '/a\r\n'], 'invalid --source "/a\\r\\n": a header value cannot hold CR or LF'],
+      [['-f', 'cloudevent', '--type', 'a\nb'], 'invalid --type "a\\nb": a header value cannot hold CR or LF'],
+      [['--content-type', 'text/plain\r\nx-injected: 1'], 'invalid --content-type "text/plain\\r\\nx-injected: 1": a header value cannot hold CR or LF'],
+      [['--content-type', 'text/日本'], 'invalid --content-type "text/日本": a header value holds Latin-1 characters only'],
+    ]) {
+      const res = await funcrun(['invoke', '--target', server.url, ...args]);
+      assert.equal(res.code, 2, `${args.join(' ')}: ${res.stderr}`);
+      assert.equal(res.stderr, `funcrun: ${message}\n`);
+      assert.equal(res.stdout, '');
+    }
+    assert.equal(received.length, before, 'the function saw no request');
+  });
+
   it("the format defaults to func.yaml's invoke; a new id each time", async () => {
     const folder = project({ 'func.yaml': 'name: f\ninvoke: cloudevent\n' });
     await funcrun(['invoke', '--target', server.url], { cwd: folder });

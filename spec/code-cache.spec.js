@@ -9,7 +9,7 @@ const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { project, request, runServing } = require('./helpers');
+const { freePort, project, request, run, runServing, waitUntilListening } = require('./helpers');
 
 const lib = path.join(__dirname, '..', 'lib');
 const SECRET = 'v4lue-0f-a-s3cret-9c1e';
@@ -42,6 +42,13 @@ async function startOnce(t, folder, env, cache) {
   } finally {
     await proc.stop();
   }
+}
+
+/** `promise`, or a failure naming `what` when it takes longer than a start ever should: a hang, not a slow machine. */
+function withinBound(promise, what, ms = 20_000) {
+  let timer;
+  const bound = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms)));
+  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
 }
 
 /** The cache file of `name` (node's, in its folder for this node and its flags), or undefined. */
@@ -126,6 +133,52 @@ describe('the code caches', () => {
       'no partial file left behind',
     );
   });
+
+  // A start that read what is at a cache's path unbounded would block on a FIFO, or fill its memory
+  // from /dev/zero or a huge file; this bound is far above a start's own.
+  const PEAK_RSS_LIMIT = 256 * 1024 * 1024;
+  for (const [kind, put] of [
+    ['a FIFO', (file) => execFileSync('mkfifo', [file])],
+    ['a link to /dev/zero', (file) => fs.symlinkSync('/dev/zero', file)],
+    [
+      'a file of 1 GiB (sparse)',
+      (file) => {
+        fs.writeFileSync(file, '');
+        fs.truncateSync(file, 1024 ** 3);
+      },
+    ],
+  ]) {
+    it(
+      `${kind} at a cache's path is no cache: the start serves without reading it, then replaces it with a cache`,
+      { skip: process.platform !== 'linux' && 'Linux: mkfifo, /dev/zero and /proc' },
+      async (t) => {
+        const { cache, folder, files } = await firstStart(t);
+        for (const file of files) {
+          fs.rmSync(file);
+          put(file);
+        }
+        const port = await freePort();
+        const proc = run([folder, '--port', String(port), '--host', '127.0.0.1'], { env: { NODE_COMPILE_CACHE: cache } });
+        t.after(() => proc.child.kill('SIGKILL'));
+        await withinBound(waitUntilListening(port, proc), 'the start');
+        proc.url = `http://127.0.0.1:${port}`;
+        try {
+          const answer = await withinBound(request(proc.url, {}), 'the answer');
+          assert.equal(answer.status, 200);
+          assert.deepEqual(answer.json, { token: 'set' });
+          // Replaced once the parser has parsed func.yaml and the bundle has sent its first answer.
+          for (let tries = 0; !files.every((file) => fs.lstatSync(file).isFile() && fs.statSync(file).size < 10 * 1024 * 1024); tries++) {
+            assert.ok(tries < 100, `both caches are written over ${kind}`);
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          const peak = Number(/^VmHWM:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${proc.child.pid}/status`, 'utf8'))[1]) * 1024;
+          assert.ok(peak < PEAK_RSS_LIMIT, `peak RSS ${peak} bytes`);
+        } finally {
+          await proc.stop();
+        }
+      },
+    );
+  }
 
   it('a file changed to another of the same length runs as it is now, not as its cache was made', (t) => {
     const cache = cacheFolder(t);

@@ -1,9 +1,10 @@
 'use strict';
 // `funcrun invoke` with files: --file <field>=<path> and --field <name>=<value> send a
-// multipart/form-data body, --file <path> the file's bytes. The peer is a plain node:http server
-// that keeps each request's raw body; forms are read back with undici's own parser.
+// multipart/form-data body, --file <path> the file's bytes, streamed from disk. The peer is a plain
+// node:http server that keeps each request's raw body; forms are read back with undici's own parser.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -180,6 +181,136 @@ describe('funcrun invoke with files', () => {
       assert.equal(res.stdout, '');
     }
     assert.equal(received.length, before, 'the server saw no request');
+  });
+
+  it('a 307 on the same origin is followed with --file <path> sent again, whole, with its Content-Length', async () => {
+    const before = received.length;
+    const res = await invoke(['--target', target.replace('/upload', '/moved'), '--file', file('big.bin'), '--content-type', 'application/octet-stream']);
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(
+      received.slice(before).map((r) => `${r.method} ${r.url}`),
+      ['POST /moved', 'POST /upload'],
+    );
+    for (const request of received.slice(before)) {
+      assert.equal(request.headers['content-length'], String(FIVE_MB.length));
+      assert.ok(request.raw.equals(FIVE_MB), request.url);
+    }
+  });
+
+  it(
+    '--file <path> that is not a regular file (a FIFO) is sent once, chunked: a 307 for it is not followed, and that is said',
+    { skip: process.platform === 'win32' && 'mkfifo' },
+    async () => {
+      const fifo = path.join(folder, 'fifo');
+      execFileSync('mkfifo', [fifo]);
+      const before = received.length;
+      for (const [url, code] of [
+        ['/upload', 0],
+        ['/moved', 1],
+      ]) {
+        const proc = run(['invoke', '--target', target.replace('/upload', url), '--file', fifo, '--content-type', 'text/plain'], { script: CLI });
+        // Opened for writing once the command opens it to read.
+        await fs.promises.writeFile(fifo, 'through a pipe');
+        assert.equal((await proc.exited).code, code, proc.out.stderr);
+        if (url === '/moved') {
+          assert.match(proc.out.stdout, /^HTTP 307 /);
+          assert.ok(
+            proc.out.stdout.endsWith(`(redirect not followed: --file ${fifo} is not a regular file, and its body cannot be sent again)\n`),
+            proc.out.stdout,
+          );
+        }
+      }
+      const requests = received.slice(before);
+      assert.deepEqual(
+        requests.map((r) => `${r.method} ${r.url}`),
+        ['POST /upload', 'POST /moved'],
+      );
+      for (const request of requests) {
+        assert.equal(request.headers['transfer-encoding'], 'chunked');
+        assert.equal(request.raw.toString(), 'through a pipe');
+      }
+    },
+  );
+
+  it(
+    '--file <path> is streamed: a 256 MiB file arrives whole, with its Content-Length, and the command’s peak memory grows by less than half the file',
+    { skip: process.platform !== 'linux' && '/proc' },
+    async (t) => {
+      const SIZE = 256 * 1024 * 1024;
+      // Sparse, with marks at its start, middle and end, so that the bytes' order shows in their hash.
+      const dir = project({});
+      t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+      const big = path.join(dir, 'big.bin');
+      fs.writeFileSync(big, 'start');
+      fs.truncateSync(big, SIZE);
+      const fd = fs.openSync(big, 'r+');
+      fs.writeSync(fd, 'middle', SIZE / 2);
+      fs.writeSync(fd, 'end', SIZE - 3);
+      fs.closeSync(fd);
+      const expected = crypto.createHash('sha256');
+      for await (const chunk of fs.createReadStream(big)) expected.update(chunk);
+      // The peer reads the command's peak memory (VmHWM) once the body has arrived, while it waits for the answer.
+      let pid;
+      const arrived = [];
+      const peer = http.createServer((req, res) => {
+        const hash = crypto.createHash('sha256');
+        let length = 0;
+        req.on('data', (chunk) => {
+          hash.update(chunk);
+          length += chunk.length;
+        });
+        req.on('end', () => {
+          const peak = Number(/^VmHWM:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
+          arrived.push({ length, declared: req.headers['content-length'], hash: hash.digest('hex'), peak });
+          res.end('{}');
+        });
+      });
+      await new Promise((resolve) => peer.listen(0, '127.0.0.1', resolve));
+      t.after(() => peer.close());
+      const url = `http://127.0.0.1:${peer.address().port}/`;
+      for (const body of [
+        ['-d', '{}'],
+        ['--file', big, '--content-type', 'application/octet-stream'],
+      ]) {
+        const proc = run(['invoke', '--target', url, ...body], { script: CLI });
+        pid = proc.child.pid;
+        assert.equal((await proc.exited).code, 0, proc.out.stderr);
+      }
+      const [small, large] = arrived;
+      assert.deepEqual(
+        { length: large.length, declared: large.declared, hash: large.hash },
+        { length: SIZE, declared: String(SIZE), hash: expected.digest('hex') },
+      );
+      // Read whole, the file alone would add its size, and fetch's copies more.
+      assert.ok(large.peak - small.peak < SIZE / 2, `peak memory ${large.peak} bytes, ${small.peak} for a small body`);
+    },
+  );
+
+  it('--file <path> that changes on disk while it is sent ends the command with exit code 1 and one line, its request cut short', async (t) => {
+    const changing = project({ 'growing.bin': Buffer.alloc(32 * 1024 * 1024, 7) });
+    const growing = path.join(changing, 'growing.bin');
+    t.after(() => fs.rmSync(changing, { recursive: true, force: true }));
+    let outcome;
+    const ended = new Promise((resolve) => (outcome = resolve));
+    const peer = http.createServer((req, res) => {
+      req.once('data', () => {
+        req.pause();
+        fs.appendFileSync(growing, 'more');
+        setTimeout(() => req.resume(), 50);
+      });
+      req.on('error', () => outcome('cut'));
+      req.on('aborted', () => outcome('cut'));
+      req.on('end', () => {
+        outcome('whole');
+        res.end('{}');
+      });
+    });
+    await new Promise((resolve) => peer.listen(0, '127.0.0.1', resolve));
+    t.after(() => peer.close());
+    const res = await invoke(['--target', `http://127.0.0.1:${peer.address().port}/`, '--file', growing]);
+    assert.equal(res.code, 1);
+    assert.equal(res.stderr, `funcrun: --file ${growing} changed on disk while it was sent\n`);
+    assert.equal(await ended, 'cut');
   });
 
   it('a file that changes on disk while it is sent ends the command with exit code 1 and one line', async (t) => {

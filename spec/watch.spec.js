@@ -478,3 +478,145 @@ module.exports = async (ctx) => {
     });
   }
 });
+
+/** A function answering `text`, or stuck for good in a synchronous loop for `?loop=1` (once it has logged so). */
+const loopingOnAsk = (text) => `module.exports = (ctx) => {
+  if (ctx.query.loop) {
+    ctx.log.info('looping');
+    for (;;);
+  }
+  return ${JSON.stringify(text)};
+};
+`;
+
+/** Starts a request that gets the function stuck, and waits until it is. */
+async function getStuck(proc) {
+  void proc.answer('/?loop=1');
+  await proc.until(() => proc.lines().some((l) => l.msg === 'looping'), 'the function to be stuck');
+}
+
+/** Whether a process of this id exists (a zombie counts: its parent has not reaped it). */
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+// A bound far above the time these take (a second or two), far below the hang they catch.
+const BOUND_MS = 10_000;
+
+/** funcrun's exit, or a failure once `ms` have passed: a hang, not a slow machine. */
+async function exitWithin(proc, ms = BOUND_MS) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`funcrun did not exit within ${ms} ms\nstderr:\n${proc.out.stderr}`)), ms);
+  });
+  try {
+    return await Promise.race([proc.exited, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('funcrun serve --watch with a function stuck in a synchronous loop', () => {
+  it("a handler stuck for good is killed once its grace period (func.yaml's FUNC_GRACE_PERIOD), and as long again for shutdown(), has passed: the save that fixes it is served", async (t) => {
+    const funcYaml = 'specVersion: 0.36.0\nname: stuck\nruntime: node\nrun:\n  envs:\n    - name: FUNC_GRACE_PERIOD\n      value: 100ms\n';
+    const dir = project({ 'index.js': loopingOnAsk('v1'), 'func.yaml': funcYaml });
+    const proc = await watching(t, dir);
+    await proc.answers('v1');
+    const [stuck] = starts(proc);
+    await getStuck(proc);
+    const saved = Date.now();
+    fs.writeFileSync(path.join(dir, 'index.js'), loopingOnAsk('v2'));
+    await proc.answers('v2');
+    assert.ok(Date.now() - saved < BOUND_MS, `served ${Date.now() - saved} ms after the save`);
+    assert.deepEqual(proc.said(/did not stop/), ['funcrun: the function did not stop within 1.2s of SIGTERM: killed (SIGKILL)']);
+    assert.equal(alive(stuck), false);
+  });
+
+  it('a function stuck at load (a top-level loop) is killed the same way (--grace-period): the save that fixes it is served', async (t) => {
+    // It says it is stuck through a file in node_modules, which is not watched.
+    const dir = project({ 'index.js': "require('node:fs').writeFileSync(__dirname + '/node_modules/looping', '');\nfor (;;);\n", 'node_modules/.keep': '' });
+    const proc = await watching(t, dir, { flags: ['--grace-period', '100ms'] });
+    await proc.until(() => fs.existsSync(path.join(dir, 'node_modules', 'looping')), 'the function to be stuck at load');
+    const saved = Date.now();
+    fs.writeFileSync(path.join(dir, 'index.js'), answering('v2'));
+    await proc.answers('v2');
+    assert.ok(Date.now() - saved < BOUND_MS, `served ${Date.now() - saved} ms after the save`);
+    assert.deepEqual(proc.said(/did not stop/), ['funcrun: the function did not stop within 1.2s of SIGTERM: killed (SIGKILL)']);
+  });
+
+  it('SIGTERM to funcrun with the function stuck (FUNC_GRACE_PERIOD): killed once its grace period has passed, twice; funcrun exits 3 and the function is gone', async (t) => {
+    const dir = project({ 'index.js': loopingOnAsk('v1') });
+    const proc = await watching(t, dir, { variables: { FUNC_GRACE_PERIOD: '100ms' } });
+    await proc.answers('v1');
+    const [stuck] = starts(proc);
+    await getStuck(proc);
+    proc.child.kill('SIGTERM');
+    assert.deepEqual(await exitWithin(proc), { code: 3, signal: null });
+    assert.deepEqual(proc.said(/did not stop/), ['funcrun: the function did not stop within 1.2s of SIGTERM: killed (SIGKILL)']);
+    assert.equal(alive(stuck), false);
+  });
+
+  it('Ctrl-C twice (SIGINT to the process group, the second after the echo window): the function is killed at once, funcrun exits 3 and the function is gone', async (t) => {
+    // The default grace period: the first Ctrl-C alone would wait 21 s before killing it.
+    const dir = project({ 'index.js': loopingOnAsk('v1') });
+    const proc = await watching(t, dir);
+    await proc.answers('v1');
+    const [stuck] = starts(proc);
+    await getStuck(proc);
+    process.kill(-proc.child.pid, 'SIGINT');
+    await sleep(500);
+    process.kill(-proc.child.pid, 'SIGINT');
+    assert.deepEqual(await exitWithin(proc, 5000), { code: 3, signal: null });
+    assert.deepEqual(proc.said(/again/), ['funcrun: SIGINT again: killing the function (SIGKILL)']);
+    assert.equal(alive(stuck), false, 'the function was reaped before funcrun exited');
+  });
+
+  it('a SIGINT passed on within milliseconds of the first (npm run dev under Ctrl-C) is one stop: the function drains and funcrun exits 0', async (t) => {
+    const dir = project({ 'index.js': answering('v1') });
+    const proc = await watching(t, dir);
+    await proc.answers('v1');
+    const [pid] = starts(proc);
+    proc.child.kill('SIGINT');
+    proc.child.kill('SIGINT');
+    assert.deepEqual(await exitWithin(proc), { code: 0, signal: null });
+    assert.ok(
+      proc.lines().some((l) => l.pid === pid && l.msg === 'stopped'),
+      proc.out.stdout,
+    );
+    assert.deepEqual(proc.said(/again/), []);
+  });
+});
+
+describe('funcrun serve --watch and symbolic links', () => {
+  it('links out of the folder (to / and to /usr) are not followed: the function is watched and served at once, and saves restart it', async (t) => {
+    const dir = project({ 'index.js': 'module.exports = () => require("./lib/helper.js")();\n', 'lib/helper.js': answering('helper 1') });
+    fs.symlinkSync('/', path.join(dir, 'root'));
+    fs.symlinkSync('/usr', path.join(dir, 'usr'));
+    // A link inside the folder to a folder inside it: what it points to is watched as itself.
+    fs.symlinkSync(path.join(dir, 'lib'), path.join(dir, 'lib-link'));
+    const started = Date.now();
+    const proc = await watching(t, dir);
+    await proc.answers('helper 1');
+    assert.ok(Date.now() - started < BOUND_MS, `served ${Date.now() - started} ms after the start`);
+    fs.writeFileSync(path.join(dir, 'index.js'), 'module.exports = () => "index " + require("./lib-link/helper.js")();\n');
+    await proc.answers('index helper 1');
+    fs.writeFileSync(path.join(dir, 'lib', 'helper.js'), answering('helper 2'));
+    await proc.answers('index helper 2');
+  });
+
+  it('a folder given through a link to it is watched as the folder it is: a save restarts the function', async (t) => {
+    const dir = project({ 'index.js': answering('v1') });
+    const link = path.join(elsewhere(), 'function');
+    fs.symlinkSync(dir, link);
+    const proc = await watching(t, link);
+    await proc.answers('v1');
+    fs.writeFileSync(path.join(dir, 'index.js'), answering('v2'));
+    await proc.answers('v2');
+    assert.deepEqual(proc.said(/changed, restarting$/), ['funcrun: index.js changed, restarting']);
+  });
+});
