@@ -18,6 +18,7 @@ import type { Logger } from './log';
 
 interface Client {
   readonly isReady: boolean;
+  duplicate(): Client;
   on(event: 'error', listener: (err: unknown) => void): unknown;
   on(event: 'ready', listener: () => void): unknown;
   connect(): Promise<unknown>;
@@ -44,13 +45,18 @@ const UNREACHABLE = 'the idempotency store (redis) is unreachable';
 const SLOW = `the idempotency store (redis) did not answer within ${BOUND_MS / 1000} s`;
 const FAILED = 'the idempotency store (redis) refused the command';
 const FOREIGN = 'the idempotency store (redis) holds a value funcrun did not write';
+// A reply of another shape than its command's: the connection is out of step (something between
+// funcrun and Redis lost a message), so nothing it says is trusted; the outcome is written again.
+const STRAY = 'the idempotency store (redis) answered out of step';
 
 const CLAIM = Buffer.from('c:');
 const ANSWER = Buffer.from('a:');
 
 // KEYS[1] the key; ARGV[1] the claim (c:<token>:<digest>). COMPLETE: ARGV[2] the answer (a:<bytes>),
-// ARGV[3] the window; 1 kept, 2 stored where the claim had gone, 0 another answer is there.
+// ARGV[3] the window; 1 kept (or kept already: a write repeated after its reply was lost), 2
+// stored where the claim had gone, 0 another answer is there.
 const COMPLETE = `local v = redis.call('GET', KEYS[1])
+if v == ARGV[2] then return 1 end
 if v and v ~= ARGV[1] and string.sub(v, 1, 2) ~= 'c:' then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 if v == ARGV[1] then return 1 end
@@ -58,7 +64,11 @@ return 2`;
 // ARGV[2] the claim time.
 const EXTEND = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
 const RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-const COMPLETED: Record<number, Completed> = { 0: 'answered', 1: 'kept', 2: 'lapsed' };
+const COMPLETED = new Map<unknown, Completed>([
+  [0, 'answered'],
+  [1, 'kept'],
+  [2, 'lapsed'],
+]);
 
 /** A claim's value: its token, and the event's digest (none in a claim written before digests were kept). */
 const claimOf = (held: Held) => (held.digest === '' ? `c:${held.token}` : `c:${held.token}:${held.digest}`);
@@ -174,23 +184,37 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
   let firstNews: () => void = () => {};
   const news = new Promise<void>((resolve) => (firstNews = resolve));
 
-  client.on('error', (err) => {
-    firstNews();
-    if (down || closed) return;
-    // Connected still: the error is the client's own news, not an outage.
-    if (client.isReady) return log.debug({ ...fields, reason: reasonOf(err, target.secrets) }, 'the idempotency store (redis) reported an error');
-    down = true;
-    log.warn({ ...fields, reason: reasonOf(err, target.secrets) }, `${UNREACHABLE}: reconnecting`);
-  });
-  client.on('ready', () => {
-    firstNews();
-    if (down) log.info(fields, 'the idempotency store (redis) is reachable again');
-    down = false;
-  });
-  // Failures are reported as 'error' and retried; this settles only when the store is closed.
-  client.connect().catch(() => {});
+  const connect = (made: Client) => {
+    made.on('error', (err) => {
+      firstNews();
+      if (down || closed || made !== client) return;
+      // Connected still: the error is the client's own news, not an outage.
+      if (made.isReady) return log.debug({ ...fields, reason: reasonOf(err, target.secrets) }, 'the idempotency store (redis) reported an error');
+      down = true;
+      log.warn({ ...fields, reason: reasonOf(err, target.secrets) }, `${UNREACHABLE}: reconnecting`);
+    });
+    made.on('ready', () => {
+      firstNews();
+      if (down) log.info(fields, 'the idempotency store (redis) is reachable again');
+      down = false;
+    });
+    // Failures are reported as 'error' and retried; this settles only when the store is closed.
+    made.connect().catch(() => {});
+  };
+  connect(client);
   // Ready, refused, or still trying after the bound: the server starts either way.
   await bounded(news).catch(() => {});
+
+  // A reply of another shape than its command's: replies and commands are out of step on this
+  // connection, and would stay so. It is dropped for a new one; what was in flight on it fails.
+  const outOfStep = () => {
+    if (closed) return;
+    const old = client;
+    log.warn(fields, `${STRAY}: connecting again`);
+    client = old.duplicate();
+    connect(client);
+    old.destroy();
+  };
 
   // False from a command that ran past the bound until one is answered in time.
   let answering = true;
@@ -207,7 +231,8 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
       const message = (err as Error | undefined)?.message;
       // Connected but not answering (a hung Redis): readiness says so until it answers again.
       if (message === SLOW) answering = false;
-      if (message === SLOW || message === FOREIGN) throw err;
+      if (message === STRAY) outOfStep();
+      if (message === SLOW || message === FOREIGN || message === STRAY) throw err;
       throw new Error(client.isReady ? FAILED : UNREACHABLE, { cause: err });
     }
   }
@@ -218,10 +243,12 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
     claim(held, claimMs) {
       return call(async (): Promise<Claim> => {
         const set = await client.sendCommand(['SET', held.key, claimOf(held), 'NX', 'PX', milliseconds(claimMs)]);
-        if (set !== null) return { state: 'claimed' };
+        if (set === 'OK') return { state: 'claimed' };
+        if (set !== null) throw new Error(STRAY);
         const value = await client.sendCommand(['GET', held.key], buffers);
         // Gone between the two commands (its time ran out): a claim may be taken again, by this delivery's retry.
         if (value === null) return { state: 'running', digest: '' };
+        if (!Buffer.isBuffer(value)) throw new Error(STRAY);
         if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(ANSWER)) return { state: 'done', ...decodeAnswer(value.subarray(2)) };
         if (Buffer.isBuffer(value) && value.subarray(0, 2).equals(CLAIM)) {
           // c:<token>:<digest>, or c:<token> as written before digests were kept.
@@ -234,7 +261,9 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
     },
 
     async extend(held, claimMs) {
-      return (await call(() => client.sendCommand(['EVAL', EXTEND, '1', held.key, claimOf(held), milliseconds(claimMs)]))) === 1;
+      const extended = await call(() => client.sendCommand(['EVAL', EXTEND, '1', held.key, claimOf(held), milliseconds(claimMs)]));
+      if (extended !== 0 && extended !== 1) throw new Error(STRAY);
+      return extended === 1;
     },
 
     async complete(held, answer, windowMs) {
@@ -249,11 +278,14 @@ export async function redisStore(url: string, folder: string, log: Logger): Prom
           milliseconds(windowMs),
         ]),
       );
-      return COMPLETED[stored as number] ?? 'kept';
+      const completed = COMPLETED.get(stored);
+      if (completed === undefined) throw new Error(STRAY);
+      return completed;
     },
 
     async release(held) {
-      await call(() => client.sendCommand(['EVAL', RELEASE, '1', held.key, claimOf(held)]));
+      const released = await call(() => client.sendCommand(['EVAL', RELEASE, '1', held.key, claimOf(held)]));
+      if (released !== 0 && released !== 1) throw new Error(STRAY);
     },
 
     problem() {

@@ -26,6 +26,18 @@ export function decodeAnswer(bytes: Buffer): { answer: Answer; digest: string } 
   return { answer: { status, headers, body: bytes.subarray(4 + length) }, digest: typeof digest === 'string' ? digest : '' };
 }
 
+/**
+ * The answer with a body of its own: a Buffer that is a view of a larger one (a function's
+ * `big.subarray(0, 200)`, a slice of node's pool) would keep all of it alive, past the bound on
+ * bytes, which counts the view.
+ */
+function ownBytes(answer: Answer): Answer {
+  const body = answer.body;
+  if (typeof body === 'string' || body.byteLength === body.buffer.byteLength) return answer;
+  const copy = new Uint8Array(body);
+  return { ...answer, body: Buffer.from(copy.buffer, 0, copy.byteLength) };
+}
+
 /** The memory an answer takes, at most: its body and its headers' text (a character is 2 bytes at most). */
 export function sizeOf(answer: Answer): number {
   const body = answer.body;
@@ -134,11 +146,12 @@ export class MemoryStore implements IdempotencyStore {
     return true;
   }
 
-  complete(held: Held, answer: Answer, windowMs: number): Completed {
+  complete(held: Held, given: Answer, windowMs: number): Completed {
     const key = held.key;
     const entry = this.#live(key);
     if (entry !== undefined && entry.token === undefined) return 'answered';
     const outcome = entry?.token === held.token ? 'kept' : 'lapsed';
+    const answer = ownBytes(given);
     const size = key.length + held.digest.length + sizeOf(answer);
     if (entry === undefined) {
       this.#entries.set(key, { token: undefined, answer, digest: held.digest, expires: this.now() + windowMs, size });

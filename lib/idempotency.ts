@@ -17,6 +17,8 @@ import type { Logger } from './log';
 import type { Metrics } from './metrics';
 import { eventIdentity } from './outcomes';
 import { isThenable, now, settleWithin } from './deadline';
+import { parseBody } from './body';
+import { parseMediaType, type MediaType } from './media-type';
 import type { Claims } from './lifecycle';
 import { send } from './send';
 import type { Reply } from './respond';
@@ -79,9 +81,10 @@ export async function openIdempotency(options: IdempotencyOptions, log: Logger):
 const IN_PROGRESS_RETRY = '1';
 const STORE_RETRY = '5';
 
-// Headers of one connection or one request, not of the answer: never kept or replayed.
-const NOT_KEPT = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'vary']);
-const isKept = (name: string) => !NOT_KEPT.has(name) && !name.startsWith('access-control-');
+// Headers of one connection, not of the answer: never kept or replayed. The answer's headers are
+// the function's own (CORS's, set per request, are the response's, not the answer's): all kept.
+const NOT_KEPT = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date']);
+const isKept = (name: string) => !NOT_KEPT.has(name);
 
 /** The wait before an outcome the store did not take is written again, doubling up to the most. */
 const RETRY_MS = 200;
@@ -124,7 +127,7 @@ export class Idempotency implements Claims {
   #givingBack = 0;
   #closing: Promise<void> | undefined;
   #closed = false;
-  /** The process crashed: it exits once drained. */
+  /** The process exits once drained. */
   #exiting = false;
   #tokenPrefix: string | undefined;
   #tokens = 0;
@@ -167,15 +170,18 @@ export class Idempotency implements Claims {
     );
   }
 
+  /** The invocation of `req` crashed (faults.ts): its claim is released once its function stops, or when the process does. */
+  crashed(req: IncomingMessage): void {
+    for (const hold of this.#live) if (hold.req === req) hold.crashed = true;
+  }
+
   /**
-   * The invocation of `req` crashed (faults.ts): its claim is released once its function stops, or
-   * when the process does. Without `req`, the process crashed and will exit once drained: the
-   * claims of functions still running then are released too (they stop with it), whichever
-   * invocation crashed (on Node 22 a fault is not always told to its invocation).
+   * The process exits once this drain is over (serve.ts, after a signal or a crash): the claims of
+   * functions still running then are released (they stop with it), whichever invocation crashed
+   * (on Node 22 a fault is not always told to its invocation).
    */
-  crashed(req?: IncomingMessage): void {
-    if (req === undefined) this.#exiting = true;
-    else for (const hold of this.#live) if (hold.req === req) hold.crashed = true;
+  exiting(): void {
+    this.#exiting = true;
   }
 
   /**
@@ -199,7 +205,7 @@ export class Idempotency implements Claims {
     while (this.#writes.size > 0 && now() < deadline) {
       await settleWithin(Promise.all(this.#writes.keys()), deadline - now(), () => undefined).catch(() => undefined);
     }
-    // The process exits after a crash: functions still running stop with it, so their claims go.
+    // The process exits: functions still running (cut at the end of the grace period, or crashed) stop with it, so their claims go.
     if (this.#exiting && this.#live.size > 0) {
       for (const hold of this.#live) this.#write(hold, () => store.release(hold));
       this.#live.clear();
@@ -414,17 +420,20 @@ export class Idempotency implements Claims {
 function noop(): void {}
 
 /**
- * What makes an event this one beside its source and id, digested: its type, subject, data schema
- * and data (bytes as bytes, text as UTF-16 code units, values as JSON), so that another event under
- * the same source and id is told apart. Of the events as delivered, read by their media type, so
- * that a binary and a structured delivery of one event agree: not the media type as written, which
- * the two modes spell differently (a Content-Type with its charset; none, for JSON).
+ * What makes an event this one beside its source and id, digested: its type, subject, data schema,
+ * the data's media type (without its parameters; none is JSON, as in the JSON format) and the data
+ * as binary mode reads it (bytes of JSON, text, XML or a form parsed by that media type, as a
+ * structured event's data_base64 may carry them), so that a binary and a structured delivery of
+ * one event agree. Values are compared as JSON: as JavaScript reads them (numbers past 2^53 may
+ * compare equal, and of keys given twice the last is kept); the order of an object's keys counts.
  */
 function digestOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): string {
   const hash = sha256Hash();
   for (const event of Array.isArray(events) ? events : [events]) {
-    hash.update(JSON.stringify([event.type, event.subject ?? null, event.dataschema ?? null]), 'utf16le');
-    const data = event.data;
+    const media = parseMediaType(event.datacontenttype);
+    hash.update(JSON.stringify([event.type, event.subject ?? null, event.dataschema ?? null, media?.type ?? 'application/json']), 'utf16le');
+    let data = event.data;
+    if (data instanceof Uint8Array && media !== undefined) data = readAs(data, media);
     if (data instanceof Uint8Array) {
       hash.update(`b${data.length}:`);
       hash.update(data);
@@ -443,8 +452,18 @@ function digestOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): string {
   return hash.digest('base64url');
 }
 
+/** Bytes read as binary mode reads a body of this media type; as they are when they do not parse. */
+function readAs(bytes: Uint8Array, media: MediaType): unknown {
+  try {
+    return parseBody(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), media);
+  } catch {
+    return bytes;
+  }
+}
+
 function identityOf(events: CloudEvent<unknown> | CloudEvent<unknown>[]): object {
-  return Array.isArray(events) ? { events: events.length, first: eventIdentity(events[0]) } : eventIdentity(events);
+  if (!Array.isArray(events)) return eventIdentity(events);
+  return events.length === 0 ? { events: 0 } : { events: events.length, first: eventIdentity(events[0]) };
 }
 
 /** Keeps what was sent for duplicates, or releases the claim; once the function has finished, when it still runs. */

@@ -182,10 +182,19 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const events = module.events;
   const idempotent = value('idempotency', events?.idempotency === undefined ? undefined : events.idempotency !== false);
   const timeout = value('timeout');
+  const store = idempotent ? value('idempotencyStore') : 'memory';
+  // A shared store keeps each function's keys apart by its name: two functions without one would
+  // answer each other's events with each other's answers.
+  const storeName = options.name ?? funcYaml?.name ?? (process.env.K_SERVICE || undefined);
+  if (store !== 'memory' && storeName === undefined) {
+    throw new ConfigError(
+      "a shared idempotency store keeps each function's events apart by the function's name, and this one has none: set name in func.yaml (Knative sets K_SERVICE, which serves too)",
+    );
+  }
   const idempotency = idempotent
     ? await openIdempotency(
         {
-          store: value('idempotencyStore'),
+          store,
           window: value('idempotencyWindow'),
           claim: value('idempotencyClaim'),
           timeout,
@@ -193,7 +202,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
           bytes: value('idempotencyBytes'),
           keyLimit: value('idempotencyKeyLimit'),
           answerLimit: value('idempotencyAnswerLimit'),
-          name,
+          name: storeName ?? name,
           key: typeof events?.idempotency === 'object' ? events.idempotency.key : undefined,
           folder,
         },

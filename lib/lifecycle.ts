@@ -10,8 +10,10 @@ import type { Function as FunctionModule } from './types';
 
 /** Idempotency's claims, as a stop and the fault handler see them (idempotency.ts). */
 export interface Claims {
-  /** The invocation of `req` crashed: its claim is released, at the latest when the process stops; without `req`, the process did. */
-  crashed(req?: IncomingMessage): void;
+  /** The invocation of `req` crashed: its claim is released, at the latest when the process stops. */
+  crashed(req: IncomingMessage): void;
+  /** The process exits once the drain is over: what its functions still run then stops with it. */
+  exiting(): void;
   /** Waits, within `limit` ms, for the outcomes still being written, then closes the store. Never rejects. */
   close(limit?: number): Promise<void>;
 }
@@ -115,9 +117,9 @@ export function register(server: Server, runtime: Runtime): void {
   runtimes.set(server, runtime);
 }
 
-/** The process crashed and exits once the server is drained (serve.ts): what its functions still run then stops with it. */
-export function processCrashed(server: Server): void {
-  runtimes.get(server)?.claims?.crashed();
+/** The process exits once the server is drained (serve.ts): what its functions still run then stops with it. */
+export function exitAfterDrain(server: Server): void {
+  runtimes.get(server)?.claims?.exiting();
 }
 
 /** The logger a server made by start() writes with. */
@@ -127,10 +129,16 @@ export function loggerOf(server: Server): RootLogger {
   return runtime.log;
 }
 
-// The module's shutdown() runs once, when the server has closed, however it was closed.
+// The module's shutdown() runs once, when the server has closed, however it was closed; its
+// failure is logged here, once, and rejects.
 export function runShutdown(runtime: Runtime): Promise<void> {
   return (runtime.shutdown ??= (async () => {
-    await runtime.outside(() => runtime.module.shutdown?.());
+    try {
+      await runtime.outside(() => runtime.module.shutdown?.());
+    } catch (err) {
+      runtime.log.error(err, 'shutdown() failed');
+      throw err;
+    }
   })());
 }
 

@@ -16,7 +16,7 @@ import { LoadError, loadFunction, resolveEntry } from './loader';
 import { createLogger, prettyDestination, type RootLogger } from './log';
 import { defaults, start, stop } from './index';
 import { flagHelp, flagOptions, fromEnvironment, fromFlags, variableOnlySettings, type Values } from './settings';
-import { loggerOf, processCrashed } from './lifecycle';
+import { exitAfterDrain, loggerOf } from './lifecycle';
 import { keepCompiled, RUNTIME } from './code-cache';
 
 /**
@@ -150,6 +150,7 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   const shutdownThen = (code: number, gracePeriod: number) =>
     outsideInvocations(() => {
       if (server === undefined) return exitFlushed(code, gracePeriod);
+      exitAfterDrain(server);
       stop(server, gracePeriod).then(
         (drain) => {
           if (drain.complete) log.info('stopped');
@@ -184,7 +185,6 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   // period, then shutdown() runs and the process exits 1 so the platform restarts it.
   process.on('uncaughtException', (err, origin) => {
     reportFault(err, origin, log);
-    if (server !== undefined) processCrashed(server);
     failed = true;
     if (stopping) return;
     stopping = true;

@@ -160,7 +160,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     backgroundSettled(runtime)
       .then(() => idempotency?.close())
       .then(() => runShutdown(runtime))
-      .catch((err) => log.error(err, 'shutdown() failed'));
+      // Logged by runShutdown.
+      .catch(() => undefined);
   });
   register(server, runtime);
   return server;

@@ -12,6 +12,7 @@ let grow: (file: UploadedFile, bytes: number) => void;
 let heldOf: (file: UploadedFile) => Buffer[];
 let movedTo: (file: UploadedFile, path: string) => void;
 let closeStreams: (file: UploadedFile) => void;
+let streaming: (file: UploadedFile) => boolean;
 
 /** A file of a multipart/form-data body. Its temporary file, if it has one, is gone once the invocation ends. */
 export class UploadedFile {
@@ -72,6 +73,7 @@ export class UploadedFile {
       for (const stream of file.#streams ?? []) stream.destroy();
       file.#streams = undefined;
     };
+    streaming = (file) => file.#streams?.some((stream) => !stream.destroyed) === true;
   }
 }
 
@@ -154,16 +156,27 @@ export class Uploads {
     this.#onDisk += bytes;
   }
 
-  /** Removes every temporary file; never rejects. Resolves once they are gone. */
+  /**
+   * Removes every temporary file; never rejects. Resolves once they are gone. Their bytes go back
+   * to the disk budget then, unless a stream still reads one (a file returned as the answer, to a
+   * client that reads slowly or not at all): the disk keeps its bytes until end() closes it.
+   */
   remove(): Promise<void> {
     return (this.#removed ??= Promise.allSettled(this.writing).then(() =>
-      Promise.allSettled(this.paths.map((path) => files.unlink(path))).then(() => this.folder.release(this.#onDisk)),
+      Promise.allSettled(this.paths.map((path) => files.unlink(path))).then(() => {
+        if (!this.files.some(streaming)) this.#giveBack();
+      }),
     ));
   }
 
   /** The invocation has ended: files removed, and streams on them that are still open closed. */
   end(): Promise<void> {
     for (const file of this.files) closeStreams(file);
-    return this.remove();
+    return this.remove().then(() => this.#giveBack());
+  }
+
+  #giveBack(): void {
+    this.folder.release(this.#onDisk);
+    this.#onDisk = 0;
   }
 }

@@ -63,7 +63,7 @@ async function redeliver(url, ce, { every = 100, ms = 8000 } = {}) {
 
 /** Replicas of FUNCTION sharing the Redis at `url`: `start()` adds one, each stopped when the test ends. */
 function replicas(t, url, env = {}, code = FUNCTION) {
-  const folder = project({ 'index.js': code });
+  const folder = project({ 'index.js': code, 'func.yaml': 'name: orders\n' });
   t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
   const runs = () => {
     const file = path.join(folder, 'runs');
@@ -137,6 +137,21 @@ describe('exactly once through a drain and a crash', () => {
     assert.equal(runs().length, 2);
   });
 
+  it('a function still running when the drain ends (cut at the end of the grace period) has its claim released before the exit: the redelivery runs at once', async (t) => {
+    const redis = await startRedis(t);
+    const { start, runs } = replicas(t, redis.url, { FUNC_GRACE_PERIOD: '500ms' });
+    const [a, b] = [await start(), await start()];
+    const ce = order('slow');
+    const cut = post(a.url, ce).catch(() => 'cut');
+    await sleep(100);
+    a.child.kill('SIGTERM');
+    assert.equal(await cut, 'cut');
+    await a.exited;
+    const retried = await post(b.url, ce);
+    assert.equal(retried.status, 200, retried.text);
+    assert.equal(runs().length, 2);
+  });
+
   it('an outcome the store cannot take before the drain ends is logged with its key, and the process still exits', async (t) => {
     const redis = await startRedis(t);
     const { start } = replicas(t, redis.url, { FUNC_GRACE_PERIOD: '1s' });
@@ -152,7 +167,7 @@ describe('exactly once through a drain and a crash', () => {
     assert.ok(line, a.out.stdout);
     assert.equal(line.event.id, ce.id);
     // The key as stored: hashed, under the function's name.
-    assert.match(line.key, /^funcrun:[^:]+:[\w-]{43}$/);
+    assert.match(line.key, /^funcrun:orders:[\w-]{43}$/);
   });
 });
 
@@ -167,7 +182,7 @@ describe('exactly once when a reply from Redis is lost or late', () => {
         runs++;
         return { charged: context.cloudevent.data.total };
       },
-      { idempotency: true, idempotencyStore: proxy.url, logLevel: 'trace', ...options },
+      { idempotency: true, idempotencyStore: proxy.url, name: 'orders', logLevel: 'trace', ...options },
     );
     return { url, log, proxy, runs: () => runs };
   }
@@ -213,6 +228,34 @@ describe('exactly once when a reply from Redis is lost or late', () => {
     assert.equal(runs(), 1);
   });
 
+  it('a reply lost on a connection left open (replies out of step) is noticed: the connection is made again, the event runs once and its duplicate is replayed', async (t) => {
+    const { url, proxy, runs, log } = await throughProxy(t);
+    const ce = order();
+    proxy.swallowReplyTo('SET');
+    assert.equal((await post(url, ce)).status, 503);
+    const first = await redeliver(url, ce);
+    assert.equal(first.status, 200, first.text);
+    const duplicate = await redeliver(url, ce);
+    assert.equal(duplicate.text, first.text);
+    assert.equal(runs(), 1);
+    assert.ok(
+      log.entries().some((e) => /answered out of step: connecting again/.test(e.msg)),
+      log.text(),
+    );
+  });
+
+  it('an answer written again after its reply came late is kept once, without a warning that the event ran twice', async (t) => {
+    const { url, proxy, runs, log } = await throughProxy(t);
+    const ce = order();
+    proxy.delayReplyTo('EVAL', 2500);
+    const first = await post(url, ce);
+    assert.equal(first.status, 200);
+    const duplicate = await redeliver(url, ce);
+    assert.equal(duplicate.text, first.text);
+    assert.equal(runs(), 1);
+    assert.ok(!/ran twice/.test(log.text()), log.text());
+  });
+
   it('an answer whose write lost its reply (Redis took it) is replayed: written again, it is not written twice', async (t) => {
     const { url, proxy, runs } = await throughProxy(t);
     const ce = order();
@@ -240,7 +283,7 @@ describe('a claim held for as long as its function runs', () => {
           await sleep(1200);
           return { runs };
         },
-        { idempotency: true, idempotencyStore: await storeFor(t), idempotencyClaim: 200 },
+        { idempotency: true, idempotencyStore: await storeFor(t), name: 'orders', idempotencyClaim: 200 },
       );
       const ce = order();
       const first = post(url, ce);
@@ -265,7 +308,7 @@ describe('a claim held for as long as its function runs', () => {
           await gate;
           return { order: data.order, secret: `receipt-for-${data.order}` };
         },
-        { idempotency: true, idempotencyStore: await storeFor(t) },
+        { idempotency: true, idempotencyStore: await storeFor(t), name: 'orders' },
       );
       const real = new CloudEvent({ id: 'order-1', source: '/shop', type: 'order.created', data: { order: 'alice' } });
       const forged = [real.cloneWith({ data: { order: 'mallory' } }), real.cloneWith({ type: 'order.refunded' }), real.cloneWith({ subject: 'other' })];
@@ -289,6 +332,42 @@ describe('a claim held for as long as its function runs', () => {
       assert.equal((await request(url, { method: 'POST', headers, body })).json.secret, 'receipt-for-alice');
     });
 
+    it(`${kind}: one event delivered in binary mode, structured, and structured with data_base64 is one event; the same data of another media type is another`, async (t) => {
+      let runs = 0;
+      const { url } = await serve(t, () => ({ runs: ++runs }), { idempotency: true, idempotencyStore: await storeFor(t), name: 'orders' });
+      const cases = [
+        ['application/json', '{"x":1}'],
+        ['text/plain', 'hello'],
+        ['application/xml', '<a x="1">b</a>'],
+      ];
+      for (const [type, text] of cases) {
+        const id = `${type}-event`;
+        const binary = await request(url, {
+          method: 'POST',
+          headers: { 'ce-specversion': '1.0', 'ce-id': id, 'ce-source': '/shop', 'ce-type': 't', 'content-type': `${type}; charset=utf-8` },
+          body: text,
+        });
+        assert.equal(binary.status, 200, type);
+        const attributes = { specversion: '1.0', id, source: '/shop', type: 't', datacontenttype: type };
+        for (const structured of [
+          { ...attributes, data_base64: Buffer.from(text).toString('base64') },
+          { ...attributes, data: type === 'application/json' ? JSON.parse(text) : text },
+        ]) {
+          const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: JSON.stringify(structured) });
+          assert.equal(res.status, 200, `${type}: ${res.text}`);
+          assert.equal(res.text, binary.text);
+        }
+      }
+      assert.equal(runs, 3);
+      // "hello" as JSON is not hello as text.
+      const json = await request(url, {
+        method: 'POST',
+        headers: { 'ce-specversion': '1.0', 'ce-id': 'text/plain-event', 'ce-source': '/shop', 'ce-type': 't', 'content-type': 'application/json' },
+        body: '"hello"',
+      });
+      assert.equal(json.status, 409);
+    });
+
     it(`${kind}: a single event cannot take a batch's place, whatever key the module's key function gives it`, async (t) => {
       const ran = [];
       const { url } = await serve(
@@ -300,7 +379,7 @@ describe('a claim held for as long as its function runs', () => {
             return { key: data.key };
           },
         },
-        { idempotencyStore: await storeFor(t) },
+        { idempotencyStore: await storeFor(t), name: 'orders' },
       );
       const batch = ['x', 'y'].map((key) => ({ specversion: '1.0', id: key, source: '/shop', type: 'order.created', data: { key } }));
       // A key of the form a batch of these two events is known by.
@@ -317,7 +396,7 @@ describe('exactly once through a Redis restart', () => {
   it('a Redis that keeps its data (an append-only file synced on each write) replays answers given before it restarted', async (t) => {
     const redis = await startRedis(t, { persistent: true });
     let runs = 0;
-    const { url } = await serve(t, () => ({ runs: ++runs }), { idempotency: true, idempotencyStore: redis.url });
+    const { url } = await serve(t, () => ({ runs: ++runs }), { idempotency: true, idempotencyStore: redis.url, name: 'orders' });
     const ce = order();
     assert.equal((await post(url, ce)).json.runs, 1);
     await redis.start();

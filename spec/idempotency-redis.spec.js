@@ -48,7 +48,7 @@ async function deliver(url, ce, seen) {
 }
 
 async function replicas(t, redis, count = 2) {
-  const folder = project({ 'index.js': FUNCTION });
+  const folder = project({ 'index.js': FUNCTION, 'func.yaml': 'name: orders\n' });
   t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
   const env = { FUNC_IDEMPOTENCY_STORE: redis.url, FUNC_LOG_LEVEL: 'trace' };
   const started = [];
@@ -88,7 +88,7 @@ describe('idempotency with Redis shared by replicas', () => {
     const redis = await startRedis(t);
     let runs = 0;
     const { serve } = require('./helpers');
-    const { url } = await serve(t, () => ({ runs: ++runs }), { idempotency: true, idempotencyStore: redis.url });
+    const { url } = await serve(t, () => ({ runs: ++runs }), { idempotency: true, idempotencyStore: redis.url, name: 'orders' });
     for (const id of ['\ud800x', '\ufffdx', '\udc00x']) {
       const body = JSON.stringify({ specversion: '1.0', id, source: 'a', type: 't' });
       const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body });
@@ -100,7 +100,7 @@ describe('idempotency with Redis shared by replicas', () => {
   it('a hung Redis (paused): events are answered 503 within the bound, readiness says why, and both recover when it answers again', async (t) => {
     const redis = await startRedis(t);
     const { serve } = require('./helpers');
-    const { url } = await serve(t, () => 'ok', { idempotency: true, idempotencyStore: redis.url });
+    const { url } = await serve(t, () => 'ok', { idempotency: true, idempotencyStore: redis.url, name: 'orders' });
     redis.process.kill('SIGSTOP');
     t.after(() => redis.process.kill('SIGCONT'));
     const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: {} });
@@ -150,5 +150,42 @@ describe('idempotency with Redis shared by replicas', () => {
     assert.equal(again.status, 200);
     assert.equal(runs().length, 1);
     for (const text of [refusedText, notReadyText, proc.out.stdout, proc.out.stderr]) assertNoPassword(text, 'an answer or the log');
+  });
+
+  it("functions sharing one Redis are kept apart by their names: neither answers the other's events", async (t) => {
+    const redis = await startRedis(t);
+    const { serve } = require('./helpers');
+    const [a, b] = await Promise.all(
+      ['billing', 'shipping'].map((name) => serve(t, () => ({ by: name }), { idempotency: true, idempotencyStore: redis.url, name })),
+    );
+    const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: {} });
+    const { headers, body } = HTTP.binary(ce);
+    for (const [server, name] of [
+      [a, 'billing'],
+      [b, 'shipping'],
+    ]) {
+      assert.deepEqual(await (await fetch(server.url, { method: 'POST', headers, body })).json(), { by: name });
+    }
+  });
+
+  it("a shared store needs the function's name: without one (func.yaml's, or Knative's K_SERVICE) the start is refused, saying so", async (t) => {
+    const redis = await startRedis(t);
+    const folder = project({ 'index.js': 'module.exports = { events: { idempotency: true }, handle: () => "ok" };' });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const { run, runServing } = require('./helpers');
+    const refused = run([folder], { env: { FUNC_IDEMPOTENCY_STORE: redis.url }, cwd: ROOT });
+    const { code } = await refused.exited;
+    assert.equal(code, 2);
+    assert.match(refused.out.stderr, /set name in func\.yaml \(Knative sets K_SERVICE/);
+    const named = await runServing([folder], { env: { FUNC_IDEMPOTENCY_STORE: redis.url, K_SERVICE: 'orders' }, cwd: ROOT });
+    t.after(() => named.stop());
+    const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: {} });
+    const { headers, body } = HTTP.binary(ce);
+    assert.equal((await fetch(named.url, { method: 'POST', headers, body })).status, 200);
+    const raw = require('redis').createClient({ url: redis.url });
+    raw.on('error', () => {}); // Redis stops before this client closes.
+    await raw.connect();
+    t.after(() => raw.close().catch(() => {}));
+    assert.match((await raw.keys('*'))[0], /^funcrun:orders:/);
   });
 });

@@ -384,6 +384,17 @@ describe('the memory store', () => {
     for (const key of ['c', 'd']) assert.equal(await state(store, key), 'done');
   });
 
+  it("keeps an answer's bytes, not the larger buffer they were a view of, so the bound on bytes holds", async () => {
+    const store = new MemoryStore({ entries: 1000, bytes: 1_000_000 });
+    const big = Buffer.alloc(8 * 1024 * 1024, 7);
+    const claim = held('k');
+    store.claim(claim, 60_000);
+    store.complete(claim, { status: 200, headers: [], body: big.subarray(0, 200) }, 60_000);
+    const { answer } = store.claim(held('k'), 60_000);
+    assert.deepEqual([answer.body.length, answer.body.buffer.byteLength], [200, 200]);
+    assert.ok(answer.body.equals(Buffer.alloc(200, 7)));
+  });
+
   it('never evicts a live claim, even past its bounds: a duplicate must not run', async () => {
     const store = new MemoryStore({ entries: 2, bytes: 1_000_000 });
     for (const key of ['a', 'b', 'c', 'd']) assert.equal(await state(store, key), 'claimed');

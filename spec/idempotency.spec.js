@@ -261,4 +261,28 @@ describe('idempotency', () => {
     assert.match(metrics.text, /funcrun_events_total\{outcome="replayed",[^}]*\} 1\n/);
     assert.match(metrics.text, /funcrun_events_total\{outcome="in_progress",[^}]*\} 0\n/);
   });
+
+  it('an empty batch delivered twice gets the same answer: a batch of no events is one delivery too', async (t) => {
+    let runs = 0;
+    const { url } = await serve(t, () => ++runs, ON);
+    const send = () => request(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: '[]' });
+    const first = await send();
+    const second = await send();
+    assert.ok(first.status < 300, first.text);
+    assert.deepEqual(answerOf(second), answerOf(first));
+    assert.equal(runs, 0);
+  });
+
+  it('headers the function sets itself, CORS and Vary among them, are replayed with its answer', async (t) => {
+    const { url } = await serve(
+      t,
+      () => ({ statusCode: 200, headers: { 'access-control-allow-origin': 'https://shop.example', vary: 'origin', 'x-order': '7' }, body: { ok: true } }),
+      ON,
+    );
+    const ce = event();
+    const first = await post(url, ce);
+    const second = await post(url, ce);
+    for (const name of ['access-control-allow-origin', 'vary', 'x-order']) assert.equal(second.headers.get(name), first.headers.get(name), name);
+    assert.equal(second.headers.get('access-control-allow-origin'), 'https://shop.example');
+  });
 });

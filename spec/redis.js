@@ -117,7 +117,8 @@ async function startRedis(t, { password, persistent = false } = {}) {
  * one command: `loseReplyTo(name)` lets the next such command through to Redis and, when Redis
  * answers it, drops the answer and cuts the connection (Redis did the command; the client never
  * hears so); `delayReplyTo(name, ms)` holds that answer, and those after it, for `ms`;
- * `cutBefore(name)` cuts the connection instead of passing the command on (Redis never sees it). Commands are
+ * `cutBefore(name)` cuts the connection instead of passing the command on (Redis never sees it);
+ * `swallowReplyTo(name)` drops that answer and leaves the connection open (replies out of step). Commands are
  * recognised by their name in RESP (`SET`, `EVAL`), as node-redis writes them, one at a time here.
  */
 async function redisProxy(t, port) {
@@ -145,6 +146,8 @@ async function redisProxy(t, port) {
       const now = armed;
       armed = undefined;
       if (now?.kind === 'lose') return cut();
+      // Dropped, the connection left open: every later reply answers the command before it.
+      if (now?.kind === 'swallow') return;
       const wait = now?.kind === 'delay' ? now.ms : 0;
       replies = replies.then(() => new Promise((resolve) => setTimeout(resolve, wait))).then(() => client.writable && client.write(chunk));
     });
@@ -166,6 +169,7 @@ async function redisProxy(t, port) {
     loseReplyTo: (name) => (fault = { kind: 'lose', name }),
     delayReplyTo: (name, ms) => (fault = { kind: 'delay', name, ms }),
     cutBefore: (name) => (fault = { kind: 'cut', name }),
+    swallowReplyTo: (name) => (fault = { kind: 'swallow', name }),
     /** Whether the fault set has been used. */
     get used() {
       return fault === undefined;

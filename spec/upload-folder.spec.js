@@ -137,6 +137,41 @@ describe('the temporary upload folder', () => {
       assert.deepEqual((await request(url + '/', { method: 'POST', body: form(bytes) })).json, { size: bytes.length, sha: sha(bytes) });
     });
 
+    it('a file returned as the answer holds its bytes until the answer is done with, however slowly its client reads', async (t) => {
+      const dir = tempDir(t);
+      let answering = 0;
+      const { url, port } = await serve(
+        t,
+        (context) => {
+          answering++;
+          return context.files[0].stream();
+        },
+        { tempDir: dir, fileMemoryLimit: 1000, uploadDiskLimit: 41_000_000 },
+      );
+      // A client that sends the file and never reads its answer: the file, removed from the
+      // folder, stays on the disk behind the stream that sends it.
+      const probe = new Request('http://x/', { method: 'POST', body: form(crypto.randomBytes(40_000_000)) });
+      const payload = Buffer.from(await probe.arrayBuffer());
+      const socket = require('node:net').connect(port, '127.0.0.1');
+      t.after(() => socket.destroy());
+      socket.on('error', () => {});
+      socket.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-type: ${probe.headers.get('content-type')}\r\ncontent-length: ${payload.length}\r\n\r\n`);
+      socket.write(payload);
+      socket.pause();
+      await eventually(() => answering === 1 && filesUnder(dir).length === 0, 'the file answered, and removed from the folder');
+      const refused = await request(url + '/', { method: 'POST', body: form(crypto.randomBytes(2_000_000)) });
+      assert.equal(refused.status, 503, 'the stuck answer still holds its 40 MB of the budget');
+      assert.equal(refused.json.code, 'FUNCRUN_UPLOAD_DISK_FULL');
+      socket.destroy();
+      let passed;
+      for (let i = 0; i < 100 && passed === undefined; i++) {
+        const res = await request(url + '/', { method: 'POST', body: form(crypto.randomBytes(2_000_000)) });
+        if (res.status === 200) passed = res;
+        else await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(passed, 'once its client is gone, the budget is whole again');
+    });
+
     it('files held in memory do not count against it', async (t) => {
       const { url } = await serve(t, (context) => ({ files: context.files.length }), { tempDir: tempDir(t), fileMemoryLimit: 10_000, uploadDiskLimit: 5000 });
       const f = new FormData();
