@@ -7,6 +7,10 @@ import { createService } from './lib/service';
 const env = process.env;
 const duration = (name: string, fallback: string) => parseDuration(env[name] ?? fallback, name);
 
+// Proxy variables: those StackRox's clients read (Go's http.ProxyFromEnvironment), grpc-js's, curl's
+// ALL_PROXY and node's NODE_USE_ENV_PROXY. This service uses none of them, on any path, and says so at start.
+const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy', 'grpc_proxy', 'NODE_USE_ENV_PROXY'];
+
 const service = createService({
   limits: {
     connectTimeout: duration('IMAGE_INTEGRATION_CONNECT_TIMEOUT', '5s'),
@@ -39,6 +43,7 @@ const service = createService({
     tokenEndpoint: env.IMAGE_INTEGRATION_GOOGLE_TOKEN_ENDPOINT || undefined,
     containerAnalysisEndpoint: env.IMAGE_INTEGRATION_CONTAINER_ANALYSIS_ENDPOINT || undefined,
   },
+  proxyVariables: PROXY_VARIABLES.filter((name) => env[name]),
 });
 
 export const routes = service.routes;

@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { Resolver } from 'node:dns/promises';
 import { open } from 'node:fs/promises';
-import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { connect as netConnect, isIP, type LookupFunction } from 'node:net';
+import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { refusedAddress, refusedName } from './endpoint';
 
@@ -35,7 +35,10 @@ export interface Limits {
   search?: { search: string[]; ndots: number };
 }
 
-type Address = { address: string; family: number };
+export type Address = { address: string; family: number };
+
+/** The setting that allows loopback and unspecified addresses (index.ts reads it into `allowPrivate`). */
+export const ALLOW_PRIVATE_SETTING = 'IMAGE_INTEGRATION_ALLOW_PRIVATE_ENDPOINTS';
 
 /** At most this many name lookups are in flight in the process; the others wait their turn. */
 export const MAX_LOOKUPS = 8;
@@ -287,11 +290,13 @@ export async function resolveAllowed(hostname: string, limits: Limits, signal?: 
   if (addresses.length === 0) throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}' (no addresses)`);
   for (const { address } of addresses) {
     const why = refusedAddress(address, limits.allowPrivate);
-    if (why)
-      throw new NetworkFailure(
-        'policy',
-        `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; loopback, link-local and metadata addresses are not contacted`,
-      );
+    if (why === undefined) continue;
+    // What the operator's switch allows is said, with the switch; what it never allows is said so.
+    const allowable = refusedAddress(address, true) === undefined;
+    const rule = allowable
+      ? `loopback and unspecified addresses are contacted only with ${ALLOW_PRIVATE_SETTING}=true`
+      : 'link-local and metadata addresses are never contacted';
+    throw new NetworkFailure('policy', `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; ${rule}`);
   }
   return addresses;
 }
@@ -339,10 +344,19 @@ async function eachAddress<T>(
   }
 }
 
+/**
+ * A lookup that answers with the address already resolved and allowed. It calls back on the next
+ * tick, as dns.lookup does: called back at once, net connects inside `https.request()` itself, and
+ * a connect() the kernel refuses at once (ENETUNREACH for a multicast address, EADDRNOTAVAIL for an
+ * IPv6 address on a host without IPv6) throws out of it, or is emitted on a socket nobody listens
+ * to yet, which ends the process.
+ */
 function pinned(address: string, family: number): LookupFunction {
   return ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options?.all) callback(null, [{ address, family }]);
-    else callback(null, address, family);
+    process.nextTick(() => {
+      if (options?.all) callback(null, [{ address, family }]);
+      else callback(null, address, family);
+    });
   }) as unknown as LookupFunction;
 }
 
@@ -387,12 +401,28 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
     let settled = false;
     let connected = false;
     let timer: NodeJS.Timeout | undefined;
+    let req: ClientRequest | undefined;
     const fail = (err: NetworkFailure, retry = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      req.destroy();
+      req?.destroy();
       reject(retry ? new NotConnected(err) : err);
+    };
+    // Whatever fails, wherever: a connection error is this request's failure, never the process's.
+    const failed = (err: NodeJS.ErrnoException) => {
+      const retry = !connected && !init.signal?.aborted && NEXT_ADDRESS.has(err.code ?? '');
+      fail(describe(err, target, tls, init.signal), retry);
+    };
+    // Thrown while the request is made: a system call that failed is a failure as above; anything
+    // else is a bug, rejected as it is (answered 500 and logged).
+    const thrown = (err: unknown) => {
+      if ((err as NodeJS.ErrnoException)?.syscall !== undefined) return failed(err as NodeJS.ErrnoException);
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req?.destroy();
+      reject(err);
     };
     // `beforeConnect`: a timeout while no TCP connection is made lets the next address be tried.
     const arm = (ms: number, message: string, beforeConnect = false) => {
@@ -414,9 +444,17 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
       if (limits.ca !== undefined) (options as { ca?: string[] }).ca = [...rootCertificates, ...limits.ca];
       if (!isIP(options.host as string)) options.servername = options.host as string;
     }
-    const req = (tls ? httpsRequest : httpRequest)(options);
+    try {
+      req = (tls ? httpsRequest : httpRequest)(options);
+    } catch (err) {
+      return thrown(err);
+    }
+    // Listened to before anything else runs; every later error reaches `failed` once.
+    req.on('error', failed);
     arm(connectMs, `connect: no connection to ${target} within ${seconds(connectMs)}`, true);
     req.once('socket', (socket) => {
+      // The request hears its socket's errors; this listener is there in case one comes when it no longer does.
+      socket.on('error', () => undefined);
       // With TLS the handshake is part of connecting (within the same share), but once the TCP
       // connection is made a peer answered there: no other address is tried.
       socket.once('connect', () => (connected = true));
@@ -438,18 +476,18 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        req.destroy();
+        req?.destroy();
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url, truncated: size >= limits.maxBodyBytes });
       };
       res.once('end', done);
-      res.once('error', () => done());
+      res.on('error', () => done());
       res.once('aborted', () => done());
     });
-    req.once('error', (err: NodeJS.ErrnoException) => {
-      const retry = !connected && !init.signal?.aborted && NEXT_ADDRESS.has(err.code ?? '');
-      fail(describe(err, target, tls, init.signal), retry);
-    });
-    req.end(init.body);
+    try {
+      req.end(init.body);
+    } catch (err) {
+      thrown(err);
+    }
   });
 }
 
@@ -464,7 +502,11 @@ function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, sign
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new NetworkFailure('resolve', `connect: cannot resolve host of ${target}`);
   if (code === 'ECONNRESET' || code === 'EPIPE')
     return new NetworkFailure('connect', `connect: ${target} closed the connection${tls ? ' (is it serving TLS?)' : ''}`);
-  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return new NetworkFailure('connect', `connect: ${target} is unreachable`);
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ENETDOWN' || code === 'EHOSTDOWN') {
+    return new NetworkFailure('connect', `connect: ${target} is unreachable (${code})`);
+  }
+  // An address of a family this host cannot connect from (IPv6 where it has none).
+  if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') return new NetworkFailure('connect', `connect: ${target} is unreachable from this host (${code})`);
   if (tls && /wrong version number|packet length too long|http request/i.test(err.message)) {
     return new NetworkFailure('tls', `TLS: ${target} did not answer in TLS; for a plain HTTP endpoint write http://`);
   }
@@ -480,28 +522,44 @@ function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, sign
 
 /** A TCP connection to host:port within the connect timeout (for gRPC endpoints), then closed; each address in turn. */
 export async function checkTcp(host: string, port: number, limits: Limits, signal?: AbortSignal): Promise<void> {
+  await firstListening(host, port, limits, signal);
+}
+
+/**
+ * The first of `host`'s allowed addresses that accepts a TCP connection on `port` (each tried in
+ * turn within the connect timeout, as for HTTP); the connection is closed. The gRPC Ping dials the
+ * address found, so a dual-stack scanner whose first address refuses is reached on the next.
+ */
+export async function firstListening(host: string, port: number, limits: Limits, signal?: AbortSignal): Promise<Address> {
   const addresses = await resolveAllowed(host, limits, signal);
-  const target = `${host}:${port}`;
-  await eachAddress(
+  const target = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return eachAddress(
     addresses,
     limits,
     signal,
-    ({ address }, connectMs) =>
-      new Promise<void>((resolve, reject) => {
-        const socket = netConnect({ host: address, port, signal });
+    (candidate, connectMs) =>
+      new Promise<Address>((resolve, reject) => {
+        let socket: Socket | undefined;
         const timer = setTimeout(() => {
-          socket.destroy();
+          socket?.destroy();
           reject(new NotConnected(new NetworkFailure('timeout', `connect: no connection to ${target} within ${seconds(connectMs)}`)));
         }, connectMs);
-        socket.once('connect', () => {
+        const failed = (err: NodeJS.ErrnoException) => {
           clearTimeout(timer);
-          socket.destroy();
-          resolve();
-        });
-        socket.once('error', (err: NodeJS.ErrnoException) => {
-          clearTimeout(timer);
+          socket?.destroy();
           const failure = describe(err, target, false, signal);
           reject(!signal?.aborted && NEXT_ADDRESS.has(err.code ?? '') ? new NotConnected(failure) : failure);
+        };
+        try {
+          socket = netConnect({ host: candidate.address, port, signal });
+        } catch (err) {
+          return failed(err as NodeJS.ErrnoException);
+        }
+        socket.on('error', failed);
+        socket.once('connect', () => {
+          clearTimeout(timer);
+          socket?.destroy();
+          resolve(candidate);
         });
       }),
   );

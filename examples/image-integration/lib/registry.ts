@@ -1,5 +1,6 @@
 // The Docker Registry HTTP API v2 check: GET <endpoint>/v2/ with Basic credentials, and the
 // Bearer token flow when the registry asks for it (WWW-Authenticate: Bearer realm=...).
+import { isUtf8 } from 'node:buffer';
 import { fetchBounded, type Limits, type Reply } from './http';
 import { MASK, type Redactor } from './secrets';
 
@@ -56,6 +57,23 @@ function structuredErrors(text: string): string[] | undefined {
 }
 
 /**
+ * A peer's answer as text: UTF-8 when it is (a sequence cut at the cap aside), else each byte one
+ * character (Latin-1), so that no byte is lost to U+FFFD before the redactor reads it: a secret
+ * echoed in UTF-16 (`é` is the bytes E9 00) is then found and masked whole.
+ */
+export function bodyText(reply: Reply): string {
+  const { body } = reply;
+  if (isUtf8(body)) return body.toString('utf8');
+  if (reply.truncated) {
+    // The cap may cut the last character: its first bytes are left out, not read as Latin-1.
+    for (let keep = body.length - 1; keep >= Math.max(0, body.length - 3); keep--) {
+      if (isUtf8(body.subarray(0, keep))) return body.subarray(0, keep).toString('utf8');
+    }
+  }
+  return body.toString('latin1');
+}
+
+/**
  * A short, single-line excerpt of a peer's answer: the registry's error codes and messages when it
  * gives them structured, else its text. Masked first, then put on one line and cut, so neither a
  * cut through a secret nor a run of spaces in one keeps part of it from being masked. Without a
@@ -63,7 +81,7 @@ function structuredErrors(text: string): string[] | undefined {
  * spaces one for one, which the redactor matches as they were.
  */
 export function excerpt(reply: Reply, redactor?: Redactor): string {
-  const raw = reply.body.toString('utf8');
+  const raw = bodyText(reply);
   const structured = reply.truncated ? undefined : structuredErrors(raw);
   let text: string;
   if (redactor === undefined) {

@@ -64,6 +64,8 @@ const SECRET_NAME = /pass|pwd|secret|token|key|serviceaccount|private|session|si
 
 /** The string values of the request's secret (and unknown) fields, userinfo in its endpoints, and secret-named fields of JSON held in strings. */
 export function secretValues(body: unknown): string[] {
+  // The declared secret fields first: the Redactor knows the first secrets in more forms (Redactor.add).
+  const declared: string[] = [];
   const values: string[] = [];
   let budget = MAX_JSON_BUDGET;
   const parseJson = (text: string): unknown => {
@@ -114,6 +116,9 @@ export function secretValues(body: unknown): string[] {
       if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
         walk(parsed, node, visitor(nesting + 1));
         named(parsed, nesting + 1);
+      } else if (node?.secret === true && typeof v === 'string') {
+        if (v !== '') declared.push(v);
+        if (nesting < MAX_JSON_NESTING) named(parseJson(v), nesting + 1);
       } else all(v, nesting);
     },
     endpoint(holder, key) {
@@ -128,7 +133,7 @@ export function secretValues(body: unknown): string[] {
     if (typeof v === 'string') named(parseJson(v), 1);
     else if (v !== null && typeof v === 'object') for (const child of Object.values(v)) stack.push(child);
   }
-  return [...new Set(values)];
+  return [...new Set([...declared, ...values])];
 }
 
 const isLetter = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a);
@@ -514,6 +519,23 @@ function jsonView(source: View): View | undefined {
 /** Percent-encoding, upper or lower case, of UTF-8; with `plus`, `+` is a space (forms, query strings). */
 function percentView(source: View, plus: boolean): View | undefined {
   if (plus ? source.codes.indexOf(0x2b) === -1 : source.codes.indexOf(0x25) === -1) return undefined;
+  return bytesView(source, 3, (codes, i) => (codes[i] === 0x25 ? hex(codes, i + 1, 2) : -1), plus);
+}
+
+/**
+ * `\xHH` escapes of bytes, as Go's `%q`, Python's `repr()` and C write the bytes they cannot print:
+ * UTF-8 beyond ASCII (`\xc3\xa9`), and the NULs of UTF-16 (`p\x00a\x00`).
+ */
+function hexEscapeView(source: View): View | undefined {
+  if (source.codes.indexOf(0x5c) === -1) return undefined;
+  return bytesView(source, 4, (codes, i) => (codes[i] === 0x5c && codes[i + 1] === 0x78 ? hex(codes, i + 2, 2) : -1), false);
+}
+
+/**
+ * A view where each run of escaped bytes (`byteAt` says which byte an escape of `width` characters
+ * at i is, or -1) is decoded as UTF-8; a byte that starts no valid sequence stands for itself.
+ */
+function bytesView(source: View, width: number, byteAt: (codes: Uint16Array, i: number) => number, plus: boolean): View {
   return decoded(source, (codes, emit) => {
     const bytes: number[] = [];
     const at: number[] = [];
@@ -524,17 +546,17 @@ function percentView(source: View, plus: boolean): View | undefined {
         i++;
         continue;
       }
-      if (c !== 0x25 || hex(codes, i + 1, 2) < 0) {
+      if (byteAt(codes, i) < 0) {
         emit(c, i, i + 1);
         i++;
         continue;
       }
       bytes.length = 0;
       at.length = 0;
-      while (i < codes.length && codes[i] === 0x25 && hex(codes, i + 1, 2) >= 0) {
-        bytes.push(hex(codes, i + 1, 2));
+      for (let b = byteAt(codes, i); i < codes.length && b >= 0; b = byteAt(codes, i)) {
+        bytes.push(b);
         at.push(i);
-        i += 3;
+        i += width;
       }
       for (let k = 0; k < bytes.length;) {
         const b = bytes[k];
@@ -547,10 +569,10 @@ function percentView(source: View, plus: boolean): View | undefined {
         }
         if (length === 1) cp = b;
         if (!ok || cp > 0x10ffff) {
-          emit(b, at[k], at[k] + 3);
+          emit(b, at[k], at[k] + width);
           k++;
         } else {
-          emit(cp, at[k], at[k + length - 1] + 3);
+          emit(cp, at[k], at[k + length - 1] + width);
           k += length;
         }
       }
@@ -643,7 +665,7 @@ function htmlView(source: View): View | undefined {
 /** The decoded views a text is searched in, besides the text itself: one decoding, or two in a row. */
 // How the text may have been encoded, one layer each; layers stack (a password percent-encoded
 // twice in a redirect URL, Go's JSON escapes under percent-encoding, HTML over percent).
-const DECODERS: ((view: View) => View | undefined)[] = [jsonView, (v) => percentView(v, false), (v) => percentView(v, true), htmlView];
+const DECODERS: ((view: View) => View | undefined)[] = [jsonView, (v) => percentView(v, false), (v) => percentView(v, true), htmlView, hexEscapeView];
 /** Layers of encoding undone, at most; and views made, at most (each is one pass over the text). */
 const MAX_LAYERS = 3;
 const MAX_VIEWS = 24;
@@ -666,6 +688,25 @@ function views(text: Uint16Array): View[] {
     layer = next;
   }
   return out;
+}
+
+/** A view's [start, end) pairs, in place, as the original text's. */
+function inOriginal(view: View, spans: number[]): number[] {
+  if (view.from === undefined || view.to === undefined) return spans;
+  for (let i = 0; i < spans.length; i += 2) {
+    const end = spans[i + 1];
+    spans[i] = view.from[spans[i]];
+    spans[i + 1] = view.to[end - 1];
+  }
+  return spans;
+}
+
+/** The view without its white space (folded to ' '), or undefined when it has none. */
+function withoutSpaces(source: View): View | undefined {
+  if (source.codes.indexOf(0x20) === -1) return undefined;
+  return decoded(source, (codes, emit) => {
+    for (let i = 0; i < codes.length; i++) if (codes[i] !== 0x20) emit(codes[i], i, i + 1);
+  });
 }
 
 /** Merges lists of sorted [start, end) pairs; overlapping pairs become one, touching ones stay two. */
@@ -708,42 +749,83 @@ function sortSpans(spans: number[]): void {
 
 const BASE64_URL = (text: string) => text.replace(/\+/g, '-').replace(/\//g, '_');
 
+/** A secret's forms, by how they are searched. */
+interface Forms {
+  /** Searched in the text and its decoded views. */
+  plain: string[];
+  /** Searched there too, but a secret shorter than SHORT_FORM has them masked only where they stand alone. */
+  bytes: string[];
+  /** Searched also with white space taken out: encodings that are wrapped over lines or spaced. */
+  joined: string[];
+}
+
+/** UTF-16 code units as bytes, each byte one character: what a peer's UTF-16 text is when read byte by byte. */
+function utf16Bytes(value: string, bigEndian: boolean): Buffer {
+  const bytes = Buffer.from(value, 'utf16le');
+  return bigEndian ? bytes.swap16() : bytes;
+}
+
 /**
  * The forms a secret is searched in, besides those the decoded views give (JSON escapes, percent-
- * encoding, HTML references, any case): base64 and base64url, padded or not, and the part of its
- * base64 that stays the same wherever it sits in a longer encoded text (three alignments).
+ * encoding, `\x` escapes, HTML references, any case): base64 and base64url, padded or not; with
+ * `aligned`, the part of its base64 that stays the same wherever it sits in a longer encoded text
+ * (three alignments); with `encodings`, the hex of its UTF-8 and UTF-16 (LE, BE) bytes, its UTF-16
+ * bytes as characters (`p\0a\0`, `\0p\0a`, which JSON writes `p\u0000a\u0000`), and its UTF-8 bytes
+ * read as Latin-1 (`Ã©` for `é`). The base64 and hex forms of the secrets known in every form are
+ * also searched with white space taken out, so that base64 wrapped at 64 or 76 columns (LF or
+ * CRLF) and hex spaced by bytes are found.
  */
-function secretForms(value: string, aligned: boolean): string[] {
+function secretForms(value: string, aligned: boolean, encodings: boolean): Forms {
   const bytes = Buffer.from(value, 'utf8');
   const std = bytes.toString('base64');
   const url = bytes.toString('base64url');
-  const forms = [value, std, url, `${url}${'='.repeat((4 - (url.length % 4)) % 4)}`];
+  const base64 = [std, url, `${url}${'='.repeat((4 - (url.length % 4)) % 4)}`];
+  const forms: Forms = { plain: [value, ...base64], bytes: [], joined: [] };
+  const cores: string[] = [];
   if (aligned && bytes.length >= 6) {
     for (let r = 0; r < 3; r++) {
       const encoded = Buffer.concat([Buffer.alloc(r), bytes]).toString('base64');
       const core = encoded.slice(Math.ceil((8 * r) / 6), Math.floor((8 * (r + bytes.length)) / 6));
-      if (core.length >= 6) forms.push(core, BASE64_URL(core));
+      if (core.length >= 6) cores.push(core, BASE64_URL(core));
     }
+    forms.plain.push(...cores);
   }
+  if (!encodings) return forms;
+  const le = utf16Bytes(value, false);
+  const be = utf16Bytes(value, true);
+  const hex = [bytes.toString('hex'), le.toString('hex'), be.toString('hex')];
+  const latin1 = bytes.toString('latin1');
+  forms.bytes.push(...hex, le.toString('latin1'), be.toString('latin1'));
+  if (latin1 !== value) forms.bytes.push(latin1);
+  forms.joined.push(...base64, ...cores, ...hex);
   return forms;
 }
 
+/** Forms in the white-space-free search shorter than this are left out: joining words must not make them. */
+const JOINED_FORM = 8;
+
 /**
  * Replaces secrets in text. Each secret is known in the forms it may come back in: as it is, in any
- * case, JSON-escaped (Go's `\u0026` too), percent-encoded (upper or lower case, `+` for a space), as
- * HTML references, in base64 and base64url (alone or inside a longer encoded text), and (added by
- * the code that sends them) the Basic credentials and tokens made from it. A service account's
- * private key is also known line by line, in case a peer quotes a part. Userinfo in URLs and
- * `user:pw@host` is masked too. Every character that is part of some secret is masked: overlapping
- * secrets become one `******`.
+ * case, JSON-escaped (Go's `\u0026` too), percent-encoded (upper or lower case, `+` for a space),
+ * `\x`-escaped, as HTML references, in base64 and base64url (alone or inside a longer encoded text,
+ * on one line or wrapped), in hex (either case, alone or spaced), as UTF-16 (LE or BE) bytes, and
+ * (added by the code that sends them) the Basic credentials and tokens made from it. A service
+ * account's private key is also known line by line, in case a peer quotes a part. Userinfo in URLs
+ * and `user:pw@host` is masked too. Every character that is part of some secret is masked:
+ * overlapping secrets become one `******`.
  */
 export class Redactor {
   readonly #values = new Set<string>();
   // Forms shorter than SHORT_FORM: masked only where they stand alone (see redact()).
   readonly #short = new Set<string>();
+  // Base64 and hex forms, searched in the text with its white space taken out.
+  readonly #joined = new Set<string>();
   #matcher: Matcher | undefined;
   #shortMatcher: Matcher | undefined;
+  #joinedMatcher: Matcher | undefined;
+  // Characters of secrets still known in the aligned base64 forms, and in the other encodings.
   #alignedBudget = 64 * 1024;
+  #encodingsBudget = 16 * 1024;
 
   constructor(values: Iterable<string> = []) {
     for (const value of values) this.add(value);
@@ -751,14 +833,23 @@ export class Redactor {
 
   add(value: string | undefined): this {
     if (value === undefined || value === '') return this;
-    // The aligned base64 forms (two more strings the length of the secret) for the first secrets
-    // only: a request with thousands of unknown fields builds a tree twice as big, not four times.
+    // The aligned base64 forms (two more strings the length of the secret) for the first 64 KiB
+    // of secrets only, and the hex, UTF-16 and wrapped forms (some twenty times its length) for the
+    // first 16 KiB: a request with thousands of unknown fields builds a tree twice as big, not
+    // twenty times. The declared secret fields come first (secretValues).
     const aligned = this.#alignedBudget > 0;
+    const encodings = this.#encodingsBudget > 0;
     this.#alignedBudget -= value.length;
-    for (const form of secretForms(value, aligned)) if (form !== '') (form.length < SHORT_FORM ? this.#short : this.#values).add(foldString(form));
+    this.#encodingsBudget -= value.length;
+    const forms = secretForms(value, aligned, encodings);
+    const shortSecret = value.length < SHORT_FORM;
+    for (const form of forms.plain) if (form !== '') (form.length < SHORT_FORM ? this.#short : this.#values).add(foldString(form));
+    for (const form of forms.bytes) if (form !== '') (shortSecret || form.length < SHORT_FORM ? this.#short : this.#values).add(foldString(form));
+    if (!shortSecret) for (const form of forms.joined) if (form.length >= JOINED_FORM) this.#joined.add(foldString(form));
     if (value.trimStart().startsWith('{')) this.#addServiceAccount(value);
     this.#matcher = undefined;
     this.#shortMatcher = undefined;
+    this.#joinedMatcher = undefined;
     return this;
   }
 
@@ -787,6 +878,7 @@ export class Redactor {
     if (this.#values.size > 0 || this.#short.size > 0) {
       const matcher = (this.#matcher ??= new Matcher(this.#values));
       const shortMatcher = this.#short.size > 0 ? (this.#shortMatcher ??= new Matcher(this.#short)) : undefined;
+      const joinedMatcher = this.#joined.size > 0 ? (this.#joinedMatcher ??= new Matcher(this.#joined)) : undefined;
       for (const view of views(folded(text))) {
         const spans = matcher.spans(view.codes, cut);
         // A short secret (`ca`) inside a word (`_catalog`) is that word, not the secret: it is
@@ -794,14 +886,10 @@ export class Redactor {
         const found = shortMatcher?.spans(view.codes) ?? [];
         for (let i = 0; i < found.length; i += 2) if (standsAlone(view.codes, found[i], found[i + 1])) spans.push(found[i], found[i + 1]);
         if (found.length > 0) sortSpans(spans);
-        if (view.from !== undefined && view.to !== undefined) {
-          for (let i = 0; i < spans.length; i += 2) {
-            const end = spans[i + 1];
-            spans[i] = view.from[spans[i]];
-            spans[i + 1] = view.to[end - 1];
-          }
-        }
-        lists.push(spans);
+        lists.push(inOriginal(view, spans));
+        // Base64 wrapped over lines (MIME at 76 columns, PEM at 64, CRLF or LF), hex spaced by bytes.
+        const joined = joinedMatcher === undefined ? undefined : withoutSpaces(view);
+        if (joined !== undefined) lists.push(inOriginal(joined, joinedMatcher!.spans(joined.codes, cut)));
       }
     }
     const spans = mergeSpans(lists);

@@ -8,7 +8,7 @@ import { checkGoogleScanner, type GoogleSettings } from './google';
 import { badRequest, grpcErrorBody, ServiceError, type FieldViolation } from './grpc';
 import { NetworkFailure, type Limits } from './http';
 import { checkRegistry, TestFailure, type CheckContext, type RegistryTarget } from './registry';
-import { checkClairifyNodeScanner, checkHttpScanner, checkScannerV4 } from './scanners';
+import { checkClairifyNodeScanner, checkHttpScanner, checkScannerV4, grpcTargets } from './scanners';
 import { MASK, maskSecrets, Redactor, secretValues } from './secrets';
 import { TYPES, createValidator, isSecretField, type Integration, type Validation } from './validate';
 import { CATEGORIES, CONFIG_NAMES, secretPaths, type Category } from './schema';
@@ -27,6 +27,8 @@ export interface ServiceOptions {
   aws: AwsSettings;
   /** Where Google's token endpoint and Container Analysis are (the Google scanner's test); defaults are Google's. */
   google?: GoogleSettings;
+  /** The proxy variables set in the environment (HTTPS_PROXY...): no path uses a proxy, and init warns that they are not used. */
+  proxyVariables?: string[];
 }
 
 export const PATH = '/v1/imageintegrations/test';
@@ -88,15 +90,20 @@ export function createService(options: ServiceOptions): FunctionModule {
     const signal = AbortSignal.any([AbortSignal.timeout(options.testTimeout), context.signal]);
     const ctx: CheckContext = { limits: options.limits, signal, redactor };
     running++;
+    // One line at info per test, passed or failed: its type, its endpoints' hosts, the outcome and the reason (masked).
+    const summary = {
+      name: redactor.redact(result.integration.name),
+      type: redactor.redact(result.integration.type),
+      hosts: redactor.redactValue(testedHosts(result.integration, options.aws)),
+    };
     try {
       const notes = await runChecks(result.integration, ctx, options.aws, options.google ?? {});
-      context.log.info(
-        { name: redactor.redact(result.integration.name), type: redactor.redact(result.integration.type), checked: notes.map((n) => redactor.redact(n)) },
-        'image integration test passed',
-      );
+      context.log.info({ ...summary, outcome: 'passed', checked: notes.map((n) => redactor.redact(n)) }, 'image integration test passed');
       return {};
     } catch (err) {
-      throw failure(err, redactor, context.log, signal, options.testTimeout);
+      const answer = failure(err, redactor, context.log, signal, options.testTimeout);
+      context.log.info({ ...summary, outcome: 'failed', status: answer.statusCode, reason: answer.message }, 'image integration test failed');
+      throw answer;
     } finally {
       running--;
     }
@@ -113,6 +120,11 @@ export function createService(options: ServiceOptions): FunctionModule {
     init({ log }: { log: Logger }) {
       if (options.apiToken === undefined) {
         log.warn(`IMAGE_INTEGRATION_API_TOKEN is not set: anyone who can reach POST ${PATH} may use it`);
+      }
+      if (options.proxyVariables !== undefined && options.proxyVariables.length > 0) {
+        log.warn(
+          `${options.proxyVariables.join(', ')} ${options.proxyVariables.length === 1 ? 'is' : 'are'} set and not used: this service contacts registries and scanners directly, on every path (HTTP and gRPC), so that the endpoint policy sees the address connected to`,
+        );
       }
     },
   };
@@ -221,6 +233,21 @@ function authorizer(token: string | undefined): (header: string | undefined) => 
       throw new ServiceError(401, 'invalid credentials', [], challenge);
     }
   };
+}
+
+/** The hosts of a test's endpoints, by field (`docker.endpoint`), for its log line; an ECR login's registry as `ecr.registry`. */
+function testedHosts(integration: Integration, aws: AwsSettings): Record<string, string> {
+  const hosts: Record<string, string> = {};
+  for (const [field, url] of Object.entries(integration.endpoints)) hosts[field] = url.host;
+  Object.assign(hosts, grpcTargets(integration.configName, integration.config, integration.categories.includes('NODE_SCANNER')));
+  if (integration.configName === 'ecr' && integration.categories.includes('REGISTRY')) {
+    try {
+      hosts['ecr.registry'] = ecrRegistry(integration.config as unknown as EcrConfig, aws).host;
+    } catch {
+      // An ECR configuration that names no registry fails its test, and says why there.
+    }
+  }
+  return hosts;
 }
 
 /** Runs the check of each category in order (each distinct check once); returns what was checked. */

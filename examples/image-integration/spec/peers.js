@@ -1,7 +1,8 @@
 'use strict';
 // Real peers for the image integration specs: Docker Distribution registries (the Debian
 // package `docker-registry`) with htpasswd, token or TLS auth, a token server issuing RS256
-// JWTs the registry verifies, and small HTTP peers that follow the scanners' and AWS's APIs.
+// JWTs the registry verifies, small HTTP peers that follow the scanners' and AWS's APIs, and a
+// gRPC server serving the scanner's PingService.
 const { spawn, execFileSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -193,4 +194,41 @@ async function startSilent() {
   };
 }
 
-module.exports = { startRegistry, startPeer, startSilent, startTokenServer, certificate, freePort, scratch };
+// PongMessage { string status = 1; } with status "OK" (stackrox/scanner proto/scanner/api/v1/ping_service.proto).
+const PONG = Buffer.from([0x0a, 0x02, 0x4f, 0x4b]);
+const PING_SERVICE = {
+  Ping: {
+    path: '/scannerV1.PingService/Ping',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (b) => b,
+    requestDeserialize: (b) => b,
+    responseSerialize: (b) => b,
+    responseDeserialize: (b) => b,
+  },
+};
+
+/**
+ * A gRPC server (@grpc/grpc-js) over TLS (`tls`, from certificate()) on 127.0.0.1 or `host`; with
+ * `ping`, it serves the scanner's scannerV1.PingService, answering `answer()` (PONG by default) as
+ * the message's bytes, and records each call's metadata.
+ */
+async function startGrpcScanner({ tls, ping, answer = () => PONG, host = '127.0.0.1' }) {
+  const grpc = require('@grpc/grpc-js');
+  const server = new grpc.Server();
+  const calls = [];
+  if (ping) {
+    server.addService(PING_SERVICE, {
+      Ping: (call, callback) => {
+        calls.push(call.metadata.getMap());
+        callback(null, answer());
+      },
+    });
+  }
+  const credentials = grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(tls.keyPem), cert_chain: Buffer.from(tls.certPem) }], false);
+  const bind = host.includes(':') ? `[${host}]:0` : `${host}:0`;
+  const port = await new Promise((resolve, reject) => server.bindAsync(bind, credentials, (err, p) => (err ? reject(err) : resolve(p))));
+  return { hostPort: `127.0.0.1:${port}`, port, calls, close: () => new Promise((resolve) => server.tryShutdown(() => resolve())) };
+}
+
+module.exports = { startRegistry, startPeer, startSilent, startTokenServer, startGrpcScanner, PONG, certificate, freePort, scratch };

@@ -47,6 +47,10 @@ describe('endpoint policy, in a network namespace with only loopback', () => {
         assert.equal(answers[endpoint].status, 400, endpoint);
         assert.match(answers[endpoint].message, /^endpoint refused: /, endpoint);
         assert.match(answers[endpoint].message, pattern, endpoint);
+        // No setting allows them, and the answer names none.
+        if (!/ is a cloud metadata service$/.test(answers[endpoint].message)) {
+          assert.match(answers[endpoint].message, /; link-local and metadata addresses are never contacted$/, endpoint);
+        }
       }
     });
   }
@@ -55,7 +59,7 @@ describe('endpoint policy, in a network namespace with only loopback', () => {
     const answers = inIsolation(Object.keys(METADATA), true, 'node-scanner');
     for (const [endpoint, pattern] of Object.entries(METADATA)) {
       assert.equal(answers[endpoint].status, 400, endpoint);
-      assert.match(answers[endpoint].message, /^endpoint refused: /, endpoint);
+      assert.match(answers[endpoint].message, /^node scanner: endpoint refused: /, endpoint);
       assert.match(answers[endpoint].message, pattern, endpoint);
     }
   });

@@ -44,6 +44,25 @@ describe('scanners', () => {
     });
   }
 
+  it('clair v4: an index state answered 304 Not Modified passes, as in StackRox (clairv4.go Test); clairify and clair answered 304 fail', async (t) => {
+    const notModified = await startPeer((req, res) => {
+      res.writeHead(304, { etag: '"index-state"' });
+      res.end();
+    });
+    t.after(() => notModified.close());
+    const v4 = await service.test({ name: 's', type: 'clairV4', categories: ['SCANNER'], clairV4: { endpoint: notModified.url } });
+    assert.equal(v4.status, 200, v4.text);
+    assert.equal(notModified.received.at(-1).url, '/indexer/api/v1/index_state');
+    for (const [type, path] of [
+      ['clairify', '/scanner/ping'],
+      ['clair', '/v1/namespaces'],
+    ]) {
+      const res = await service.test({ name: 's', type, categories: ['SCANNER'], [type]: { endpoint: notModified.url } });
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.json.message, `unexpected status: ${notModified.hostPort} answered HTTP 304 to GET ${path}`);
+    }
+  });
+
   it('scanner V4: both the indexer and the matcher must accept connections', async () => {
     const listeners = [];
     const listen = () =>
@@ -103,5 +122,75 @@ describe('scanners', () => {
     } finally {
       await registry.close();
     }
+  });
+});
+
+describe("clairify's ping: a 200 whose body StackRox's client reads as JSON without an Error (stackrox/scanner pkg/clairify/client)", () => {
+  let answer;
+  let service;
+  let scanner;
+  before(async () => {
+    service = await startService();
+    scanner = await startPeer((req, res) => {
+      res.writeHead(200, { 'content-type': answer.type ?? 'application/json' });
+      res.end(answer.body);
+    });
+  });
+  after(async () => {
+    await service.close();
+    await scanner.close();
+  });
+  const clairify = () => ({ name: 's', type: 'clairify', categories: ['SCANNER'], clairify: { endpoint: scanner.url } });
+
+  const passing = {
+    '{} (what the scanner answers)': '{}',
+    '{"Error": null}': '{"Error": null}',
+    'null (Go decodes it into nothing)': 'null',
+    'other fields only': '{"status": "ok", "Errors": [1]}',
+    'an Error given twice, the last null (the last wins)': '{"Error": {"Message": "starting"}, "error": null}',
+  };
+  for (const [what, body] of Object.entries(passing)) {
+    it(`passes: ${what}`, async () => {
+      answer = { body };
+      const res = await service.test(clairify());
+      assert.equal(res.status, 200, res.text);
+    });
+  }
+
+  const failing = {
+    'an Error object': [
+      { body: '{"Error": {"Message": "the scanner is not ready:\\nvulnerabilities are loading"}}' },
+      'an error: the scanner is not ready: vulnerabilities are loading',
+    ],
+    'an error in lower case (Go matches field names in any case)': [{ body: '{"error": {"message": "no database"}}' }, 'an error: no database'],
+    'an empty Error object': [{ body: '{"Error": {}}' }, 'an error'],
+    'an Error that is not an object': [{ body: '{"Error": "broken"}' }, 'an Error field that is not an object: {"Error": "broken"}'],
+    'an HTML page': [
+      { type: 'text/html', body: '<html><body><h1>It works!</h1></body></html>' },
+      'a body that is not JSON: <html><body><h1>It works!</h1></body></html>',
+    ],
+    'an empty body': [{ body: '' }, 'an empty body, where a JSON object was expected'],
+    'JSON that is no object': [{ body: '[1, 2]' }, 'JSON that is not an object: [1, 2]'],
+    'JSON with text after it': [{ body: '{} trailing' }, 'a body that is not JSON: {} trailing'],
+  };
+  for (const [what, [reply, why]] of Object.entries(failing)) {
+    it(`fails: ${what}`, async () => {
+      answer = reply;
+      const res = await service.test(clairify());
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.json.message, `unexpected answer: ${scanner.hostPort} answered GET /scanner/ping with ${why}`);
+    });
+  }
+
+  it('fails: a body larger than the bound (IMAGE_INTEGRATION_MAX_RESPONSE_BYTES), cut there and so no JSON', async (t) => {
+    const small = await startService({ limits: { maxBodyBytes: 1024 } });
+    t.after(() => small.close());
+    answer = { body: JSON.stringify({ padding: 'x'.repeat(4096) }) };
+    const res = await small.test(clairify());
+    assert.equal(res.status, 400, res.text);
+    assert.equal(
+      res.json.message,
+      `unexpected answer: ${scanner.hostPort} answered GET /scanner/ping with a body larger than 1024 bytes, where a JSON object was expected`,
+    );
   });
 });

@@ -4,7 +4,8 @@
 // masking value by value. Each case runs the service at trace level against real peers (Docker
 // Distribution, misbehaving echo peers over HTTP and TLS), and searches every answer and the whole
 // log for the secret in every form: raw, base64 (std and url) of user:password, percent-encoded
-// (upper, lower case, `+`), JSON `\u` escapes, HTML references, upper and lower case.
+// (upper, lower case, `+`), JSON `\u` escapes, HTML references, upper and lower case, hex (of it and of
+// user:password, either case), UTF-16 (LE, BE: as bytes, in hex, `\x`-escaped), and base64 wrapped over lines.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const https = require('node:https');
@@ -53,6 +54,20 @@ const html = (text) =>
     .replace(/@/g, '&#64;')
     .replace(/\//g, '&#x2F;');
 const htmlAll = (text) => [...text].map((c) => `&#${c.codePointAt(0)};`).join('');
+const hex = (text, encoding = 'utf8') => Buffer.from(text, encoding).toString('hex');
+/** The UTF-16 bytes of `text`, little- or big-endian. */
+const utf16 = (text, bigEndian = false) => (bigEndian ? Buffer.from(text, 'utf16le').swap16() : Buffer.from(text, 'utf16le'));
+/** Bytes as Go's %q and Python's repr() print them: printable ASCII as it is, other bytes `\xHH`. */
+const xEscaped = (bytes) =>
+  [...bytes].map((b) => (b >= 0x20 && b < 0x7f && b !== 0x5c && b !== 0x22 ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`)).join('');
+/** `text` cut into lines of `width` characters. */
+const wrap = (text, width, eol) => text.match(new RegExp(`.{1,${width}}`, 'gs')).join(eol);
+/** The part of the base64 of `bytes` that is the same wherever they sit in a longer text, at each of the three alignments. */
+const base64Cores = (bytes) =>
+  [0, 1, 2].map((r) => {
+    const encoded = Buffer.concat([Buffer.alloc(r), bytes]).toString('base64');
+    return encoded.slice(Math.ceil((8 * r) / 6), Math.floor((8 * (r + bytes.length)) / 6));
+  });
 
 /** Every form a secret may leave in. */
 function forms(secret, user = USER) {
@@ -77,7 +92,32 @@ function forms(secret, user = USER) {
       escapeAll(secret, true),
       html(secret),
       htmlAll(secret),
+      hex(secret),
+      hex(secret).toUpperCase(),
+      hex(pair),
+      hex(pair).toUpperCase(),
+      utf16(secret).toString('latin1'),
+      utf16(secret, true).toString('latin1'),
+      utf16(secret).toString('hex'),
+      utf16(secret, true).toString('hex').toUpperCase(),
+      Buffer.from(secret).toString('latin1'),
     ]),
+  ];
+}
+
+/** Forms that may be wrapped over lines or spaced: searched in each text with its white space taken out. */
+function joinedForms(secret, user = USER) {
+  const pair = Buffer.from(`${user}:${secret}`);
+  const bytes = Buffer.from(secret);
+  return [
+    bytes.toString('base64'),
+    pair.toString('base64'),
+    ...base64Cores(bytes),
+    ...base64Cores(pair),
+    hex(secret),
+    hex(`${user}:${secret}`),
+    utf16(secret).toString('hex'),
+    utf16(secret, true).toString('hex'),
   ];
 }
 
@@ -96,7 +136,19 @@ function strings(value, out = []) {
 function assertNoLeak(answer, log, secret, user) {
   const texts = [answer.text, log.text(), ...strings(answer.json), ...log.entries().flatMap((e) => strings(e))];
   for (const form of forms(secret, user)) {
-    for (const text of texts) assert.ok(!text.includes(form), `a form of the secret (${form}) left in: ${text.slice(0, 2000)}`);
+    for (const text of texts) assert.ok(!text.includes(form), `a form of the secret (${JSON.stringify(form)}) left in: ${text.slice(0, 2000)}`);
+  }
+  // Wrapped or spaced: the same text without its white space (hex in either case).
+  for (const text of texts) {
+    const joined = text.replace(/\s+/g, '');
+    for (const form of joinedForms(secret, user)) {
+      const found = /^[0-9a-f]+$/.test(form) ? joined.toLowerCase().includes(form) : joined.includes(form);
+      assert.ok(!found, `a wrapped form of the secret (${form}) left in: ${text.slice(0, 2000)}`);
+    }
+    // Its characters between NULs (UTF-16 read byte by byte): no run of 8 or more of them is left.
+    const unspaced = text.replace(/\u0000/g, '');
+    for (const part of secret.split(/[^\x20-\x7e]/))
+      if (part.length >= 8) assert.ok(!unspaced.includes(part), `part of the secret (${part}) left in: ${text.slice(0, 2000)}`);
   }
 }
 
@@ -354,6 +406,96 @@ describe('registry error text (item 9)', () => {
       const blob = Buffer.from(`${prefix}${PASSWORD}!`).toString('base64');
       assert.ok(!redactor.redact(blob).includes(Buffer.from(PASSWORD).toString('base64').slice(4, 20)), prefix);
     }
+  });
+});
+
+describe('a peer that quotes the secret back in hex, UTF-16 or wrapped base64: masked in the answer and the trace log (issue 40)', () => {
+  let service;
+  let peer;
+  let quote;
+  before(async () => {
+    service = await startService();
+    peer = await startPeer((req, res) => {
+      const decoded = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString();
+      const colon = decoded.indexOf(':');
+      const { type = 'text/plain', body } = quote(decoded.slice(colon + 1), decoded.slice(0, colon));
+      res.writeHead(401, { 'content-type': type });
+      res.end(body);
+    });
+  });
+  after(async () => {
+    await service.close();
+    await peer.close();
+  });
+
+  // A secret's base64 in a longer blob, wrapped: prefixes of 40 to 42 bytes put it across a line break at each alignment.
+  const blob = (secret, pad, user) => Buffer.from(`${'p'.repeat(pad)}${user}:${secret}${'s'.repeat(20)}`);
+  const ENCODINGS = {
+    'hex, lower case': [(pw) => `denied: ${hex(pw)}`],
+    'hex, upper case': [(pw) => `denied: ${hex(pw).toUpperCase()}`],
+    'hex of user:password': [(pw, user) => `bad credentials ${hex(`${user}:${pw}`)}`],
+    'hex of user:password, upper case': [(pw, user) => `bad credentials ${hex(`${user}:${pw}`).toUpperCase()}`],
+    'hex spaced by bytes, as a dump prints it': [(pw) => `got ${hex(pw).match(/../g).join(' ')}`],
+    'UTF-16LE: the whole answer in UTF-16, read byte by byte': [(pw) => ({ body: Buffer.from(`denied: ${pw}`, 'utf16le') })],
+    'UTF-16BE: the whole answer in UTF-16, read byte by byte': [(pw) => ({ body: utf16(`denied: ${pw}`, true) })],
+    'UTF-16LE bytes in a JSON string (\\u0000 escapes)': [
+      (pw) => ({ type: 'application/json', body: JSON.stringify({ trace: utf16(pw).toString('latin1') }) }),
+    ],
+    "UTF-16LE bytes as a registry's structured error message": [
+      (pw) => ({ type: 'application/json', body: JSON.stringify({ errors: [{ code: 'DENIED', message: `for ${utf16(pw, true).toString('latin1')}` }] }) }),
+    ],
+    'UTF-16 code units in hex, little-endian': [(pw) => `units ${utf16(pw).toString('hex')}`],
+    'UTF-16 code units in hex, big-endian, upper case': [(pw) => `units ${utf16(pw, true).toString('hex').toUpperCase()}`],
+    "UTF-16LE bytes \\x-escaped (Go's %q)": [(pw) => `bytes "${xEscaped(utf16(pw))}"`],
+    "UTF-8 bytes \\x-escaped (Python's repr)": [(pw) => `b'${xEscaped(Buffer.from(pw))}'`],
+    'base64 in a blob wrapped at 76 columns with CRLF (MIME)': [40, 41, 42].map(
+      (pad) => (pw, user) => `denied:\r\n${wrap(blob(pw, pad, user).toString('base64'), 76, '\r\n')}`,
+    ),
+    'base64 in a blob wrapped at 64 columns with LF (PEM)': [40, 41, 42].map(
+      (pad) => (pw, user) => `-----BEGIN DATA-----\n${wrap(blob(pw, pad, user).toString('base64'), 64, '\n')}\n-----END DATA-----`,
+    ),
+    'base64 of user:password wrapped at 20 columns': [(pw, user) => `basic ${wrap(Buffer.from(`${user}:${pw}`).toString('base64'), 20, '\n')}`],
+  };
+  for (const [what, variants] of Object.entries(ENCODINGS)) {
+    it(`${what}: the excerpt shows the mask, never the secret`, async () => {
+      for (const variant of variants) {
+        quote = (pw, user) => {
+          const made = variant(pw, user);
+          return typeof made === 'string' ? { body: made } : made;
+        };
+        const res = await service.test(docker(peer.url));
+        assert.equal(res.status, 400, res.text);
+        assert.match(res.json.message, /^authentication: 127\.0\.0\.1:\d+ rejected the credentials \(HTTP 401\): .*\*{6}/);
+        assertNoLeak(res, service.log, PASSWORD);
+      }
+    });
+  }
+
+  it('the redactor finds each of these forms in a text, and leaves the text around them', () => {
+    const redactor = new Redactor([PASSWORD, `${USER}:${PASSWORD}`]);
+    const pair = `${USER}:${PASSWORD}`;
+    for (const form of [
+      hex(PASSWORD),
+      hex(pair).toUpperCase(),
+      utf16(PASSWORD).toString('latin1'),
+      utf16(PASSWORD, true).toString('latin1'),
+      utf16(PASSWORD).toString('hex'),
+      utf16(PASSWORD, true).toString('hex').toUpperCase(),
+      xEscaped(utf16(PASSWORD)),
+      xEscaped(Buffer.from(PASSWORD)),
+      Buffer.from(PASSWORD).toString('latin1'),
+      wrap(Buffer.from(pair).toString('base64'), 7, '\r\n'),
+      hex(PASSWORD).match(/../g).join(' '),
+    ]) {
+      const out = redactor.redact(`before ${form} after`);
+      assert.equal(out, 'before ****** after', JSON.stringify(form));
+    }
+  });
+
+  it('a short secret (under 4 characters) in hex or UTF-16 is masked only where it stands alone', () => {
+    const redactor = new Redactor(['12']);
+    assert.equal(redactor.redact('port 31320 and 3132 and 3132333435'), 'port 31320 and ****** and 3132333435');
+    assert.equal(redactor.redact('ids 1\u00002\u0000 x'), 'ids ****** x');
   });
 });
 
