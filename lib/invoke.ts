@@ -16,7 +16,7 @@ export interface InvokeOptions {
   target: string;
   format: 'http' | 'cloudevent';
   method: 'GET' | 'POST';
-  /** The body; a FormData is sent as multipart/form-data, with the boundary fetch chooses. */
+  /** The body; a FormData is sent as multipart/form-data, encoded as fetch encodes one, with its boundary. */
   data?: string | Buffer | FormData | BodyFile;
   /** Of a body that is not a form. */
   contentType: string;
@@ -70,13 +70,15 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
   // was meant for that function, not for wherever an answer points.
   for (let hops = 0; ; hops++) {
     try {
-      res = isBodyFile(sent)
-        ? await sendFile(url, method, headers, sent, signal)
-        : await fetch(url, { method, headers, body: sent, signal, redirect: 'manual' });
+      res =
+        isBodyFile(sent) || sent instanceof FormData
+          ? await sendStreamed(url, method, headers, sent, signal)
+          : await fetch(url, { method, headers, body: sent, signal, redirect: 'manual' });
     } catch (err) {
       if (err instanceof FileChanged) throw err;
       const cause = (err as { cause?: { name?: string; code?: string; message?: string } }).cause;
-      if (cause?.name === 'NotReadableError') throw new Error(FILE_CHANGED);
+      // A form's file-backed Blob fails so once its file changes on disk.
+      if (cause?.name === 'NotReadableError' || (err as Error | undefined)?.name === 'NotReadableError') throw new Error(FILE_CHANGED);
       // fetch's reason is its cause; node's client's (a --file body) the error itself.
       const failure = cause ?? (err as NodeJS.ErrnoException);
       const reason = signal.aborted ? `no answer within ${options.timeout / 1000}s` : (failure.code ?? failure.message ?? (err as Error).message);
@@ -99,8 +101,8 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
       break;
     }
     await res.arrayBuffer();
-    // 307 and 308 repeat the request as it was (fetch serialises a FormData anew on each call, its
-    // files read from disk again); the others turn it into a GET without a body.
+    // 307 and 308 repeat the request as it was (a FormData is encoded anew on each call, its files
+    // read from disk again); the others turn it into a GET without a body.
     if (res.status !== 307 && res.status !== 308) {
       method = 'GET';
       sent = undefined;
@@ -130,23 +132,57 @@ const isBodyFile = (data: unknown): data is BodyFile => typeof data === 'object'
 /** Bytes read from the file at a time: the most of it held in memory, beside what the socket holds. */
 const CHUNK = 64 * 1024;
 
+/** A body streamed as it is sent: its own headers, its chunks, and what to close once it is sent. */
+interface Streamed {
+  headers: Record<string, string>;
+  chunks: AsyncIterable<Uint8Array>;
+  close(): Promise<void>;
+}
+
 /**
- * Sends `file` as the body with node's own client, not fetch: fetch keeps a copy of a streamed
- * body for a redirect it is not to follow (the fetch standard's clone of the request), so the
- * whole file would sit in memory. A regular file goes with its Content-Length; anything else (a
- * pipe: --file /dev/stdin) chunked, once. A file that changes while it is sent (its size or
- * mtime) cuts the request before its last byte, as a form's file does.
+ * `--file <path>`: a regular file goes with its Content-Length; anything else (a pipe: --file
+ * /dev/stdin) chunked, once. A file that changes while it is sent (its size or mtime) cuts the
+ * request before its last byte, as a form's file does.
  */
-async function sendFile(url: URL, method: string, headers: Record<string, string>, file: BodyFile, signal: AbortSignal): Promise<Response> {
-  // Loaded here, so that a start of funcrun serve never reads them.
+async function fileBody(file: BodyFile): Promise<Streamed> {
+  // Loaded here, so that a start of funcrun serve never reads it.
   const { open } = require('node:fs/promises') as typeof import('node:fs/promises');
-  const { pipeline } = require('node:stream/promises') as typeof import('node:stream/promises');
-  const { request } = (url.protocol === 'https:' ? require('node:https') : require('node:http')) as typeof import('node:http');
   const handle = await open(file.path, 'r');
-  let req: ClientRequest | undefined;
   try {
     const stats = await handle.stat();
-    const sending = request(url, { method, headers: stats.isFile() ? { ...headers, 'content-length': String(stats.size) } : headers, signal });
+    return {
+      headers: stats.isFile() ? { 'content-length': String(stats.size) } : {},
+      chunks: chunksOf(handle, stats, file.path),
+      close: () => handle.close(),
+    };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+/**
+ * A form, encoded as fetch encodes one (undici's serialiser, through a Response: its boundary
+ * and parts), chunked; its files are file-backed Blobs, read from disk as they are sent.
+ */
+function formBody(form: FormData): Streamed {
+  const encoded = new Response(form);
+  return { headers: { 'content-type': encoded.headers.get('content-type')! }, chunks: encoded.body!, close: async () => {} };
+}
+
+/**
+ * Sends a file or a form as the body with node's own client, not fetch: fetch keeps a copy of a
+ * streamed body for a redirect it is not to follow (the fetch standard's clone of the request),
+ * and of a form it sends, so the whole file would sit in memory.
+ */
+async function sendStreamed(url: URL, method: string, headers: Record<string, string>, data: BodyFile | FormData, signal: AbortSignal): Promise<Response> {
+  // Loaded here, so that a start of funcrun serve never reads them.
+  const { pipeline } = require('node:stream/promises') as typeof import('node:stream/promises');
+  const { request } = (url.protocol === 'https:' ? require('node:https') : require('node:http')) as typeof import('node:http');
+  const body = data instanceof FormData ? formBody(data) : await fileBody(data);
+  let req: ClientRequest | undefined;
+  try {
+    const sending = request(url, { method, headers: { ...headers, ...body.headers }, signal });
     req = sending;
     // The answer may come before the body is sent whole (a function that refuses it early): it is
     // the answer, whatever then happens to the rest of the body.
@@ -154,7 +190,7 @@ async function sendFile(url: URL, method: string, headers: Record<string, string
       sending.once('response', resolve);
       sending.on('error', reject);
     });
-    const sent = pipeline(chunksOf(handle, stats, file.path), sending);
+    const sent = pipeline(body.chunks, sending);
     const res = await Promise.race([answered, sent.then(() => answered)]);
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);
@@ -165,7 +201,7 @@ async function sendFile(url: URL, method: string, headers: Record<string, string
     return new Response([204, 205, 304].includes(status) ? null : Buffer.concat(chunks), { status, statusText: res.statusMessage, headers: answerHeaders });
   } finally {
     req?.destroy();
-    await handle.close();
+    await body.close();
   }
 }
 
