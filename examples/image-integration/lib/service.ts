@@ -10,6 +10,7 @@ import { NetworkFailure, type Limits } from './http';
 import { checkRegistry, TestFailure, type CheckContext, type RegistryTarget } from './registry';
 import { checkClairifyNodeScanner, checkHttpScanner, checkScannerV4 } from './scanners';
 import { MASK, maskSecrets, Redactor, secretValues } from './secrets';
+import { parseHostPort, refusedBeforeLookup as refusedEndpoint } from './endpoint';
 import { TYPES, createValidator, isSecretField, type Integration, type Validation } from './validate';
 import { CATEGORIES, CONFIG_NAMES, secretPaths, type Category } from './schema';
 
@@ -65,20 +66,23 @@ export function createService(options: ServiceOptions): FunctionModule {
     let others = result.ok ? [] : redactor.redactValue(result.violations);
     const listed = (violations: FieldViolation[]) => violations.map((v) => `${v.field}: ${v.description}`).join('; ');
     const cut = (message: string) => (message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 1)}…` : message);
-    // Both endpoints reconcile with the stored integration as StackRox does
-    // (reconcileUpdateImageIntegrationRequest; /test is /test/updated with updatePassword true),
-    // after validation and before anything is contacted: an id is looked up (this service stores
-    // none, so it is one StackRox would not know), and updatePassword false (or absent) asks for
-    // the stored credentials, which needs an id. Credentials sent beside such a request are never
-    // tested, and the credential fields it leaves out are not what is wrong with it.
-    if (!others.some((v) => v.field === 'updatePassword')) {
-      const updatePassword = update ? request.updatePassword : true;
-      const leftOut = new Set(missingCredentials(result, request.integration).map((field) => (update ? field : field.replace(/^config\./, ''))));
-      const rest = others.filter((v) => !leftOut.has(v.field));
+    // In StackRox's order (central/imageintegration/service/service_impl.go
+    // TestUpdatedImageIntegration; /test is /test/updated with updatePassword true): grpc-gateway's
+    // decoding and validateIntegration (a name, a category, no local endpoint, the IAM gate) come
+    // first; then reconcileUpdateImageIntegrationRequest looks an id up (this service stores none,
+    // so every id is one StackRox would not know: 404), and updatePassword false (or absent) asks
+    // for the stored credentials, which needs an id; then the factories check the configuration.
+    // So nothing is contacted for such a request, and the credentials it leaves out for the stored
+    // ones are not what is wrong with it.
+    if (result.ok || !result.beforeLookup) {
+      const refused = refusedBeforeLookup(request.integration, result.endpoints, options);
+      if (refused !== undefined) throw new ServiceError(400, redactor.redact(refused));
       const id = typeof request.integration.id === 'string' ? request.integration.id : '';
-      if (rest.length === 0 && id !== '') throw new ServiceError(404, `image integration ${JSON.stringify(redactor.redact(id))} not found: not found`);
-      if (rest.length === 0 && !updatePassword) throw new ServiceError(400, 'id required for stored credential reconciliation: invalid arguments');
-      if (!updatePassword) others = rest;
+      if (id !== '') throw new ServiceError(404, `image integration ${JSON.stringify(redactor.redact(id))} not found: not found`);
+      if (update && !request.updatePassword) throw new ServiceError(400, 'id required for stored credential reconciliation: invalid arguments');
+    } else if (update && !request.updatePassword) {
+      const leftOut = new Set(missingCredentials(result, request.integration));
+      others = others.filter((v) => !leftOut.has(v.field));
     }
     if (!result.ok) throw badRequest(cut(`invalid image integration: ${listed(others)}`), others);
     if (running >= maxConcurrent) {
@@ -116,6 +120,32 @@ export function createService(options: ServiceOptions): FunctionModule {
       }
     },
   };
+}
+
+/**
+ * What validateIntegration (service_impl.go) refuses beyond the body's own violations, before an id
+ * is looked up: an endpoint that names a local or metadata address (pkg/endpoints, here by this
+ * service's policy), and ECR's useIam where it is not allowed (validateIAMRoleCapability; here the
+ * operator's IMAGE_INTEGRATION_ALLOW_ECR_IAM). Names that resolve to such addresses are refused when
+ * they are resolved, as StackRox refuses only what the text says.
+ */
+function refusedBeforeLookup(integration: Record<string, unknown>, endpoints: Record<string, URL>, options: ServiceOptions): string | undefined {
+  const allowPrivate = options.limits.allowPrivate === true;
+  for (const url of Object.values(endpoints)) {
+    const why = refusedEndpoint(url.hostname, allowPrivate);
+    if (why !== undefined) return why;
+  }
+  const clairify = integration.clairify as Record<string, unknown> | undefined;
+  if (typeof clairify?.grpcEndpoint === 'string' && clairify.grpcEndpoint !== '') {
+    const parsed = parseHostPort(clairify.grpcEndpoint, 8443);
+    const why = typeof parsed === 'string' ? undefined : refusedEndpoint(parsed.host, allowPrivate);
+    if (why !== undefined) return why;
+  }
+  const ecr = integration.ecr as Record<string, unknown> | undefined;
+  if (ecr?.useIam === true && options.aws.allowIam !== true) {
+    return 'using container IAM role for ECR scanning is not available in this environment: useIam is not enabled on this service (the operator sets IMAGE_INTEGRATION_ALLOW_ECR_IAM=true)';
+  }
+  return undefined;
 }
 
 /**
