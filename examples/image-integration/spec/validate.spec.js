@@ -425,7 +425,7 @@ describe('validation over HTTP', () => {
 
   it('other methods and paths answer in the same shape', async () => {
     const get = await request(service.url + '/v1/imageintegrations/test');
-    assert.equal(get.status, 405);
+    assert.equal(get.status, 501);
     assert.equal(get.json.code, 12);
     const missing = await request(service.url + '/v1/nothing', { method: 'POST' });
     assert.equal(missing.status, 404);
