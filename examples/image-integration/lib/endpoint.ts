@@ -100,6 +100,19 @@ export function refusedBeforeLookup(hostname: string, allowPrivate: boolean): st
   return why === undefined ? undefined : `endpoint refused: ${why}; loopback, link-local and metadata addresses are not contacted`;
 }
 
+/**
+ * Whether a redirect is followed. On the same origin, always. From http to https on the same host
+ * name, when the request carries no credentials (no Authorization header): StackRox's registry
+ * client follows any redirect (Go's http.Client, stackrox/docker-registry-client), and an upgrade
+ * to TLS on the host the user named exposes nothing. Any other redirect is refused, so that
+ * credentials never go to another origin.
+ */
+export function followsRedirect(from: URL, to: URL, headers: Record<string, string> | undefined): boolean {
+  if (to.origin === from.origin) return true;
+  const credentials = Object.keys(headers ?? {}).some((name) => name.toLowerCase() === 'authorization');
+  return from.protocol === 'http:' && to.protocol === 'https:' && to.hostname === from.hostname && !credentials;
+}
+
 /** `host:port` for a gRPC endpoint (clairify's node scanner, scanner V4), with or without a scheme. */
 export function parseHostPort(value: string, defaultPort: number): { host: string; port: number } | string {
   const parsed = parseEndpoint(value);
