@@ -28,6 +28,7 @@ const service = createService({
   testTimeout: duration('IMAGE_INTEGRATION_TEST_TIMEOUT', '30s'),
   maxConcurrentTests: parseCount(env.IMAGE_INTEGRATION_MAX_CONCURRENT_TESTS ?? '32', 'IMAGE_INTEGRATION_MAX_CONCURRENT_TESTS'),
   apiToken: env.IMAGE_INTEGRATION_API_TOKEN || undefined,
+  maxRequestBytes: parseBytes(env.IMAGE_INTEGRATION_MAX_REQUEST_BYTES ?? '1mb', 'IMAGE_INTEGRATION_MAX_REQUEST_BYTES'),
   aws: {
     ecrEndpoint: env.IMAGE_INTEGRATION_ECR_API_ENDPOINT || undefined,
     stsEndpoint: env.IMAGE_INTEGRATION_STS_ENDPOINT || undefined,

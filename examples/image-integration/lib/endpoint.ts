@@ -1,6 +1,11 @@
 // Endpoints as StackRox accepts them, and which addresses may be contacted.
 import { isIP } from 'node:net';
 
+/** An endpoint that does not parse as a URL: refused by StackRox's validateIntegration too. */
+export const INVALID_ENDPOINT = 'is not a valid host, host:port or URL';
+/** A `%` not followed by two hex digits: Go's url.Parse refuses it ("invalid URL escape"), and so does StackRox. */
+export const MALFORMED_ESCAPE = 'has a malformed percent-escape (a % must be followed by two hex digits)';
+
 /**
  * A registry or scanner address: `host`, `host:port` (https), or `https://` or `http://host[:port][/path]`.
  * The scheme typed is the one used, as StackRox uses it (pkg/urlfmt); `insecure` only turns off
@@ -11,11 +16,15 @@ export function parseEndpoint(value: string): URL | string {
   if (text === '') return 'is required';
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase();
   if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') return `must be host, host:port, https://host or http://host (not ${scheme}://)`;
+  // StackRox's validateIntegration parses every endpoint with Go's url.Parse (pkg/endpoints
+  // ValidateEndpoints), which refuses a malformed escape in the host, path or fragment; WHATWG's
+  // parser keeps it, and it would reach the SigV4 signer's decoding of the path.
+  if (malformedEscape(text)) return MALFORMED_ESCAPE;
   let url: URL;
   try {
     url = new URL(scheme === undefined ? `https://${text}` : text);
   } catch {
-    return 'is not a valid host, host:port or URL';
+    return INVALID_ENDPOINT;
   }
   if (url.username !== '' || url.password !== '') return 'must not contain credentials; use the username and password fields';
   if (url.search !== '' || url.hash !== '') return 'must not have a query string or fragment';
@@ -32,7 +41,79 @@ function withoutTrailingSlashes(path: string): string {
   return path.slice(0, end);
 }
 
-/** `host:port` for a gRPC endpoint (scanner V4), with or without a scheme. */
+// A `%` not followed by two hex digits outside the query (Go's url.Parse leaves the query's escapes
+// to be checked when it is read). A loop, not a regex, over client-sized text.
+function malformedEscape(text: string): boolean {
+  const query = text.indexOf('?');
+  const fragment = text.indexOf('#');
+  for (let i = text.indexOf('%'); i !== -1; i = text.indexOf('%', i + 1)) {
+    if (query !== -1 && i > query && (fragment === -1 || i < fragment)) continue;
+    if (!isHex(text.charCodeAt(i + 1)) || !isHex(text.charCodeAt(i + 2))) return true;
+  }
+  return false;
+}
+
+function isHex(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+}
+
+/**
+ * Go's net.SplitHostPort, which StackRox's scanner V4 client checks its addresses with
+ * (pkg/scannerv4/client/options.go validateOptions): the port is after the last colon, an IPv6
+ * host is bracketed. Its error as Go words it, without the address.
+ */
+export function splitHostPort(hostport: string): { host: string; port: string } | string {
+  const i = hostport.lastIndexOf(':');
+  if (i < 0) return 'missing port in address';
+  let host: string;
+  let j = 0;
+  let k = 0;
+  if (hostport[0] === '[') {
+    const end = hostport.indexOf(']');
+    if (end < 0) return "missing ']' in address";
+    if (end + 1 === hostport.length) return 'missing port in address';
+    if (end + 1 !== i) return hostport[end + 1] === ':' ? 'too many colons in address' : 'missing port in address';
+    host = hostport.slice(1, end);
+    j = 1;
+    k = end + 1;
+  } else {
+    host = hostport.slice(0, i);
+    if (host.includes(':')) return 'too many colons in address';
+  }
+  if (hostport.indexOf('[', j) >= 0) return "unexpected '[' in address";
+  if (hostport.indexOf(']', k) >= 0) return "unexpected ']' in address";
+  return { host, port: hostport.slice(i + 1) };
+}
+
+/**
+ * Why StackRox's validateIntegration refuses an endpoint, before it looks an id up (pkg/endpoints
+ * validate(): `localhost`, a loopback address, the metadata service), as this service's policy
+ * words it: here for what the name itself says, an address or a metadata name, with `allowPrivate`
+ * as the policy applies it; names that resolve to such addresses are refused when resolved.
+ */
+export function refusedBeforeLookup(hostname: string, allowPrivate: boolean): string | undefined {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  const byName = refusedName(host);
+  if (byName !== undefined) return `endpoint refused: ${byName}`;
+  const why =
+    isIP(host) !== 0 ? refusedAddress(host, allowPrivate) : host.toLowerCase() === 'localhost' && !allowPrivate ? 'localhost is a loopback name' : undefined;
+  return why === undefined ? undefined : `endpoint refused: ${why}; loopback, link-local and metadata addresses are not contacted`;
+}
+
+/**
+ * Whether a redirect is followed. On the same origin, always. From http to https on the same host
+ * name, when the request carries no credentials (no Authorization header): StackRox's registry
+ * client follows any redirect (Go's http.Client, stackrox/docker-registry-client), and an upgrade
+ * to TLS on the host the user named exposes nothing. Any other redirect is refused, so that
+ * credentials never go to another origin.
+ */
+export function followsRedirect(from: URL, to: URL, headers: Record<string, string> | undefined): boolean {
+  if (to.origin === from.origin) return true;
+  const credentials = Object.keys(headers ?? {}).some((name) => name.toLowerCase() === 'authorization');
+  return from.protocol === 'http:' && to.protocol === 'https:' && to.hostname === from.hostname && !credentials;
+}
+
+/** `host:port` for a gRPC endpoint (clairify's node scanner, scanner V4), with or without a scheme. */
 export function parseHostPort(value: string, defaultPort: number): { host: string; port: number } | string {
   const parsed = parseEndpoint(value);
   if (typeof parsed === 'string') return parsed;

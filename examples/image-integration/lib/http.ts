@@ -10,7 +10,7 @@ import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders, t
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
 import { rootCertificates } from 'node:tls';
-import { refusedAddress, refusedName } from './endpoint';
+import { followsRedirect, refusedAddress, refusedName } from './endpoint';
 
 export interface Limits {
   connectTimeout: number;
@@ -368,7 +368,7 @@ export interface RequestInit {
   signal?: AbortSignal;
 }
 
-/** One request; same-origin redirects (up to 3) are followed, others are a failure. */
+/** One request; same-origin redirects (up to 3) are followed, and http to https on the same host without credentials; others are a failure. */
 export async function fetchBounded(url: URL, init: RequestInit, limits: Limits): Promise<Reply> {
   let current = url;
   for (let hops = 0; ; hops++) {
@@ -381,8 +381,12 @@ export async function fetchBounded(url: URL, init: RequestInit, limits: Limits):
     } catch {
       return reply;
     }
-    if (next.origin !== current.origin) {
-      throw new NetworkFailure('redirect', `${current.host} redirected to another host (${next.host}); not followed, so credentials stay with the endpoint`);
+    // Same origin, or http to https on the same host without credentials (endpoint.ts followsRedirect).
+    if (!followsRedirect(current, next, init.headers)) {
+      throw new NetworkFailure(
+        'redirect',
+        `${current.host} redirected to another origin (${next.origin}); not followed, so credentials stay with the endpoint`,
+      );
     }
     if (hops === 3) throw new NetworkFailure('redirect', `${current.host} redirected more than 3 times`);
     current = next;

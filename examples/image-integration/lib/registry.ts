@@ -137,7 +137,8 @@ export async function checkRegistry(target: RegistryTarget, ctx: CheckContext): 
     const challenge = parseChallenge(reply.headers['www-authenticate']);
     if (challenge?.scheme === 'bearer' && challenge.params.realm) {
       const token = await fetchToken(challenge.params, target, ctx);
-      reply = await fetchBounded(url, { headers: { authorization: `Bearer ${token}` }, insecure, signal: ctx.signal }, ctx.limits);
+      // Where the challenge came from: after an http to https redirect, the token goes over TLS.
+      reply = await fetchBounded(reply.url, { headers: { authorization: `Bearer ${token}` }, insecure, signal: ctx.signal }, ctx.limits);
     }
   }
   if (reply.status >= 200 && reply.status < 300) return;
@@ -158,9 +159,15 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
   } catch {
     throw new TestFailure(`authentication: ${target.endpoint.host} named a token service that is not a URL`);
   }
-  if (realm.protocol !== 'https:' && !(realm.protocol === 'http:' && target.insecure)) {
+  // Where credentials may go (StackRox's client, stackrox/docker-registry-client TokenTransport, sends
+  // them to any realm): over https; over plain http to the registry's own origin, which already gets
+  // them that way; never over plain http to another origin. An anonymous token may come over plain
+  // http from elsewhere with insecure: true.
+  const credentials = target.username !== undefined && target.password !== undefined;
+  const ownOrigin = realm.origin === target.endpoint.origin;
+  if (realm.protocol !== 'https:' && !(realm.protocol === 'http:' && (ownOrigin || (target.insecure && !credentials)))) {
     throw new TestFailure(
-      `authentication: ${target.endpoint.host} named a token service over ${realm.protocol}//; credentials are sent there only over https, or with insecure: true`,
+      `authentication: ${target.endpoint.host} named a token service over ${realm.protocol}// at ${realm.host}, not its own origin; credentials go only over https, or over http to the registry's own origin`,
     );
   }
   if (params.service) realm.searchParams.set('service', params.service);

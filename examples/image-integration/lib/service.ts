@@ -2,7 +2,8 @@
 // answer {} or the gRPC-gateway error. Every text that leaves (answers, log lines) is redacted.
 import { isUtf8 } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context, Function as FunctionModule, Logger, RequestInfo } from 'funcrun';
+import { streamed, type BodyStream, type Context, type Function as FunctionModule, type Logger, type RequestInfo } from 'funcrun';
+import { admit, answeredMessage, errorAnswer, methodNotAllowed, readBody, wantsPretty } from './gateway';
 import { ecrLogin, ecrRegistry, type AwsSettings, type EcrConfig } from './ecr';
 import { checkGoogleScanner, type GoogleSettings } from './google';
 import { badRequest, grpcErrorBody, ServiceError, type FieldViolation } from './grpc';
@@ -10,6 +11,7 @@ import { NetworkFailure, type Limits } from './http';
 import { checkRegistry, TestFailure, type CheckContext, type RegistryTarget } from './registry';
 import { checkClairifyNodeScanner, checkHttpScanner, checkScannerV4, grpcTargets } from './scanners';
 import { MASK, maskSecrets, Redactor, secretValues } from './secrets';
+import { parseHostPort, refusedBeforeLookup as refusedEndpoint } from './endpoint';
 import { TYPES, createValidator, isSecretField, type Integration, type Validation } from './validate';
 import { CATEGORIES, CONFIG_NAMES, secretPaths, type Category } from './schema';
 
@@ -24,6 +26,11 @@ export interface ServiceOptions {
   maxConcurrentTests?: number;
   /** When set, requests need `Authorization: Bearer <apiToken>`. */
   apiToken?: string;
+  /**
+   * The largest request body read, in bytes (default 1 MiB); a longer one is a 429,
+   * RESOURCE_EXHAUSTED, as StackRox answers a message over its gRPC maximum.
+   */
+  maxRequestBytes?: number;
   aws: AwsSettings;
   /** Where Google's token endpoint and Container Analysis are (the Google scanner's test); defaults are Google's. */
   google?: GoogleSettings;
@@ -35,6 +42,9 @@ export const PATH = '/v1/imageintegrations/test';
 /** TestUpdatedImageIntegration: an UpdateImageIntegrationRequest, `{ config, updatePassword }`. */
 export const UPDATED_PATH = '/v1/imageintegrations/test/updated';
 
+/** The request body read at most by default: funcrun's own default body limit. */
+const DEFAULT_MAX_REQUEST_BYTES = 1_048_576;
+
 /** The longest `message` of a 400 for an invalid request (violations are capped too). */
 const MAX_MESSAGE = 4096;
 
@@ -45,10 +55,8 @@ export function createService(options: ServiceOptions): FunctionModule {
   const maxConcurrent = options.maxConcurrentTests ?? 32;
   let running = 0;
 
-  async function test(context: Context, body: unknown, update: boolean): Promise<object> {
-    accepted(context);
-    const text = bodyText(context, body);
-    const result = validate(body, { text, update });
+  async function test(context: Context, text: string, update: boolean): Promise<object> {
+    const result = validate(undefined, { text, update });
     const { request } = result;
     // Secrets are the secret fields, and anything in an ignored field (a mistyped `pasword`).
     // Guessed secrets (values of ignored fields) shorter than 4 characters would mask letters all
@@ -67,20 +75,23 @@ export function createService(options: ServiceOptions): FunctionModule {
     let others = result.ok ? [] : redactor.redactValue(result.violations);
     const listed = (violations: FieldViolation[]) => violations.map((v) => `${v.field}: ${v.description}`).join('; ');
     const cut = (message: string) => (message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 1)}…` : message);
-    // Both endpoints reconcile with the stored integration as StackRox does
-    // (reconcileUpdateImageIntegrationRequest; /test is /test/updated with updatePassword true),
-    // after validation and before anything is contacted: an id is looked up (this service stores
-    // none, so it is one StackRox would not know), and updatePassword false (or absent) asks for
-    // the stored credentials, which needs an id. Credentials sent beside such a request are never
-    // tested, and the credential fields it leaves out are not what is wrong with it.
-    if (!others.some((v) => v.field === 'updatePassword')) {
-      const updatePassword = update ? request.updatePassword : true;
-      const leftOut = new Set(missingCredentials(result, request.integration).map((field) => (update ? field : field.replace(/^config\./, ''))));
-      const rest = others.filter((v) => !leftOut.has(v.field));
+    // In StackRox's order (central/imageintegration/service/service_impl.go
+    // TestUpdatedImageIntegration; /test is /test/updated with updatePassword true): grpc-gateway's
+    // decoding and validateIntegration (a name, a category, no local endpoint, the IAM gate) come
+    // first; then reconcileUpdateImageIntegrationRequest looks an id up (this service stores none,
+    // so every id is one StackRox would not know: 404), and updatePassword false (or absent) asks
+    // for the stored credentials, which needs an id; then the factories check the configuration.
+    // So nothing is contacted for such a request, and the credentials it leaves out for the stored
+    // ones are not what is wrong with it.
+    if (result.ok || !result.beforeLookup) {
+      const refused = refusedBeforeLookup(request.integration, result.endpoints, options);
+      if (refused !== undefined) throw new ServiceError(400, redactor.redact(refused));
       const id = typeof request.integration.id === 'string' ? request.integration.id : '';
-      if (rest.length === 0 && id !== '') throw new ServiceError(404, `image integration ${JSON.stringify(redactor.redact(id))} not found: not found`);
-      if (rest.length === 0 && !updatePassword) throw new ServiceError(400, 'id required for stored credential reconciliation: invalid arguments');
-      if (!updatePassword) others = rest;
+      if (id !== '') throw new ServiceError(404, `image integration ${JSON.stringify(redactor.redact(id))} not found: not found`);
+      if (update && !request.updatePassword) throw new ServiceError(400, 'id required for stored credential reconciliation: invalid arguments');
+    } else if (update && !request.updatePassword) {
+      const leftOut = new Set(missingCredentials(result, request.integration));
+      others = others.filter((v) => !leftOut.has(v.field));
     }
     if (!result.ok) throw badRequest(cut(`invalid image integration: ${listed(others)}`), others);
     if (running >= maxConcurrent) {
@@ -109,14 +120,35 @@ export function createService(options: ServiceOptions): FunctionModule {
     }
   }
 
+  /**
+   * One route per path, for every method, as grpc-gateway holds them: POST runs the test, any other
+   * method is its 501 (methodNotAllowed). The body comes unread (funcrun's streamBody) and is read
+   * here as JSON whatever its media type, as the gateway reads it; an answer is pretty-printed when
+   * the request asks for it (wantsPretty).
+   */
+  const route = (update: boolean) =>
+    streamed(async (context: Context, body: BodyStream) => {
+      if (context.method !== 'POST') return errorAnswer(methodNotAllowed(), wantsPretty(context));
+      try {
+        return await test(context, bodyText(await readBody(body, maxRequestBytes)), update);
+      } catch (err) {
+        // A body funcrun refused while it was read is answered by funcrun, whatever is returned.
+        if (err instanceof ServiceError && body.refused === undefined && wantsPretty(context)) return errorAnswer(err, true, answeredMessage(err));
+        throw err;
+      }
+    });
+  const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+  const ownPaths = new Set([PATH, `${PATH}/`, UPDATED_PATH, `${UPDATED_PATH}/`]);
+
   return {
-    routes: {
-      [`POST ${PATH}`]: (context: Context, body: unknown) => test(context, body, false),
-      [`POST ${UPDATED_PATH}`]: (context: Context, body: unknown) => test(context, body, true),
-    },
+    routes: { [PATH]: route(false), [UPDATED_PATH]: route(true) },
     errorBody: grpcErrorBody,
     // Before funcrun reads the body, and for /metrics too: an unauthenticated caller costs nothing.
-    authorize: (request: RequestInfo) => authorize(firstHeader(request.headers.authorization)),
+    // Then what grpc-gateway refuses by the headers alone, before funcrun would answer it otherwise.
+    authorize: (request: RequestInfo) => {
+      authorize(firstHeader(request.headers.authorization));
+      if (ownPaths.has(request.path)) admit(request, maxRequestBytes);
+    },
     init({ log }: { log: Logger }) {
       if (options.apiToken === undefined) {
         log.warn(`IMAGE_INTEGRATION_API_TOKEN is not set: anyone who can reach POST ${PATH} may use it`);
@@ -128,6 +160,32 @@ export function createService(options: ServiceOptions): FunctionModule {
       }
     },
   };
+}
+
+/**
+ * What validateIntegration (service_impl.go) refuses beyond the body's own violations, before an id
+ * is looked up: an endpoint that names a local or metadata address (pkg/endpoints, here by this
+ * service's policy), and ECR's useIam where it is not allowed (validateIAMRoleCapability; here the
+ * operator's IMAGE_INTEGRATION_ALLOW_ECR_IAM). Names that resolve to such addresses are refused when
+ * they are resolved, as StackRox refuses only what the text says.
+ */
+function refusedBeforeLookup(integration: Record<string, unknown>, endpoints: Record<string, URL>, options: ServiceOptions): string | undefined {
+  const allowPrivate = options.limits.allowPrivate === true;
+  for (const url of Object.values(endpoints)) {
+    const why = refusedEndpoint(url.hostname, allowPrivate);
+    if (why !== undefined) return why;
+  }
+  const clairify = integration.clairify as Record<string, unknown> | undefined;
+  if (typeof clairify?.grpcEndpoint === 'string' && clairify.grpcEndpoint !== '') {
+    const parsed = parseHostPort(clairify.grpcEndpoint, 8443);
+    const why = typeof parsed === 'string' ? undefined : refusedEndpoint(parsed.host, allowPrivate);
+    if (why !== undefined) return why;
+  }
+  const ecr = integration.ecr as Record<string, unknown> | undefined;
+  if (ecr?.useIam === true && options.aws.allowIam !== true) {
+    return 'using container IAM role for ECR scanning is not available in this environment: useIam is not enabled on this service (the operator sets IMAGE_INTEGRATION_ALLOW_ECR_IAM=true)';
+  }
+  return undefined;
 }
 
 /**
@@ -154,20 +212,11 @@ function missingCredentials(result: Validation, integration: Record<string, unkn
   return anyFilled || alternative ? [] : paths.map((p) => `config.${p.join('.')}`);
 }
 
-/**
- * The body's text when funcrun passes it (a text or binary body, or `context.rawBody` with the
- * includeRaw option): then duplicate keys are found as protojson finds them. `undefined` when the
- * body came parsed (JSON.parse keeps the last of duplicate keys); a missing body is an empty text.
- */
-// What grpc-gateway reads as JSON: a JSON type, or a body sent as text or bytes without one.
-const JSON_BODIES = new Set(['application/json', 'text/plain', 'application/octet-stream']);
-
-/** The service speaks JSON only: anything else is a 415 that echoes nothing, and it is no CloudEvent receiver. */
-function accepted(context: Context): void {
-  // A batch stops at its first event's error: a batch of thousands never runs thousands of tests.
-  if (context.cloudevent !== undefined) throw new ServiceError(415, 'this API takes an ImageIntegration as JSON, not CloudEvents');
-  const type = context.contentType;
-  if (type !== undefined && !JSON_BODIES.has(type) && !type.endsWith('+json')) throw new ServiceError(415, 'the request body must be JSON (application/json)');
+/** The body as text: the bytes must be UTF-8 (protojson refuses anything else); a BOM is dropped. */
+function bodyText(bytes: Buffer): string {
+  if (!isUtf8(bytes)) throw badRequest('the request body is not valid UTF-8', [{ field: '(body)', description: 'must be UTF-8 JSON' }]);
+  const text = bytes.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 // The service's own words (config names, types, categories): a value equal to one is no secret, and
@@ -184,20 +233,6 @@ function guessable(value: string): boolean {
 
 function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-function bodyText(context: Context, body: unknown): string | undefined {
-  // funcrun gives a JSON body's raw text as a string (checked UTF-8 already); bytes otherwise.
-  const raw = context.rawBody;
-  const text = typeof raw === 'string' ? raw : raw !== undefined && isUtf8(raw) ? raw.toString('utf8') : undefined;
-  if (text !== undefined) return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  if (Buffer.isBuffer(body)) {
-    if (!isUtf8(body)) throw badRequest('the request body is not valid UTF-8', [{ field: '(body)', description: 'must be UTF-8 JSON' }]);
-    return body.toString('utf8');
-  }
-  if (typeof body === 'string') return body;
-  if (body === undefined) return '';
-  return undefined;
 }
 
 // Known failures become a 400 with a redacted message; anything else is logged redacted and

@@ -27,6 +27,16 @@ function encode(value: string): string {
   return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
+// A segment's escapes decoded; one with a malformed escape is taken as it is, never a URIError (an
+// integration's endpoint with one is refused before, as Go's url.Parse refuses it: endpoint.ts).
+function unescaped(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /** The headers to send: the given ones, plus host, x-amz-date, x-amz-security-token and authorization. */
 export function signV4(input: SignInput): Record<string, string> {
   const now = input.now ?? new Date();
@@ -52,7 +62,7 @@ export function signV4(input: SignInput): Record<string, string> {
   const path =
     input.url.pathname
       .split('/')
-      .map((segment) => encode(decodeURIComponent(segment)))
+      .map((segment) => encode(unescaped(segment)))
       .join('/') || '/';
   const canonicalRequest = [input.method.toUpperCase(), path, query, canonicalHeaders, signedHeaders, sha256(input.body ?? '')].join('\n');
   const scope = `${day}/${input.region}/${input.service}/aws4_request`;

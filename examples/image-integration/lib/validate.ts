@@ -1,7 +1,7 @@
 // Validation before any network call: the body decoded as StackRox decodes it (request-decode.ts:
 // protojson with unknown fields ignored), then every problem at once, each with its field.
 import { CONFIG_NAMES, schema, secretPaths, updateSchema, type Category, type ConfigName } from './schema';
-import { parseEndpoint, parseHostPort } from './endpoint';
+import { INVALID_ENDPOINT, MALFORMED_ESCAPE, parseEndpoint, parseHostPort, splitHostPort } from './endpoint';
 import type { FieldViolation } from './grpc';
 import { decodeMessage, nearMisses, quoteName, type Decoded } from './request-decode';
 import { fromParsed, parseRequestJson, RequestSyntaxError, type JsonNode } from './request-json';
@@ -53,7 +53,23 @@ export interface Request {
   ignoredStrings: string[];
 }
 
-export type Validation = ({ ok: true; integration: Integration } | { ok: false; violations: FieldViolation[] }) & { request: Request };
+export type Validation = (
+  | { ok: true; integration: Integration }
+  | {
+      ok: false;
+      violations: FieldViolation[];
+      /**
+       * Some violation is one StackRox finds before it looks the integration's id up: grpc-gateway's
+       * decoding, or validateIntegration's own rules (a name, a category, an endpoint Go's url.Parse
+       * refuses). The others are its registry and scanner factories', which come after the lookup.
+       */
+      beforeLookup: boolean;
+    }
+) & {
+  request: Request;
+  /** The endpoints that parsed, by field path (`docker.endpoint`), valid request or not. */
+  endpoints: Record<string, URL>;
+};
 
 export interface ValidateOptions {
   /** The body's text, when known: then duplicate keys are seen (JSON.parse hides them). */
@@ -79,10 +95,10 @@ export function createValidator(): (body: unknown, options?: ValidateOptions) =>
       tree = options.text !== undefined ? parseRequestJson(options.text) : fromParsed(body);
     } catch (err) {
       if (!(err instanceof RequestSyntaxError)) throw err;
-      return { ok: false, violations: [{ field: '(body)', description: err.message }], request: empty };
+      return { ok: false, violations: [{ field: '(body)', description: err.message }], beforeLookup: true, request: empty, endpoints: {} };
     }
     if (tree.kind !== 'object') {
-      return { ok: false, violations: [{ field: '(body)', description: 'must be a JSON object' }], request: empty };
+      return { ok: false, violations: [{ field: '(body)', description: 'must be a JSON object' }], beforeLookup: true, request: empty, endpoints: {} };
     }
     const decoded = decodeMessage(tree, update ? updateSchema : schema);
     const prefix = update ? 'config.' : '';
@@ -94,23 +110,31 @@ export function createValidator(): (body: unknown, options?: ValidateOptions) =>
       ignoredStrings: decoded.ignoredStrings,
     };
 
-    // One violation per field: the first problem found with it.
+    // One violation per field: the first problem found with it. `early`: one StackRox finds before
+    // it looks the id up (service_impl.go TestUpdatedImageIntegration: grpc-gateway decodes the
+    // body, validateIntegration checks it, reconcileUpdateImageIntegrationRequest looks the id up,
+    // then the registry and scanner factories check their configurations).
     const violations: FieldViolation[] = [];
     const bad = new Set<string>();
-    const add = (field: string, description: string) => {
+    let beforeLookup = false;
+    const add = (field: string, description: string, early = false) => {
       if (bad.has(field)) return;
       bad.add(field);
+      beforeLookup ||= early;
       violations.push({ field, description: description + nearMissNote(decoded, field, description) });
     };
-    for (const v of decoded.violations) add(v.field, v.description);
+    for (const v of decoded.violations) add(v.field, v.description, true);
     const at = (field: string) => prefix + field;
-    if (update && decoded.value.config === undefined && !bad.has('config')) add('config', 'is required: the ImageIntegration to test');
+    if (update && decoded.value.config === undefined && !bad.has('config')) add('config', 'is required: the ImageIntegration to test', true);
 
+    // validateIntegration (central/imageintegration/service/service_impl.go): `request.GetName() == ""`,
+    // so a name of spaces is a name, and is tested.
     const name = value.name;
-    if (typeof name !== 'string' || name.trim() === '') add(at('name'), 'is required');
+    if (typeof name !== 'string' || name === '') add(at('name'), 'is required', true);
 
     const categories = Array.isArray(value.categories) ? (value.categories as Category[]) : [];
-    if (categories.length === 0 && !violations.some((v) => v.field.startsWith(at('categories')))) add(at('categories'), 'at least one category is required');
+    if (categories.length === 0 && !violations.some((v) => v.field.startsWith(at('categories'))))
+      add(at('categories'), 'at least one category is required', true);
 
     const present = CONFIG_NAMES.filter((config) => value[config] !== undefined);
     if (present.length === 0 && !CONFIG_NAMES.some((c) => bad.has(at(c)))) add(at('(config)'), `exactly one of ${CONFIG_NAMES.join(', ')} is required`);
@@ -136,22 +160,23 @@ export function createValidator(): (body: unknown, options?: ValidateOptions) =>
       requireFields(
         { configName, type: String(type), categories },
         value[configName] as Config,
-        (field, description) => add(at(field), description),
+        (field, description, early) => add(at(field), description, early),
         endpoints,
       );
     }
-    if (violations.length > 0) return { ok: false, violations: capped(violations), request };
+    if (violations.length > 0) return { ok: false, violations: capped(violations), beforeLookup, request, endpoints };
     return {
       ok: true,
       integration: {
-        name: (name as string).trim(),
+        name: name as string,
         type: type as string,
         categories: [...new Set(categories)],
         configName,
-        config: value[configName] as Config,
+        config: testedConfig(configName, value[configName] as Config),
         endpoints,
       },
       request,
+      endpoints,
     };
   };
 }
@@ -193,7 +218,7 @@ const filled = (value: unknown): boolean => typeof value === 'string' && value.t
 function requireFields(
   { configName, type, categories }: { configName: ConfigName; type: string; categories: Category[] },
   config: Config,
-  add: (field: string, description: string) => void,
+  add: (field: string, description: string, early?: boolean) => void,
   endpoints: Record<string, URL>,
 ): void {
   const at = (field: string) => `${configName}.${field}`;
@@ -207,7 +232,9 @@ function requireFields(
       return;
     }
     const parsed = parseEndpoint(value as string);
-    if (typeof parsed === 'string') add(at(field), parsed);
+    // What Go's url.Parse refuses too is refused by validateIntegration (pkg/endpoints
+    // ValidateEndpoints), before the id is looked up; the rest by the factories, after it.
+    if (typeof parsed === 'string') add(at(field), parsed, parsed === INVALID_ENDPOINT || parsed === MALFORMED_ESCAPE);
     else endpoints[at(field)] = parsed;
   };
   const pair = (user: string, password: string) => {
@@ -272,31 +299,41 @@ function requireFields(
       need('apiKey');
       break;
     case 'ecr': {
-      need('registryId');
-      need('region');
+      // pkg/registries/ecr/ecr.go sanitizeConfiguration, with its `== ""` tests (a key of spaces is a
+      // key): authorizationData is dropped when access keys, useIam or useAssumeRole are set too;
+      // kept, it needs a username, a password and expiresAt; else access keys unless useIam, and
+      // useAssumeRole needs a role and no endpoint.
+      const given = (field: string) => typeof config[field] === 'string' && config[field] !== '';
+      if (!given('registryId')) add(at('registryId'), 'is required');
+      if (!given('region')) add(at('region'), 'is required');
       endpoint('endpoint', { required: false });
-      const data = config.authorizationData;
+      const data = dropsAuthorizationData(config) ? undefined : config.authorizationData;
       if (isObject(data)) {
-        if (!filled(data.username)) add(`${configName}.authorizationData.username`, 'is required with authorizationData');
-        if (!filled(data.password)) add(`${configName}.authorizationData.password`, 'is required with authorizationData');
-      } else if (config.useIam !== true) {
-        need('accessKeyId', 'is required unless useIam or authorizationData');
-        need('secretAccessKey', 'is required unless useIam or authorizationData');
+        const inData = (field: string, why: string) => {
+          if (typeof data[field] !== 'string' || data[field] === '') add(`${configName}.authorizationData.${field}`, why);
+        };
+        inData('username', 'is required with authorizationData');
+        inData('password', 'is required with authorizationData');
+        inData('expiresAt', 'is required with authorizationData: when the token expires');
+      } else {
+        if (config.useIam !== true) {
+          if (!given('accessKeyId')) add(at('accessKeyId'), 'is required unless useIam or authorizationData');
+          if (!given('secretAccessKey')) add(at('secretAccessKey'), 'is required unless useIam or authorizationData');
+        }
+        if (config.useAssumeRole === true) {
+          if (given('endpoint')) add(at('endpoint'), 'AssumeRole cannot be done with an endpoint defined');
+          if (!given('assumeRoleId')) add(at('assumeRoleId'), "is required with useAssumeRole: the name of the role in the registry's account");
+        }
       }
-      if (config.useAssumeRole === true) {
-        need('assumeRoleId', "is required with useAssumeRole: the name of the role in the registry's account");
-        // ecr.go sanitizeConfiguration: the role is assumed through AWS's own STS, not beside an endpoint.
-        if (filled(config.endpoint)) add(at('endpoint'), 'AssumeRole cannot be done with an endpoint defined');
-      }
-      if (filled(config.region) && !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(config.region as string)) add(at('region'), 'is not an AWS region, such as us-east-1');
-      if (filled(config.registryId) && !/^\d{12}$/.test(config.registryId as string)) add(at('registryId'), 'must be a 12-digit AWS account id');
+      if (given('region') && !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(config.region as string)) add(at('region'), 'is not an AWS region, such as us-east-1');
+      if (given('registryId') && !/^\d{12}$/.test(config.registryId as string)) add(at('registryId'), 'must be a 12-digit AWS account id');
       break;
     }
     case 'clairify':
       endpoint('endpoint');
       if (filled(config.grpcEndpoint)) {
         const parsed = parseHostPort(config.grpcEndpoint as string, 8443);
-        if (typeof parsed === 'string') add(at('grpcEndpoint'), parsed);
+        if (typeof parsed === 'string') add(at('grpcEndpoint'), parsed, parsed === INVALID_ENDPOINT || parsed === MALFORMED_ESCAPE);
       }
       break;
     case 'clair':
@@ -304,15 +341,44 @@ function requireFields(
       endpoint('endpoint');
       break;
     case 'scannerV4':
-      // Empty is StackRox's in-cluster default (scannerv4.go), which the check then contacts.
-      for (const field of ['indexerEndpoint', 'matcherEndpoint']) {
-        if (filled(config[field])) {
-          const parsed = parseHostPort(config[field] as string, 8443);
+      // Empty is StackRox's in-cluster default (scannerv4.go newScanner), which the check then
+      // contacts. Given, each is `[host]:port`, as pkg/scannerv4/client/options.go validateOptions
+      // checks with net.SplitHostPort: no port, or a scheme (`https://host:8443` has too many
+      // colons), is a 400 before anything is contacted. The port must be a number here, since the
+      // check dials it (`https://host` splits as host `https`, port `//host`, which gRPC cannot dial).
+      for (const [field, role] of [
+        ['indexerEndpoint', 'indexer'],
+        ['matcherEndpoint', 'matcher'],
+      ]) {
+        const value = config[field];
+        if (typeof value !== 'string' || value === '') continue;
+        const split = splitHostPort(value);
+        if (typeof split === 'string') add(at(field), `invalid ${role} address (want [host]:port): ${split}`);
+        else if (!/^\d{1,5}$/.test(split.port) || Number(split.port) > 65535)
+          add(at(field), `invalid ${role} address (want [host]:port): port '${split.port}' is not a number from 0 to 65535`);
+        else {
+          const parsed = parseHostPort(value, 8443);
           if (typeof parsed === 'string') add(at(field), parsed);
         }
       }
       break;
   }
+}
+
+/**
+ * ecr.go sanitizeConfiguration: "Erase authorization data if any other auth mechanism was set."
+ * The decoded request keeps it (its password is still a secret to mask); the config tested does not.
+ */
+function dropsAuthorizationData(config: Config): boolean {
+  const given = (value: unknown) => typeof value === 'string' && value !== '';
+  return config.useIam === true || given(config.accessKeyId) || given(config.secretAccessKey) || config.useAssumeRole === true;
+}
+
+/** The configuration the test uses: ECR's without the authorizationData StackRox erases. */
+function testedConfig(configName: ConfigName, config: Config): Config {
+  if (configName !== 'ecr' || config.authorizationData === undefined || !dropsAuthorizationData(config)) return config;
+  const { authorizationData: _dropped, ...rest } = config;
+  return rest;
 }
 
 function isServiceAccount(text: string): boolean {

@@ -185,14 +185,65 @@ describe('ECR', () => {
   });
 
   it('authorizationData logs in directly; an expired one is refused', async () => {
-    assert.equal((await service.test(ecr({ authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD } }))).status, 200);
-    const wrong = await service.test(ecr({ authorizationData: { username: 'AWS', password: 'stale-ecr-password' } }));
+    const later = '2099-01-01T00:00:00Z';
+    assert.equal((await service.test(ecr({ authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD, expiresAt: later } }))).status, 200);
+    const wrong = await service.test(ecr({ authorizationData: { username: 'AWS', password: 'stale-ecr-password', expiresAt: later } }));
     assert.equal(wrong.status, 400);
     assert.match(wrong.json.message, /rejected the credentials/);
     assertNoSecret(assert, wrong, service.log, ['stale-ecr-password']);
     const expired = await service.test(ecr({ authorizationData: { username: 'AWS', password: REGISTRY_PASSWORD, expiresAt: '2020-01-01T00:00:00Z' } }));
     assert.equal(expired.status, 400);
     assert.match(expired.json.message, /authorizationData expired at 2020-01-01T00:00:00Z/);
+  });
+
+  // ecr.go sanitizeConfiguration.
+  it('without access keys, authorizationData needs expiresAt: a 400 before anything is contacted', async () => {
+    const tokens = bodies.length;
+    const res = await service.test(ecr({ authorizationData: { username: 'AWS', password: 'no-expiry-ecr-password' } }));
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json.details[0].fieldViolations, [
+      { field: 'ecr.authorizationData.expiresAt', description: 'is required with authorizationData: when the token expires' },
+    ]);
+    assert.equal(bodies.length, tokens);
+    assertNoSecret(assert, res, service.log, ['no-expiry-ecr-password']);
+  });
+
+  it('authorizationData is dropped when access keys are given: the keys get the token, the authorizationData is never sent', async () => {
+    const tokens = bodies.length;
+    const res = await service.test(
+      ecr({
+        accessKeyId: 'AKIAREALKEY',
+        secretAccessKey: KEYS.AKIAREALKEY,
+        authorizationData: { username: 'AWS', password: 'dropped-ecr-password', expiresAt: '2020-01-01T00:00:00Z' },
+      }),
+    );
+    assert.equal(res.status, 200, res.text);
+    assert.equal(bodies.length, tokens + 1, 'GetAuthorizationToken was called');
+    // Not used, still a secret: masked in the log line of the request.
+    assertNoSecret(assert, res, service.log, ['dropped-ecr-password']);
+    const incomplete = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, authorizationData: { username: 'AWS' } }));
+    assert.equal(incomplete.status, 200, incomplete.text);
+  });
+
+  it('an endpoint with a malformed % escape is a 400, never a 500, and no AWS call is made', async () => {
+    const tokens = bodies.length;
+    for (const endpoint of ['vpce.example.com/%zz', 'https://vpce.example.com/a%2', 'https://vpce%.example.com']) {
+      const res = await service.test(ecr({ accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY, endpoint }));
+      assert.equal(res.status, 400, `${endpoint}: ${res.text}`);
+      assert.deepEqual(res.json.details[0].fieldViolations, [
+        { field: 'ecr.endpoint', description: 'has a malformed percent-escape (a % must be followed by two hex digits)' },
+      ]);
+    }
+    assert.equal(bodies.length, tokens);
+    // The signer itself never throws on one (an operator's override could hold it).
+    const headers = signV4({
+      method: 'POST',
+      url: new URL('https://vpce.example.com/%zz'),
+      region: 'us-east-1',
+      service: 'ecr',
+      credentials: { accessKeyId: 'a', secretAccessKey: 's' },
+    });
+    assert.match(headers.authorization, /^AWS4-HMAC-SHA256 /);
   });
 
   it("useIam uses this service's own credentials, and says so when it has none", async () => {

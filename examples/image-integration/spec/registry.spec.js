@@ -3,7 +3,8 @@
 // against peers that misbehave.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { startRegistry, startPeer, startSilent, freePort } = require('./peers');
+const https = require('node:https');
+const { startRegistry, startPeer, startSilent, freePort, certificate, scratch } = require('./peers');
 const { startService, assertNoSecret } = require('./service');
 
 const PASSWORD = 'Corr3ct-H0rse-Battery';
@@ -81,7 +82,9 @@ describe('docker registry with token auth', () => {
   let registry;
   let service;
   before(async () => {
+    // Over TLS: the token server is another origin, where credentials go over https only.
     registry = await startRegistry({
+      tls: true,
       auth: 'token',
       users: { alice: PASSWORD, iamapikey: 'ibm-api-key-0123', $oauthtoken: 'quay-oauth-token', 'org+robot': 'robot-token-xyz', _json_key: '' },
     });
@@ -345,7 +348,7 @@ describe('network failures, each with its own message', () => {
     try {
       const res = await service.test(docker(redirecting.url));
       assert.equal(res.status, 400);
-      assert.match(res.json.message, /redirected to another host \(localhost:\d+\); not followed/);
+      assert.match(res.json.message, /redirected to another origin \(http:\/\/localhost:\d+\); not followed/);
       assert.equal(other.received.length, 0);
     } finally {
       await other.close();
@@ -368,6 +371,130 @@ describe('network failures, each with its own message', () => {
     } finally {
       await peer.close();
     }
+  });
+
+  // stackrox/docker-registry-client follows any redirect (Go's http.Client) and takes a token from
+  // any realm; here an upgrade to https on the same host, and a realm on the registry's own origin.
+  describe('http to https on the same host, and token realms', () => {
+    /** An HTTPS peer with a self-signed certificate for 127.0.0.1 (the specs send insecure: true). */
+    async function startTlsPeer(handler) {
+      const { keyPem, certPem } = certificate(scratch('funcrun-tls-peer-'));
+      const received = [];
+      const server = https.createServer({ key: keyPem, cert: certPem }, (req, res) => {
+        received.push({ url: req.url, headers: req.headers });
+        handler(req, res);
+      });
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address();
+      return { url: `https://127.0.0.1:${port}`, port, received, close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))) };
+    }
+    const anonymous = (endpoint) => docker(endpoint, { username: '', password: '' });
+
+    it('an http to https redirect on the same host is followed when no credentials are sent', async () => {
+      const secure = await startTlsPeer((req, res) => res.end('{}'));
+      const plain = await startPeer((req, res) => {
+        res.writeHead(301, { location: `${secure.url}${req.url}` });
+        res.end();
+      });
+      try {
+        const res = await service.test(anonymous(plain.url));
+        assert.equal(res.status, 200, res.text);
+        assert.deepEqual(
+          secure.received.map((r) => [r.url, r.headers.authorization]),
+          [['/v2/', undefined]],
+        );
+      } finally {
+        await Promise.all([secure.close(), plain.close()]);
+      }
+    });
+
+    it('with credentials the same redirect is not followed: they go to the origin named, over the scheme typed', async () => {
+      const secure = await startTlsPeer((req, res) => res.end('{}'));
+      const plain = await startPeer((req, res) => {
+        res.writeHead(301, { location: `${secure.url}${req.url}` });
+        res.end();
+      });
+      try {
+        const res = await service.test(docker(plain.url));
+        assert.equal(res.status, 400);
+        assert.match(res.json.message, /redirected to another origin \(https:\/\/127\.0\.0\.1:\d+\); not followed/);
+        assert.equal(secure.received.length, 0);
+      } finally {
+        await Promise.all([secure.close(), plain.close()]);
+      }
+    });
+
+    it('https to http, and http to https on another host, are not followed even without credentials', async () => {
+      const plainTarget = await startPeer((req, res) => res.end('{}'));
+      const secure = await startTlsPeer((req, res) => {
+        res.writeHead(302, { location: `${plainTarget.url}/v2/` });
+        res.end();
+      });
+      const plain = await startPeer((req, res) => {
+        res.writeHead(302, { location: `https://localhost:${secure.port}/v2/` });
+        res.end();
+      });
+      try {
+        const down = await service.test(anonymous(secure.url));
+        assert.equal(down.status, 400);
+        assert.match(down.json.message, /redirected to another origin \(http:\/\/127\.0\.0\.1:\d+\)/);
+        const elsewhere = await service.test(anonymous(plain.url));
+        assert.equal(elsewhere.status, 400);
+        assert.match(elsewhere.json.message, /redirected to another origin \(https:\/\/localhost:\d+\)/);
+        assert.equal(plainTarget.received.length, 0);
+        assert.equal(secure.received.length, 1, 'only the redirecting request');
+      } finally {
+        await Promise.all([secure.close(), plain.close(), plainTarget.close()]);
+      }
+    });
+
+    /** A registry on plain http whose token service is at `realm(url)`; it accepts the token `issued`. */
+    async function startTokenRegistry(realm) {
+      const peer = await startPeer((req, res) => {
+        if (req.url.startsWith('/token')) {
+          const ok = req.headers.authorization === `Basic ${Buffer.from(`alice:${PASSWORD}`).toString('base64')}`;
+          res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify(ok ? { token: 'issued-token' } : { details: 'denied' }));
+        }
+        if (req.headers.authorization === 'Bearer issued-token') return res.end('{}');
+        res.writeHead(401, { 'www-authenticate': `Bearer realm="${realm(peer.url)}",service="spec"`, 'content-type': 'application/json' });
+        res.end('{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}');
+      });
+      return peer;
+    }
+
+    it("a plain-http token realm on the registry's own origin is accepted, with and without insecure", async () => {
+      const registry = await startTokenRegistry((url) => `${url}/token`);
+      try {
+        for (const insecure of [true, false]) {
+          const res = await service.test(docker(registry.url, { insecure }));
+          assert.equal(res.status, 200, res.text);
+        }
+        assert.ok(registry.received.some((r) => r.url === '/token?service=spec' && r.headers.authorization?.startsWith('Basic ')));
+      } finally {
+        await registry.close();
+      }
+    });
+
+    it('a plain-http token realm on another origin never gets credentials, even with insecure; an anonymous token may come from it with insecure', async () => {
+      const tokens = await startPeer((req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ token: 'issued-token' }));
+      });
+      const registry = await startTokenRegistry(() => `${tokens.url}/token`);
+      try {
+        const res = await service.test(docker(registry.url));
+        assert.equal(res.status, 400);
+        assert.match(res.json.message, /^authentication: 127\.0\.0\.1:\d+ named a token service over http:\/\/ at 127\.0\.0\.1:\d+, not its own origin/);
+        assert.equal(tokens.received.length, 0, 'the credentials went nowhere');
+        const open = await service.test(anonymous(registry.url));
+        assert.equal(open.status, 200, open.text);
+        assert.equal(tokens.received.length, 1);
+        assert.equal(tokens.received[0].headers.authorization, undefined);
+      } finally {
+        await Promise.all([registry.close(), tokens.close()]);
+      }
+    });
   });
 
   it('artifactory and nexus are checked on /v2/_catalog, where anonymous pings do not pass', async () => {
@@ -401,10 +528,12 @@ describe('endpoint policy', () => {
     await registry.close();
   });
 
-  it('loopback is refused by default, by address and by a name that resolves to it', async () => {
+  // By the name localhost before it is resolved, as StackRox's validateIntegration refuses it (pkg/endpoints
+  // validate()); other names that resolve to loopback: network.spec.js.
+  it('loopback is refused by default, by address and by the name localhost', async () => {
     for (const [endpoint, pattern] of [
       [registry.url, /^endpoint refused: 127\.0\.0\.1 is a loopback address/],
-      [`http://localhost:${registry.port}`, /^endpoint refused: localhost resolves to 127\.0\.0\.1 is a loopback address/],
+      [`http://localhost:${registry.port}`, /^endpoint refused: localhost is a loopback name/],
       ['http://[::1]:5000', /^endpoint refused: ::1 is a loopback address/],
     ]) {
       const res = await service.test(docker(endpoint));

@@ -32,8 +32,8 @@ describe('request semantics over HTTP', () => {
   let clair; // a peer following Clair's API
   let indexer;
   let matcher;
-  let service; // bodies reach the function parsed (funcrun's default)
-  let raw; // with includeRaw: the function reads the text itself
+  let service; // the function reads every body's text itself (funcrun hands it over unread)
+  let raw; // with funcrun's includeRaw, which changes nothing for it
   before(async () => {
     registry = await startRegistry({ auth: 'htpasswd', users: { alice: PASSWORD }, tls: true });
     clair = await startPeer((req, res) => {
@@ -160,6 +160,83 @@ describe('request semantics over HTTP', () => {
       assert.equal(typed.status, 400);
       assert.deepEqual(fields(typed), ['updatePassword']);
       assert.match(typed.json.message, /^invalid image integration: updatePassword: must be true or false, not a string$/);
+    });
+
+    // service_impl.go TestUpdatedImageIntegration: validateIntegration, then the id's lookup, then
+    // the registry and scanner factories' checks.
+    it('an unknown id is looked up before the registry checks: an empty endpoint, quay with a robot and a token, or type "Docker" is a 404', async () => {
+      const seen = clair.received.length;
+      for (const config of [
+        { ...dockerForm().config, id: ID, docker: { endpoint: '', username: 'alice', password: PASSWORD } },
+        {
+          id: ID,
+          name: 'quay',
+          type: 'quay',
+          categories: ['REGISTRY'],
+          quay: { endpoint: 'quay.io', oauthToken: 'a-token', registryRobotCredentials: { username: 'org+bot', password: PASSWORD } },
+        },
+        { ...dockerForm().config, id: ID, type: 'Docker' },
+        { id: ID, name: 'no config', categories: ['SCANNER'] },
+        { id: ID, name: 'clair', type: 'clair', categories: ['REGISTRY'], clair: { endpoint: clair.url } },
+      ]) {
+        for (const updatePassword of [true, false]) {
+          const res = await post(service, UPDATED, { config, updatePassword });
+          assert.equal(res.status, 404, `${JSON.stringify(config)}: ${res.text}`);
+          assert.equal(res.json.message, `image integration "${ID}" not found: not found`);
+          assertNoSecret(assert, res, service.log, [PASSWORD, 'a-token']);
+        }
+      }
+      assert.equal(clair.received.length, seen, 'nothing was contacted');
+    });
+
+    it("an unknown id comes after validateIntegration's rules: an empty name, no category, a loopback endpoint or one Go's url.Parse refuses is a 400", async () => {
+      const strict = await startService({ limits: { allowPrivate: false } });
+      try {
+        const config = (changes, docker = {}) => ({ ...dockerForm().config, id: ID, ...changes, docker: { ...dockerForm().config.docker, ...docker } });
+        for (const [body, pattern] of [
+          [config({ name: '' }), /^invalid image integration: config\.name: is required$/],
+          [config({ categories: [] }), /^invalid image integration: config\.categories: at least one category is required$/],
+          [config({}, { endpoint: 'http://127.0.0.1:5000' }), /^endpoint refused: 127\.0\.0\.1 is a loopback address/],
+          [config({}, { endpoint: '[::1]:5000' }), /^endpoint refused: ::1 is a loopback address/],
+          [config({}, { endpoint: 'localhost:5000', password: '' }), /^endpoint refused: localhost is a loopback name/],
+          [config({}, { endpoint: 'registry.example.com/v2/%zz' }), /config\.docker\.endpoint: has a malformed percent-escape/],
+          [config({}, { endpoint: 'registry example.com' }), /config\.docker\.endpoint: is not a valid host, host:port or URL/],
+          [
+            {
+              id: ID,
+              name: 'c',
+              type: 'clairify',
+              categories: ['NODE_SCANNER'],
+              clairify: { endpoint: 'scanner.example.com', grpcEndpoint: '127.0.0.2:8443' },
+            },
+            /^endpoint refused: 127\.0\.0\.2 is a loopback address/,
+          ],
+        ]) {
+          const res = await post(strict, UPDATED, { config: body, updatePassword: true });
+          assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+          assert.equal(res.json.code, 3);
+          assert.match(res.json.message, pattern);
+        }
+        // Without an id the same refusal answers, before the factories' own violations.
+        const noId = await post(strict, TEST, { ...dockerForm().config, type: 'Docker', docker: { endpoint: '127.0.0.1:5000' } });
+        assert.equal(noId.status, 400);
+        assert.match(noId.json.message, /^endpoint refused: 127\.0\.0\.1 is a loopback address/);
+      } finally {
+        await strict.close();
+      }
+    });
+
+    it('useIam where the operator has not allowed it is refused before the id is looked up (validateIAMRoleCapability)', async () => {
+      const config = { id: ID, name: 'ecr', type: 'ecr', categories: ['REGISTRY'], ecr: { registryId: '123456789012', region: 'us-east-1', useIam: true } };
+      const res = await post(service, UPDATED, { config, updatePassword: true });
+      assert.equal(res.status, 400);
+      assert.match(res.json.message, /^using container IAM role for ECR scanning is not available in this environment: .*IMAGE_INTEGRATION_ALLOW_ECR_IAM/);
+    });
+
+    it('updatePassword false without an id is "id required" before the configuration is checked', async () => {
+      const res = await post(service, UPDATED, { config: { ...dockerForm().config, type: 'Docker', docker: { endpoint: '' } }, updatePassword: false });
+      assert.equal(res.status, 400);
+      assert.equal(res.json.message, 'id required for stored credential reconciliation: invalid arguments');
     });
 
     it('updatePassword true without an id tests config like /test; violations carry config. paths', async () => {
@@ -398,7 +475,7 @@ describe('request semantics over HTTP', () => {
       assert.deepEqual(line.ignored.sort(), ['ClusterId', 'quay.oauth_token']);
     });
 
-    it('a field given twice, or by both of its names, is a 400 (duplicate) when the body is read as text', async () => {
+    it("a field given twice, or by both of its names, is a 400 (duplicate), whatever the media type and funcrun's includeRaw", async () => {
       const cases = [
         ['{"name":"a","name":"b","type":"clair","categories":["SCANNER"],"clair":{"endpoint":"clair.example.com"}}', 'name', 'duplicate field "name"'],
         [
@@ -410,8 +487,9 @@ describe('request semantics over HTTP', () => {
         ['{"name":"a","name":null,"type":"clair","categories":["SCANNER"],"clair":{"endpoint":"clair.example.com"}}', 'name', 'duplicate field "name"'],
       ];
       for (const [text, field, description] of cases) {
-        // includeRaw, or a body funcrun leaves as text (text/plain): the function sees every key.
+        // The function reads the text itself: it sees every key, as protojson does.
         for (const [target, type] of [
+          [service, 'application/json'],
           [raw, 'application/json'],
           [service, 'text/plain'],
         ]) {

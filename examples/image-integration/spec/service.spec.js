@@ -36,7 +36,7 @@ describe('bounds', () => {
 });
 
 describe('routes', () => {
-  it('POST /v1/imageintegrations/test and /test/updated are served; other methods answer 405 in the gRPC shape', async () => {
+  it('POST /v1/imageintegrations/test and /test/updated are served; other methods answer 501, code 12, as grpc-gateway answers a method it has no route for', async () => {
     const service = await startService();
     try {
       const body = { name: 'c', type: 'clair', categories: ['SCANNER'], clair: { endpoint: '' } };
@@ -48,9 +48,12 @@ describe('routes', () => {
         body: JSON.stringify({ config: body, updatePassword: true }),
       });
       assert.deepEqual(updated.json.details[0].fieldViolations, [{ field: 'config.clair.endpoint', description: 'is required' }]);
-      const get = await request(service.url + '/v1/imageintegrations/test/updated');
-      assert.equal(get.status, 405);
-      assert.equal(get.json.code, 12);
+      for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) {
+        const other = await request(service.url + '/v1/imageintegrations/test/updated', { method });
+        assert.equal(other.status, 501, method);
+        assert.deepEqual(other.json, { code: 12, message: 'Method Not Allowed', details: [], error: 'Method Not Allowed' }, method);
+        assert.equal(other.headers.get('allow'), null, 'grpc-gateway sends no Allow');
+      }
     } finally {
       await service.close();
     }

@@ -3,8 +3,10 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { createValidator, TYPES } = require('../build/lib/validate.js');
+const net = require('node:net');
 const { startService } = require('./service');
 const { request } = require('./helpers');
+const { startPeer } = require('./peers');
 
 const validate = createValidator();
 const violations = (body, options) => {
@@ -104,7 +106,8 @@ describe('validation (pure)', () => {
   });
 
   it('name and at least one category are required', () => {
-    assert.deepEqual(fields({ ...good.docker, name: '  ' }), ['name']);
+    assert.deepEqual(fields({ ...good.docker, name: '' }), ['name']);
+    assert.deepEqual(fields({ ...good.docker, name: undefined }), ['name']);
     assert.deepEqual(fields({ ...good.docker, categories: [] }), ['categories']);
     const { categories, ...noCategories } = good.docker;
     assert.deepEqual(fields(noCategories), ['categories']);
@@ -135,7 +138,10 @@ describe('validation (pure)', () => {
         },
         ['ecr.endpoint'],
       ],
-      [{ ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1', authorizationData: { username: 'AWS' } } }, ['ecr.authorizationData.password']],
+      [
+        { ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1', authorizationData: { username: 'AWS' } } },
+        ['ecr.authorizationData.password', 'ecr.authorizationData.expiresAt'],
+      ],
       [{ ...good.ecr, ecr: { ...good.ecr.ecr, registryId: 'abc' } }, ['ecr.registryId']],
       [{ ...good.ecr, ecr: { ...good.ecr.ecr, region: 'moon' } }, ['ecr.region']],
       [
@@ -155,6 +161,56 @@ describe('validation (pure)', () => {
       [{ ...good.clair, clair: {} }, ['clair.endpoint']],
     ];
     for (const [body, expected] of cases) assert.deepEqual(fields(body).sort(), expected.sort(), JSON.stringify(body));
+  });
+
+  it("ECR's authorizationData is dropped when access keys, useIam or useAssumeRole are given, as sanitizeConfiguration erases it", () => {
+    const stale = { username: 'AWS' }; // incomplete: a violation only when it is kept
+    const base = { registryId: '123456789012', region: 'us-east-1' };
+    for (const ecr of [
+      { ...base, accessKeyId: 'AKIA', secretAccessKey: 's', authorizationData: stale },
+      { ...base, accessKeyId: ' ', secretAccessKey: 's', authorizationData: stale }, // a key of spaces is a key (`!= ""`)
+      { ...base, useIam: true, authorizationData: stale },
+      { ...base, useIam: true, useAssumeRole: true, assumeRoleId: 'puller', authorizationData: stale },
+    ]) {
+      const result = validate({ ...good.ecr, ecr });
+      assert.deepEqual(result.ok ? [] : result.violations, [], JSON.stringify(ecr));
+      assert.equal(result.integration.config.authorizationData, undefined, 'the test does not use it');
+      assert.deepEqual(result.request.integration.ecr.authorizationData, stale, 'the request keeps it, its secrets masked');
+    }
+    // One key alone drops it too, and then the other key is required.
+    assert.deepEqual(fields({ ...good.ecr, ecr: { ...base, accessKeyId: 'AKIA', authorizationData: stale } }), ['ecr.secretAccessKey']);
+    // useAssumeRole without useIam needs the keys it assumes the role with.
+    assert.deepEqual(fields({ ...good.ecr, ecr: { ...base, useAssumeRole: true, assumeRoleId: 'puller', authorizationData: stale } }).sort(), [
+      'ecr.accessKeyId',
+      'ecr.secretAccessKey',
+    ]);
+  });
+
+  it('ECR authorizationData without keys needs a username, a password and expiresAt', () => {
+    const ecr = (authorizationData) => fields({ ...good.ecr, ecr: { registryId: '123456789012', region: 'us-east-1', authorizationData } });
+    assert.deepEqual(ecr({ username: 'AWS', password: 'p', expiresAt: '2099-01-01T00:00:00Z' }), []);
+    assert.deepEqual(ecr({ username: 'AWS', password: 'p' }), ['ecr.authorizationData.expiresAt']);
+    assert.deepEqual(ecr({}).sort(), ['ecr.authorizationData.expiresAt', 'ecr.authorizationData.password', 'ecr.authorizationData.username']);
+  });
+
+  it('scanner V4 endpoints are [host]:port, as net.SplitHostPort splits them (options.go validateOptions): no port, a scheme or a bad port is refused', () => {
+    const v4 = (indexerEndpoint) => violations({ ...good.scannerv4, scannerV4: { ...good.scannerv4.scannerV4, indexerEndpoint } });
+    for (const ok of ['indexer:8443', 'scanner-v4-indexer.stackrox.svc:8443', '10.0.0.1:8443', '[2001:db8::1]:8443']) assert.deepEqual(v4(ok), [], ok);
+    for (const [bad, why] of [
+      ['indexer', 'missing port in address'],
+      ['https://indexer:8443', 'too many colons in address'],
+      ['https://indexer', "port '//indexer' is not a number from 0 to 65535"],
+      ['indexer:', "port '' is not a number from 0 to 65535"],
+      ['indexer:http', "port 'http' is not a number from 0 to 65535"],
+      ['[2001:db8::1]', 'missing port in address'],
+      ['2001:db8::1:8443', 'too many colons in address'],
+      ['[2001:db8::1:8443', "missing ']' in address"],
+      ['indexer]:8443', "unexpected ']' in address"],
+    ]) {
+      assert.deepEqual(v4(bad), [{ field: 'scannerV4.indexerEndpoint', description: `invalid indexer address (want [host]:port): ${why}` }], bad);
+    }
+    const matcher = violations({ ...good.scannerv4, scannerV4: { matcherEndpoint: 'matcher' } });
+    assert.deepEqual(matcher, [{ field: 'scannerV4.matcherEndpoint', description: 'invalid matcher address (want [host]:port): missing port in address' }]);
   });
 
   it("Quay's rules on robot accounts and OAuth tokens, by category (quay.go validate())", () => {
@@ -316,9 +372,60 @@ describe('validation over HTTP', () => {
     }
   });
 
+  it('a name of only spaces is a name: the integration is tested (validateIntegration checks == "")', async () => {
+    const clair = await startPeer((req, res) => {
+      res.writeHead(req.url === '/v1/namespaces' ? 200 : 404, { 'content-type': 'application/json' });
+      res.end('{"Namespaces":[]}');
+    });
+    try {
+      const res = await service.test({ name: '   ', type: 'clair', categories: ['SCANNER'], clair: { endpoint: clair.url } });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(clair.received.length, 1, 'the scanner was contacted');
+    } finally {
+      await clair.close();
+    }
+  });
+
+  it('scanner V4 endpoints without a port or with a scheme are a 400 before anything is contacted', async () => {
+    const accepted = [];
+    const listener = net.createServer((socket) => {
+      accepted.push(socket.remotePort);
+      socket.destroy();
+    });
+    await new Promise((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const { port } = listener.address();
+    try {
+      for (const [indexerEndpoint, why] of [
+        ['127.0.0.1', 'missing port in address'],
+        [`https://127.0.0.1:${port}`, 'too many colons in address'],
+        ['https://127.0.0.1', "port '//127.0.0.1' is not a number from 0 to 65535"],
+      ]) {
+        const res = await service.test({
+          name: 's',
+          type: 'scannerv4',
+          categories: ['SCANNER'],
+          scannerV4: { indexerEndpoint, matcherEndpoint: `127.0.0.1:${port}` },
+        });
+        assert.equal(res.status, 400, indexerEndpoint);
+        assert.equal(res.json.message, `invalid image integration: scannerV4.indexerEndpoint: invalid indexer address (want [host]:port): ${why}`);
+      }
+      assert.equal(accepted.length, 0, 'neither the indexer nor the matcher was contacted');
+      const valid = await service.test({
+        name: 's',
+        type: 'scannerv4',
+        categories: ['SCANNER'],
+        scannerV4: { indexerEndpoint: `127.0.0.1:${port}`, matcherEndpoint: `127.0.0.1:${port}` },
+      });
+      assert.equal(valid.status, 200, valid.text);
+      assert.equal(accepted.length, 2, 'the same endpoints with their port are contacted');
+    } finally {
+      await new Promise((resolve) => listener.close(resolve));
+    }
+  });
+
   it('other methods and paths answer in the same shape', async () => {
     const get = await request(service.url + '/v1/imageintegrations/test');
-    assert.equal(get.status, 405);
+    assert.equal(get.status, 501);
     assert.equal(get.json.code, 12);
     const missing = await request(service.url + '/v1/nothing', { method: 'POST' });
     assert.equal(missing.status, 404);
