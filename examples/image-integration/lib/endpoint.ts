@@ -95,9 +95,23 @@ export function refusedBeforeLookup(hostname: string, allowPrivate: boolean): st
   const host = hostname.replace(/^\[|\]$/g, '');
   const byName = refusedName(host);
   if (byName !== undefined) return `endpoint refused: ${byName}`;
-  const why =
-    isIP(host) !== 0 ? refusedAddress(host, allowPrivate) : host.toLowerCase() === 'localhost' && !allowPrivate ? 'localhost is a loopback name' : undefined;
-  return why === undefined ? undefined : `endpoint refused: ${why}; loopback, link-local and metadata addresses are not contacted`;
+  if (isIP(host) !== 0) return refusal(host, host, allowPrivate);
+  return host.toLowerCase() === 'localhost' && !allowPrivate ? `endpoint refused: localhost is a loopback name; ${PRIVATE_RULE}` : undefined;
+}
+
+/** The operator's switch that lets loopback and unspecified addresses be contacted (for a registry on the same host). */
+export const ALLOW_PRIVATE_SETTING = 'IMAGE_INTEGRATION_ALLOW_PRIVATE_ENDPOINTS';
+const PRIVATE_RULE = `loopback and unspecified addresses are contacted only with ${ALLOW_PRIVATE_SETTING}=true`;
+
+/**
+ * Why `address` (what `host` resolved to) is not contacted, in the answer's words, or undefined:
+ * what the operator's switch allows is said with the switch; what it never allows is said so.
+ */
+export function refusal(host: string, address: string, allowPrivate: boolean): string | undefined {
+  const why = refusedAddress(address, allowPrivate);
+  if (why === undefined) return undefined;
+  const rule = refusedAddress(address, true) === undefined ? PRIVATE_RULE : 'link-local and metadata addresses are never contacted';
+  return `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; ${rule}`;
 }
 
 /**

@@ -10,7 +10,7 @@ import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders, t
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
 import { rootCertificates } from 'node:tls';
-import { followsRedirect, refusedAddress, refusedName } from './endpoint';
+import { followsRedirect, refusal, refusedName } from './endpoint';
 
 export interface Limits {
   connectTimeout: number;
@@ -38,7 +38,7 @@ export interface Limits {
 export type Address = { address: string; family: number };
 
 /** The setting that allows loopback and unspecified addresses (index.ts reads it into `allowPrivate`). */
-export const ALLOW_PRIVATE_SETTING = 'IMAGE_INTEGRATION_ALLOW_PRIVATE_ENDPOINTS';
+export { ALLOW_PRIVATE_SETTING } from './endpoint';
 
 /** At most this many name lookups are in flight in the process; the others wait their turn. */
 export const MAX_LOOKUPS = 8;
@@ -289,14 +289,8 @@ export async function resolveAllowed(hostname: string, limits: Limits, signal?: 
   const addresses = await lookup(host, limits, signal);
   if (addresses.length === 0) throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}' (no addresses)`);
   for (const { address } of addresses) {
-    const why = refusedAddress(address, limits.allowPrivate);
-    if (why === undefined) continue;
-    // What the operator's switch allows is said, with the switch; what it never allows is said so.
-    const allowable = refusedAddress(address, true) === undefined;
-    const rule = allowable
-      ? `loopback and unspecified addresses are contacted only with ${ALLOW_PRIVATE_SETTING}=true`
-      : 'link-local and metadata addresses are never contacted';
-    throw new NetworkFailure('policy', `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; ${rule}`);
+    const refused = refusal(host, address, limits.allowPrivate);
+    if (refused !== undefined) throw new NetworkFailure('policy', refused);
   }
   return addresses;
 }

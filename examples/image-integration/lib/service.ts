@@ -85,7 +85,20 @@ export function createService(options: ServiceOptions): FunctionModule {
     // ones are not what is wrong with it.
     if (result.ok || !result.beforeLookup) {
       const refused = refusedBeforeLookup(request.integration, result.endpoints, options);
-      if (refused !== undefined) throw new ServiceError(400, redactor.redact(refused));
+      if (refused !== undefined) {
+        // Said at info as a failed test is: the operator learns which setting allows it.
+        const answer = new ServiceError(400, redactor.redact(refused));
+        context.log.info(
+          {
+            name: redactor.redact(String(request.integration.name ?? '')),
+            type: redactor.redact(String(request.integration.type ?? '')),
+            outcome: 'refused',
+            reason: answer.message,
+          },
+          'image integration test failed',
+        );
+        throw answer;
+      }
       const id = typeof request.integration.id === 'string' ? request.integration.id : '';
       if (id !== '') throw new ServiceError(404, `image integration ${JSON.stringify(redactor.redact(id))} not found: not found`);
       if (update && !request.updatePassword) throw new ServiceError(400, 'id required for stored credential reconciliation: invalid arguments');
@@ -179,7 +192,8 @@ function refusedBeforeLookup(integration: Record<string, unknown>, endpoints: Re
   if (typeof clairify?.grpcEndpoint === 'string' && clairify.grpcEndpoint !== '') {
     const parsed = parseHostPort(clairify.grpcEndpoint, 8443);
     const why = typeof parsed === 'string' ? undefined : refusedEndpoint(parsed.host, allowPrivate);
-    if (why !== undefined) return why;
+    // As the Ping's own check words it.
+    if (why !== undefined) return `node scanner: ${why}`;
   }
   const ecr = integration.ecr as Record<string, unknown> | undefined;
   if (ecr?.useIam === true && options.aws.allowIam !== true) {

@@ -209,7 +209,7 @@ describe('request semantics over HTTP', () => {
               categories: ['NODE_SCANNER'],
               clairify: { endpoint: 'scanner.example.com', grpcEndpoint: '127.0.0.2:8443' },
             },
-            /^endpoint refused: 127\.0\.0\.2 is a loopback address/,
+            /^node scanner: endpoint refused: 127\.0\.0\.2 is a loopback address/,
           ],
         ]) {
           const res = await post(strict, UPDATED, { config: body, updatePassword: true });
