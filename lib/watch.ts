@@ -58,8 +58,11 @@ export async function watchAndServe(args: string[]): Promise<void> {
   // The files saved since the last restart, and whether each was new in that time.
   const changed = new Map<string, 'added' | 'changed'>();
 
+  // When the running function was started: a file older than that is one it may have read.
+  let startedAt = 0;
   const run = () => {
     replacing = false;
+    startedAt = Date.now();
     limit = stopLimit(flags, folder);
     // A TypeScript project runs from its source, so an edit needs no tsc (where node strips types).
     const started = spawn(process.execPath, [SERVE, ...args, '--from-source'], { stdio: 'inherit' });
@@ -136,7 +139,7 @@ export async function watchAndServe(args: string[]): Promise<void> {
     const name = relative(root, path);
     // A file that came and went meanwhile (an editor's temp file, renamed over the original) changed nothing.
     if (event === 'unlink' && changed.get(name) === 'added') changed.delete(name);
-    else if (!changed.has(name)) changed.set(name, event === 'add' ? 'added' : 'changed');
+    else if (!changed.has(name)) changed.set(name, event === 'add' && !olderThan(path, startedAt) ? 'added' : 'changed');
     clearTimeout(settle);
     settle = setTimeout(restart, SETTLE_MS);
   });
@@ -207,6 +210,19 @@ function buildOutput(folder: string): string | undefined {
   if (typeof main !== 'string' || main === '') return 'build';
   const [top, ...below] = normalize(main).split(sep);
   return below.length > 0 && top !== '.' && top !== '..' && top !== 'src' ? top : undefined;
+}
+
+/**
+ * Whether the file at `path` was there before `time` (its inode last changed before then). chokidar
+ * may report a file that was already there as added, late, on a busy machine: its removal then is
+ * a change the function must see, not a temporary file that came and went.
+ */
+function olderThan(path: string, time: number): boolean {
+  try {
+    return statSync(path).ctimeMs < time;
+  } catch {
+    return false;
+  }
 }
 
 function listed(paths: string[]): string {
