@@ -1,0 +1,274 @@
+// The decoded views a text is searched in: JSON escapes, percent-encoding, HTML references and
+// `\x` escapes undone (up to three layers), each character mapped back to where it came from.
+import { FOLD } from './matcher';
+
+/** A decoded view of a text: its characters (folded) and, for each, the [from, to) it came from. */
+export interface View {
+  codes: Uint16Array;
+  from: Int32Array | undefined; // undefined: one to one
+  to: Int32Array | undefined;
+}
+
+/** Builds a decoded view; `emit(code, from, to)` in the source view's indices. */
+function decoded(source: View, decode: (codes: Uint16Array, emit: (code: number, from: number, to: number) => void) => void): View {
+  const n = source.codes.length;
+  const codes = new Uint16Array(n);
+  const from = new Int32Array(n);
+  const to = new Int32Array(n);
+  let k = 0;
+  const emit = (code: number, start: number, end: number) => {
+    // In the original text's indices: the views are one decoding over another.
+    const f = source.from === undefined ? start : source.from[start];
+    const t = source.to === undefined ? end : source.to[end - 1];
+    if (code > 0xffff) {
+      code -= 0x10000;
+      codes[k] = 0xd800 + (code >> 10);
+      from[k] = f;
+      to[k++] = t;
+      code = 0xdc00 + (code & 0x3ff);
+    }
+    codes[k] = FOLD[code];
+    from[k] = f;
+    to[k++] = t;
+  };
+  decode(source.codes, emit);
+  return { codes: codes.subarray(0, k), from: from.subarray(0, k), to: to.subarray(0, k) };
+}
+
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57; // codes are folded: no upper case
+  return -1;
+}
+
+function hex(codes: Uint16Array, at: number, count: number): number {
+  if (at + count > codes.length) return -1;
+  let value = 0;
+  for (let i = at; i < at + count; i++) {
+    const d = hexDigit(codes[i]);
+    if (d < 0) return -1;
+    value = value * 16 + d;
+  }
+  return value;
+}
+
+const JSON_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
+
+/** JSON string escapes: `\"`, `\\`, `\/`, `\n`..., and `\u0026` (Go writes <, > and & so). */
+function jsonView(source: View): View | undefined {
+  if (source.codes.indexOf(0x5c) === -1) return undefined;
+  return decoded(source, (codes, emit) => {
+    for (let i = 0; i < codes.length;) {
+      if (codes[i] === 0x5c && i + 1 < codes.length) {
+        const e = codes[i + 1];
+        if (e === 0x75) {
+          const unit = hex(codes, i + 2, 4);
+          if (unit >= 0) {
+            emit(unit, i, i + 6);
+            i += 6;
+            continue;
+          }
+        } else if (JSON_ESCAPES[e] !== undefined) {
+          emit(JSON_ESCAPES[e], i, i + 2);
+          i += 2;
+          continue;
+        }
+      }
+      emit(codes[i], i, i + 1);
+      i++;
+    }
+  });
+}
+
+/** Percent-encoding, upper or lower case, of UTF-8; with `plus`, `+` is a space (forms, query strings). */
+function percentView(source: View, plus: boolean): View | undefined {
+  if (plus ? source.codes.indexOf(0x2b) === -1 : source.codes.indexOf(0x25) === -1) return undefined;
+  return bytesView(source, 3, (codes, i) => (codes[i] === 0x25 ? hex(codes, i + 1, 2) : -1), plus);
+}
+
+/**
+ * `\xHH` escapes of bytes, as Go's `%q`, Python's `repr()` and C write the bytes they cannot print:
+ * UTF-8 beyond ASCII (`\xc3\xa9`), and the NULs of UTF-16 (`p\x00a\x00`).
+ */
+function hexEscapeView(source: View): View | undefined {
+  if (source.codes.indexOf(0x5c) === -1) return undefined;
+  return bytesView(source, 4, (codes, i) => (codes[i] === 0x5c && codes[i + 1] === 0x78 ? hex(codes, i + 2, 2) : -1), false);
+}
+
+/**
+ * A view where each run of escaped bytes (`byteAt` says which byte an escape of `width` characters
+ * at i is, or -1) is decoded as UTF-8; a byte that starts no valid sequence stands for itself.
+ */
+function bytesView(source: View, width: number, byteAt: (codes: Uint16Array, i: number) => number, plus: boolean): View {
+  return decoded(source, (codes, emit) => {
+    const bytes: number[] = [];
+    const at: number[] = [];
+    for (let i = 0; i < codes.length;) {
+      const c = codes[i];
+      if (c === 0x2b && plus) {
+        emit(0x20, i, i + 1);
+        i++;
+        continue;
+      }
+      if (byteAt(codes, i) < 0) {
+        emit(c, i, i + 1);
+        i++;
+        continue;
+      }
+      bytes.length = 0;
+      at.length = 0;
+      for (let b = byteAt(codes, i); i < codes.length && b >= 0; b = byteAt(codes, i)) {
+        bytes.push(b);
+        at.push(i);
+        i += width;
+      }
+      for (let k = 0; k < bytes.length;) {
+        const b = bytes[k];
+        const length = b < 0x80 ? 1 : b >> 5 === 6 ? 2 : b >> 4 === 14 ? 3 : b >> 3 === 30 ? 4 : 0;
+        let cp = length === 2 ? b & 0x1f : length === 3 ? b & 0x0f : b & 0x07;
+        let ok = length > 0 && k + length <= bytes.length;
+        for (let m = 1; ok && m < length; m++) {
+          if (bytes[k + m] >> 6 !== 2) ok = false;
+          else cp = (cp << 6) | (bytes[k + m] & 0x3f);
+        }
+        if (length === 1) cp = b;
+        if (!ok || cp > 0x10ffff) {
+          emit(b, at[k], at[k] + width);
+          k++;
+        } else {
+          emit(cp, at[k], at[k + length - 1] + width);
+          k += length;
+        }
+      }
+    }
+  });
+}
+
+const ENTITIES: Record<string, number> = {
+  amp: 0x26,
+  lt: 0x3c,
+  gt: 0x3e,
+  quot: 0x22,
+  apos: 0x27,
+  nbsp: 0xa0,
+  sol: 0x2f,
+  bsol: 0x5c,
+  colon: 0x3a,
+  commat: 0x40,
+  num: 0x23,
+  percnt: 0x25,
+  plus: 0x2b,
+  equals: 0x3d,
+  excl: 0x21,
+  quest: 0x3f,
+  dollar: 0x24,
+  lpar: 0x28,
+  rpar: 0x29,
+  lowbar: 0x5f,
+  period: 0x2e,
+  comma: 0x2c,
+  semi: 0x3b,
+  ast: 0x2a,
+  hat: 0x5e,
+  grave: 0x60,
+  verbar: 0x7c,
+  vert: 0x7c,
+  lsqb: 0x5b,
+  rsqb: 0x5d,
+  lbrack: 0x5b,
+  rbrack: 0x5d,
+  lcub: 0x7b,
+  rcub: 0x7d,
+  lbrace: 0x7b,
+  rbrace: 0x7d,
+  tab: 0x09,
+  newline: 0x0a,
+};
+
+/** HTML character references: `&amp;`, `&#64;`, `&#x2F;` (the `;` may be left out). */
+function htmlView(source: View): View | undefined {
+  if (source.codes.indexOf(0x26) === -1) return undefined;
+  return decoded(source, (codes, emit) => {
+    const n = codes.length;
+    for (let i = 0; i < n;) {
+      if (codes[i] === 0x26) {
+        let j = i + 1;
+        let cp = -1;
+        if (codes[j] === 0x23) {
+          j++;
+          const isHex = codes[j] === 0x78;
+          if (isHex) j++;
+          const begin = j;
+          let value = 0;
+          while (j < n && j - begin < 8) {
+            const d = isHex ? hexDigit(codes[j]) : codes[j] >= 0x30 && codes[j] <= 0x39 ? codes[j] - 0x30 : -1;
+            if (d < 0) break;
+            value = value * (isHex ? 16 : 10) + d;
+            j++;
+          }
+          if (j > begin && value <= 0x10ffff) cp = value;
+        } else {
+          const begin = j;
+          while (j < n && j - begin < 8 && codes[j] >= 0x61 && codes[j] <= 0x7a) j++;
+          const name = String.fromCharCode(...codes.subarray(begin, j));
+          if (Object.hasOwn(ENTITIES, name)) cp = ENTITIES[name];
+        }
+        if (cp >= 0) {
+          if (codes[j] === 0x3b) j++;
+          emit(cp, i, j);
+          i = j;
+          continue;
+        }
+      }
+      emit(codes[i], i, i + 1);
+      i++;
+    }
+  });
+}
+
+/** The decoded views a text is searched in, besides the text itself: one decoding, or two in a row. */
+// How the text may have been encoded, one layer each; layers stack (a password percent-encoded
+// twice in a redirect URL, Go's JSON escapes under percent-encoding, HTML over percent).
+const DECODERS: ((view: View) => View | undefined)[] = [jsonView, (v) => percentView(v, false), (v) => percentView(v, true), htmlView, hexEscapeView];
+/** Layers of encoding undone, at most; and views made, at most (each is one pass over the text). */
+const MAX_LAYERS = 3;
+const MAX_VIEWS = 24;
+
+export function views(text: Uint16Array): View[] {
+  const plain: View = { codes: text, from: undefined, to: undefined };
+  const out: View[] = [plain];
+  let layer = [plain];
+  for (let depth = 0; depth < MAX_LAYERS && layer.length > 0; depth++) {
+    const next: View[] = [];
+    for (const view of layer) {
+      for (const decode of DECODERS) {
+        const decoded = decode(view);
+        if (decoded === undefined) continue;
+        next.push(decoded);
+        out.push(decoded);
+        if (out.length >= MAX_VIEWS) return out;
+      }
+    }
+    layer = next;
+  }
+  return out;
+}
+
+/** A view's [start, end) pairs, in place, as the original text's. */
+export function inOriginal(view: View, spans: number[]): number[] {
+  if (view.from === undefined || view.to === undefined) return spans;
+  for (let i = 0; i < spans.length; i += 2) {
+    const end = spans[i + 1];
+    spans[i] = view.from[spans[i]];
+    spans[i + 1] = view.to[end - 1];
+  }
+  return spans;
+}
+
+/** The view without its white space (folded to ' '), or undefined when it has none. */
+export function withoutSpaces(source: View): View | undefined {
+  if (source.codes.indexOf(0x20) === -1) return undefined;
+  return decoded(source, (codes, emit) => {
+    for (let i = 0; i < codes.length; i++) if (codes[i] !== 0x20) emit(codes[i], i, i + 1);
+  });
+}
