@@ -144,6 +144,12 @@ export const updateSchema: SchemaNode = message(
 );
 
 /** The JSON paths (as key lists) of every field marked `secret` in `node`. */
+/** The longest value a secret field may hold: google.serviceAccount's 64 KiB. */
+export function longestSecret(node: SchemaNode = schema): number {
+  if (node.secret === true) return node.maxLength ?? 0;
+  return Math.max(0, ...Object.values(node.properties ?? {}).map((child) => longestSecret(child)));
+}
+
 export function secretPaths(node: SchemaNode = schema, at: string[] = []): string[][] {
   if (node.secret === true) return [at];
   if (node.properties === undefined) return [];

@@ -2,7 +2,7 @@
 // value, in the forms it travels in, from every text that leaves (responses, errors, logs).
 import { schema } from './schema';
 import { foldString, folded, isSpace, Matcher, mergeSpans, sortSpans } from './matcher';
-import { inOriginal, views, withoutSpaces } from './views';
+import { inOriginal, joinedView, views } from './views';
 
 export const MASK = '******';
 
@@ -291,8 +291,11 @@ interface Forms {
   plain: string[];
   /** Searched there too, but a secret shorter than SHORT_FORM has them masked only where they stand alone. */
   bytes: string[];
-  /** Searched also with white space taken out: encodings that are wrapped over lines or spaced. */
-  joined: string[];
+  /**
+   * Encodings (base64, hex): searched with white space taken out, so that base64 wrapped over lines
+   * and hex spaced by bytes are found; those shorter than JOINED_FORM are searched as `bytes` are.
+   */
+  encoded: string[];
 }
 
 /** UTF-16 code units as bytes, each byte one character: what a peer's UTF-16 text is when read byte by byte. */
@@ -307,38 +310,56 @@ function utf16Bytes(value: string, bigEndian: boolean): Buffer {
  * `aligned`, the part of its base64 that stays the same wherever it sits in a longer encoded text
  * (three alignments); with `encodings`, the hex of its UTF-8 and UTF-16 (LE, BE) bytes, its UTF-16
  * bytes as characters (`p\0a\0`, `\0p\0a`, which JSON writes `p\u0000a\u0000`), and its UTF-8 bytes
- * read as Latin-1 (`Ã©` for `é`). The base64 and hex forms of the secrets known in every form are
- * also searched with white space taken out, so that base64 wrapped at 64 or 76 columns (LF or
- * CRLF) and hex spaced by bytes are found.
+ * read as Latin-1 (`Ã©` for `é`).
  */
 function secretForms(value: string, aligned: boolean, encodings: boolean): Forms {
   const bytes = Buffer.from(value, 'utf8');
   const std = bytes.toString('base64');
   const url = bytes.toString('base64url');
-  const base64 = [std, url, `${url}${'='.repeat((4 - (url.length % 4)) % 4)}`];
-  const forms: Forms = { plain: [value, ...base64], bytes: [], joined: [] };
-  const cores: string[] = [];
+  const forms: Forms = { plain: [value], bytes: [], encoded: [std, url, `${url}${'='.repeat((4 - (url.length % 4)) % 4)}`] };
   if (aligned && bytes.length >= 6) {
     for (let r = 0; r < 3; r++) {
       const encoded = Buffer.concat([Buffer.alloc(r), bytes]).toString('base64');
       const core = encoded.slice(Math.ceil((8 * r) / 6), Math.floor((8 * (r + bytes.length)) / 6));
-      if (core.length >= 6) cores.push(core, BASE64_URL(core));
+      if (core.length >= 6) forms.encoded.push(core, BASE64_URL(core));
     }
-    forms.plain.push(...cores);
   }
   if (!encodings) return forms;
   const le = utf16Bytes(value, false);
   const be = utf16Bytes(value, true);
-  const hex = [bytes.toString('hex'), le.toString('hex'), be.toString('hex')];
   const latin1 = bytes.toString('latin1');
-  forms.bytes.push(...hex, le.toString('latin1'), be.toString('latin1'));
+  forms.bytes.push(le.toString('latin1'), be.toString('latin1'));
   if (latin1 !== value) forms.bytes.push(latin1);
-  forms.joined.push(...base64, ...cores, ...hex);
+  forms.encoded.push(bytes.toString('hex'), le.toString('hex'), be.toString('hex'));
   return forms;
 }
 
 /** Forms in the white-space-free search shorter than this are left out: joining words must not make them. */
 const JOINED_FORM = 8;
+
+/** A form as the white-space-free search sees it: folded, without white space, base64url's `-` and `_` as `+` and `/` (joinedView). */
+function joinedForm(form: string): string {
+  return foldString(form).replace(/ /g, '').replace(/-/g, '+').replace(/_/g, '/');
+}
+
+/** Characters of secrets known in the aligned base64 forms (two more strings the length of the secret). */
+const ALIGNED_BUDGET = 64 * 1024;
+/** Characters of secrets known in the hex, UTF-16 and Latin-1 forms (some twelve times its length). */
+const ENCODINGS_BUDGET = 16 * 1024;
+
+type Kind = 'values' | 'short' | 'joined';
+
+/** Forms of one kind each: the plain and byte forms, those shorter than SHORT_FORM, the white-space-free search. */
+type FormLists = Record<Kind, string[]>;
+
+/** The matchers over the forms added up to some point: `size` characters of forms in all. */
+interface Generation {
+  forms: FormLists;
+  size: number;
+  matchers: Partial<Record<Kind, Matcher>>;
+}
+
+const noForms = (): FormLists => ({ values: [], short: [], joined: [] });
 
 /**
  * Replaces secrets in text. Each secret is known in the forms it may come back in: as it is, in any
@@ -349,19 +370,20 @@ const JOINED_FORM = 8;
  * account's private key is also known line by line, in case a peer quotes a part. Userinfo in URLs
  * and `user:pw@host` is masked too. Every character that is part of some secret is masked:
  * overlapping secrets become one `******`.
+ *
+ * Secrets are added along a test (its Basic credentials, a token received): the forms added since
+ * the last matchers were built get matchers of their own, merged with the last ones while those are
+ * no bigger, so a form is built into a matcher a few times in all, not once per addition.
  */
 export class Redactor {
-  readonly #values = new Set<string>();
-  // Forms shorter than SHORT_FORM: masked only where they stand alone (see redact()).
-  readonly #short = new Set<string>();
-  // Base64 and hex forms, searched in the text with its white space taken out.
-  readonly #joined = new Set<string>();
-  #matcher: Matcher | undefined;
-  #shortMatcher: Matcher | undefined;
-  #joinedMatcher: Matcher | undefined;
+  // Every form known, by kind: a form added again costs nothing.
+  readonly #known: Record<Kind, Set<string>> = { values: new Set(), short: new Set(), joined: new Set() };
+  #pending = noForms();
+  #pendingSize = 0;
+  readonly #generations: Generation[] = [];
   // Characters of secrets still known in the aligned base64 forms, and in the other encodings.
-  #alignedBudget = 64 * 1024;
-  #encodingsBudget = 16 * 1024;
+  #alignedBudget = ALIGNED_BUDGET;
+  #encodingsBudget = ENCODINGS_BUDGET;
 
   constructor(values: Iterable<string> = []) {
     for (const value of values) this.add(value);
@@ -369,24 +391,41 @@ export class Redactor {
 
   add(value: string | undefined): this {
     if (value === undefined || value === '') return this;
-    // The aligned base64 forms (two more strings the length of the secret) for the first 64 KiB
-    // of secrets only, and the hex, UTF-16 and wrapped forms (some twenty times its length) for the
-    // first 16 KiB: a request with thousands of unknown fields builds a tree twice as big, not
-    // twenty times. The declared secret fields come first (secretValues).
-    const aligned = this.#alignedBudget > 0;
-    const encodings = this.#encodingsBudget > 0;
-    this.#alignedBudget -= value.length;
-    this.#encodingsBudget -= value.length;
+    // The aligned base64 forms for secrets that fit in the first 64 KiB, and the hex, UTF-16 and
+    // Latin-1 forms for those that fit in the first 16 KiB: a secret gets them only when it fits in
+    // what is left, so a long one (a request's 1 MB value) never gets them. The declared secret
+    // fields come first (secretValues).
+    const aligned = value.length <= this.#alignedBudget;
+    if (aligned) this.#alignedBudget -= value.length;
+    const encodings = value.length <= this.#encodingsBudget;
+    if (encodings) this.#encodingsBudget -= value.length;
     const forms = secretForms(value, aligned, encodings);
     const shortSecret = value.length < SHORT_FORM;
-    for (const form of forms.plain) if (form !== '') (form.length < SHORT_FORM ? this.#short : this.#values).add(foldString(form));
-    for (const form of forms.bytes) if (form !== '') (shortSecret || form.length < SHORT_FORM ? this.#short : this.#values).add(foldString(form));
-    if (!shortSecret) for (const form of forms.joined) if (form.length >= JOINED_FORM) this.#joined.add(foldString(form));
+    for (const form of forms.plain) this.#learn(form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
+    for (const form of forms.bytes) this.#learn(shortSecret || form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
+    for (const form of forms.encoded) {
+      if (!shortSecret && form.length >= JOINED_FORM) this.#learn('joined', joinedForm(form));
+      else if (form !== '') this.#learn(shortSecret || form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
+    }
     if (value.trimStart().startsWith('{')) this.#addServiceAccount(value);
-    this.#matcher = undefined;
-    this.#shortMatcher = undefined;
-    this.#joinedMatcher = undefined;
     return this;
+  }
+
+  /**
+   * A possible secret: a value of an ignored field (a mistyped `pasword`). It is never sent to a
+   * peer, so no peer can quote it encoded: it is known as it is (in any case, and through the
+   * decoded views), not in the encodings of a secret that is sent.
+   */
+  guess(value: string): this {
+    this.#learn(value.length < SHORT_FORM ? 'short' : 'values', foldString(value));
+    return this;
+  }
+
+  #learn(kind: Kind, form: string): void {
+    if (form === '' || this.#known[kind].has(form)) return;
+    this.#known[kind].add(form);
+    this.#pending[kind].push(form);
+    this.#pendingSize += form.length;
   }
 
   #addServiceAccount(json: string): void {
@@ -397,11 +436,34 @@ export class Redactor {
       return;
     }
     const { private_key: key, private_key_id: id } = (parsed ?? {}) as { private_key?: unknown; private_key_id?: unknown };
-    if (typeof id === 'string' && id !== '') this.#values.add(foldString(id));
+    if (typeof id === 'string' && id !== '') this.#learn('values', foldString(id));
     if (typeof key === 'string' && key !== '') {
-      this.#values.add(foldString(key));
+      this.#learn('values', foldString(key));
       for (const line of key.split(/\r?\n/)) if (line.length >= 16 && !line.startsWith('-----')) this.add(line);
     }
+  }
+
+  /** The matchers over every form added: the pending forms built into a generation of their own, merged with the last while it is no bigger. */
+  #matchers(): Generation[] {
+    const generations = this.#generations;
+    if (this.#pendingSize === 0) return generations;
+    let forms = this.#pending;
+    let size = this.#pendingSize;
+    while (generations.length > 0 && generations[generations.length - 1].size <= size) {
+      const last = generations.pop()!;
+      forms = {
+        values: [...last.forms.values, ...forms.values],
+        short: [...last.forms.short, ...forms.short],
+        joined: [...last.forms.joined, ...forms.joined],
+      };
+      size += last.size;
+    }
+    const matchers: Generation['matchers'] = {};
+    for (const kind of ['values', 'short', 'joined'] as const) if (forms[kind].length > 0) matchers[kind] = new Matcher(forms[kind]);
+    generations.push({ forms, size, matchers });
+    this.#pending = noForms();
+    this.#pendingSize = 0;
+    return generations;
   }
 
   /**
@@ -411,21 +473,21 @@ export class Redactor {
   redact(text: string, { cut = false }: { cut?: boolean } = {}): string {
     if (text === '') return text;
     const lists = [userinfoSpans(text)];
-    if (this.#values.size > 0 || this.#short.size > 0) {
-      const matcher = (this.#matcher ??= new Matcher(this.#values));
-      const shortMatcher = this.#short.size > 0 ? (this.#shortMatcher ??= new Matcher(this.#short)) : undefined;
-      const joinedMatcher = this.#joined.size > 0 ? (this.#joinedMatcher ??= new Matcher(this.#joined)) : undefined;
+    const generations = this.#matchers();
+    if (generations.length > 0) {
       for (const view of views(folded(text))) {
-        const spans = matcher.spans(view.codes, cut);
-        // A short secret (`ca`) inside a word (`_catalog`) is that word, not the secret: it is
-        // masked where it stands alone, as a value between quotes, separators or the text's ends.
-        const found = shortMatcher?.spans(view.codes) ?? [];
-        for (let i = 0; i < found.length; i += 2) if (standsAlone(view.codes, found[i], found[i + 1])) spans.push(found[i], found[i + 1]);
-        if (found.length > 0) sortSpans(spans);
-        lists.push(inOriginal(view, spans));
         // Base64 wrapped over lines (MIME at 76 columns, PEM at 64, CRLF or LF), hex spaced by bytes.
-        const joined = joinedMatcher === undefined ? undefined : withoutSpaces(view);
-        if (joined !== undefined) lists.push(inOriginal(joined, joinedMatcher!.spans(joined.codes, cut)));
+        const joined = this.#known.joined.size > 0 ? joinedView(view) : undefined;
+        for (const { matchers } of generations) {
+          const spans = matchers.values?.spans(view.codes, cut) ?? [];
+          // A short secret (`ca`) inside a word (`_catalog`) is that word, not the secret: it is
+          // masked where it stands alone, as a value between quotes, separators or the text's ends.
+          const found = matchers.short?.spans(view.codes) ?? [];
+          for (let i = 0; i < found.length; i += 2) if (standsAlone(view.codes, found[i], found[i + 1])) spans.push(found[i], found[i + 1]);
+          if (found.length > 0) sortSpans(spans);
+          lists.push(inOriginal(view, spans));
+          if (joined !== undefined && matchers.joined !== undefined) lists.push(inOriginal(joined, matchers.joined.spans(joined.codes, cut)));
+        }
       }
     }
     const spans = mergeSpans(lists);

@@ -13,7 +13,7 @@ import { checkClairifyNodeScanner, checkHttpScanner, checkScannerV4, grpcTargets
 import { MASK, maskSecrets, Redactor, secretValues } from './secrets';
 import { parseHostPort, refusedBeforeLookup as refusedEndpoint } from './endpoint';
 import { TYPES, createValidator, isSecretField, type Integration, type Validation } from './validate';
-import { CATEGORIES, CONFIG_NAMES, secretPaths, type Category } from './schema';
+import { CATEGORIES, CONFIG_NAMES, longestSecret, secretPaths, type Category } from './schema';
 
 export interface ServiceOptions {
   limits: Limits;
@@ -58,10 +58,9 @@ export function createService(options: ServiceOptions): FunctionModule {
   async function test(context: Context, text: string, update: boolean): Promise<object> {
     const result = validate(undefined, { text, update });
     const { request } = result;
-    // Secrets are the secret fields, and anything in an ignored field (a mistyped `pasword`).
-    // Guessed secrets (values of ignored fields) shorter than 4 characters would mask letters all
-    // over the service's own messages; declared secret fields are masked whatever their length.
-    const redactor = new Redactor([...secretValues(request.integration), ...request.ignoredStrings.filter(guessable)]);
+    // Secrets are the secret fields, and anything in an ignored field (a mistyped `pasword`), within bounds (guessedSecrets).
+    const redactor = new Redactor(secretValues(request.integration));
+    for (const value of guessedSecrets(request.ignoredStrings)) redactor.guess(value);
     // Logged as decoded: ignored fields by name only (cut to 40 characters), never their values.
     context.log.info(
       {
@@ -236,13 +235,43 @@ function bodyText(bytes: Buffer): string {
 // The service's own words (config names, types, categories): a value equal to one is no secret, and
 // masking it would garble every message that names it.
 const VOCABULARY = new Set<string>([...CONFIG_NAMES, ...CATEGORIES, ...Object.keys(TYPES), 'true', 'false']);
+const LONGEST_WORD = Math.max(...[...VOCABULARY].map((word) => word.length));
+
+/** A value of an ignored field longer than any secret field may hold is no mistyped secret. */
+const LONGEST_GUESS = longestSecret();
+/**
+ * The characters of ignored fields' values masked in all, each value counted as at least
+ * GUESS_COST: four times the longest secret field (a mistyped key file and the rest), or 4,096
+ * short values. A request has some thirty fields; what is past this is no mistyping, and is
+ * never sent anywhere nor shown.
+ */
+const GUESSED_BUDGET = 4 * LONGEST_GUESS;
+const GUESS_COST = 64;
 
 /**
- * Whether a value of an ignored field (a mistyped `pasword`) is masked as a possible secret:
- * not when it is shorter than 4 characters or one of the service's own words.
+ * The values of ignored fields (a mistyped `pasword`) masked as possible secrets, shortest first:
+ * none shorter than 4 characters (it would mask letters all over the service's own messages;
+ * declared secret fields are masked whatever their length) or one of the service's own words, none
+ * longer than the longest secret field, and no more than GUESSED_BUDGET in all. So a request of
+ * 1 MiB of ignored text costs a few milliseconds, not seconds and a gigabyte.
  */
-function guessable(value: string): boolean {
-  return value.length >= 4 && !VOCABULARY.has(value);
+function guessedSecrets(strings: string[]): string[] {
+  const candidates = strings.filter((value) => value.length >= 4 && value.length <= LONGEST_GUESS && !(value.length <= LONGEST_WORD && VOCABULARY.has(value)));
+  // Shortest first without a sort: the longest length taken whole, from the cost of each length.
+  const costs = new Float64Array(LONGEST_GUESS + 1);
+  for (const value of candidates) costs[value.length] += Math.max(value.length, GUESS_COST);
+  let budget = GUESSED_BUDGET;
+  let whole = 3; // values up to this length are all taken
+  while (whole < LONGEST_GUESS && costs[whole + 1] <= budget) budget -= costs[++whole];
+  const guessed: string[] = [];
+  for (const value of candidates) {
+    if (value.length <= whole) guessed.push(value);
+    else if (value.length === whole + 1 && Math.max(value.length, GUESS_COST) <= budget) {
+      budget -= Math.max(value.length, GUESS_COST);
+      guessed.push(value);
+    }
+  }
+  return guessed;
 }
 
 function firstHeader(value: string | string[] | undefined): string | undefined {

@@ -265,10 +265,15 @@ export function inOriginal(view: View, spans: number[]): number[] {
   return spans;
 }
 
-/** The view without its white space (folded to ' '), or undefined when it has none. */
-export function withoutSpaces(source: View): View | undefined {
-  if (source.codes.indexOf(0x20) === -1) return undefined;
+/**
+ * The view as the white-space-free search sees it: without its white space (folded to ' '), and with
+ * base64url's `-` and `_` read as base64's `+` and `/`, so that one form stands for both alphabets.
+ */
+export function joinedView(source: View): View {
   return decoded(source, (codes, emit) => {
-    for (let i = 0; i < codes.length; i++) if (codes[i] !== 0x20) emit(codes[i], i, i + 1);
+    for (let i = 0; i < codes.length; i++) {
+      const c = codes[i];
+      if (c !== 0x20) emit(c === 0x2d ? 0x2b : c === 0x5f ? 0x2f : c, i, i + 1);
+    }
   });
 }

@@ -5,6 +5,7 @@
 // input while its liveness probe stays prompt.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const path = require('node:path');
 const { maskUserinfo, Redactor } = require('../build/lib/secrets.js');
 const { parseEndpoint, refusedAddress } = require('../build/lib/endpoint.js');
@@ -199,4 +200,102 @@ describe('the service stays live while it answers ~600 KB of hostile input', () 
       }
     });
   }
+});
+
+/** The CPU time process `pid` has used, in ms (Linux: utime + stime, in clock ticks of 10 ms). */
+function cpuTime(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** The peak resident set size of process `pid`, in bytes (Linux: VmHWM). */
+function peakRss(pid) {
+  return Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
+}
+
+describe('values of ignored fields are masked within bounds: a request of 1 MB of them costs milliseconds, not seconds and a gigabyte', () => {
+  const MILLION = 1_000_000;
+  let long = '';
+  for (let i = 0; long.length < MILLION; i++) long += `${i.toString(36)}-`;
+  long = long.slice(0, MILLION);
+  // A loopback endpoint is refused before any lookup: the cost measured is the service's own.
+  const docker = { endpoint: 'https://127.0.0.1:1', username: 'robot', password: 'a-declared-secret' };
+  const hostile = {
+    'an ignored field of 1,000,000 characters (docker.note)': { name: 'x', type: 'docker', categories: ['REGISTRY'], docker: { ...docker, note: long } },
+    'clusters, a field the UI sends, holding one string of 1,000,000 characters': {
+      name: 'x',
+      type: 'docker',
+      categories: ['REGISTRY'],
+      docker,
+      clusters: [long],
+    },
+  };
+
+  for (const [what, body] of Object.entries(hostile)) {
+    it(`${what}: answered 400 in under 1 s of CPU time, every liveness probe meanwhile within 1 s, peak RSS under 300 MB`, { timeout: 60_000 }, async (t) => {
+      const proc = await runServing([FOLDER]);
+      t.after(async () => {
+        proc.child.kill();
+        await proc.exited;
+      });
+      // Warmed up first (its code compiled), so what is measured is the hostile request.
+      assert.equal(
+        (
+          await request(`${proc.url}/v1/imageintegrations/test`, {
+            method: 'POST',
+            body: JSON.stringify({ name: 'x', type: 'docker', categories: ['REGISTRY'], docker }),
+          })
+        ).status,
+        400,
+      );
+      const cpu = cpuTime(proc.child.pid);
+      let answered = false;
+      const answer = request(`${proc.url}/v1/imageintegrations/test`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      answer.finally(() => (answered = true)).catch(() => undefined);
+      const probes = [];
+      do {
+        const started = performance.now();
+        assert.equal((await request(`${proc.url}/health/liveness`)).status, 200);
+        probes.push(Math.round(performance.now() - started));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      } while (!answered);
+      const res = await answer;
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.json.message, /^endpoint refused: 127\.0\.0\.1 is a loopback address/);
+      assert.ok(Math.max(...probes) < 1000, `liveness took ${probes.join(', ')} ms`);
+      const used = cpuTime(proc.child.pid) - cpu;
+      assert.ok(used < 1000, `the request took ${used} ms of CPU time`);
+      const peak = peakRss(proc.child.pid);
+      assert.ok(peak < 300 * MB, `peak RSS ${Math.round(peak / MB)} MB`);
+    });
+  }
+
+  it('past the bound, the shortest values are the ones masked: a mistyped password beside 5,000 longer ignored values given before it', async (t) => {
+    const service = await startService();
+    t.after(() => service.close());
+    const others = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`f${i}`, `an-ignored-value-longer-than-the-password-${i}`]));
+    const res = await service.test({
+      name: 'hunter2-mistyped',
+      type: 'docker',
+      categories: ['REGISTRY'],
+      docker: { ...docker, ...others, pasword: 'hunter2-mistyped' },
+    });
+    assert.equal(res.status, 400, res.text);
+    const logged = service.log.entries().find((line) => line.msg === 'testing image integration');
+    assert.equal(logged.integration.name, '******');
+    assert.ok(!service.log.text().includes('hunter2-mistyped'));
+  });
+});
+
+describe('a secret longer than what is left of a form budget does not use it up', () => {
+  it('a 20,000-character value first: a short secret after it is still known in hex and UTF-16', () => {
+    const redactor = new Redactor(['x'.repeat(20_000), 'short-secret-1']);
+    const hex = Buffer.from('short-secret-1').toString('hex');
+    assert.equal(redactor.redact(`denied: ${hex}`), 'denied: ******');
+    assert.equal(redactor.redact(`denied: ${Buffer.from('short-secret-1', 'utf16le').toString('hex')}`), 'denied: ******');
+  });
 });
