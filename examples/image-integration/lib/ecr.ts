@@ -2,7 +2,8 @@
 // with SigV4 (after STS AssumeRole when asked). The AWS endpoints can be overridden (tests, VPC endpoints).
 import { fetchBounded, type Reply } from './http';
 import type { Redactor } from './secrets';
-import { excerpt, TestFailure, type CheckContext } from './registry';
+import { codeAndMessage, excerpt, quote } from './excerpt';
+import { TestFailure, type CheckContext } from './registry';
 import { signV4, type AwsCredentials } from './sigv4';
 import { DOMParser } from '@xmldom/xmldom';
 
@@ -90,6 +91,7 @@ export async function ecrLogin(config: EcrConfig, aws: AwsSettings, ctx: CheckCo
     credentials = aws.ownCredentials;
     // The service's own identity is a secret too: a peer that echoes what it was sent must not show it.
     for (const value of [credentials.accessKeyId, credentials.secretAccessKey, credentials.sessionToken]) if (value) ctx.redactor.add(value);
+    await ctx.redactor.ready();
   } else {
     credentials = { accessKeyId: config.accessKeyId!, secretAccessKey: config.secretAccessKey! };
   }
@@ -115,19 +117,26 @@ export function awsEndpoint(service: 'ecr' | 'sts', region: string, aws: AwsSett
   return new URL(override ?? (service === 'ecr' ? `https://api.ecr.${region}.amazonaws.com/` : `https://sts.${region}.amazonaws.com/`));
 }
 
+/**
+ * An AWS API's error answer, its code and message quoted as any peer text is (excerpt.ts): JSON
+ * (`__type`, `message`: the ECR API) or XML (`<Code>`, `<Message>`: STS), else an excerpt.
+ */
 function awsError(service: string, reply: Reply, redactor: Redactor): TestFailure {
   const text = reply.body.toString('utf8');
-  let reason: string;
+  let parts: string[] | undefined;
+  let json: unknown;
   try {
-    const json = JSON.parse(text) as { __type?: string; message?: string; Message?: string };
-    reason = `${(json.__type ?? '').split('#').pop()}: ${json.message ?? json.Message ?? ''}`;
+    json = JSON.parse(text);
   } catch {
-    const code = xmlField(text, 'Code');
-    const message = xmlField(text, 'Message');
-    reason = code ? `${code}: ${message ?? ''}` : excerpt(reply, redactor).replace(/^: /, '');
+    json = undefined;
   }
+  if (json !== null && typeof json === 'object' && !Array.isArray(json)) {
+    const { __type: type, message, Message } = json as Record<string, unknown>;
+    parts = codeAndMessage(typeof type === 'string' ? type.split('#').pop() : undefined, typeof message === 'string' ? message : Message);
+  } else if (json === undefined) parts = codeAndMessage(xmlField(text, 'Code'), xmlField(text, 'Message'));
+  const reason = parts === undefined ? excerpt(reply, redactor).replace(/^: /, '') : quote(parts, redactor, { cut: reply.truncated === true });
   const step = reply.status === 400 || reply.status === 403 ? 'authentication' : 'unexpected status';
-  return new TestFailure(`${step}: ${service} answered HTTP ${reply.status} (${reason.trim()})`);
+  return new TestFailure(`${step}: ${service} answered HTTP ${reply.status}${reason === '' ? '' : ` (${reason})`}`);
 }
 
 async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<RegistryLogin> {
@@ -142,7 +151,7 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
     credentials,
     headers: { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken' },
   });
-  const reply = await fetchBounded(url, { method: 'POST', headers, body, signal: ctx.signal }, ctx.limits);
+  const reply = await fetchBounded(url, { method: 'POST', headers, body, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status !== 200) throw awsError('ECR GetAuthorizationToken', reply, ctx.redactor);
   let token: string | undefined;
   try {
@@ -154,8 +163,10 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
   const decoded = token === undefined ? '' : Buffer.from(token, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   if (colon <= 0) throw new TestFailure('unexpected answer: ECR GetAuthorizationToken returned no authorization token');
-  ctx.redactor.add(token);
-  ctx.redactor.add(decoded.slice(colon + 1));
+  await ctx.redactor
+    .add(token)
+    .add(decoded.slice(colon + 1))
+    .ready();
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
@@ -168,12 +179,13 @@ async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: A
   url.searchParams.set('RoleSessionName', 'funcrun-image-integration-test');
   if (config.assumeRoleExternalId) url.searchParams.set('ExternalId', config.assumeRoleExternalId);
   const headers = signV4({ method: 'GET', url, region: config.region, service: 'sts', credentials });
-  const reply = await fetchBounded(url, { headers, signal: ctx.signal }, ctx.limits);
+  const reply = await fetchBounded(url, { headers, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status !== 200) throw awsError('STS AssumeRole', reply, ctx.redactor);
   const text = reply.body.toString('utf8');
   const field = (name: string) => xmlField(text, name);
   const assumed = { accessKeyId: field('AccessKeyId'), secretAccessKey: field('SecretAccessKey'), sessionToken: field('SessionToken') };
   if (!assumed.accessKeyId || !assumed.secretAccessKey) throw new TestFailure('unexpected answer: STS AssumeRole returned no credentials');
   for (const value of Object.values(assumed)) ctx.redactor.add(value);
+  await ctx.redactor.ready();
   return assumed as AwsCredentials;
 }

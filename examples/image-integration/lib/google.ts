@@ -4,7 +4,8 @@
 // signed assertion is a credential, and the caller must not choose where it goes.
 import { createSign } from 'node:crypto';
 import { fetchBounded } from './http';
-import { excerpt, TestFailure, type CheckContext } from './registry';
+import { excerpt } from './excerpt';
+import { TestFailure, type CheckContext } from './registry';
 
 export interface GoogleSettings {
   /** Google's OAuth 2.0 token endpoint; default https://oauth2.googleapis.com/token */
@@ -28,7 +29,7 @@ export async function checkGoogleScanner(serviceAccount: string, project: string
   const base = new URL(google.containerAnalysisEndpoint ?? 'https://containeranalysis.googleapis.com/');
   const url = new URL(`v1beta1/projects/${encodeURIComponent(project)}/notes`, base);
   url.searchParams.set('pageSize', '1');
-  const reply = await fetchBounded(url, { headers: { authorization: `Bearer ${token}` }, signal: ctx.signal }, ctx.limits);
+  const reply = await fetchBounded(url, { headers: { authorization: `Bearer ${token}` }, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status !== 200) {
     const step = reply.status === 401 || reply.status === 403 ? 'authentication' : 'unexpected status';
     throw new TestFailure(`${step}: Container Analysis answered HTTP ${reply.status} listing the notes of project ${project}${excerpt(reply, ctx.redactor)}`);
@@ -54,11 +55,11 @@ async function accessToken(account: ServiceAccount, google: GoogleSettings, ctx:
     throw new TestFailure('authentication: the service account private_key is not a usable RSA private key');
   }
   const assertion = `${unsigned}.${signature}`;
-  ctx.redactor.add(assertion).add(signature);
+  await ctx.redactor.add(assertion).add(signature).ready();
   const body = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString();
   const reply = await fetchBounded(
     endpoint,
-    { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body, signal: ctx.signal },
+    { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body, signal: ctx.signal, redactor: ctx.redactor },
     ctx.limits,
   );
   let token: unknown;
@@ -72,6 +73,6 @@ async function accessToken(account: ServiceAccount, google: GoogleSettings, ctx:
       `authentication: Google's token endpoint refused the service account ${account.client_email} (HTTP ${reply.status})${excerpt(reply, ctx.redactor)}`,
     );
   }
-  ctx.redactor.add(token);
+  await ctx.redactor.add(token).ready();
   return token;
 }

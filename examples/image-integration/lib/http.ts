@@ -11,6 +11,8 @@ import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { followsRedirect, refusal, refusedName } from './endpoint';
+import { quote } from './excerpt';
+import type { Redactor } from './secrets';
 
 export interface Limits {
   connectTimeout: number;
@@ -360,6 +362,8 @@ export interface RequestInit {
   body?: string | Buffer;
   insecure?: boolean;
   signal?: AbortSignal;
+  /** The test's redactor: what a peer sent that a failure names (a redirect's origin, a certificate's names) is quoted through it (excerpt.ts). */
+  redactor: Redactor;
 }
 
 /** One request; same-origin redirects (up to 3) are followed, and http to https on the same host without credentials; others are a failure. */
@@ -379,7 +383,7 @@ export async function fetchBounded(url: URL, init: RequestInit, limits: Limits):
     if (!followsRedirect(current, next, init.headers)) {
       throw new NetworkFailure(
         'redirect',
-        `${current.host} redirected to another origin (${next.origin}); not followed, so credentials stay with the endpoint`,
+        `${current.host} redirected to another origin (${quote([next.origin], init.redactor)}); not followed, so credentials stay with the endpoint`,
       );
     }
     if (hops === 3) throw new NetworkFailure('redirect', `${current.host} redirected more than 3 times`);
@@ -410,7 +414,7 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
     // Whatever fails, wherever: a connection error is this request's failure, never the process's.
     const failed = (err: NodeJS.ErrnoException) => {
       const retry = !connected && !init.signal?.aborted && NEXT_ADDRESS.has(err.code ?? '');
-      fail(describe(err, target, tls, init.signal), retry);
+      fail(describe(err, target, tls, init.signal, init.redactor), retry);
     };
     // Thrown while the request is made: a system call that failed is a failure as above; anything
     // else is a bug, rejected as it is (answered 500 and logged).
@@ -491,7 +495,13 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
 
 const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|TLS|SSL|EPROTO|ERR_SSL/;
 
-function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, signal?: AbortSignal): NetworkFailure {
+/**
+ * A connection's error as a failure that names the step. The text of an error that may carry a
+ * peer's words (a certificate's names, for one) is quoted through `redactor` when there is one
+ * (HTTP), else its first line (a TCP connect, whose errors are the system's).
+ */
+function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, signal?: AbortSignal, redactor?: Redactor): NetworkFailure {
+  const said = () => (redactor === undefined ? String(err.message).split('\n')[0] : quote([String(err.message)], redactor));
   const code = err.code ?? '';
   if (signal?.aborted || code === 'ABORT_ERR') return new NetworkFailure('timeout', `the test of ${target} was stopped: it took too long`);
   // This service's own limit, not the registry's fault: said as such (the service answers 503).
@@ -509,13 +519,13 @@ function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, sign
     return new NetworkFailure('tls', `TLS: ${target} did not answer in TLS; for a plain HTTP endpoint write http://`);
   }
   if (tls && TLS_CODES.test(code)) {
-    const reason = code === 'EPROTO' || code.startsWith('ERR_SSL') ? `handshake failed (${code})` : `${err.message.split('\n')[0]} (${code})`;
+    const reason = code === 'EPROTO' || code.startsWith('ERR_SSL') ? `handshake failed (${code})` : `${said()} (${code})`;
     return new NetworkFailure(
       'tls',
       `TLS: the certificate of ${target} failed verification: ${reason}; set insecure: true to skip verification, or give it a certificate this service trusts`,
     );
   }
-  return new NetworkFailure('connect', `connect: ${target}: ${err.message.split('\n')[0]}`);
+  return new NetworkFailure('connect', `connect: ${target}: ${said()}`);
 }
 
 /** A TCP connection to host:port within the connect timeout (for gRPC endpoints), then closed; each address in turn. */

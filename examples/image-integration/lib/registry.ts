@@ -1,8 +1,8 @@
 // The Docker Registry HTTP API v2 check: GET <endpoint>/v2/ with Basic credentials, and the
 // Bearer token flow when the registry asks for it (WWW-Authenticate: Bearer realm=...).
-import { isUtf8 } from 'node:buffer';
-import { fetchBounded, type Limits, type Reply } from './http';
-import { MASK, type Redactor } from './secrets';
+import { excerpt } from './excerpt';
+import { fetchBounded, type Limits } from './http';
+import type { Redactor } from './secrets';
 
 export interface RegistryTarget {
   endpoint: URL;
@@ -27,76 +27,8 @@ export class TestFailure extends Error {
   }
 }
 
-const EXCERPT_LENGTH = 160;
-
-/**
- * The error codes and messages of a JSON answer: Docker Distribution's
- * `{"errors": [{"code", "message"}]}`, or an OAuth or token server's `error`, `message`, `details`.
- * Parsing decodes the JSON escapes (Go writes `&` as `\u0026`), so the redactor sees the text as it is.
- */
-function structuredErrors(text: string): string[] | undefined {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) return undefined;
-  const str = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value : undefined);
-  const pair = (o: Record<string, unknown>) => {
-    const code = str(o.code) ?? str(o.error);
-    const message = str(o.message) ?? str(o.error_description) ?? str(o.details) ?? str(o.detail);
-    return code !== undefined && message !== undefined ? `${code}: ${message}` : (code ?? message);
-  };
-  const body = json as Record<string, unknown>;
-  const errors = Array.isArray(body.errors)
-    ? body.errors.slice(0, 5).flatMap((e) => (e !== null && typeof e === 'object' ? [pair(e as Record<string, unknown>)] : [str(e)]))
-    : [pair(body)];
-  const found = errors.filter((e): e is string => e !== undefined);
-  return found.length > 0 ? found : undefined;
-}
-
-/**
- * A peer's answer as text: UTF-8 when it is (a sequence cut at the cap aside), else each byte one
- * character (Latin-1), so that no byte is lost to U+FFFD before the redactor reads it: a secret
- * echoed in UTF-16 (`é` is the bytes E9 00) is then found and masked whole.
- */
-export function bodyText(reply: Reply): string {
-  const { body } = reply;
-  if (isUtf8(body)) return body.toString('utf8');
-  if (reply.truncated) {
-    // The cap may cut the last character: its first bytes are left out, not read as Latin-1.
-    for (let keep = body.length - 1; keep >= Math.max(0, body.length - 3); keep--) {
-      if (isUtf8(body.subarray(0, keep))) return body.subarray(0, keep).toString('utf8');
-    }
-  }
-  return body.toString('latin1');
-}
-
-/**
- * A short, single-line excerpt of a peer's answer: the registry's error codes and messages when it
- * gives them structured, else its text. Masked first, then put on one line and cut, so neither a
- * cut through a secret nor a run of spaces in one keeps part of it from being masked. Without a
- * redactor (masked later with the rest of the message) it is not collapsed: white space becomes
- * spaces one for one, which the redactor matches as they were.
- */
-export function excerpt(reply: Reply, redactor?: Redactor): string {
-  const raw = bodyText(reply);
-  const structured = reply.truncated ? undefined : structuredErrors(raw);
-  let text: string;
-  if (redactor === undefined) {
-    text = (structured?.join('; ') ?? raw).replace(/\s/g, ' ').trim();
-  } else {
-    const masked = structured === undefined ? redactor.redact(raw, { cut: reply.truncated === true }) : structured.map((e) => redactor.redact(e)).join('; ');
-    text = masked.replace(/\s+/g, ' ').trim();
-  }
-  if (text === '') return '';
-  if (text.length <= EXCERPT_LENGTH) return `: ${text}`;
-  // A cut through a mask keeps the whole mask, so that `******` never reads as a shorter run of stars.
-  let end = EXCERPT_LENGTH;
-  if (redactor !== undefined) while (end < text.length && end < EXCERPT_LENGTH + MASK.length && text[end - 1] === '*' && text[end] === '*') end++;
-  return `: ${text.slice(0, end)}...`;
-}
+/** The longest DNS name (RFC 1035: 255 octets on the wire, 253 characters written). */
+const MAX_HOST_NAME = 253;
 
 interface Challenge {
   scheme: string;
@@ -131,14 +63,20 @@ export async function checkRegistry(target: RegistryTarget, ctx: CheckContext): 
   // Basic credentials go to the endpoint the user named, over the scheme they typed, as StackRox sends them.
   const headers: Record<string, string> = {};
   if (hasCredentials) headers.authorization = basic(target.username!, target.password!, ctx.redactor);
+  // The redactor learns secrets as a test goes (these credentials, a token): their matchers are built in a turn of their own.
+  await ctx.redactor.ready();
 
-  let reply = await fetchBounded(url, { headers, insecure, signal: ctx.signal }, ctx.limits);
+  let reply = await fetchBounded(url, { headers, insecure, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status === 401) {
     const challenge = parseChallenge(reply.headers['www-authenticate']);
     if (challenge?.scheme === 'bearer' && challenge.params.realm) {
       const token = await fetchToken(challenge.params, target, ctx);
       // Where the challenge came from: after an http to https redirect, the token goes over TLS.
-      reply = await fetchBounded(reply.url, { headers: { authorization: `Bearer ${token}` }, insecure, signal: ctx.signal }, ctx.limits);
+      reply = await fetchBounded(
+        reply.url,
+        { headers: { authorization: `Bearer ${token}` }, insecure, signal: ctx.signal, redactor: ctx.redactor },
+        ctx.limits,
+      );
     }
   }
   if (reply.status >= 200 && reply.status < 300) return;
@@ -159,6 +97,12 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
   } catch {
     throw new TestFailure(`authentication: ${target.endpoint.host} named a token service that is not a URL`);
   }
+  // A name longer than DNS allows resolves nowhere, and is not quoted in a message at that length.
+  if (realm.hostname.length > MAX_HOST_NAME) {
+    throw new TestFailure(
+      `authentication: ${target.endpoint.host} named a token service whose host name is ${realm.hostname.length} characters long, longer than a DNS name may be (${MAX_HOST_NAME})`,
+    );
+  }
   // Where credentials may go (StackRox's client, stackrox/docker-registry-client TokenTransport, sends
   // them to any realm): over https; over plain http to the registry's own origin, which already gets
   // them that way; never over plain http to another origin. An anonymous token may come over plain
@@ -174,7 +118,8 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
   if (params.scope) realm.searchParams.set('scope', params.scope);
   const headers: Record<string, string> = {};
   if (target.username !== undefined && target.password !== undefined) headers.authorization = basic(target.username, target.password, ctx.redactor);
-  const reply = await fetchBounded(realm, { headers, insecure: target.insecure, signal: ctx.signal }, ctx.limits);
+  await ctx.redactor.ready();
+  const reply = await fetchBounded(realm, { headers, insecure: target.insecure, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status === 401 || reply.status === 403) {
     throw new TestFailure(`authentication: the token service at ${realm.host} rejected the credentials (HTTP ${reply.status})${excerpt(reply, ctx.redactor)}`);
   }
@@ -189,6 +134,6 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
     token = undefined;
   }
   if (typeof token !== 'string' || token === '') throw new TestFailure(`authentication: the token service at ${realm.host} answered without a token`);
-  ctx.redactor.add(token);
+  await ctx.redactor.add(token).ready();
   return token;
 }

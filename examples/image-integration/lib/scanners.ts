@@ -3,7 +3,8 @@ import { rootCertificates } from 'node:tls';
 import { checkTcp, fetchBounded, firstListening, NetworkFailure, type Reply } from './http';
 import { decodePong } from './pong';
 import { parseRequestJson, type JsonNode } from './request-json';
-import { bodyText, excerpt, TestFailure, type CheckContext } from './registry';
+import { bodyText, excerpt, quote } from './excerpt';
+import { TestFailure, type CheckContext } from './registry';
 import { parseHostPort } from './endpoint';
 
 /** The read-only path each HTTP scanner answers 200 on when it is up. */
@@ -16,7 +17,7 @@ export const SCANNER_PATHS = {
 export async function checkHttpScanner(kind: keyof typeof SCANNER_PATHS, endpoint: URL, insecure: boolean, ctx: CheckContext): Promise<void> {
   const url = new URL(endpoint.href);
   url.pathname = endpoint.pathname.replace(/\/$/, '') + SCANNER_PATHS[kind];
-  const reply = await fetchBounded(url, { insecure, signal: ctx.signal }, ctx.limits);
+  const reply = await fetchBounded(url, { insecure, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   // Clair v4's index state may be answered 304 Not Modified (StackRox's clairv4.go Test takes 200 or 304).
   if (reply.status === 200 || (kind === 'clairV4' && reply.status === 304)) {
     if (kind !== 'clairify') return;
@@ -51,21 +52,14 @@ function clairifyPingBody(reply: Reply, ctx: CheckContext): string | undefined {
   if (error === undefined || error.kind === 'null') return undefined;
   if (error.kind !== 'object') return `an Error field that is not an object${excerpt(reply, ctx.redactor)}`;
   const message = lastEntry(error.entries, 'message');
-  const said = message?.kind === 'string' && message.value.trim() !== '' ? `: ${oneLine(ctx.redactor.redact(message.value))}` : '';
-  return `an error${said}`;
+  const said = message?.kind === 'string' ? quote([message.value], ctx.redactor) : '';
+  return `an error${said === '' ? '' : `: ${said}`}`;
 }
 
 /** The value of the last key that is `name` in any case (`name` in lower case), as encoding/json fills a field. */
 function lastEntry(entries: [string, JsonNode][], name: string): JsonNode | undefined {
   for (let i = entries.length - 1; i >= 0; i--) if (entries[i][0].toLowerCase() === name) return entries[i][1];
   return undefined;
-}
-
-const MESSAGE_LENGTH = 160;
-
-function oneLine(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length <= MESSAGE_LENGTH ? line : `${line.slice(0, MESSAGE_LENGTH)}...`;
 }
 
 /**
@@ -157,7 +151,7 @@ export async function checkClairifyNodeScanner(grpcEndpoint: string | undefined,
                 ? `${authority} did not answer the gRPC Ping in time`
                 : err.code === status.RESOURCE_EXHAUSTED && /larger than/.test(details)
                   ? `${authority} answered the gRPC Ping with a message larger than ${ctx.limits.maxBodyBytes} bytes, more than this service reads of an answer`
-                  : `gRPC Ping to ${authority} failed (${status[err.code as number] ?? err.code}): ${firstLine(details)}`;
+                  : `gRPC Ping to ${authority} failed (${status[err.code as number] ?? err.code}): ${quote([withoutNote(details)], ctx.redactor)}`;
         reject(new TestFailure(`node scanner: ${ctx.redactor.redact(why)}`));
       };
       let call: { cancel(): void } | undefined;
@@ -188,7 +182,8 @@ export async function checkClairifyNodeScanner(grpcEndpoint: string | undefined,
   const pong = decodePong(answer ?? Buffer.alloc(0));
   if (typeof pong === 'string') throw new TestFailure(`node scanner: ${authority} answered the gRPC Ping with no PongMessage: ${pong}`);
   const said = [pong.status && `status ${pong.status}`, pong.scannerVersion && `version ${pong.scannerVersion}`].filter(Boolean).join(', ');
-  return `node scanner at ${authority} answered the gRPC Ping${said ? ` (${oneLine(said).slice(0, 80)})` : ''}`;
+  const shown = quote([said], ctx.redactor);
+  return `node scanner at ${authority} answered the gRPC Ping${shown ? ` (${shown})` : ''}`;
 }
 
 interface ServiceErrorLike {
@@ -196,10 +191,9 @@ interface ServiceErrorLike {
   details?: unknown;
 }
 
-// gRPC's details may carry OpenSSL's report over several lines, and a trailing empty note.
-function firstLine(text: string): string {
-  return text
-    .split('\n')[0]
-    .replace(/\s*Resolution note:\s*$/, '')
-    .trim();
+// The status message of a failed gRPC call (a peer's grpc-message, or grpc-js's own, which may carry
+// OpenSSL's report over several lines), without the empty note grpc-js ends its own with.
+function withoutNote(text: string): string {
+  const trimmed = text.trimEnd();
+  return trimmed.endsWith('Resolution note:') ? trimmed.slice(0, -'Resolution note:'.length) : text;
 }

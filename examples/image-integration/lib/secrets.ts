@@ -2,7 +2,7 @@
 // value, in the forms it travels in, from every text that leaves (responses, errors, logs).
 import { schema } from './schema';
 import { foldString, folded, isSpace, Matcher, mergeSpans, sortSpans } from './matcher';
-import { inOriginal, joinedView, views } from './views';
+import { inOriginal, joinedView, seamless, views } from './views';
 
 export const MASK = '******';
 
@@ -362,6 +362,34 @@ interface Generation {
 const noForms = (): FormLists => ({ values: [], short: [], joined: [] });
 
 /**
+ * Work that waits its turn: one piece per turn of the event loop, each in a setImmediate queued
+ * when the one before it is done, so between two pieces the loop polls once (a liveness probe is
+ * answered, a connection is made). Tests that start together build their matchers one by one so.
+ */
+class Turns {
+  #last: Promise<unknown> = Promise.resolve();
+
+  take<T>(work: () => T): Promise<T> {
+    const turn = this.#last.then(
+      () =>
+        new Promise<T>((resolve, reject) =>
+          setImmediate(() => {
+            try {
+              resolve(work());
+            } catch (err) {
+              reject(err);
+            }
+          }),
+        ),
+    );
+    this.#last = turn.catch(() => undefined);
+    return turn;
+  }
+}
+
+const buildTurns = new Turns();
+
+/**
  * Replaces secrets in text. Each secret is known in the forms it may come back in: as it is, in any
  * case, JSON-escaped (Go's `\u0026` too), percent-encoded (upper or lower case, `+` for a space),
  * `\x`-escaped, as HTML references, in base64 and base64url (alone or inside a longer encoded text,
@@ -443,6 +471,15 @@ export class Redactor {
     }
   }
 
+  /**
+   * Resolves once the matchers over every form added so far are built, in a turn of the event loop
+   * of their own (Turns): a test's first build, of the request's secrets, is its largest (a
+   * service account of 64 KiB, a password of 16 KiB, each in all its forms: tens of milliseconds).
+   */
+  ready(): Promise<void> {
+    return buildTurns.take(() => void this.#matchers());
+  }
+
   /** The matchers over every form added: the pending forms built into a generation of their own, merged with the last while it is no bigger. */
   #matchers(): Generation[] {
     const generations = this.#generations;
@@ -468,14 +505,23 @@ export class Redactor {
 
   /**
    * The text with each secret, and any userinfo, replaced by `******`. With `cut`, the text was cut
-   * short (a peer's answer read up to a cap), and a secret's start at its end is masked too.
+   * short (a peer's answer read up to a cap, an excerpt's window), and a secret's start at its end
+   * is masked too, through the decoded views as well: an escape the cut left unfinished (`%4`) is
+   * masked with the secret whose start runs into it. `seams`, [start, end) pairs: separators this
+   * service put between a peer's pieces (`code: message`); a secret split over the pieces is found
+   * with them taken out.
    */
-  redact(text: string, { cut = false }: { cut?: boolean } = {}): string {
+  redact(text: string, { cut = false, seams }: { cut?: boolean; seams?: number[] } = {}): string {
     if (text === '') return text;
     const lists = [userinfoSpans(text)];
     const generations = this.#matchers();
     if (generations.length > 0) {
-      for (const view of views(folded(text))) {
+      const codes = folded(text);
+      const all = views(codes, cut);
+      if (seams !== undefined && seams.length > 0) all.push(seamless(codes, seams));
+      for (const view of all) {
+        const end = cut && view.dropped !== undefined ? text.length : undefined;
+        if (end !== undefined) lists.push([view.dropped!, end]);
         // Base64 wrapped over lines (MIME at 76 columns, PEM at 64, CRLF or LF), hex spaced by bytes.
         const joined = this.#known.joined.size > 0 ? joinedView(view) : undefined;
         for (const { matchers } of generations) {
@@ -485,8 +531,8 @@ export class Redactor {
           const found = matchers.short?.spans(view.codes) ?? [];
           for (let i = 0; i < found.length; i += 2) if (standsAlone(view.codes, found[i], found[i + 1])) spans.push(found[i], found[i + 1]);
           if (found.length > 0) sortSpans(spans);
-          lists.push(inOriginal(view, spans));
-          if (joined !== undefined && matchers.joined !== undefined) lists.push(inOriginal(joined, matchers.joined.spans(joined.codes, cut)));
+          lists.push(inOriginal(view, spans, end));
+          if (joined !== undefined && matchers.joined !== undefined) lists.push(inOriginal(joined, matchers.joined.spans(joined.codes, cut), end));
         }
       }
     }

@@ -61,6 +61,7 @@ export function createService(options: ServiceOptions): FunctionModule {
     // Secrets are the secret fields, and anything in an ignored field (a mistyped `pasword`), within bounds (guessedSecrets).
     const redactor = new Redactor(secretValues(request.integration));
     for (const value of guessedSecrets(request.ignoredStrings)) redactor.guess(value);
+    await redactor.ready();
     // Logged as decoded: ignored fields by name only (cut to 40 characters), never their values.
     context.log.info(
       {

@@ -7,10 +7,20 @@ export interface View {
   codes: Uint16Array;
   from: Int32Array | undefined; // undefined: one to one
   to: Int32Array | undefined;
+  /**
+   * In a cut text (`cut`): where, in the original text, an escape that the cut left unfinished
+   * begins (`%4`, `\u00`, `&#6`, the first bytes of a UTF-8 sequence); the view stops before it.
+   */
+  dropped?: number;
 }
 
-/** Builds a decoded view; `emit(code, from, to)` in the source view's indices. */
-function decoded(source: View, decode: (codes: Uint16Array, emit: (code: number, from: number, to: number) => void) => void): View {
+type Emit = (code: number, from: number, to: number) => void;
+
+/**
+ * Builds a decoded view; `emit(code, from, to)` in the source view's indices. `decode` returns the
+ * source index where it stopped before an escape the cut left unfinished, if it did.
+ */
+function decoded(source: View, decode: (codes: Uint16Array, emit: Emit) => number | void): View {
   const n = source.codes.length;
   const codes = new Uint16Array(n);
   const from = new Int32Array(n);
@@ -31,8 +41,18 @@ function decoded(source: View, decode: (codes: Uint16Array, emit: (code: number,
     from[k] = f;
     to[k++] = t;
   };
-  decode(source.codes, emit);
-  return { codes: codes.subarray(0, k), from: from.subarray(0, k), to: to.subarray(0, k) };
+  const stop = decode(source.codes, emit);
+  const view: View = { codes: codes.subarray(0, k), from: from.subarray(0, k), to: to.subarray(0, k) };
+  if (typeof stop === 'number') view.dropped = source.from === undefined ? stop : source.from[stop];
+  else if (source.dropped !== undefined) view.dropped = source.dropped;
+  return view;
+}
+
+/** Whether `codes` from `at` to its end are fewer than `count` hex digits: an escape's digits the cut left unfinished. */
+function hexTail(codes: Uint16Array, at: number, count: number): boolean {
+  if (codes.length - at >= count) return false;
+  for (let i = at; i < codes.length; i++) if (hexDigit(codes[i]) < 0) return false;
+  return true;
 }
 
 function hexDigit(c: number): number {
@@ -55,21 +75,23 @@ function hex(codes: Uint16Array, at: number, count: number): number {
 const JSON_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
 
 /** JSON string escapes: `\"`, `\\`, `\/`, `\n`..., and `\u0026` (Go writes <, > and & so). */
-function jsonView(source: View): View | undefined {
+function jsonView(source: View, cut: boolean): View | undefined {
   if (source.codes.indexOf(0x5c) === -1) return undefined;
   return decoded(source, (codes, emit) => {
     for (let i = 0; i < codes.length;) {
-      if (codes[i] === 0x5c && i + 1 < codes.length) {
-        const e = codes[i + 1];
-        if (e === 0x75) {
+      if (codes[i] === 0x5c) {
+        if (i + 1 === codes.length) {
+          if (cut) return i;
+        } else if (codes[i + 1] === 0x75) {
           const unit = hex(codes, i + 2, 4);
           if (unit >= 0) {
             emit(unit, i, i + 6);
             i += 6;
             continue;
           }
-        } else if (JSON_ESCAPES[e] !== undefined) {
-          emit(JSON_ESCAPES[e], i, i + 2);
+          if (cut && hexTail(codes, i + 2, 4)) return i;
+        } else if (JSON_ESCAPES[codes[i + 1]] !== undefined) {
+          emit(JSON_ESCAPES[codes[i + 1]], i, i + 2);
           i += 2;
           continue;
         }
@@ -81,25 +103,49 @@ function jsonView(source: View): View | undefined {
 }
 
 /** Percent-encoding, upper or lower case, of UTF-8; with `plus`, `+` is a space (forms, query strings). */
-function percentView(source: View, plus: boolean): View | undefined {
+function percentView(source: View, plus: boolean, cut: boolean): View | undefined {
   if (plus ? source.codes.indexOf(0x2b) === -1 : source.codes.indexOf(0x25) === -1) return undefined;
-  return bytesView(source, 3, (codes, i) => (codes[i] === 0x25 ? hex(codes, i + 1, 2) : -1), plus);
+  return bytesView(source, {
+    width: 3,
+    byteAt: (codes, i) => (codes[i] === 0x25 ? hex(codes, i + 1, 2) : -1),
+    unfinished: (codes, i) => codes[i] === 0x25 && hexTail(codes, i + 1, 2),
+    plus,
+    cut,
+  });
 }
 
 /**
  * `\xHH` escapes of bytes, as Go's `%q`, Python's `repr()` and C write the bytes they cannot print:
  * UTF-8 beyond ASCII (`\xc3\xa9`), and the NULs of UTF-16 (`p\x00a\x00`).
  */
-function hexEscapeView(source: View): View | undefined {
+function hexEscapeView(source: View, cut: boolean): View | undefined {
   if (source.codes.indexOf(0x5c) === -1) return undefined;
-  return bytesView(source, 4, (codes, i) => (codes[i] === 0x5c && codes[i + 1] === 0x78 ? hex(codes, i + 2, 2) : -1), false);
+  return bytesView(source, {
+    width: 4,
+    byteAt: (codes, i) => (codes[i] === 0x5c && codes[i + 1] === 0x78 ? hex(codes, i + 2, 2) : -1),
+    unfinished: (codes, i) => codes[i] === 0x5c && (i + 1 === codes.length || (codes[i + 1] === 0x78 && hexTail(codes, i + 2, 2))),
+    plus: false,
+    cut,
+  });
+}
+
+interface ByteEscapes {
+  /** Characters an escape takes. */
+  width: number;
+  /** The byte an escape at i stands for, or -1. */
+  byteAt: (codes: Uint16Array, i: number) => number;
+  /** Whether an escape at i is one the text's end cut short. */
+  unfinished: (codes: Uint16Array, i: number) => boolean;
+  /** `+` is a space. */
+  plus: boolean;
+  cut: boolean;
 }
 
 /**
- * A view where each run of escaped bytes (`byteAt` says which byte an escape of `width` characters
- * at i is, or -1) is decoded as UTF-8; a byte that starts no valid sequence stands for itself.
+ * A view where each run of escaped bytes is decoded as UTF-8; a byte that starts no valid sequence
+ * stands for itself. In a cut text, an escape or a UTF-8 sequence the end cut short is left out.
  */
-function bytesView(source: View, width: number, byteAt: (codes: Uint16Array, i: number) => number, plus: boolean): View {
+function bytesView(source: View, { width, byteAt, unfinished, plus, cut }: ByteEscapes): View {
   return decoded(source, (codes, emit) => {
     const bytes: number[] = [];
     const at: number[] = [];
@@ -111,6 +157,7 @@ function bytesView(source: View, width: number, byteAt: (codes: Uint16Array, i: 
         continue;
       }
       if (byteAt(codes, i) < 0) {
+        if (cut && unfinished(codes, i)) return i;
         emit(c, i, i + 1);
         i++;
         continue;
@@ -122,26 +169,41 @@ function bytesView(source: View, width: number, byteAt: (codes: Uint16Array, i: 
         at.push(i);
         i += width;
       }
-      for (let k = 0; k < bytes.length;) {
-        const b = bytes[k];
-        const length = b < 0x80 ? 1 : b >> 5 === 6 ? 2 : b >> 4 === 14 ? 3 : b >> 3 === 30 ? 4 : 0;
-        let cp = length === 2 ? b & 0x1f : length === 3 ? b & 0x0f : b & 0x07;
-        let ok = length > 0 && k + length <= bytes.length;
-        for (let m = 1; ok && m < length; m++) {
-          if (bytes[k + m] >> 6 !== 2) ok = false;
-          else cp = (cp << 6) | (bytes[k + m] & 0x3f);
-        }
-        if (length === 1) cp = b;
-        if (!ok || cp > 0x10ffff) {
-          emit(b, at[k], at[k] + width);
-          k++;
-        } else {
-          emit(cp, at[k], at[k + length - 1] + width);
-          k += length;
-        }
-      }
+      const atEnd = cut && (i >= codes.length || unfinished(codes, i));
+      const stop = utf8(bytes, at, width, atEnd, emit);
+      if (stop !== undefined) return stop;
     }
   });
+}
+
+/**
+ * Emits `bytes` (each escape at `at[k]`, `width` long) decoded as UTF-8. With `atEnd` (they end a
+ * cut text), a sequence they end in the middle of is left out: returns where it begins.
+ */
+function utf8(bytes: number[], at: number[], width: number | number[], atEnd: boolean, emit: Emit): number | undefined {
+  const end = (k: number) => at[k] + (typeof width === 'number' ? width : width[k]);
+  for (let k = 0; k < bytes.length;) {
+    const b = bytes[k];
+    const length = b < 0x80 ? 1 : b >> 5 === 6 ? 2 : b >> 4 === 14 ? 3 : b >> 3 === 30 ? 4 : 0;
+    let cp = length === 2 ? b & 0x1f : length === 3 ? b & 0x0f : b & 0x07;
+    let valid = length > 0;
+    for (let m = 1; valid && m < length && k + m < bytes.length; m++) {
+      if (bytes[k + m] >> 6 !== 2) valid = false;
+      else cp = (cp << 6) | (bytes[k + m] & 0x3f);
+    }
+    // Every byte there is continues the sequence, and the cut took the rest.
+    if (atEnd && valid && k + length > bytes.length) return at[k];
+    const ok = valid && k + length <= bytes.length;
+    if (length === 1) cp = b;
+    if (!ok || cp > 0x10ffff) {
+      emit(b, at[k], end(k));
+      k++;
+    } else {
+      emit(cp, at[k], end(k + length - 1));
+      k += length;
+    }
+  }
+  return undefined;
 }
 
 const ENTITIES: Record<string, number> = {
@@ -186,7 +248,7 @@ const ENTITIES: Record<string, number> = {
 };
 
 /** HTML character references: `&amp;`, `&#64;`, `&#x2F;` (the `;` may be left out). */
-function htmlView(source: View): View | undefined {
+function htmlView(source: View, cut: boolean): View | undefined {
   if (source.codes.indexOf(0x26) === -1) return undefined;
   return decoded(source, (codes, emit) => {
     const n = codes.length;
@@ -213,6 +275,8 @@ function htmlView(source: View): View | undefined {
           const name = String.fromCharCode(...codes.subarray(begin, j));
           if (Object.hasOwn(ENTITIES, name)) cp = ENTITIES[name];
         }
+        // Run to the cut without its `;`: it may go on past it.
+        if (cut && j >= n) return i;
         if (cp >= 0) {
           if (codes[j] === 0x3b) j++;
           emit(cp, i, j);
@@ -229,12 +293,19 @@ function htmlView(source: View): View | undefined {
 /** The decoded views a text is searched in, besides the text itself: one decoding, or two in a row. */
 // How the text may have been encoded, one layer each; layers stack (a password percent-encoded
 // twice in a redirect URL, Go's JSON escapes under percent-encoding, HTML over percent).
-const DECODERS: ((view: View) => View | undefined)[] = [jsonView, (v) => percentView(v, false), (v) => percentView(v, true), htmlView, hexEscapeView];
+const DECODERS: ((view: View, cut: boolean) => View | undefined)[] = [
+  jsonView,
+  (v, cut) => percentView(v, false, cut),
+  (v, cut) => percentView(v, true, cut),
+  htmlView,
+  hexEscapeView,
+];
 /** Layers of encoding undone, at most; and views made, at most (each is one pass over the text). */
 const MAX_LAYERS = 3;
 const MAX_VIEWS = 24;
 
-export function views(text: Uint16Array): View[] {
+/** The text and its decoded views; with `cut` (the text was cut short), escapes the cut left unfinished are left out of them (View.dropped). */
+export function views(text: Uint16Array, cut = false): View[] {
   const plain: View = { codes: text, from: undefined, to: undefined };
   const out: View[] = [plain];
   let layer = [plain];
@@ -242,7 +313,7 @@ export function views(text: Uint16Array): View[] {
     const next: View[] = [];
     for (const view of layer) {
       for (const decode of DECODERS) {
-        const decoded = decode(view);
+        const decoded = decode(view, cut);
         if (decoded === undefined) continue;
         next.push(decoded);
         out.push(decoded);
@@ -254,13 +325,34 @@ export function views(text: Uint16Array): View[] {
   return out;
 }
 
-/** A view's [start, end) pairs, in place, as the original text's. */
-export function inOriginal(view: View, spans: number[]): number[] {
+/**
+ * The text without the separators this service put between a peer's pieces (`seams`, [start, end)
+ * pairs: the `: ` between an error's code and its message), so that a secret the peer split over
+ * two fields is found whole.
+ */
+export function seamless(text: Uint16Array, seams: number[]): View {
+  const plain: View = { codes: text, from: undefined, to: undefined };
+  return decoded(plain, (codes, emit) => {
+    let s = 0;
+    for (let i = 0; i < codes.length; i++) {
+      while (s < seams.length && seams[s + 1] <= i) s += 2;
+      if (s < seams.length && seams[s] <= i) continue;
+      emit(codes[i], i, i + 1);
+    }
+  });
+}
+
+/**
+ * A view's [start, end) pairs, in place, as the original text's. `end`: the original text's length,
+ * when the view stops before an escape the cut left unfinished; a pair that reaches the view's end
+ * (a secret's start, cut) then reaches the text's end.
+ */
+export function inOriginal(view: View, spans: number[], end?: number): number[] {
   if (view.from === undefined || view.to === undefined) return spans;
   for (let i = 0; i < spans.length; i += 2) {
-    const end = spans[i + 1];
+    const last = spans[i + 1];
     spans[i] = view.from[spans[i]];
-    spans[i + 1] = view.to[end - 1];
+    spans[i + 1] = end !== undefined && last === view.codes.length ? end : view.to[last - 1];
   }
   return spans;
 }

@@ -308,3 +308,40 @@ describe('ECR', () => {
     assert.equal(awsEndpoint('ecr', 'eu-west-3', { ecrEndpoint: 'https://vpce.example/' }).href, 'https://vpce.example/');
   });
 });
+
+describe("an AWS API's error is quoted as any peer text: masked, on one line, at most 160 characters", () => {
+  const SECRET_KEY = 'the-secret-access-key-42';
+  const long = `line one ${SECRET_KEY}\nline two\r\n${'A'.repeat(60_000)}`;
+  const answers = {
+    'the ECR API (JSON: __type and message)': [400, JSON.stringify({ __type: 'com.amazon.coral.service#UnrecognizedClientException', message: long })],
+    'an XML error (Code and Message)': [403, `<ErrorResponse><Error><Code>InvalidClientTokenId</Code><Message>${long}</Message></Error></ErrorResponse>`],
+  };
+  for (const [what, [status, body]] of Object.entries(answers)) {
+    it(what, async (t) => {
+      const api = await startPeer((req, res) => {
+        req.resume();
+        res.writeHead(status);
+        res.end(body);
+      });
+      const service = await startService({ aws: { ecrEndpoint: `${api.url}/` } });
+      t.after(async () => {
+        await service.close();
+        await api.close();
+      });
+      const res = await service.test({
+        name: 'ecr',
+        type: 'ecr',
+        categories: ['REGISTRY'],
+        ecr: { registryId: '123456789012', region: 'us-east-1', accessKeyId: 'AKIAREALKEY', secretAccessKey: SECRET_KEY },
+      });
+      assert.equal(res.status, 400);
+      const m = /^authentication: ECR GetAuthorizationToken answered HTTP \d+ \((.*)\)$/.exec(res.json.message);
+      assert.ok(m, res.json.message);
+      assert.match(m[1], /^(UnrecognizedClientException|InvalidClientTokenId): line one \*\*\*\*\*\* line two A+\.\.\.$/);
+      assert.ok(m[1].length <= 163, `${m[1].length} characters quoted`);
+      assertNoSecret(assert, res, service.log, [SECRET_KEY]);
+      const failed = service.log.entries().find((line) => line.msg === 'image integration test failed');
+      assert.equal(failed.reason, res.json.message);
+    });
+  }
+});

@@ -234,3 +234,34 @@ describe("the Ping's answer is read up to IMAGE_INTEGRATION_MAX_RESPONSE_BYTES, 
     assert.ok(grown < 64 * 1024 * 1024, `RSS grew by ${grown} bytes`);
   });
 });
+
+describe("a failed Ping's status message (grpc-message) is quoted as any peer text: masked, on one line, at most 160 characters", () => {
+  it('a message of 15,000 characters over several lines, holding a value the request carries', async (t) => {
+    const secret = 'grpc-echoed-secret-77';
+    const peer = await rawGrpcPeer((stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () =>
+        stream.sendTrailers({ 'grpc-status': '7', 'grpc-message': encodeURIComponent(`denied ${secret}\nsee\r\n${'B'.repeat(15_000)}`) }),
+      );
+      stream.end();
+    });
+    const service = await startService({ limits: { ca: [tls.certPem] } });
+    t.after(async () => {
+      await service.close();
+      await peer.close();
+    });
+    // A mistyped field: its value is masked wherever it shows.
+    const res = await service.test({
+      name: 's',
+      type: 'clairify',
+      categories: ['NODE_SCANNER'],
+      clairify: { endpoint: 'https://127.0.0.1:1', grpcEndpoint: peer.hostPort, pasword: secret },
+    });
+    assert.equal(res.status, 400);
+    const m = /^node scanner: gRPC Ping to 127\.0\.0\.1:\d+ failed \(PERMISSION_DENIED\): (.*)$/.exec(res.json.message);
+    assert.ok(m, res.json.message);
+    assert.match(m[1], /^denied \*\*\*\*\*\* see B+\.\.\.$/);
+    assert.ok(m[1].length <= 163, `${m[1].length} characters quoted`);
+    assert.ok(!service.log.text().includes(secret));
+  });
+});

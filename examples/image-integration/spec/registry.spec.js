@@ -3,7 +3,9 @@
 // against peers that misbehave.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const https = require('node:https');
+const { execFileSync } = require('node:child_process');
 const { startRegistry, startPeer, startSilent, freePort, certificate, scratch } = require('./peers');
 const { startService, assertNoSecret } = require('./service');
 
@@ -254,6 +256,49 @@ describe('docker registry over TLS with a self-signed certificate', () => {
     const res = await service.test(docker(`http://${registry.hostPort}`));
     assert.equal(res.status, 400);
     assert.match(res.json.message, /127\.0\.0\.1:\d+/);
+  });
+
+  it('a certificate whose names do not match: its names are quoted as any peer text, on one line, at most 160 characters', async (t) => {
+    const folder = scratch('funcrun-many-names-');
+    const names = Array.from({ length: 300 }, (_, i) => `DNS:name-${i}.other.example`).join(',');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        `${folder}/key.pem`,
+        '-out',
+        `${folder}/cert.pem`,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=other.example',
+        '-addext',
+        `subjectAltName=${names}`,
+      ],
+      { stdio: 'ignore' },
+    );
+    const cert = fs.readFileSync(`${folder}/cert.pem`, 'utf8');
+    const server = https.createServer({ key: fs.readFileSync(`${folder}/key.pem`), cert }, (req, res) => res.end('{}'));
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const trusting = await startService({ limits: { ca: [cert] } });
+    t.after(async () => {
+      await trusting.close();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const res = await trusting.test(docker(`localhost:${server.address().port}`, { insecure: false }));
+    assert.equal(res.status, 400);
+    const m = /^TLS: the certificate of localhost:\d+ failed verification: (.*) \(ERR_TLS_CERT_ALTNAME_INVALID\); set insecure: true/.exec(res.json.message);
+    assert.ok(m, res.json.message);
+    assert.match(
+      m[1],
+      /^Hostname\/IP does not match certificate's altnames: Host: localhost\. is not in the cert's altnames: DNS:name-0\.other\.example, .*\.\.\.$/,
+    );
+    assert.ok(m[1].length <= 163, `${m[1].length} characters quoted`);
   });
 
   it('https to a plain HTTP port says it does not speak TLS', async () => {
