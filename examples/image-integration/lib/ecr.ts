@@ -1,6 +1,6 @@
 // Amazon ECR: registry credentials from authorizationData, or from GetAuthorizationToken signed
 // with SigV4 (after STS AssumeRole when asked). The AWS endpoints can be overridden (tests, VPC endpoints).
-import { fetchBounded, type Reply } from './http';
+import { fetchBounded, headerSafe, type Reply } from './http';
 import type { Redactor } from './secrets';
 import { codeAndMessage, excerpt, quote } from './excerpt';
 import { TestFailure, type CheckContext } from './registry';
@@ -140,6 +140,7 @@ function awsError(service: string, reply: Reply, redactor: Redactor): TestFailur
 }
 
 async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<RegistryLogin> {
+  signable(credentials);
   const url = ecrApi(config, aws);
   const body = JSON.stringify({ registryIds: [config.registryId] });
   const headers = signV4({
@@ -153,12 +154,15 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
   });
   const reply = await fetchBounded(url, { method: 'POST', headers, body, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status !== 200) throw awsError('ECR GetAuthorizationToken', reply, ctx.redactor);
-  let token: string | undefined;
+  let token: unknown;
   try {
-    const json = JSON.parse(reply.body.toString('utf8')) as { authorizationData?: { authorizationToken?: string }[] };
+    const json = JSON.parse(reply.body.toString('utf8')) as { authorizationData?: { authorizationToken?: unknown }[] };
     token = json.authorizationData?.[0]?.authorizationToken;
   } catch {
     token = undefined;
+  }
+  if (token !== undefined && typeof token !== 'string') {
+    throw new TestFailure(`unexpected answer: ECR GetAuthorizationToken returned an authorization token that is ${jsonKind(token)}, not a string`);
   }
   const decoded = token === undefined ? '' : Buffer.from(token, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
@@ -170,7 +174,31 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
+/** What a JSON value is, for a message: `a number`, `an object`, `a list`, `true`, `null`. */
+function jsonKind(value: unknown): string {
+  if (value === null || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/**
+ * Credentials that a signature can carry: the access key id goes in the Authorization header and
+ * the session token in its own, so each must be sendable there (an integration's key id with a
+ * line break was a 500).
+ */
+function signable(credentials: AwsCredentials): void {
+  if (!headerSafe(credentials.accessKeyId)) {
+    throw new TestFailure(
+      'authentication: the access key id cannot be sent in a header (it holds a space, a control character or a character outside ASCII; AWS key ids are letters and digits)',
+    );
+  }
+  if (credentials.sessionToken !== undefined && credentials.sessionToken !== '' && !headerSafe(credentials.sessionToken)) {
+    throw new TestFailure('authentication: the session token cannot be sent in a header (it holds a space, a control character or a character outside ASCII)');
+  }
+}
+
 async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: AwsSettings, ctx: CheckContext): Promise<AwsCredentials> {
+  signable(credentials);
   const url = awsEndpoint('sts', config.region, aws);
   url.searchParams.set('Action', 'AssumeRole');
   url.searchParams.set('Version', '2011-06-15');
@@ -187,5 +215,10 @@ async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: A
   if (!assumed.accessKeyId || !assumed.secretAccessKey) throw new TestFailure('unexpected answer: STS AssumeRole returned no credentials');
   for (const value of Object.values(assumed)) ctx.redactor.add(value);
   await ctx.redactor.ready();
+  if (!headerSafe(assumed.accessKeyId) || (assumed.sessionToken !== undefined && !headerSafe(assumed.sessionToken))) {
+    throw new TestFailure(
+      'unexpected answer: STS AssumeRole returned an access key id or a session token that cannot be sent in a header (it holds a space, a control character or a character outside ASCII)',
+    );
+  }
   return assumed as AwsCredentials;
 }

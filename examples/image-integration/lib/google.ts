@@ -3,7 +3,7 @@
 // token endpoint by a JWT the key signs (RFC 7523), never from the key's own `token_uri`: the
 // signed assertion is a credential, and the caller must not choose where it goes.
 import { createSign } from 'node:crypto';
-import { fetchBounded } from './http';
+import { fetchBounded, headerSafe } from './http';
 import { excerpt } from './excerpt';
 import { TestFailure, type CheckContext } from './registry';
 
@@ -67,6 +67,12 @@ async function accessToken(account: ServiceAccount, google: GoogleSettings, ctx:
     token = (JSON.parse(reply.body.toString('utf8')) as { access_token?: unknown }).access_token;
   } catch {
     token = undefined;
+  }
+  if (typeof token === 'string' && token !== '' && !headerSafe(token)) {
+    ctx.redactor.add(token);
+    throw new TestFailure(
+      "authentication: Google's token endpoint answered with an access token that cannot be sent in a header (it holds a space, a control character or a character outside ASCII)",
+    );
   }
   if (reply.status !== 200 || typeof token !== 'string' || token === '') {
     throw new TestFailure(

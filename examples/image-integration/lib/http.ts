@@ -255,6 +255,15 @@ async function lookup(host: string, limits: Limits, signal: AbortSignal | undefi
   }
 }
 
+/**
+ * Whether a value can be sent as a credential in a header as it is (a Bearer token, an AWS access
+ * key id or session token): printable ASCII without spaces. Node refuses a header holding a control
+ * character or a line break, and anything past ASCII is no token a server expects.
+ */
+export function headerSafe(value: string): boolean {
+  return /^[\x21-\x7e]+$/.test(value);
+}
+
 export interface Reply {
   status: number;
   headers: IncomingHttpHeaders;

@@ -1,7 +1,7 @@
 // The Docker Registry HTTP API v2 check: GET <endpoint>/v2/ with Basic credentials, and the
 // Bearer token flow when the registry asks for it (WWW-Authenticate: Bearer realm=...).
 import { excerpt } from './excerpt';
-import { fetchBounded, type Limits } from './http';
+import { fetchBounded, headerSafe, type Limits } from './http';
 import type { Redactor } from './secrets';
 
 export interface RegistryTarget {
@@ -134,6 +134,12 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
     token = undefined;
   }
   if (typeof token !== 'string' || token === '') throw new TestFailure(`authentication: the token service at ${realm.host} answered without a token`);
+  if (!headerSafe(token)) {
+    ctx.redactor.add(token);
+    throw new TestFailure(
+      `authentication: the token service at ${realm.host} answered with a token that cannot be sent in a header (it holds a space, a control character or a character outside ASCII)`,
+    );
+  }
   await ctx.redactor.add(token).ready();
   return token;
 }

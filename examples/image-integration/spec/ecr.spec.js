@@ -345,3 +345,77 @@ describe("an AWS API's error is quoted as any peer text: masked, on one line, at
     });
   }
 });
+
+describe('what the ECR API and STS hand over is checked before it is used: a 400 naming the call, never a 500', () => {
+  const ecr = (config) => ({ name: 'ecr', type: 'ecr', categories: ['REGISTRY'], ecr: { registryId: '123456789012', region: 'us-east-1', ...config } });
+  const keys = { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY };
+
+  const tokens = { 'a number': 12345, 'an object': { a: 1 }, 'a list': [65, 58, 66], true: true };
+  for (const [kind, token] of Object.entries(tokens)) {
+    it(`an authorizationToken that is ${kind}`, async (t) => {
+      const api = await startPeer((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
+        res.end(JSON.stringify({ authorizationData: [{ authorizationToken: token }] }));
+      });
+      const service = await startService({ aws: { ecrEndpoint: `${api.url}/` } });
+      t.after(async () => {
+        await service.close();
+        await api.close();
+      });
+      const res = await service.test(ecr(keys));
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.json.message, `unexpected answer: ECR GetAuthorizationToken returned an authorization token that is ${kind}, not a string`);
+      assert.ok(!service.log.text().includes('failed unexpectedly'), service.log.text());
+    });
+  }
+
+  it('STS credentials whose session token holds a line break', async (t) => {
+    let ecrCalls = 0;
+    const sts = await startPeer((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      res.end(
+        `<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>ASIATEMPKEY</AccessKeyId><SecretAccessKey>${KEYS.ASIATEMPKEY}</SecretAccessKey><SessionToken>abc&#10;X-Injected: 1</SessionToken></Credentials></AssumeRoleResult></AssumeRoleResponse>`,
+      );
+    });
+    const api = await startPeer((req, res) => {
+      ecrCalls++;
+      res.writeHead(500);
+      res.end();
+    });
+    const service = await startService({ aws: { stsEndpoint: `${sts.url}/`, ecrEndpoint: `${api.url}/`, allowAssumeRole: true } });
+    t.after(async () => {
+      await service.close();
+      await Promise.all([sts.close(), api.close()]);
+    });
+    const res = await service.test(ecr({ ...keys, useAssumeRole: true, assumeRoleId: 'puller' }));
+    assert.equal(res.status, 400, res.text);
+    assert.equal(
+      res.json.message,
+      'unexpected answer: STS AssumeRole returned an access key id or a session token that cannot be sent in a header (it holds a space, a control character or a character outside ASCII)',
+    );
+    assert.equal(ecrCalls, 0);
+    assert.ok(!service.log.text().includes('failed unexpectedly'), service.log.text());
+  });
+
+  it("an integration's access key id with a line break or a character outside ASCII, before any call", async (t) => {
+    let calls = 0;
+    const api = await startPeer((req, res) => {
+      calls++;
+      res.writeHead(500);
+      res.end();
+    });
+    const service = await startService({ aws: { ecrEndpoint: `${api.url}/` } });
+    t.after(async () => {
+      await service.close();
+      await api.close();
+    });
+    for (const accessKeyId of ['AKIA\nX', 'AKIA\u2603']) {
+      const res = await service.test(ecr({ ...keys, accessKeyId }));
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.json.message, /^authentication: the access key id cannot be sent in a header/);
+    }
+    assert.equal(calls, 0);
+    assert.ok(!service.log.text().includes('failed unexpectedly'), service.log.text());
+  });
+});

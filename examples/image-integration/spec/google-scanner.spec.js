@@ -119,3 +119,32 @@ describe('Google as SCANNER: Container Analysis for the project', () => {
     assert.equal(tokens.received.length, calls);
   });
 });
+
+describe("Google's access token is checked before it is sent", () => {
+  it('one with a line break is a 400 naming the token endpoint, never a 500, and is never sent', async (t) => {
+    const tokens = await startPeer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ access_token: 'ya29.abc\r\nX-Injected: 1', token_type: 'Bearer' }));
+    });
+    const analysis = await startPeer((req, res) => res.end('{"notes":[]}'));
+    const service = await startService({ google: { tokenEndpoint: `${tokens.url}/token`, containerAnalysisEndpoint: `${analysis.url}/` } });
+    t.after(async () => {
+      await service.close();
+      await Promise.all([tokens.close(), analysis.close()]);
+    });
+    const res = await service.test({
+      name: 'g',
+      type: 'google',
+      categories: ['SCANNER'],
+      google: { endpoint: 'gcr.io', project: 'spec-project', serviceAccount: account() },
+    });
+    assert.equal(res.status, 400, res.text);
+    assert.equal(
+      res.json.message,
+      "authentication: Google's token endpoint answered with an access token that cannot be sent in a header (it holds a space, a control character or a character outside ASCII)",
+    );
+    assert.equal(analysis.received.length, 0);
+    assert.ok(!service.log.text().includes('failed unexpectedly'), service.log.text());
+  });
+});

@@ -598,3 +598,41 @@ describe('endpoint policy', () => {
     }
   });
 });
+
+describe("a token service's token is checked before it is sent: one that cannot be a header value is a 400 naming the token service, never a 500", () => {
+  const tokens = {
+    'a line break': 'abc\ndef',
+    'CR LF and a header after it': 'abc\r\nX-Injected: 1',
+    'a NUL': 'abc\u0000',
+    'a character outside ASCII (U+2603)': 'abc\u2603',
+    'a space': 'abc def',
+  };
+  for (const [what, token] of Object.entries(tokens)) {
+    it(what, async (t) => {
+      let bearer = 0;
+      const peer = await startPeer((req, res) => {
+        if (req.url.startsWith('/token')) {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify({ token }));
+        }
+        if ((req.headers.authorization ?? '').startsWith('Bearer')) bearer++;
+        res.writeHead(401, { 'www-authenticate': `Bearer realm="http://${req.headers.host}/token",service="registry"` });
+        res.end();
+      });
+      const service = await startService();
+      t.after(async () => {
+        await service.close();
+        await peer.close();
+      });
+      const res = await service.test(docker(peer.url));
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.json.code, 3);
+      assert.equal(
+        res.json.message,
+        `authentication: the token service at ${peer.hostPort} answered with a token that cannot be sent in a header (it holds a space, a control character or a character outside ASCII)`,
+      );
+      assert.equal(bearer, 0, 'the token was never sent');
+      assert.ok(!service.log.text().includes('failed unexpectedly'), service.log.text());
+    });
+  }
+});
