@@ -92,27 +92,63 @@ const lookups = new Semaphore(MAX_LOOKUPS);
 
 /**
  * The bounded resolver: c-ares (`dns.Resolver`, no libuv thread pool), A and AAAA asked together,
- * one try each with the timeout, cancelled when `abort` fires. IPv4 addresses first, then IPv6.
- * It reads DNS only: the hosts file is read before it is called, and `localhost` never reaches it.
+ * one try each, each answer taken on its own: by `deadline` whatever has arrived is used, as
+ * getaddrinfo and Go's resolver use it, so a DNS server that drops AAAA questions (some resolvers
+ * and firewalls do) leaves the A answer; the name fails only when neither family has addresses. A
+ * name one family says does not exist (NXDOMAIN) has none of the other either: that ends it at
+ * once. Cancelled when `stop` fires. IPv4 addresses first, then IPv6. It reads DNS only: the
+ * hosts file is read before it is called, and `localhost` never reaches it.
  */
-async function boundedResolve(host: string, timeout: number, servers: string[] | undefined, abort: AbortSignal): Promise<Address[]> {
-  const resolver = new Resolver({ timeout: Math.max(1, Math.ceil(timeout)), tries: 1 });
+function boundedResolve(host: string, deadline: number, servers: string[] | undefined, stop: AbortSignal | undefined): Promise<Address[]> {
+  const remaining = Math.max(1, deadline - Date.now());
+  const resolver = new Resolver({ timeout: remaining, tries: 1 });
   if (servers !== undefined) resolver.setServers(servers);
-  const cancel = () => resolver.cancel();
-  abort.addEventListener('abort', cancel, { once: true });
-  try {
-    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
-    const found = [
-      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
-      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
-    ];
-    if (found.length > 0) return found;
-    const errors = [v4, v6].flatMap((r) => (r.status === 'rejected' ? [r.reason as NodeJS.ErrnoException] : []));
-    // A name that exists without addresses of one family answers ENODATA there: report the other's error.
-    throw errors.find((e) => e.code !== 'ENODATA') ?? errors[0];
-  } finally {
-    abort.removeEventListener('abort', cancel);
-  }
+  return new Promise<Address[]>((resolve, reject) => {
+    const found: [Address[] | undefined, Address[] | undefined] = [undefined, undefined];
+    const failed: [NodeJS.ErrnoException | undefined, NodeJS.ErrnoException | undefined] = [undefined, undefined];
+    let settled = false;
+    const end = () => {
+      settled = true;
+      clearTimeout(timer);
+      stop?.removeEventListener('abort', cancel);
+      resolver.cancel();
+    };
+    const finish = (atDeadline: boolean) => {
+      if (settled) return;
+      const answered = (family: 0 | 1) => found[family] !== undefined || failed[family] !== undefined;
+      const missing = failed.find((e) => e?.code === 'ENOTFOUND');
+      if (!atDeadline && !(answered(0) && answered(1)) && missing === undefined) return;
+      end();
+      const addresses = [...(found[0] ?? []), ...(found[1] ?? [])];
+      if (addresses.length > 0) return resolve(addresses);
+      if (missing !== undefined) return reject(missing);
+      if (!(answered(0) && answered(1))) return reject(Object.assign(new Error(`queryA ETIMEOUT ${host}`), { code: 'ETIMEOUT' }));
+      const errors = failed.filter((e): e is NodeJS.ErrnoException => e !== undefined);
+      // A name that exists without addresses of one family answers ENODATA there: report the other's error.
+      reject(errors.find((e) => e.code !== 'ENODATA') ?? errors[0]);
+    };
+    const timer = setTimeout(() => finish(true), remaining);
+    const cancel = () => {
+      if (settled) return;
+      end();
+      reject(stop!.reason);
+    };
+    if (stop?.aborted) return cancel();
+    stop?.addEventListener('abort', cancel, { once: true });
+    const asked = (family: 0 | 1, query: Promise<string[]>) =>
+      query.then(
+        (list) => {
+          found[family] = list.map((address) => ({ address, family: family === 0 ? 4 : 6 }));
+          finish(false);
+        },
+        (err: NodeJS.ErrnoException) => {
+          failed[family] = err;
+          finish(false);
+        },
+      );
+    void asked(0, resolver.resolve4(host));
+    void asked(1, resolver.resolve6(host));
+  });
 }
 
 /**
@@ -214,6 +250,7 @@ async function lookup(host: string, limits: Limits, signal: AbortSignal | undefi
   if (isIP(host)) return [{ address: host, family: isIP(host) }];
   if (/^localhost\.?$/i.test(host)) return LOCALHOST;
   const timeout = limits.resolveTimeout ?? limits.connectTimeout;
+  const deadline = Date.now() + timeout;
   const bound = new AbortController();
   const timer = setTimeout(() => bound.abort(new ResolveTimeout()), timeout);
   const stop = () => bound.abort(signal!.reason);
@@ -227,11 +264,12 @@ async function lookup(host: string, limits: Limits, signal: AbortSignal | undefi
     release = await queued;
     queuing = false;
     const hostsFile = limits.hostsFile === undefined ? '/etc/hosts' : limits.hostsFile;
-    const started = limits.resolve
-      ? limits.resolve(host)
-      : (hostsFile === null ? Promise.resolve(undefined) : fromHostsFile(host, hostsFile)).then(
-          (listed) => listed ?? searching(host, limits, (name) => boundedResolve(name, timeout, limits.dnsServers, bound.signal)),
-        );
+    if (limits.resolve === undefined) {
+      // Bounded by the deadline itself, which then uses what has arrived (boundedResolve).
+      const listed = hostsFile === null ? undefined : await fromHostsFile(host, hostsFile);
+      return listed ?? (await searching(host, limits, (name) => boundedResolve(name, deadline, limits.dnsServers, signal)));
+    }
+    const started = limits.resolve(host);
     // An injected resolver may not listen to the signal: the race bounds it all the same.
     return await new Promise<Address[]>((resolve, reject) => {
       const abandon = () => reject(bound.signal.reason);
@@ -241,7 +279,7 @@ async function lookup(host: string, limits: Limits, signal: AbortSignal | undefi
     });
   } catch (err) {
     if (signal?.aborted) throw new NetworkFailure('timeout', `the test was stopped while resolving host '${host}': it took too long`);
-    // c-ares's own timeout (ETIMEOUT) may come a moment before ours.
+    // The deadline passed with neither family answered (boundedResolve's ETIMEOUT, or c-ares's a moment before it).
     if (err instanceof ResolveTimeout || (err as NodeJS.ErrnoException).code === 'ETIMEOUT') {
       const busy = queuing ? ` (it waited for one of the ${MAX_LOOKUPS} lookups in flight)` : '';
       throw new NetworkFailure('resolve', `connect: cannot resolve host '${host}': name resolution timed out after ${seconds(timeout)}${busy}`);

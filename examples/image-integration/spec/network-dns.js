@@ -1,7 +1,8 @@
 'use strict';
 // A tiny DNS server on 127.0.0.1 (UDP, node:dgram) for the network specs: it answers A and AAAA
 // questions from a table, answers NXDOMAIN for names not in it, and never answers names marked
-// 'hang'. Every question is recorded. Name resolution in the specs never leaves this machine.
+// 'hang', nor the questions of a type marked so ({ A: [...], AAAA: 'hang' }: a server that drops
+// AAAA questions, as some resolvers and firewalls do). Every question is recorded. Name resolution in the specs never leaves this machine.
 const dgram = require('node:dgram');
 const net = require('node:net');
 
@@ -31,7 +32,7 @@ function question(msg) {
 }
 
 /**
- * `table`: { name: 'hang' | { A?: string[], AAAA?: string[] } }. Returns { port, server, queries, close }.
+ * `table`: { name: 'hang' | { A?: string[] | 'hang', AAAA?: string[] | 'hang' } }. Returns { port, server, queries, close }.
  */
 async function startDns(table) {
   const queries = [];
@@ -41,7 +42,7 @@ async function startDns(table) {
     const q = question(msg);
     queries.push({ name: q.name, type: q.type });
     const entry = table[q.name];
-    if (entry === 'hang') return;
+    if (entry === 'hang' || (entry !== undefined && entry[q.type] === 'hang')) return;
     const records = entry === undefined ? [] : (entry[q.type] ?? []);
     const header = Buffer.alloc(12);
     header.writeUInt16BE(msg.readUInt16BE(0), 0); // id

@@ -65,7 +65,11 @@ describe('name resolution is bounded', () => {
   let registry;
   let service;
   before(async () => {
-    const table = { 'registry.spec.test': { A: ['127.0.0.1'] } };
+    const table = {
+      'registry.spec.test': { A: ['127.0.0.1'] },
+      'no-aaaa.spec.test': { A: ['127.0.0.1'], AAAA: 'hang' },
+      'no-a.spec.test': { A: 'hang', AAAA: ['::1'] },
+    };
     for (let i = 0; i < 12; i++) table[`hang${i}.spec.test`] = 'hang';
     dns = await startDns(table);
     registry = await startRegistry({ auth: 'htpasswd', users: { alice: PASSWORD } });
@@ -112,6 +116,26 @@ describe('name resolution is bounded', () => {
     } finally {
       await withSearch.close();
     }
+  });
+
+  it('a DNS server that drops AAAA questions: the A answer that came is used when the resolution bound is reached, and the registry is reached', async () => {
+    const res = await service.test(docker(`http://no-aaaa.spec.test:${registry.port}`));
+    assert.equal(res.status, 200, res.text);
+    assert.ok(dns.queries.some((q) => q.name === 'no-aaaa.spec.test' && q.type === 'AAAA'));
+  });
+
+  it('a DNS server that drops A questions: the AAAA answer is used the same way', async (t) => {
+    const six = http.createServer((req, res) => res.end('{}'));
+    await new Promise((resolve) => six.listen(0, '::1', resolve));
+    t.after(() => new Promise((resolve) => six.close(resolve)));
+    const res = await service.test({
+      name: 'clair',
+      type: 'clair',
+      categories: ['SCANNER'],
+      clair: { endpoint: `http://no-a.spec.test:${six.address().port}` },
+    });
+    assert.equal(res.status, 200, res.text);
+    assert.ok(dns.queries.some((q) => q.name === 'no-a.spec.test' && q.type === 'A'));
   });
 
   it('a name unknown to the DNS server: cannot resolve host (ENOTFOUND)', async () => {
