@@ -27,25 +27,46 @@ const WINDOW = 1024;
  */
 export function quote(parts: string[], redactor: Redactor, { cut = false }: { cut?: boolean } = {}): string {
   let text = '';
-  const seams: number[] = [];
+  const spans: number[] = []; // [start, end) of each part in text
   let shortened = cut;
   for (let i = 0; i < parts.length; i++) {
     const room = WINDOW - text.length;
     const part = parts[i].length > room ? parts[i].slice(0, room) : parts[i];
-    if (i % 2 === 1) seams.push(text.length, text.length + part.length);
+    spans.push(text.length, text.length + part.length);
     text += part;
     if (part.length < parts[i].length) {
       shortened = true;
       break;
     }
   }
-  const line = oneLine(redactor.redact(text, { cut: shortened, seams }));
+  const line = oneLine(redactor.redact(text, { cut: shortened, joins: joins(spans) }));
   if (line === '') return '';
   if (line.length <= EXCERPT_LENGTH) return shortened ? `${line}...` : line;
   // A cut through a mask keeps the whole mask, so that `******` never reads as a shorter run of stars.
   let end = EXCERPT_LENGTH;
   while (end < line.length && end < EXCERPT_LENGTH + MASK.length && line[end - 1] === '*' && line[end] === '*') end++;
   return `${line.slice(0, end)}...`;
+}
+
+/**
+ * The ways to read pieces joined by separators (`spans`: each part's [start, end), a piece's at
+ * even indices of parts, a separator's at odd) that find a secret split over them: without the
+ * separators (a code and its message, `abc` + `def`); and, with three pieces or more, without the
+ * separators and every other piece (two messages with a code between them, or two codes).
+ */
+function joins(spans: number[]): number[][] {
+  const parts = spans.length / 2;
+  if (parts < 3) return [];
+  const separators: number[] = [];
+  const withoutOddPieces: number[] = [];
+  const withoutEvenPieces: number[] = [];
+  for (let p = 0; p < parts; p++) {
+    const range = [spans[2 * p], spans[2 * p + 1]];
+    if (p % 2 === 1) separators.push(...range);
+    if (p % 2 === 1 || p % 4 === 2) withoutOddPieces.push(...range);
+    if (p % 2 === 1 || p % 4 === 0) withoutEvenPieces.push(...range);
+  }
+  return parts < 5 ? [separators] : [separators, withoutOddPieces, withoutEvenPieces];
 }
 
 /** The text with each run of white space one space, trimmed; one pass. */

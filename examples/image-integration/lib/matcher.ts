@@ -15,17 +15,31 @@ export const isSpace = (c: number) =>
   c === 0x3000 ||
   c === 0xfeff;
 
-// Case and white space do not hide a secret: both sides of a match are seen through this table,
-// one UTF-16 unit for one (upper case to lower case where that keeps one unit; white space to ' ').
+// Characters that show nothing, which a peer may put between a secret's letters: the soft hyphen,
+// the zero-width space, joiners and marks, the word joiner and invisible operators.
+const isInvisible = (c: number) => c === 0xad || c === 0x180e || (c >= 0x200b && c <= 0x200f) || (c >= 0x2060 && c <= 0x2064);
+
+/** One UTF-16 unit's folded form: case folded as Unicode's case mappings fold it, where that keeps one unit. */
+function foldUnit(c: number): number {
+  const ch = String.fromCharCode(c);
+  // The lower case of the upper case: `ſ`, `ı` and the Kelvin sign fold to `s`, `i` and `k`.
+  const upper = ch.toUpperCase();
+  const lower = (upper.length === 1 ? upper : ch).toLowerCase();
+  if (lower.length === 1) return lower.charCodeAt(0);
+  // `İ` lowers to two units (`i` and a dot above); it is an `i` all the same.
+  return c === 0x130 ? 0x69 : c;
+}
+
+// Case, white space and width do not hide a secret: both sides of a match are seen through this
+// table, one UTF-16 unit for one: upper case to lower case (as Unicode folds it, where that keeps
+// one unit), white space and invisible characters to ' ', fullwidth ASCII (`Ｓ`) to ASCII.
 export const FOLD = (() => {
   const table = new Uint16Array(0x10000);
   for (let c = 0; c < 0x10000; c++) {
-    if (isSpace(c)) table[c] = 0x20;
+    if (isSpace(c) || isInvisible(c)) table[c] = 0x20;
     else if (c < 0x80) table[c] = c >= 0x41 && c <= 0x5a ? c + 0x20 : c;
-    else {
-      const lower = String.fromCharCode(c).toLowerCase();
-      table[c] = lower.length === 1 ? lower.charCodeAt(0) : c;
-    }
+    else if (c >= 0xff01 && c <= 0xff5e) table[c] = foldUnit(c - 0xfee0);
+    else table[c] = foldUnit(c);
   }
   return table;
 })();

@@ -1,8 +1,9 @@
 // Keeping secrets in: masking the request's secret fields (for logs) and redacting any secret
 // value, in the forms it travels in, from every text that leaves (responses, errors, logs).
+import { domainToASCII } from 'node:url';
 import { schema } from './schema';
 import { foldString, folded, isSpace, Matcher, mergeSpans, sortSpans } from './matcher';
-import { inOriginal, joinedView, seamless, views } from './views';
+import { inOriginal, joinedView, views, without } from './views';
 
 export const MASK = '******';
 
@@ -316,7 +317,7 @@ function secretForms(value: string, aligned: boolean, encodings: boolean): Forms
   const bytes = Buffer.from(value, 'utf8');
   const std = bytes.toString('base64');
   const url = bytes.toString('base64url');
-  const forms: Forms = { plain: [value], bytes: [], encoded: [std, url, `${url}${'='.repeat((4 - (url.length % 4)) % 4)}`] };
+  const forms: Forms = { plain: textForms(value), bytes: [], encoded: [std, url, `${url}${'='.repeat((4 - (url.length % 4)) % 4)}`] };
   if (aligned && bytes.length >= 6) {
     for (let r = 0; r < 3; r++) {
       const encoded = Buffer.concat([Buffer.alloc(r), bytes]).toString('base64');
@@ -332,6 +333,24 @@ function secretForms(value: string, aligned: boolean, encodings: boolean): Forms
   if (latin1 !== value) forms.bytes.push(latin1);
   forms.encoded.push(bytes.toString('hex'), le.toString('hex'), be.toString('hex'));
   return forms;
+}
+
+/**
+ * A secret as text in the ways a peer may have rewritten it: as it is; composed and decomposed
+ * (NFC, NFD, and their compatibility forms: `é` as one character or as `e` and an accent); upper
+ * and lower cased with Unicode's full case mappings (`straße` upper cased is `STRASSE`, which the
+ * one-unit folding cannot reach); and, as a host name, in punycode (`xn--...`: a URL's parser writes
+ * a host so). Printable ASCII has none of these but itself (the folding covers its case).
+ */
+function textForms(value: string): string[] {
+  if (/^[\x20-\x7e]*$/.test(value)) return [value];
+  const forms = new Set([value, value.normalize('NFC'), value.normalize('NFD'), value.normalize('NFKC'), value.normalize('NFKD')]);
+  for (const form of [...forms]) forms.add(form.toUpperCase()).add(form.toLowerCase());
+  if (value.length <= 253) {
+    const host = domainToASCII(value.toLowerCase());
+    if (host !== '' && host !== value.toLowerCase()) forms.add(host);
+  }
+  return [...forms];
 }
 
 /** Forms in the white-space-free search shorter than this are left out: joining words must not make them. */
@@ -435,6 +454,9 @@ export class Redactor {
       if (!shortSecret && form.length >= JOINED_FORM) this.#learn('joined', joinedForm(form));
       else if (form !== '') this.#learn(shortSecret || form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
     }
+    // Split over lines, or spaced out letter by letter: the secret itself in the white-space-free search.
+    const joined = shortSecret ? '' : joinedForm(value);
+    if (joined.length >= JOINED_FORM) this.#learn('joined', joined);
     if (value.trimStart().startsWith('{')) this.#addServiceAccount(value);
     return this;
   }
@@ -507,18 +529,18 @@ export class Redactor {
    * The text with each secret, and any userinfo, replaced by `******`. With `cut`, the text was cut
    * short (a peer's answer read up to a cap, an excerpt's window), and a secret's start at its end
    * is masked too, through the decoded views as well: an escape the cut left unfinished (`%4`) is
-   * masked with the secret whose start runs into it. `seams`, [start, end) pairs: separators this
-   * service put between a peer's pieces (`code: message`); a secret split over the pieces is found
-   * with them taken out.
+   * masked with the secret whose start runs into it. `joins`: ways to read the text with ranges
+   * taken out ([start, end) pairs each), the separators this service put between a peer's pieces
+   * (`code: message`) and maybe pieces: a secret the peer split over pieces is found in them.
    */
-  redact(text: string, { cut = false, seams }: { cut?: boolean; seams?: number[] } = {}): string {
+  redact(text: string, { cut = false, joins = [] }: { cut?: boolean; joins?: number[][] } = {}): string {
     if (text === '') return text;
     const lists = [userinfoSpans(text)];
     const generations = this.#matchers();
     if (generations.length > 0) {
       const codes = folded(text);
       const all = views(codes, cut);
-      if (seams !== undefined && seams.length > 0) all.push(seamless(codes, seams));
+      for (const cuts of joins) all.push(without(codes, cuts));
       for (const view of all) {
         const end = cut && view.dropped !== undefined ? text.length : undefined;
         if (end !== undefined) lists.push([view.dropped!, end]);

@@ -1,5 +1,6 @@
-// The decoded views a text is searched in: JSON escapes, percent-encoding, HTML references and
-// `\x` escapes undone (up to three layers), each character mapped back to where it came from.
+// The decoded views a text is searched in: JSON escapes, percent-encoding, HTML references, `\x`
+// and octal escapes, and hex spaced by bytes undone (up to three layers), each character mapped
+// back to where it came from.
 import { FOLD } from './matcher';
 
 /** A decoded view of a text: its characters (folded) and, for each, the [from, to) it came from. */
@@ -74,7 +75,7 @@ function hex(codes: Uint16Array, at: number, count: number): number {
 
 const JSON_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
 
-/** JSON string escapes: `\"`, `\\`, `\/`, `\n`..., and `\u0026` (Go writes <, > and & so). */
+/** JSON string escapes: `\"`, `\\`, `\/`, `\n`..., and `\u0026` (Go writes <, > and & so); also `\u{26}`. */
 function jsonView(source: View, cut: boolean): View | undefined {
   if (source.codes.indexOf(0x5c) === -1) return undefined;
   return decoded(source, (codes, emit) => {
@@ -82,6 +83,17 @@ function jsonView(source: View, cut: boolean): View | undefined {
       if (codes[i] === 0x5c) {
         if (i + 1 === codes.length) {
           if (cut) return i;
+        } else if (codes[i + 1] === 0x75 && codes[i + 2] === 0x7b) {
+          // `\u{1F600}`: ECMAScript's, Rust's and Swift's escape of a code point.
+          let j = i + 3;
+          let cp = 0;
+          while (j < codes.length && j < i + 9 && hexDigit(codes[j]) >= 0) cp = cp * 16 + hexDigit(codes[j++]);
+          if (j > i + 3 && codes[j] === 0x7d && cp <= 0x10ffff) {
+            emit(cp, i, j + 1);
+            i = j + 1;
+            continue;
+          }
+          if (cut && j === codes.length) return i;
         } else if (codes[i + 1] === 0x75) {
           const unit = hex(codes, i + 2, 4);
           if (unit >= 0) {
@@ -114,16 +126,27 @@ function percentView(source: View, plus: boolean, cut: boolean): View | undefine
   });
 }
 
+const isOctal = (c: number) => c >= 0x30 && c <= 0x37;
+
+/** An octal escape's byte (`\303`: three digits, at most `\377`) at i, or -1. */
+function octalAt(codes: Uint16Array, i: number): number {
+  if (codes[i] !== 0x5c || i + 3 >= codes.length || !isOctal(codes[i + 1]) || !isOctal(codes[i + 2]) || !isOctal(codes[i + 3]) || codes[i + 1] > 0x33)
+    return -1;
+  return (codes[i + 1] - 0x30) * 64 + (codes[i + 2] - 0x30) * 8 + (codes[i + 3] - 0x30);
+}
+
 /**
- * `\xHH` escapes of bytes, as Go's `%q`, Python's `repr()` and C write the bytes they cannot print:
- * UTF-8 beyond ASCII (`\xc3\xa9`), and the NULs of UTF-16 (`p\x00a\x00`).
+ * `\xHH` and `\ooo` escapes of bytes, as Go's `%q`, Python's `repr()` and C write the bytes they
+ * cannot print: UTF-8 beyond ASCII (`\xc3\xa9`, `\303\251`), and the NULs of UTF-16 (`p\x00a\x00`).
  */
 function hexEscapeView(source: View, cut: boolean): View | undefined {
   if (source.codes.indexOf(0x5c) === -1) return undefined;
   return bytesView(source, {
     width: 4,
-    byteAt: (codes, i) => (codes[i] === 0x5c && codes[i + 1] === 0x78 ? hex(codes, i + 2, 2) : -1),
-    unfinished: (codes, i) => codes[i] === 0x5c && (i + 1 === codes.length || (codes[i + 1] === 0x78 && hexTail(codes, i + 2, 2))),
+    byteAt: (codes, i) => (codes[i] === 0x5c && codes[i + 1] === 0x78 ? hex(codes, i + 2, 2) : octalAt(codes, i)),
+    unfinished: (codes, i) =>
+      codes[i] === 0x5c &&
+      (i + 1 === codes.length || (codes[i + 1] === 0x78 && hexTail(codes, i + 2, 2)) || (codes.length - i < 4 && [...codes.subarray(i + 1)].every(isOctal))),
     plus: false,
     cut,
   });
@@ -204,6 +227,76 @@ function utf8(bytes: number[], at: number[], width: number | number[], atEnd: bo
     }
   }
   return undefined;
+}
+
+const isAlnum = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7a); // folded
+
+/** Where a byte written in hex at i ends (`6b`, `0x6b`), or -1. */
+function hexByteEnd(codes: Uint16Array, i: number): number {
+  if (codes[i] === 0x30 && codes[i + 1] === 0x78 && hex(codes, i + 2, 2) >= 0) return i + 4;
+  return hex(codes, i, 2) >= 0 ? i + 2 : -1;
+}
+
+/** Where the separator between two bytes in hex at i ends (` `, two spaces, `:`, `-`, `.`, `,`, `, `), or -1. */
+function separatorEnd(codes: Uint16Array, i: number): number {
+  const c = codes[i];
+  if ((c === 0x2c || c === 0x20) && codes[i + 1] === 0x20) return i + 2;
+  return c === 0x20 || c === 0x3a || c === 0x2d || c === 0x2e || c === 0x2c ? i + 1 : -1;
+}
+
+/** Whether `codes` from i to its end could begin a separator and a byte in hex: what a cut left of one. */
+function separatorTail(codes: Uint16Array, i: number): boolean {
+  if (codes.length - i > 5) return false;
+  let j = i;
+  const sep = separatorEnd(codes, j);
+  if (sep === -1) return j === codes.length;
+  j = sep;
+  if (codes[j] === 0x30) j++;
+  if (codes[j] === 0x78) j++;
+  for (; j < codes.length; j++) if (hexDigit(codes[j]) < 0) return false;
+  return true;
+}
+
+/**
+ * Hex spaced by bytes, as dumps and tools print it (`53 65 6b`, `53:65:6b`, `53-65-6b`,
+ * `0x53,0x65`, `0x53, 0x65`): runs of two bytes or more, each two hex digits with or without `0x`,
+ * one separator between them, neither end touching a letter or a digit; decoded as UTF-8. Hex
+ * without separators is among a secret's forms; this view finds the spaced kinds.
+ */
+function hexRunsView(source: View, cut: boolean): View | undefined {
+  const view = decoded(source, (codes, emit) => {
+    const n = codes.length;
+    const bytes: number[] = [];
+    const at: number[] = [];
+    const widths: number[] = [];
+    for (let i = 0; i < n;) {
+      bytes.length = 0;
+      at.length = 0;
+      widths.length = 0;
+      if (i === 0 || !isAlnum(codes[i - 1])) {
+        // Each byte, then a separator when another byte follows it.
+        for (let j = i, end = hexByteEnd(codes, j); end !== -1 && (end === n || !isAlnum(codes[end])); end = hexByteEnd(codes, j)) {
+          bytes.push(end - j === 4 ? hex(codes, j + 2, 2) : hex(codes, j, 2));
+          at.push(j);
+          widths.push(end - j);
+          j = separatorEnd(codes, end);
+          if (j === -1 || hexByteEnd(codes, j) === -1) break;
+        }
+      }
+      if (bytes.length < 2) {
+        emit(codes[i], i, i + 1);
+        i++;
+        continue;
+      }
+      const last = at[at.length - 1] + widths[widths.length - 1];
+      const atEnd = cut && separatorTail(codes, last);
+      const stop = utf8(bytes, at, widths, atEnd, emit);
+      if (stop !== undefined) return stop;
+      if (atEnd && last < n) return last;
+      i = last;
+    }
+  });
+  return view.codes.length === source.codes.length ? undefined : view;
 }
 
 const ENTITIES: Record<string, number> = {
@@ -299,6 +392,7 @@ const DECODERS: ((view: View, cut: boolean) => View | undefined)[] = [
   (v, cut) => percentView(v, true, cut),
   htmlView,
   hexEscapeView,
+  hexRunsView,
 ];
 /** Layers of encoding undone, at most; and views made, at most (each is one pass over the text). */
 const MAX_LAYERS = 3;
@@ -326,17 +420,17 @@ export function views(text: Uint16Array, cut = false): View[] {
 }
 
 /**
- * The text without the separators this service put between a peer's pieces (`seams`, [start, end)
- * pairs: the `: ` between an error's code and its message), so that a secret the peer split over
- * two fields is found whole.
+ * The text without the ranges in `cuts` ([start, end) pairs, in order): the separators this
+ * service put between a peer's pieces (the `: ` between an error's code and its message), and maybe
+ * pieces too, so that a secret the peer split over two fields is found whole.
  */
-export function seamless(text: Uint16Array, seams: number[]): View {
+export function without(text: Uint16Array, cuts: number[]): View {
   const plain: View = { codes: text, from: undefined, to: undefined };
   return decoded(plain, (codes, emit) => {
     let s = 0;
     for (let i = 0; i < codes.length; i++) {
-      while (s < seams.length && seams[s + 1] <= i) s += 2;
-      if (s < seams.length && seams[s] <= i) continue;
+      while (s < cuts.length && cuts[s + 1] <= i) s += 2;
+      if (s < cuts.length && cuts[s] <= i) continue;
       emit(codes[i], i, i + 1);
     }
   });

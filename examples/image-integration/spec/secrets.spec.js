@@ -499,6 +499,113 @@ describe('a peer that quotes the secret back in hex, UTF-16 or wrapped base64: m
   });
 });
 
+describe('a peer that rewrites the secret: case mapped, normalized, spaced, split or escaped otherwise, masked in the answer and the trace log (issue 40, second round)', () => {
+  let service;
+  let peer;
+  let echo;
+  before(async () => {
+    service = await startService();
+    peer = await startPeer((req, res) => {
+      const decoded = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString();
+      const { type = 'text/plain', body } = echo(decoded.slice(decoded.indexOf(':') + 1));
+      res.writeHead(401, { 'content-type': type });
+      res.end(body);
+    });
+  });
+  after(async () => {
+    await service.close();
+    await peer.close();
+  });
+
+  const bytes = (pw) => [...Buffer.from(pw)];
+  const half = (pw) => [pw.slice(0, Math.floor(pw.length / 2)), pw.slice(Math.floor(pw.length / 2))];
+  const structured = (errors) => ({ type: 'application/json', body: JSON.stringify({ errors }) });
+  const FORMS = {
+    'upper cased with full case mapping (straße to STRASSE)': ['straße-Geheimnis', (pw) => `denied: ${pw.toUpperCase()}`, 'STRASSE-GEHEIMNIS'],
+    'decomposed (NFD)': ['Pässwört-Geheim9', (pw) => `denied: ${pw.normalize('NFD')}`, 'Pa\u0308sswo\u0308rt'.normalize('NFD')],
+    'in fullwidth letters': ['Sekr3tPassw0rd-XyZ', (pw) => `denied: ${[...pw].map((c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0)).join('')}`, 'Ｓｅｋｒ'],
+    'with zero-width spaces between its letters': ['Sekr3tPassw0rd-XyZ', (pw) => `denied: ${[...pw].join('\u200b')}`, 'r\u200b3\u200bt'],
+    'with soft hyphens between its letters': ['Sekr3tPassw0rd-XyZ', (pw) => `denied: ${[...pw].join('\u00ad')}`, 'r\u00ad3\u00adt'],
+    'split over two lines': ['Sekr3tPassw0rd-XyZ', (pw) => `denied: ${half(pw).join('\n')}`, 'Sekr3tPas'],
+    'hex spaced by colons': [
+      'Sekr3tPassw0rd-XyZ',
+      (pw) =>
+        `denied: ${bytes(pw)
+          .map((b) => b.toString(16).padStart(2, '0'))
+          .join(':')}`,
+      '53:65:6b',
+    ],
+    'hex spaced by dashes': [
+      'Sekr3tPassw0rd-XyZ',
+      (pw) =>
+        `denied: ${bytes(pw)
+          .map((b) => b.toString(16).padStart(2, '0'))
+          .join('-')}`,
+      '53-65-6b',
+    ],
+    'hex as 0x53,0x65': [
+      'Sekr3tPassw0rd-XyZ',
+      (pw) =>
+        `denied: ${bytes(pw)
+          .map((b) => `0x${b.toString(16).padStart(2, '0')}`)
+          .join(',')}`,
+      '0x53,0x65',
+    ],
+    'octal escapes (C)': [
+      'Sekr3tPassw0rd-XyZ',
+      (pw) =>
+        `denied: ${bytes(pw)
+          .map((b) => `\\${b.toString(8).padStart(3, '0')}`)
+          .join('')}`,
+      '\\123\\145',
+    ],
+    '\\u{...} escapes (ECMAScript, Rust)': [
+      'Sekr3tPassw0rd-XyZ',
+      (pw) => `denied: ${[...pw].map((c) => `\\u{${c.charCodeAt(0).toString(16)}}`).join('')}`,
+      '\\u{53}',
+    ],
+    "split over an error's code and message": ['Sekr3tPassw0rd-XyZ', (pw) => structured([{ code: half(pw)[0], message: half(pw)[1] }]), 'Sekr3tPas'],
+    'split over the messages of two errors': [
+      'Sekr3tPassw0rd-XyZ',
+      (pw) =>
+        structured([
+          { code: 'A', message: half(pw)[0] },
+          { code: 'B', message: half(pw)[1] },
+        ]),
+      'Sekr3tPas',
+    ],
+  };
+  for (const [what, [password, rewrite, shown]] of Object.entries(FORMS)) {
+    it(`${what}: the excerpt shows the mask, never the secret`, async () => {
+      echo = (pw) => {
+        const made = rewrite(pw);
+        return typeof made === 'string' ? { body: made } : made;
+      };
+      const res = await service.test(docker(peer.url, { password }));
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.json.message, /^authentication: 127\.0\.0\.1:\d+ rejected the credentials \(HTTP 401\): .*\*{6}/);
+      for (const text of [res.text, service.log.text()]) assert.ok(!text.includes(shown), `${JSON.stringify(shown)} left in ${text.slice(-1500)}`);
+      assertNoLeak(res, service.log, password);
+    });
+  }
+
+  it('a secret that is a host name, in punycode (as a URL parser writes a host): a redirect to it names the mask', async () => {
+    echo = () => ({ body: '' });
+    const redirecting = await startPeer((req, res) => {
+      res.writeHead(302, { location: 'https://pässwört-geheim9.evil.test/x' });
+      res.end();
+    });
+    try {
+      const res = await service.test(docker(redirecting.url, { password: 'Pässwört-Geheim9' }));
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.json.message, /redirected to another origin \(https:\/\/\*{6}\.evil\.test\)/);
+      assert.ok(!res.text.includes('xn--psswrt-geheim9'));
+    } finally {
+      await redirecting.close();
+    }
+  });
+});
+
 describe('masking value by value (item 10)', () => {
   let registry;
   let service;
