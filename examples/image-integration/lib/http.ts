@@ -316,6 +316,8 @@ export class NetworkFailure extends Error {
   constructor(
     readonly step: 'policy' | 'resolve' | 'connect' | 'tls' | 'timeout' | 'read' | 'redirect' | 'local',
     message: string,
+    /** The system's error code of a connection that failed (ECONNREFUSED...). */
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'NetworkFailure';
@@ -347,6 +349,21 @@ export async function resolveAllowed(hostname: string, limits: Limits, signal?: 
 /** Errors that mean this address did not take the connection: the next one may. */
 const NEXT_ADDRESS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'EAFNOSUPPORT', 'ENETDOWN', 'EHOSTDOWN']);
 
+/** How telling a failure to connect is (lower: more), when several addresses failed: one that refused says something is there. */
+function telling(failure: NetworkFailure): number {
+  if (failure.code === 'ECONNREFUSED') return 0;
+  if (failure.step === 'timeout') return 1;
+  return failure.code === 'EADDRNOTAVAIL' || failure.code === 'EAFNOSUPPORT' ? 3 : 2;
+}
+
+/** One address's outcome, briefly, for a message that names each address tried. */
+function outcome(failure: NetworkFailure): string {
+  if (failure.code === 'ECONNREFUSED') return 'refused';
+  if (failure.step === 'timeout') return 'no connection in time';
+  if (failure.code === 'EADDRNOTAVAIL' || failure.code === 'EAFNOSUPPORT') return `unreachable from this host (${failure.code})`;
+  return failure.code === undefined ? 'failed' : `unreachable (${failure.code})`;
+}
+
 /** A failure before any connection was made, so nothing was sent: the next address may be tried. */
 class NotConnected extends Error {
   constructor(readonly failure: NetworkFailure) {
@@ -357,7 +374,8 @@ class NotConnected extends Error {
 /**
  * Tries `attempt` on each address in order until one connects. The connect timeout is one budget
  * for all of them: each attempt gets what is left of it, shared with the addresses still to try.
- * A failure names the addresses tried when there were several.
+ * A failure names the addresses tried when there were several: headed by the most telling failure
+ * (a refusal, then a timeout, then an unreachable address), each address's outcome named when they differ.
  */
 async function eachAddress<T>(
   addresses: Address[],
@@ -367,6 +385,7 @@ async function eachAddress<T>(
 ): Promise<T> {
   const deadline = Date.now() + limits.connectTimeout;
   const tried: string[] = [];
+  const failures: NetworkFailure[] = [];
   for (let i = 0; ; i++) {
     const remaining = Math.max(1, deadline - Date.now());
     const share = i === addresses.length - 1 ? remaining : Math.max(1, Math.floor(remaining / (addresses.length - i)));
@@ -376,12 +395,17 @@ async function eachAddress<T>(
     } catch (err) {
       if (!(err instanceof NotConnected)) throw err;
       const last = i === addresses.length - 1 || signal?.aborted || Date.now() >= deadline;
+      failures.push(err.failure);
       if (last) {
-        const { step, message } = err.failure;
         if (tried.length < 2) throw err.failure;
+        // The most telling failure heads the message (a refusal says more than an unreachable address).
+        const best = failures.reduce((a, b) => (telling(b) < telling(a) ? b : a));
+        const { step, message } = best;
         // The budget is the whole connect timeout: say so, not the share the last attempt had.
         const text = step === 'timeout' ? message.replace(/ within \S+$/, ` within ${seconds(limits.connectTimeout)}`) : message;
-        throw new NetworkFailure(step, `${text} (tried ${tried.join(', ')})`);
+        const outcomes = failures.map(outcome);
+        const each = outcomes.every((o) => o === outcomes[0]) ? tried.join(', ') : tried.map((a, k) => `${a}: ${outcomes[k]}`).join('; ');
+        throw new NetworkFailure(step, `${text} (tried ${each})`, best.code);
       }
     }
   }
@@ -553,15 +577,16 @@ function describe(err: NodeJS.ErrnoException, target: string, tls: boolean, sign
   if (signal?.aborted || code === 'ABORT_ERR') return new NetworkFailure('timeout', `the test of ${target} was stopped: it took too long`);
   // This service's own limit, not the registry's fault: said as such (the service answers 503).
   if (code === 'EMFILE' || code === 'ENFILE') return new NetworkFailure('local', `this service has no file descriptors left to reach ${target}; retry shortly`);
-  if (code === 'ECONNREFUSED') return new NetworkFailure('connect', `connect: ${target} refused the connection (nothing listens there)`);
+  if (code === 'ECONNREFUSED') return new NetworkFailure('connect', `connect: ${target} refused the connection (nothing listens there)`, code);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new NetworkFailure('resolve', `connect: cannot resolve host of ${target}`);
   if (code === 'ECONNRESET' || code === 'EPIPE')
     return new NetworkFailure('connect', `connect: ${target} closed the connection${tls ? ' (is it serving TLS?)' : ''}`);
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ENETDOWN' || code === 'EHOSTDOWN') {
-    return new NetworkFailure('connect', `connect: ${target} is unreachable (${code})`);
+    return new NetworkFailure('connect', `connect: ${target} is unreachable (${code})`, code);
   }
   // An address of a family this host cannot connect from (IPv6 where it has none).
-  if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') return new NetworkFailure('connect', `connect: ${target} is unreachable from this host (${code})`);
+  if (code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT')
+    return new NetworkFailure('connect', `connect: ${target} is unreachable from this host (${code})`, code);
   if (tls && /wrong version number|packet length too long|http request/i.test(err.message)) {
     return new NetworkFailure('tls', `TLS: ${target} did not answer in TLS; for a plain HTTP endpoint write http://`);
   }
