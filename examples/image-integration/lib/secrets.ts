@@ -550,7 +550,7 @@ export class Redactor {
           const spans = matchers.values?.spans(view.codes, cut) ?? [];
           // A short secret (`ca`) inside a word (`_catalog`) is that word, not the secret: it is
           // masked where it stands alone, as a value between quotes, separators or the text's ends.
-          const found = matchers.short?.spans(view.codes) ?? [];
+          const found = matchers.short?.spans(view.codes, cut) ?? [];
           for (let i = 0; i < found.length; i += 2) if (standsAlone(view.codes, found[i], found[i + 1])) spans.push(found[i], found[i + 1]);
           if (found.length > 0) sortSpans(spans);
           lists.push(inOriginal(view, spans, end));

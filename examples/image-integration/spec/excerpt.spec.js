@@ -68,6 +68,13 @@ describe("a secret whose start runs to the end of a cut text is masked to it, in
     });
   }
 
+  it('a short secret (under 4 characters) cut where it stands alone; inside a word it is that word', () => {
+    const short = new Redactor(['pwd']);
+    assert.equal(short.redact('denied: pw', { cut: true }), 'denied: ******');
+    assert.equal(short.redact('denied: upw', { cut: true }), 'denied: upw');
+    assert.equal(short.redact('denied: pw'), 'denied: pw');
+  });
+
   it('quote: a percent-encoded secret across the window of 1,024 characters is masked, never shown in part', () => {
     const text = `${' '.repeat(1000)}denied: ${percent(SECRET)} and more`;
     assert.equal(quote([text], new Redactor([SECRET])), 'denied: ******...');
