@@ -9,7 +9,7 @@ import { open } from 'node:fs/promises';
 import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { followsRedirect, refusal, refusedName } from './endpoint';
 import { quote } from './excerpt';
 import type { Redactor } from './secrets';
@@ -427,6 +427,16 @@ function pinned(address: string, family: number): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
+// The TLS context that trusts the system's CAs and `ca`, made once per list: made per request, it
+// parsed some 150 certificates each time (milliseconds a request, on the event loop).
+const contexts = new WeakMap<string[], SecureContext>();
+
+function trusting(ca: string[]): SecureContext {
+  let context = contexts.get(ca);
+  if (context === undefined) contexts.set(ca, (context = createSecureContext({ ca: [...rootCertificates, ...ca] })));
+  return context;
+}
+
 export interface RequestInit {
   method?: string;
   headers?: Record<string, string>;
@@ -514,7 +524,7 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
     };
     if (tls) {
       options.rejectUnauthorized = init.insecure !== true;
-      if (limits.ca !== undefined) (options as { ca?: string[] }).ca = [...rootCertificates, ...limits.ca];
+      if (limits.ca !== undefined) (options as { secureContext?: SecureContext }).secureContext = trusting(limits.ca);
       if (!isIP(options.host as string)) options.servername = options.host as string;
     }
     try {

@@ -64,7 +64,8 @@ export function foldString(text: string): string {
  * total length of the strings, however many strings there are. Splitting the text on each secret in
  * turn took their number times the text's length: 30,000 unknown fields of 550 KB held the service
  * for 38 s. The tree lives in typed arrays, 18 bytes a node; the root's children are a table by
- * character, and another node with two children or more keeps them in a Map. Strings and texts are
+ * character for Latin-1 and a Map beyond it, and another node with two children or more keeps them
+ * in a Map. Strings and texts are
  * given folded (FOLD). A string is followed down the tree only as far as the tree has it: the rest
  * is a new chain, made without a lookup (about 40 ns a character).
  */
@@ -75,7 +76,8 @@ export class Matcher {
   readonly #fail: Int32Array; // the node of the longest proper suffix that is also in the tree
   readonly #longest: Int32Array; // the length of the longest string that ends at this node, or 0
   readonly #depth: Int32Array; // the length of the prefix this node stands for
-  readonly #root = new Int32Array(0x10000); // the root's children by character
+  readonly #root = new Int32Array(0x100); // the root's children by character, below U+0100
+  readonly #rootBeyond = new Map<number, number>(); // and from U+0100 on
 
   constructor(strings: Iterable<string>) {
     const list = [...strings].filter((s) => s !== '');
@@ -86,9 +88,10 @@ export class Matcher {
     const longest = (this.#longest = new Int32Array(size));
     const depth = (this.#depth = new Int32Array(size));
     const root = this.#root;
+    const beyond = this.#rootBeyond;
     const maps = this.#maps;
     const next = (node: number, c: number): number => {
-      if (node === 0) return root[c];
+      if (node === 0) return c < 0x100 ? root[c] : (beyond.get(c) ?? 0);
       const only = child[node];
       if (only > 0) return char[node] === c ? only : 0;
       return only === 0 ? 0 : (maps[-only - 1].get(c) ?? 0);
@@ -106,8 +109,10 @@ export class Matcher {
         const made = count++;
         depth[made] = i + 1;
         const only = child[node];
-        if (node === 0) root[c] = made;
-        else if (only === 0) {
+        if (node === 0) {
+          if (c < 0x100) root[c] = made;
+          else beyond.set(c, made);
+        } else if (only === 0) {
           char[node] = c;
           child[node] = made;
         } else if (only > 0) {
@@ -125,7 +130,8 @@ export class Matcher {
     // Breadth first, so that every suffix's node is done before the nodes that fall back to it.
     const queue = new Int32Array(count);
     let tail = 0;
-    for (let c = 0; c < 0x10000; c++) if (root[c] !== 0) queue[tail++] = root[c];
+    for (let c = 0; c < 0x100; c++) if (root[c] !== 0) queue[tail++] = root[c];
+    for (const node of beyond.values()) queue[tail++] = node;
     const visit = (parent: number, c: number, node: number) => {
       let fallback = fail[parent];
       let target = next(fallback, c);
@@ -154,6 +160,7 @@ export class Matcher {
     const child = this.#child;
     const maps = this.#maps;
     const root = this.#root;
+    const beyond = this.#rootBeyond;
     const fail = this.#fail;
     const longest = this.#longest;
     const spans: number[] = [];
@@ -169,7 +176,7 @@ export class Matcher {
       const c = text[i];
       for (;;) {
         let found: number;
-        if (node === 0) found = root[c];
+        if (node === 0) found = c < 0x100 ? root[c] : (beyond.get(c) ?? 0);
         else {
           const only = child[node];
           found = only > 0 ? (char[node] === c ? only : 0) : only === 0 ? 0 : (maps[-only - 1].get(c) ?? 0);

@@ -363,8 +363,13 @@ function joinedForm(form: string): string {
 
 /** Characters of secrets known in the aligned base64 forms (two more strings the length of the secret). */
 const ALIGNED_BUDGET = 64 * 1024;
-/** Characters of secrets known in the hex, UTF-16 and Latin-1 forms (some twelve times its length). */
-const ENCODINGS_BUDGET = 16 * 1024;
+/**
+ * Characters of secrets known in the hex, UTF-16 and Latin-1 forms (some twelve times the secret's
+ * length, the most of any): 8 KiB holds a password, the Basic credentials made of it and a token
+ * received (a few KiB each, ECR's and Azure's included). A secret of the largest size a password
+ * may have (16 KiB) gets none: its forms would be 200,000 characters of matcher, built per test.
+ */
+const ENCODINGS_BUDGET = 8 * 1024;
 
 type Kind = 'values' | 'short' | 'joined';
 
@@ -439,7 +444,7 @@ export class Redactor {
   add(value: string | undefined): this {
     if (value === undefined || value === '') return this;
     // The aligned base64 forms for secrets that fit in the first 64 KiB, and the hex, UTF-16 and
-    // Latin-1 forms for those that fit in the first 16 KiB: a secret gets them only when it fits in
+    // Latin-1 forms for those that fit in the first 8 KiB: a secret gets them only when it fits in
     // what is left, so a long one (a request's 1 MB value) never gets them. The declared secret
     // fields come first (secretValues).
     const aligned = value.length <= this.#alignedBudget;

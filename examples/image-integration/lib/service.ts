@@ -258,12 +258,14 @@ const GUESS_COST = 64;
  */
 function guessedSecrets(strings: string[]): string[] {
   const candidates = strings.filter((value) => value.length >= 4 && value.length <= LONGEST_GUESS && !(value.length <= LONGEST_WORD && VOCABULARY.has(value)));
+  if (candidates.length === 0) return candidates;
   // Shortest first without a sort: the longest length taken whole, from the cost of each length.
-  const costs = new Float64Array(LONGEST_GUESS + 1);
+  const longest = candidates.reduce((max, value) => Math.max(max, value.length), 0);
+  const costs = new Float64Array(longest + 1);
   for (const value of candidates) costs[value.length] += Math.max(value.length, GUESS_COST);
   let budget = GUESSED_BUDGET;
   let whole = 3; // values up to this length are all taken
-  while (whole < LONGEST_GUESS && costs[whole + 1] <= budget) budget -= costs[++whole];
+  while (whole < longest && costs[whole + 1] <= budget) budget -= costs[++whole];
   const guessed: string[] = [];
   for (const value of candidates) {
     if (value.length <= whole) guessed.push(value);
