@@ -69,7 +69,7 @@ async function accessToken(account: ServiceAccount, google: GoogleSettings, ctx:
     token = undefined;
   }
   if (typeof token === 'string' && token !== '' && !headerSafe(token)) {
-    ctx.redactor.add(token);
+    await ctx.redactor.add(token).ready();
     throw new TestFailure(
       "authentication: Google's token endpoint answered with an access token that cannot be sent in a header (it holds a space, a control character or a character outside ASCII)",
     );

@@ -53,7 +53,14 @@ export function folded(text: string): Uint16Array {
 export function foldString(text: string): string {
   // Printable ASCII (base64 forms, most secrets): FOLD is toLowerCase there.
   if (/^[\x20-\x7e]*$/.test(text)) return text.toLowerCase();
-  const codes = folded(text);
+  return fromCodes(folded(text));
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** UTF-16 units as a string, lone surrogates kept: their bytes copied, read as UTF-16LE (on a little-endian machine), so a long form is one flat string made at once. */
+export function fromCodes(codes: Uint16Array): string {
+  if (LITTLE_ENDIAN) return Buffer.from(codes.buffer, codes.byteOffset, codes.byteLength).toString('utf16le');
   let out = '';
   for (let i = 0; i < codes.length; i += 8192) out += String.fromCharCode.apply(null, codes.subarray(i, i + 8192) as unknown as number[]);
   return out;

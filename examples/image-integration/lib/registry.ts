@@ -48,9 +48,11 @@ export function parseChallenge(header: string | undefined): Challenge | undefine
 }
 
 function basic(username: string, password: string, redactor: Redactor): string {
-  // The redactor knows `user:password` as it is and in base64 (std and url, alone or in a longer text).
-  redactor.add(password).add(`${username}:${password}`);
-  return `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+  // The redactor knows `user:password` as it is and in base64 (std and url, alone or in a longer
+  // text), and the credentials as the header carries them whatever is left of its budget.
+  const credentials = Buffer.from(`${username}:${password}`).toString('base64');
+  redactor.add(password).add(`${username}:${password}`).addAsIs(credentials);
+  return `Basic ${credentials}`;
 }
 
 /** Resolves when the registry accepts the credentials; throws TestFailure or NetworkFailure. */
@@ -135,7 +137,8 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
   }
   if (typeof token !== 'string' || token === '') throw new TestFailure(`authentication: the token service at ${realm.host} answered without a token`);
   if (!headerSafe(token)) {
-    ctx.redactor.add(token);
+    // Known before the failure is put in words, its matchers built in a turn of their own.
+    await ctx.redactor.add(token).ready();
     throw new TestFailure(
       `authentication: the token service at ${realm.host} answered with a token that cannot be sent in a header (it holds a space, a control character or a character outside ASCII)`,
     );

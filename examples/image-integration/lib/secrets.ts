@@ -1,7 +1,7 @@
 // Keeping secrets in: masking the request's secret fields (for logs) and redacting any secret
 // value, in the forms it travels in, from every text that leaves (responses, errors, logs).
-import { domainToASCII } from 'node:url';
 import { schema } from './schema';
+import { alignedForms, base64Forms, base64Length, encodingForms, encodingsLength, joinedForm, textForms } from './forms';
 import { foldString, folded, isSpace, Matcher, mergeSpans, sortSpans } from './matcher';
 import { inOriginal, joinedView, views, without } from './views';
 
@@ -284,87 +284,26 @@ function standsAlone(codes: Uint16Array, start: number, end: number): boolean {
   return (start === 0 || !isWordCode(codes[start - 1])) && (end === codes.length || !isWordCode(codes[end]));
 }
 
-const BASE64_URL = (text: string) => text.replace(/\+/g, '-').replace(/\//g, '_');
-
-/** A secret's forms, by how they are searched. */
-interface Forms {
-  /** Searched in the text and its decoded views. */
-  plain: string[];
-  /** Searched there too, but a secret shorter than SHORT_FORM has them masked only where they stand alone. */
-  bytes: string[];
-  /**
-   * Encodings (base64, hex): searched with white space taken out, so that base64 wrapped over lines
-   * and hex spaced by bytes are found; those shorter than JOINED_FORM are searched as `bytes` are.
-   */
-  encoded: string[];
-}
-
-/** UTF-16 code units as bytes, each byte one character: what a peer's UTF-16 text is when read byte by byte. */
-function utf16Bytes(value: string, bigEndian: boolean): Buffer {
-  const bytes = Buffer.from(value, 'utf16le');
-  return bigEndian ? bytes.swap16() : bytes;
-}
-
-/**
- * The forms a secret is searched in, besides those the decoded views give (JSON escapes, percent-
- * encoding, `\x` escapes, HTML references, any case): base64 and base64url, padded or not; with
- * `aligned`, the part of its base64 that stays the same wherever it sits in a longer encoded text
- * (three alignments); with `encodings`, the hex of its UTF-8 and UTF-16 (LE, BE) bytes, its UTF-16
- * bytes as characters (`p\0a\0`, `\0p\0a`, which JSON writes `p\u0000a\u0000`), and its UTF-8 bytes
- * read as Latin-1 (`Ã©` for `é`).
- */
-function secretForms(value: string, aligned: boolean, encodings: boolean): Forms {
-  const bytes = Buffer.from(value, 'utf8');
-  const std = bytes.toString('base64');
-  const url = bytes.toString('base64url');
-  const forms: Forms = { plain: textForms(value), bytes: [], encoded: [std, url, `${url}${'='.repeat((4 - (url.length % 4)) % 4)}`] };
-  if (aligned && bytes.length >= 6) {
-    for (let r = 0; r < 3; r++) {
-      const encoded = Buffer.concat([Buffer.alloc(r), bytes]).toString('base64');
-      const core = encoded.slice(Math.ceil((8 * r) / 6), Math.floor((8 * (r + bytes.length)) / 6));
-      if (core.length >= 6) forms.encoded.push(core, BASE64_URL(core));
-    }
-  }
-  if (!encodings) return forms;
-  const le = utf16Bytes(value, false);
-  const be = utf16Bytes(value, true);
-  const latin1 = bytes.toString('latin1');
-  forms.bytes.push(le.toString('latin1'), be.toString('latin1'));
-  if (latin1 !== value) forms.bytes.push(latin1);
-  forms.encoded.push(bytes.toString('hex'), le.toString('hex'), be.toString('hex'));
-  return forms;
-}
-
-/**
- * A secret as text in the ways a peer may have rewritten it: as it is; composed and decomposed
- * (NFC, NFD, and their compatibility forms: `é` as one character or as `e` and an accent); upper
- * and lower cased with Unicode's full case mappings (`straße` upper cased is `STRASSE`, which the
- * one-unit folding cannot reach); and, as a host name, in punycode (`xn--...`: a URL's parser writes
- * a host so). Printable ASCII has none of these but itself (the folding covers its case).
- */
-function textForms(value: string): string[] {
-  if (/^[\x20-\x7e]*$/.test(value)) return [value];
-  const forms = new Set([value, value.normalize('NFC'), value.normalize('NFD'), value.normalize('NFKC'), value.normalize('NFKD')]);
-  for (const form of [...forms]) forms.add(form.toUpperCase()).add(form.toLowerCase());
-  if (value.length <= 253) {
-    const host = domainToASCII(value.toLowerCase());
-    if (host !== '' && host !== value.toLowerCase()) forms.add(host);
-  }
-  return [...forms];
-}
-
 /** Forms in the white-space-free search shorter than this are left out: joining words must not make them. */
 const JOINED_FORM = 8;
 
-/** A form as the white-space-free search sees it: folded, without white space, base64url's `-` and `_` as `+` and `/` (joinedView). */
-function joinedForm(form: string): string {
-  return foldString(form).replace(/ /g, '').replace(/-/g, '+').replace(/_/g, '/');
-}
-
-/** Characters of secrets known in the aligned base64 forms (two more strings the length of the secret). */
+/**
+ * Characters of forms a test's secrets are known in beyond themselves (their base64, their other
+ * text forms, their base64 at any alignment, hex, UTF-16 and Latin-1), in all: what a matcher is
+ * built over, at tens of nanoseconds a character (130 before the code is compiled). It holds every
+ * form of the secrets a real test has (a service account of a few KiB, its key line by line, its
+ * Basic credentials, an assertion, a token: 200,000 characters with the secrets themselves) and
+ * keeps a test's building under some 100 ms whatever its secrets: 64 KiB of U+FDFA in a service
+ * account was 2.4 million characters (NFKC writes it as 18), made in 0.5 s and built in a turn of
+ * 0.4 s.
+ */
+const FORMS_BUDGET = 512 * 1024;
+/** A text form (case, normalisation) is left out when longer than this many times its secret: every canonical decomposition fits (4 at most), U+FDFA's 18 does not. */
+const TEXT_GROWTH = 4;
+/** Bytes of secrets known in the aligned base64 forms (three more strings a third longer than the secret's bytes). */
 const ALIGNED_BUDGET = 64 * 1024;
 /**
- * Characters of secrets known in the hex, UTF-16 and Latin-1 forms (some twelve times the secret's
+ * Bytes of secrets known in the hex, UTF-16 and Latin-1 forms (some twelve times the secret's
  * length, the most of any): 8 KiB holds a password, the Basic credentials made of it and a token
  * received (a few KiB each, ECR's and Azure's included). A secret of the largest size a password
  * may have (16 KiB) gets none: its forms would be 200,000 characters of matcher, built per test.
@@ -372,6 +311,7 @@ const ALIGNED_BUDGET = 64 * 1024;
 const ENCODINGS_BUDGET = 8 * 1024;
 
 type Kind = 'values' | 'short' | 'joined';
+const KINDS: readonly Kind[] = ['values', 'short', 'joined'];
 
 /** Forms of one kind each: the plain and byte forms, those shorter than SHORT_FORM, the white-space-free search. */
 type FormLists = Record<Kind, string[]>;
@@ -423,17 +363,28 @@ const buildTurns = new Turns();
  * and `user:pw@host` is masked too. Every character that is part of some secret is masked:
  * overlapping secrets become one `******`.
  *
- * Secrets are added along a test (its Basic credentials, a token received): the forms added since
- * the last matchers were built get matchers of their own, merged with the last ones while those are
- * no bigger, so a form is built into a matcher a few times in all, not once per addition.
+ * Adding a secret only notes it: its forms are made, and matchers built over them, in turns of the
+ * event loop of their own (ready), or when a text is redacted before that. The forms beyond each
+ * secret itself come out of one budget (FORMS_BUDGET), so no secret, however it grows when
+ * rewritten, costs a test more than that. Secrets are added along a test (its Basic credentials, a
+ * token received): the forms added since the last matchers were built get matchers of their own,
+ * merged with the last ones while those are no bigger, so a form is built into a matcher a few
+ * times in all, not once per addition.
  */
 export class Redactor {
   // Every form known, by kind: a form added again costs nothing.
   readonly #known: Record<Kind, Set<string>> = { values: new Set(), short: new Set(), joined: new Set() };
+  // Secrets added, and those whose forms are still to be made; texts known as they are only, still to be learned.
+  readonly #added = new Set<string>();
+  #queued: string[] = [];
+  #asIs: string[] = [];
   #pending = noForms();
   #pendingSize = 0;
+  // A generation whose matchers are being built, one per turn; the generations it merges are out of #generations meanwhile.
+  #building: Generation | undefined;
   readonly #generations: Generation[] = [];
-  // Characters of secrets still known in the aligned base64 forms, and in the other encodings.
+  // Characters of forms still to be made (FORMS_BUDGET); bytes of secrets still known in the aligned base64 forms, and in the other encodings.
+  #formsBudget = FORMS_BUDGET;
   #alignedBudget = ALIGNED_BUDGET;
   #encodingsBudget = ENCODINGS_BUDGET;
 
@@ -441,93 +392,172 @@ export class Redactor {
     for (const value of values) this.add(value);
   }
 
+  /** A secret, to be known in every form it travels in (within the budgets); the first added get the most. */
   add(value: string | undefined): this {
-    if (value === undefined || value === '') return this;
-    // The aligned base64 forms for secrets that fit in the first 64 KiB, and the hex, UTF-16 and
-    // Latin-1 forms for those that fit in the first 8 KiB: a secret gets them only when it fits in
-    // what is left, so a long one (a request's 1 MB value) never gets them. The declared secret
-    // fields come first (secretValues).
-    const aligned = value.length <= this.#alignedBudget;
-    if (aligned) this.#alignedBudget -= value.length;
-    const encodings = value.length <= this.#encodingsBudget;
-    if (encodings) this.#encodingsBudget -= value.length;
-    const forms = secretForms(value, aligned, encodings);
-    const shortSecret = value.length < SHORT_FORM;
-    for (const form of forms.plain) this.#learn(form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
-    for (const form of forms.bytes) this.#learn(shortSecret || form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
-    for (const form of forms.encoded) {
-      if (!shortSecret && form.length >= JOINED_FORM) this.#learn('joined', joinedForm(form));
-      else if (form !== '') this.#learn(shortSecret || form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
-    }
-    // Split over lines, or spaced out letter by letter: the secret itself in the white-space-free search.
-    const joined = shortSecret ? '' : joinedForm(value);
-    if (joined.length >= JOINED_FORM) this.#learn('joined', joined);
-    if (value.trimStart().startsWith('{')) this.#addServiceAccount(value);
+    if (value === undefined || value === '' || this.#added.has(value)) return this;
+    this.#added.add(value);
+    this.#queued.push(value);
     return this;
   }
 
   /**
-   * A possible secret: a value of an ignored field (a mistyped `pasword`). It is never sent to a
-   * peer, so no peer can quote it encoded: it is known as it is (in any case, and through the
-   * decoded views), not in the encodings of a secret that is sent.
+   * A text known as it is only (in any case, and through the decoded views), not in encodings of
+   * its own: a value of an ignored field (a mistyped `pasword`), which is never sent to a peer so
+   * no peer can quote it encoded; the Basic credentials as their header carries them, masked
+   * whatever is left of the budget.
    */
-  guess(value: string): this {
-    this.#learn(value.length < SHORT_FORM ? 'short' : 'values', foldString(value));
+  addAsIs(value: string): this {
+    if (value !== '') this.#asIs.push(value);
     return this;
   }
 
-  #learn(kind: Kind, form: string): void {
-    if (form === '' || this.#known[kind].has(form)) return;
+  /**
+   * Resolves once the matchers over every form added so far are built: the forms made in a turn of
+   * the event loop of their own, then each matcher in one of its own (Turns), so that a test's
+   * first build, of the request's secrets, its largest, leaves room for a liveness probe or a
+   * connection, and so do tests that start together.
+   */
+  async ready(): Promise<void> {
+    while (this.#working()) await buildTurns.take(() => this.#step());
+  }
+
+  #working(): boolean {
+    return this.#queued.length > 0 || this.#asIs.length > 0 || this.#pendingSize > 0 || this.#building !== undefined;
+  }
+
+  /** One piece of what is left to do: the forms of what was added made, or one matcher built. */
+  #step(): void {
+    if (this.#queued.length > 0 || this.#asIs.length > 0) this.#makeForms();
+    else if (this.#building !== undefined || this.#pendingSize > 0) this.#buildOne();
+  }
+
+  /** The matchers over every form added, the work left done now. */
+  #matchers(): Generation[] {
+    while (this.#working()) this.#step();
+    return this.#generations;
+  }
+
+  #learn(kind: Kind, form: string): number {
+    if (form === '' || this.#known[kind].has(form)) return 0;
     this.#known[kind].add(form);
     this.#pending[kind].push(form);
     this.#pendingSize += form.length;
+    return form.length;
   }
 
-  #addServiceAccount(json: string): void {
+  /** A form of the secret's text (itself, another case or normalisation); those shorter than SHORT_FORM are masked only where they stand alone. */
+  #text(form: string): number {
+    return this.#learn(form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
+  }
+
+  /** Its bytes read as text (UTF-16's, UTF-8's as Latin-1): a short secret's are masked only where they stand alone. */
+  #bytes(form: string, secret: string): number {
+    return this.#learn(secret.length < SHORT_FORM || form.length < SHORT_FORM ? 'short' : 'values', foldString(form));
+  }
+
+  /** An encoding (base64, hex): in the white-space-free search, where base64 wrapped over lines and hex spaced by bytes are found; a short one as `bytes` are. */
+  #encoded(form: string, secret: string): number {
+    if (secret.length >= SHORT_FORM && form.length >= JOINED_FORM) return this.#learn('joined', joinedForm(form));
+    return this.#bytes(form, secret);
+  }
+
+  /**
+   * Makes the forms of the secrets added since the last time, each kind of form for every secret
+   * before the next kind, so that what is left of FORMS_BUDGET goes to the forms that tell the
+   * most: each secret as it is (and split over lines or spaced out) always, then its base64 (what
+   * Basic credentials travel in), its other text forms (each at most TEXT_GROWTH times its length),
+   * its base64 at any alignment (the first ALIGNED_BUDGET bytes of secrets), and its hex, UTF-16
+   * and Latin-1 forms (the first ENCODINGS_BUDGET bytes). A kind's forms are made for a secret
+   * only when their size, known or measured beforehand, fits in what is left.
+   */
+  #makeForms(): void {
+    for (const value of this.#asIs) this.#text(value);
+    this.#asIs = [];
+    const values = this.#queued;
+    this.#queued = [];
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i];
+      this.#text(value);
+      // Split over lines, or spaced out letter by letter: the secret itself in the white-space-free search.
+      const joined = value.length < SHORT_FORM ? '' : joinedForm(value);
+      if (joined.length >= JOINED_FORM) this.#learn('joined', joined);
+      // A service account's private key, line by line: secrets of their own, after the others.
+      if (!value.trimStart().startsWith('{')) continue;
+      for (const line of this.#serviceAccountLines(value)) {
+        if (this.#added.has(line)) continue;
+        this.#added.add(line);
+        values.push(line);
+      }
+    }
+    const bytes = values.map((value) => Buffer.from(value, 'utf8'));
+    const spend = (size: number) => (this.#formsBudget = Math.max(0, this.#formsBudget - size));
+    values.forEach((value, i) => {
+      if (2 * base64Length(bytes[i].length) > this.#formsBudget) return;
+      for (const form of base64Forms(bytes[i])) spend(this.#encoded(form, value));
+    });
+    values.forEach((value) => {
+      for (const form of textForms(value, () => Math.min(TEXT_GROWTH * value.length, this.#formsBudget))) spend(this.#text(form));
+    });
+    values.forEach((value, i) => {
+      const size = bytes[i].length;
+      if (size < 6 || size > this.#alignedBudget || 3 * base64Length(size) > this.#formsBudget) return;
+      this.#alignedBudget -= size;
+      for (const form of alignedForms(bytes[i])) spend(this.#encoded(form, value));
+    });
+    values.forEach((value, i) => {
+      const size = bytes[i].length;
+      if (size > this.#encodingsBudget || encodingsLength(value.length, size) > this.#formsBudget) return;
+      this.#encodingsBudget -= size;
+      const forms = encodingForms(value, bytes[i]);
+      for (const form of forms.bytes) spend(this.#bytes(form, value));
+      for (const form of forms.encoded) spend(this.#encoded(form, value));
+    });
+  }
+
+  /** A service account's private_key_id and private_key, known as they are, and the key's lines, to be added as secrets. */
+  #serviceAccountLines(json: string): string[] {
     let parsed: unknown;
     try {
       parsed = JSON.parse(json);
     } catch {
-      return;
+      return [];
     }
     const { private_key: key, private_key_id: id } = (parsed ?? {}) as { private_key?: unknown; private_key_id?: unknown };
     if (typeof id === 'string' && id !== '') this.#learn('values', foldString(id));
-    if (typeof key === 'string' && key !== '') {
-      this.#learn('values', foldString(key));
-      for (const line of key.split(/\r?\n/)) if (line.length >= 16 && !line.startsWith('-----')) this.add(line);
-    }
+    if (typeof key !== 'string' || key === '') return [];
+    this.#learn('values', foldString(key));
+    return key.split(/\r?\n/).filter((line) => line.length >= 16 && !line.startsWith('-----'));
   }
 
   /**
-   * Resolves once the matchers over every form added so far are built, in a turn of the event loop
-   * of their own (Turns): a test's first build, of the request's secrets, is its largest (a
-   * service account of 64 KiB, a password of 16 KiB, each in all its forms: tens of milliseconds).
+   * Builds one matcher of the generation over the forms made since the last: the pending forms,
+   * merged with the last generation while it is no bigger, one kind at a time.
    */
-  ready(): Promise<void> {
-    return buildTurns.take(() => void this.#matchers());
-  }
-
-  /** The matchers over every form added: the pending forms built into a generation of their own, merged with the last while it is no bigger. */
-  #matchers(): Generation[] {
-    const generations = this.#generations;
-    if (this.#pendingSize === 0) return generations;
-    let forms = this.#pending;
-    let size = this.#pendingSize;
-    while (generations.length > 0 && generations[generations.length - 1].size <= size) {
-      const last = generations.pop()!;
-      forms = {
-        values: [...last.forms.values, ...forms.values],
-        short: [...last.forms.short, ...forms.short],
-        joined: [...last.forms.joined, ...forms.joined],
-      };
-      size += last.size;
+  #buildOne(): void {
+    if (this.#building === undefined) {
+      const generations = this.#generations;
+      let forms = this.#pending;
+      let size = this.#pendingSize;
+      while (generations.length > 0 && generations[generations.length - 1].size <= size) {
+        const last = generations.pop()!;
+        forms = {
+          values: [...last.forms.values, ...forms.values],
+          short: [...last.forms.short, ...forms.short],
+          joined: [...last.forms.joined, ...forms.joined],
+        };
+        size += last.size;
+      }
+      this.#building = { forms, size, matchers: {} };
+      this.#pending = noForms();
+      this.#pendingSize = 0;
     }
-    const matchers: Generation['matchers'] = {};
-    for (const kind of ['values', 'short', 'joined'] as const) if (forms[kind].length > 0) matchers[kind] = new Matcher(forms[kind]);
-    generations.push({ forms, size, matchers });
-    this.#pending = noForms();
-    this.#pendingSize = 0;
-    return generations;
+    const building = this.#building;
+    const kind = KINDS.find((k) => building.forms[k].length > 0 && building.matchers[k] === undefined);
+    if (kind !== undefined) building.matchers[kind] = new Matcher(building.forms[kind]);
+    if (KINDS.every((k) => building.forms[k].length === 0 || building.matchers[k] !== undefined)) {
+      this.#generations.push(building);
+      this.#building = undefined;
+    }
   }
 
   /**
