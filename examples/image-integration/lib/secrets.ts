@@ -575,7 +575,8 @@ export class Redactor {
     if (generations.length > 0) {
       const codes = folded(text);
       const all = views(codes, cut);
-      for (const cuts of joins) all.push(without(codes, cuts));
+      // A secret split over pieces, in an encoding too (`%53%65` in a code, the rest in its message): each joined text is decoded as the text is.
+      for (const cuts of joins) all.push(...views(without(codes, cuts), cut));
       for (const view of all) {
         const end = cut && view.dropped !== undefined ? text.length : undefined;
         if (end !== undefined) lists.push([view.dropped!, end]);

@@ -398,9 +398,12 @@ const DECODERS: ((view: View, cut: boolean) => View | undefined)[] = [
 const MAX_LAYERS = 3;
 const MAX_VIEWS = 24;
 
-/** The text and its decoded views; with `cut` (the text was cut short), escapes the cut left unfinished are left out of them (View.dropped). */
-export function views(text: Uint16Array, cut = false): View[] {
-  const plain: View = { codes: text, from: undefined, to: undefined };
+/**
+ * The text (or a view of it: the pieces of a peer's answer joined) and its decoded views; with
+ * `cut` (the text was cut short), escapes the cut left unfinished are left out of them (View.dropped).
+ */
+export function views(text: Uint16Array | View, cut = false): View[] {
+  const plain: View = text instanceof Uint16Array ? { codes: text, from: undefined, to: undefined } : text;
   const out: View[] = [plain];
   let layer = [plain];
   for (let depth = 0; depth < MAX_LAYERS && layer.length > 0; depth++) {

@@ -81,6 +81,27 @@ describe("a secret whose start runs to the end of a cut text is masked to it, in
   });
 });
 
+describe("a secret split over an error's fields is masked whole, in every escape of it (the pieces are joined, then decoded)", () => {
+  const redactor = new Redactor([SECRET]);
+  const bytes = [...Buffer.from(SECRET)];
+  // Each encoding as a list of units, so a split never falls inside one.
+  const encodings = {
+    'percent-encoding': bytes.map((b) => `%${b.toString(16).padStart(2, '0')}`),
+    'HTML references': [...SECRET].map((c) => `&#${c.charCodeAt(0)};`),
+    '\\x escapes': bytes.map((b) => `\\x${b.toString(16).padStart(2, '0')}`),
+    'JSON \\u escapes, as literal text': [...SECRET].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+    'hex spaced by colons': bytes.map((b, i) => `${b.toString(16).padStart(2, '0')}${i < bytes.length - 1 ? ':' : ''}`),
+  };
+  for (const [what, units] of Object.entries(encodings)) {
+    it(what, () => {
+      const first = units.slice(0, 8).join('');
+      const rest = units.slice(8).join('');
+      assert.equal(quote([first, ': ', rest], redactor), '******', 'a code and its message');
+      assert.equal(quote(['DENIED', ': ', first, '; ', 'DENIED', ': ', rest], redactor), 'DENIED: ******', 'the messages of two errors');
+    });
+  }
+});
+
 describe('the work per answer is the excerpt window, not the answer', () => {
   const credentials = {
     'an ordinary password': { username: 'robot', password: 'An0rdinary-Passw0rd' },

@@ -519,6 +519,11 @@ describe('a peer that rewrites the secret: case mapped, normalized, spaced, spli
 
   const bytes = (pw) => [...Buffer.from(pw)];
   const half = (pw) => [pw.slice(0, Math.floor(pw.length / 2)), pw.slice(Math.floor(pw.length / 2))];
+  const percent = (text) =>
+    bytes(text)
+      .map((b) => `%${b.toString(16).padStart(2, '0')}`)
+      .join('');
+  const references = (text) => [...text].map((c) => `&#${c.charCodeAt(0)};`).join('');
   const structured = (errors) => ({ type: 'application/json', body: JSON.stringify({ errors }) });
   const FORMS = {
     'upper cased with full case mapping (straße to STRASSE)': ['straße-Geheimnis', (pw) => `denied: ${pw.toUpperCase()}`, 'STRASSE-GEHEIMNIS'],
@@ -573,6 +578,20 @@ describe('a peer that rewrites the secret: case mapped, normalized, spaced, spli
           { code: 'B', message: half(pw)[1] },
         ]),
       'Sekr3tPas',
+    ],
+    "percent-encoded and split over an error's code and message": [
+      'Sekr3tPassw0rd-XyZ',
+      (pw) => structured([{ code: percent(half(pw)[0]), message: percent(half(pw)[1]) }]),
+      '%53%65%6b%72',
+    ],
+    'in HTML references, split over the messages of two errors': [
+      'Sekr3tPassw0rd-XyZ',
+      (pw) =>
+        structured([
+          { code: 'A', message: references(half(pw)[0]) },
+          { code: 'B', message: references(half(pw)[1]) },
+        ]),
+      '&#83;&#101;&#107;',
     ],
   };
   for (const [what, [password, rewrite, shown]] of Object.entries(FORMS)) {
