@@ -283,12 +283,23 @@ function hexRunsView(source: View, cut: boolean): View | undefined {
           if (j === -1 || hexByteEnd(codes, j) === -1) break;
         }
       }
+      const last = bytes.length === 0 ? i : at[at.length - 1] + widths[widths.length - 1];
+      // At a cut, one byte and what the cut left of a separator and the next (`53:`, `53:6`,
+      // `0x53,0x`): a run's start, read as that byte running to the text's end, so that a secret
+      // whose hex starts so is masked to the end, and other text is not (a byte that starts a UTF-8
+      // sequence is left out to the end, as any sequence a cut leaves unfinished). Spaced by white
+      // space alone, it is found in the white-space-free search.
+      if (bytes.length === 1 && cut && last < n && separatorTail(codes, last) && (widths[0] === 4 || codes[last] !== 0x20)) {
+        widths[0] = n - at[0];
+        const stop = utf8(bytes, at, widths, true, emit);
+        if (stop !== undefined) return stop;
+        break;
+      }
       if (bytes.length < 2) {
         emit(codes[i], i, i + 1);
         i++;
         continue;
       }
-      const last = at[at.length - 1] + widths[widths.length - 1];
       const atEnd = cut && separatorTail(codes, last);
       const stop = utf8(bytes, at, widths, atEnd, emit);
       if (stop !== undefined) return stop;

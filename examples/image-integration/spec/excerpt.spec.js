@@ -79,6 +79,20 @@ describe("a secret whose start runs to the end of a cut text is masked to it, in
     const text = `${' '.repeat(1000)}denied: ${percent(SECRET)} and more`;
     assert.equal(quote([text], new Redactor([SECRET])), 'denied: ******...');
   });
+
+  it('quote: hex spaced by colons, dashes or commas cut after its first byte (53:, 53:6, 53-6, 0x53,0x6) is masked; other text cut so is left as it is', () => {
+    const redactor = new Redactor([SECRET]);
+    const hex = (separator, prefix = '') => [...Buffer.from(SECRET)].map((b) => `${prefix}${b.toString(16).padStart(2, '0')}`).join(separator);
+    const forms = { '53:': hex(':'), '53:6': hex(':'), '53-6': hex('-'), '0x53,': hex(',', '0x'), '0x53,0x6': hex(',', '0x') };
+    for (const [end, form] of Object.entries(forms)) {
+      assert.ok(form.startsWith(end));
+      // The window of 1,024 characters ends after `end`: the first byte and what the cut left of the next.
+      const text = `${' '.repeat(1024 - 'denied: '.length - end.length)}denied: ${form}`;
+      assert.equal(quote([text], redactor), 'denied: ******...', end);
+    }
+    for (const end of ['at 10:', 'at 10:3', 'id 0x41,0x'])
+      assert.equal(quote([`${' '.repeat(1024 - end.length)}${end}${'0'.repeat(40)}`], redactor), `${end}...`);
+  });
 });
 
 describe("a secret split over an error's fields is masked whole, in every escape of it (the pieces are joined, then decoded)", () => {
