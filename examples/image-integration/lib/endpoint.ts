@@ -111,7 +111,14 @@ export function refusal(host: string, address: string, allowPrivate: boolean): s
   const why = refusedAddress(address, allowPrivate);
   if (why === undefined) return undefined;
   const rule = refusedAddress(address, true) === undefined ? PRIVATE_RULE : 'link-local and metadata addresses are never contacted';
-  return `endpoint refused: ${host === address ? '' : `${host} resolves to `}${why}; ${rule}`;
+  // `x resolves to 169.254.169.254, which is a link-local address`; an IPv4-mapped address is named, then the address inside it.
+  const said =
+    host === address
+      ? why
+      : why.startsWith(`${address} is `)
+        ? `${host} resolves to ${address}, which ${why.slice(address.length + 1)}`
+        : `${host} resolves to ${address}: ${why}`;
+  return `endpoint refused: ${said}; ${rule}`;
 }
 
 /**

@@ -113,7 +113,7 @@ async function fetchToken(params: Record<string, string>, target: RegistryTarget
   const ownOrigin = realm.origin === target.endpoint.origin;
   if (realm.protocol !== 'https:' && !(realm.protocol === 'http:' && (ownOrigin || (target.insecure && !credentials)))) {
     throw new TestFailure(
-      `authentication: ${target.endpoint.host} named a token service over ${realm.protocol}// at ${realm.host}, not its own origin; credentials go only over https, or over http to the registry's own origin`,
+      `authentication: ${target.endpoint.host} named a token service ${realm.host === '' ? `over ${realm.protocol}, a URL without a host` : `over ${realm.protocol}// at ${realm.host}, not its own origin`}; credentials go only over https, or over http to the registry's own origin`,
     );
   }
   if (params.service) realm.searchParams.set('service', params.service);

@@ -540,6 +540,20 @@ describe('network failures, each with its own message', () => {
         await Promise.all([registry.close(), tokens.close()]);
       }
     });
+
+    it('a token realm without a host (data:) is refused in words that name its scheme alone', async () => {
+      const registry = await startTokenRegistry(() => 'data:text/plain,hi');
+      try {
+        const res = await service.test(docker(registry.url));
+        assert.equal(res.status, 400);
+        assert.match(
+          res.json.message,
+          /^authentication: 127\.0\.0\.1:\d+ named a token service over data:, a URL without a host; credentials go only over https/,
+        );
+      } finally {
+        await registry.close();
+      }
+    });
   });
 
   it('artifactory and nexus are checked on /v2/_catalog, where anonymous pings do not pass', async () => {
