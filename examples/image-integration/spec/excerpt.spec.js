@@ -10,7 +10,7 @@ const http = require('node:http');
 const path = require('node:path');
 const { Redactor } = require('../build/lib/secrets.js');
 const { quote } = require('../build/lib/excerpt.js');
-const { runServing, request } = require('./helpers');
+const { runServing, request, livenessWhile } = require('./helpers');
 
 const FOLDER = path.join(__dirname, '..');
 
@@ -149,17 +149,8 @@ describe('the work per answer is the excerpt window, not the answer', () => {
         const test = () => request(`${proc.url}/v1/imageintegrations/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
         assert.equal((await test()).status, 400); // warmed up: its code compiled
         const cpu = cpuTime(proc.child.pid);
-        let answered = false;
-        const answers = Promise.all(Array.from({ length: 32 }, test));
-        answers.finally(() => (answered = true)).catch(() => undefined);
-        const probes = [];
-        do {
-          const started = performance.now();
-          assert.equal((await request(`${proc.url}/health/liveness`)).status, 200);
-          probes.push(Math.round(performance.now() - started));
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        } while (!answered);
-        for (const res of await answers) {
+        const { probes, value: answers } = await livenessWhile(proc.url, Promise.all(Array.from({ length: 32 }, test)));
+        for (const res of answers) {
           assert.equal(res.status, 400, res.text);
           assert.match(res.json.message, /^authentication: 127\.0\.0\.1:\d+ rejected the credentials \(HTTP 401\): %41\\u0041&#65;Basic \*\*\*\*\*\*/);
         }

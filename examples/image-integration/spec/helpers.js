@@ -86,4 +86,22 @@ async function waitUntilListening(port, proc) {
   }
 }
 
-module.exports = { serve, request, freePort, run, runServing, waitUntilListening };
+/**
+ * Asks `url`'s liveness probe every 20 ms until `work` settles: resolves with each probe's time in
+ * ms (how long the event loop kept it waiting) and what `work` resolved to. Every probe must be a 200.
+ */
+async function livenessWhile(url, work) {
+  let done = false;
+  work.finally(() => (done = true)).catch(() => undefined);
+  const probes = [];
+  do {
+    const started = performance.now();
+    const res = await request(`${url}/health/liveness`);
+    probes.push(Math.round(performance.now() - started));
+    if (res.status !== 200) throw new Error(`liveness answered ${res.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  } while (!done);
+  return { probes, value: await work };
+}
+
+module.exports = { serve, request, freePort, run, runServing, waitUntilListening, livenessWhile };

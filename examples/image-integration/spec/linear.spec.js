@@ -13,7 +13,7 @@ const { createValidator } = require('../build/lib/validate.js');
 const { parseEndpoint, refusedAddress } = require('../build/lib/endpoint.js');
 const { parseChallenge } = require('../build/lib/registry.js');
 const { startService } = require('./service');
-const { runServing, request } = require('./helpers');
+const { runServing, request, livenessWhile } = require('./helpers');
 
 const MB = 1 << 20;
 const FOLDER = path.join(__dirname, '..');
@@ -179,22 +179,13 @@ describe('the service stays live while it answers ~600 KB of hostile input', () 
       // Its own process: in this one, a blocked event loop would hold back the probes it measures too.
       const proc = await runServing([FOLDER]);
       try {
-        let answered = false;
         const answer = request(`${proc.url}/v1/imageintegrations/test`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify(body),
         });
-        answer.finally(() => (answered = true)).catch(() => undefined);
-        const probes = [];
-        do {
-          const started = performance.now();
-          const res = await request(`${proc.url}/health/liveness`);
-          probes.push(Math.round(performance.now() - started));
-          assert.equal(res.status, 200);
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        } while (!answered);
-        assert.equal((await answer).status, 400);
+        const { probes, value: res } = await livenessWhile(proc.url, answer);
+        assert.equal(res.status, 400);
         assert.ok(Math.max(...probes) < 1000, `liveness took ${probes.join(', ')} ms`);
       } finally {
         proc.child.kill();
@@ -251,21 +242,12 @@ describe('values of ignored fields are masked within bounds: a request of 1 MB o
         400,
       );
       const cpu = cpuTime(proc.child.pid);
-      let answered = false;
       const answer = request(`${proc.url}/v1/imageintegrations/test`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-      answer.finally(() => (answered = true)).catch(() => undefined);
-      const probes = [];
-      do {
-        const started = performance.now();
-        assert.equal((await request(`${proc.url}/health/liveness`)).status, 200);
-        probes.push(Math.round(performance.now() - started));
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      } while (!answered);
-      const res = await answer;
+      const { probes, value: res } = await livenessWhile(proc.url, answer);
       assert.equal(res.status, 400, res.text);
       assert.match(res.json.message, /^endpoint refused: 127\.0\.0\.1 is a loopback address/);
       assert.ok(Math.max(...probes) < 1000, `liveness took ${probes.join(', ')} ms`);
@@ -361,17 +343,8 @@ describe('secrets that grow when rewritten cost a test what others do (NFKC writ
         const test = () => request(`${proc.url}/v1/imageintegrations/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
         assert.equal((await test()).status, 400); // warmed up: its code compiled
         const cpu = cpuTime(proc.child.pid);
-        let answered = false;
-        const answers = Promise.all(Array.from({ length: 12 }, test));
-        answers.finally(() => (answered = true)).catch(() => undefined);
-        const probes = [];
-        do {
-          const started = performance.now();
-          assert.equal((await request(`${proc.url}/health/liveness`)).status, 200);
-          probes.push(Math.round(performance.now() - started));
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        } while (!answered);
-        for (const res of await answers) assert.equal(res.status, 400, res.text);
+        const { probes, value: answers } = await livenessWhile(proc.url, Promise.all(Array.from({ length: 12 }, test)));
+        for (const res of answers) assert.equal(res.status, 400, res.text);
         assert.ok(Math.max(...probes) < 1000, `liveness took ${probes.join(', ')} ms`);
         const used = cpuTime(proc.child.pid) - cpu;
         assert.ok(used < 4000, `the 12 tests took ${used} ms of CPU time`);
