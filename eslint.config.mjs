@@ -6,7 +6,7 @@ import globals from 'globals';
 
 export default tseslint.config(
   {
-    ignores: ['**/node_modules/**', 'lib/**/*.js', 'lib/**/*.d.ts', 'lib/.cache/**', 'examples/image-integration/build/**', 'examples/**/*.d.ts', '**/dist/**'],
+    ignores: ['**/node_modules/**', 'lib/**', 'examples/image-integration/build/**', 'examples/**/*.d.ts', '**/dist/**'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -29,19 +29,19 @@ export default tseslint.config(
   {
     // Dependencies load on first use (a plain HTTP function never loads the CloudEvents SDK, the
     // YAML parser or ajv): require() where they are needed is the point.
-    files: ['lib/**/*.ts', 'examples/**/*.ts'],
+    files: ['src/**/*.ts', 'examples/**/*.ts'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     // The loggers' methods read `arguments` rather than a rest array: no array per call when the
     // level is off, as pino's do.
-    files: ['lib/log.ts', 'lib/scope.ts'],
+    files: ['src/log/*.ts'],
     rules: { 'prefer-rest-params': 'off', '@typescript-eslint/no-this-alias': 'off' },
   },
   {
     // The public handler types take `any` where a user's own types must fit (faas-js-runtime's do
     // the same), and name a CloudEvent's picked members as an interface of their own.
-    files: ['lib/types.ts'],
+    files: ['src/types.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-empty-object-type': 'off' },
   },
   {

@@ -86,7 +86,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq >>"$log" 2>&1
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$log" 2>&1
 fi
-[ -f lib/cli.js ] || npm run --silent build >>"$log" 2>&1
+[ -f lib/tools/cli.js ] || npm run --silent build >>"$log" 2>&1
 
 # The stand-in for node:<line>-alpine: what the Dockerfile uses of it is sh, node, npm, the user
 # node (uid 1000) and a CA list npm can reach the registry with. Official Node binaries carry their
@@ -126,7 +126,7 @@ build_base_image() {
 create_project() {
   local dir=$1
   shift
-  node lib/cli.js create "$dir" "$@" >>"$log"
+  node lib/tools/cli.js create "$dir" "$@" >>"$log"
   (cd "$dir" && npm install --no-audit --no-fund) >>"$log" 2>&1
 }
 
@@ -302,7 +302,7 @@ fi
 caches=$(podman exec "$container" node -e '
   const fs = require("node:fs"), path = require("node:path");
   const dir = require("node:module").getCompileCacheDir();
-  const lib = path.dirname(fs.realpathSync("node_modules/.bin/funcrun"));
+  const lib = path.dirname(path.dirname(fs.realpathSync("node_modules/.bin/funcrun")));
   const problems = [];
   if (dir === undefined || !dir.startsWith("/app/.cache/") || !dir.endsWith("-1000")) problems.push("compile cache folder " + dir);
   else for (const name of ["runtime.js", "yaml.js"]) {

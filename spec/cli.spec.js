@@ -9,7 +9,7 @@ const path = require('node:path');
 const { serve, startServer, project, freePort, waitUntilListening, request } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');
-const CLI = path.join(ROOT, 'lib', 'cli.js');
+const CLI = path.join(ROOT, 'lib', 'tools', 'cli.js');
 
 /** Runs `funcrun ...args` to completion: { code, stdout, stderr }. */
 function funcrun(args, options = {}) {

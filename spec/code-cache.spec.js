@@ -1,5 +1,5 @@
 'use strict';
-// The code caches of the bundle and the YAML parser (lib/code-cache.ts): written in the compile
+// The code caches of the bundle and the YAML parser (src/boot/code-cache.ts): written in the compile
 // cache's folder after a start's first parse of func.yaml and its first answer, read by the next
 // start, holding compiled code and never func.yaml's values, and giving the same copy of the file
 // that require() gives; `funcrun cache` writes them for an image without running the function.
@@ -183,7 +183,7 @@ describe('the code caches', () => {
   it('a file changed to another of the same length runs as it is now, not as its cache was made', (t) => {
     const cache = cacheFolder(t);
     const file = path.join(cache, 'module.js');
-    const script = `const c = require(${JSON.stringify(path.join(lib, 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
+    const script = `const c = require(${JSON.stringify(path.join(lib, 'boot', 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
       const m = c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(m.value);`;
     const run = () => execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim();
     fs.writeFileSync(file, 'module.exports = { value: 1 };\n');
@@ -198,7 +198,7 @@ describe('the code caches', () => {
     const cache = cacheFolder(t);
     const file = path.join(cache, 'module.js');
     const cacheFile = path.join(cache, `module.js.${process.version}-${process.arch}.v8cache`);
-    const script = `const c = require(${JSON.stringify(path.join(lib, 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
+    const script = `const c = require(${JSON.stringify(path.join(lib, 'boot', 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
       const m = c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(m.value);`;
     const run = () => execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim();
     fs.writeFileSync(file, "module.exports = { value: 'kept-as-written' };\n");
@@ -219,7 +219,7 @@ describe('the code caches', () => {
     const file = path.join(cache, 'module.js');
     fs.writeFileSync(file, 'module.exports = { value: 1 };\n');
     fs.mkdirSync(path.join(cache, `module.js.${process.version}-${process.arch}.v8cache`));
-    const script = `const c = require(${JSON.stringify(path.join(lib, 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
+    const script = `const c = require(${JSON.stringify(path.join(lib, 'boot', 'code-cache.js'))}); c.useCodeCache(${JSON.stringify(cache)});
       const m = c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(m.value);`;
     for (let start = 0; start < 2; start++) assert.equal(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim(), '1');
     assert.deepEqual(fs.readdirSync(cache).sort(), ['module.js', `module.js.${process.version}-${process.arch}.v8cache`]);
@@ -228,10 +228,11 @@ describe('the code caches', () => {
   it("in funcrun's own folder (lib/.cache) they sit in node's folder for this node, its flags and its user, as under NODE_COMPILE_CACHE", (t) => {
     // A copy of the two files, so that its lib/.cache is the test's own.
     const copy = cacheFolder(t);
-    for (const name of ['compile-cache.js', 'code-cache.js']) fs.copyFileSync(path.join(lib, name), path.join(copy, name));
+    fs.mkdirSync(path.join(copy, 'boot'));
+    for (const name of ['compile-cache.js', 'code-cache.js']) fs.copyFileSync(path.join(lib, 'boot', name), path.join(copy, 'boot', name));
     const file = path.join(copy, 'module.js');
     fs.writeFileSync(file, 'module.exports = { value: 1 };\n');
-    const script = `require(${JSON.stringify(path.join(copy, 'compile-cache.js'))}); const c = require(${JSON.stringify(path.join(copy, 'code-cache.js'))});
+    const script = `require(${JSON.stringify(path.join(copy, 'boot', 'compile-cache.js'))}); const c = require(${JSON.stringify(path.join(copy, 'boot', 'code-cache.js'))});
       c.requireCached(${JSON.stringify(file)}); c.keepCompiled(${JSON.stringify(file)}); console.log(require('node:module').getCompileCacheDir());`;
     const env = { ...process.env };
     delete env.NODE_COMPILE_CACHE;
@@ -257,7 +258,7 @@ describe('the code caches', () => {
 
   it('a file loaded through it is the copy require() gives, whichever comes first', (t) => {
     const cache = cacheFolder(t);
-    const codeCache = JSON.stringify(path.join(lib, 'code-cache.js'));
+    const codeCache = JSON.stringify(path.join(lib, 'boot', 'code-cache.js'));
     const yaml = JSON.stringify(path.join(lib, 'yaml.js'));
     for (const order of ['cached first', 'require first']) {
       const script = `const c = require(${codeCache}); c.useCodeCache(${JSON.stringify(cache)});
@@ -270,7 +271,7 @@ describe('the code caches', () => {
 });
 
 describe('funcrun cache', () => {
-  const cli = path.join(lib, 'cli.js');
+  const cli = path.join(lib, 'tools', 'cli.js');
   const cacheCommand = (cwd, env) => spawnSync(process.execPath, [cli, 'cache'], { cwd, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
 
   it("writes the caches a start then reads as they are, runs none of the project's code, and holds no value of its settings or the environment", async (t) => {

@@ -568,11 +568,13 @@ describe('funcrun entered as faas-js-runtime follows faas-js-runtime', () => {
     fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(pkg, 'package.json'));
     fs.mkdirSync(path.join(pkg, 'bin'));
     fs.copyFileSync(path.join(ROOT, 'bin', 'cli.js'), path.join(pkg, 'bin', 'cli.js'));
-    for (const file of fs.readdirSync(path.join(ROOT, 'lib')).filter((f) => f.endsWith('.js')))
-      fs.copyFileSync(path.join(ROOT, 'lib', file), path.join(pkg, 'lib', file));
+    fs.cpSync(path.join(ROOT, 'lib'), path.join(pkg, 'lib'), {
+      recursive: true,
+      filter: (from) => !from.includes(`${path.sep}.cache`) && !from.endsWith('.d.ts'),
+    });
     fs.mkdirSync(path.join(app, 'node_modules', '.bin'));
     fs.symlinkSync(`../${name}/lib/serve.js`, path.join(app, 'node_modules', '.bin', 'faas-js-runtime'));
-    fs.symlinkSync(`../${name}/lib/cli.js`, path.join(app, 'node_modules', '.bin', 'funcrun'));
+    fs.symlinkSync(`../${name}/lib/tools/cli.js`, path.join(app, 'node_modules', '.bin', 'funcrun'));
     // A CloudEvents function written for faas-js-runtime: the event is the second argument.
     fs.writeFileSync(
       path.join(app, 'index.js'),

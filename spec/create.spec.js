@@ -14,7 +14,7 @@ const { freePort, waitUntilListening } = require('./helpers');
 const { startRegistry } = require('./registry');
 
 const ROOT = path.join(__dirname, '..');
-const CLI = path.join(ROOT, 'lib', 'cli.js');
+const CLI = path.join(ROOT, 'lib', 'tools', 'cli.js');
 const { version: VERSION } = require('../package.json');
 const TARBALL = `funcrun-${VERSION}.tgz`;
 
@@ -187,7 +187,7 @@ describe('funcrun create: how the project depends on funcrun', () => {
     const tools = scratch();
     const install = await exec('npm', ['install', 'funcrun'], { cwd: tools, env });
     assert.equal(install.code, 0, install.stdout + install.stderr);
-    const cli = path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js');
+    const cli = path.join(tools, 'node_modules', 'funcrun', 'lib', 'tools', 'cli.js');
     const parent = scratch();
     const created = await exec(process.execPath, [cli, 'create', 'fn'], { cwd: parent, env });
     assert.equal(created.code, 0, created.stderr);
@@ -231,7 +231,7 @@ describe('funcrun create: how the project depends on funcrun', () => {
     const install = await exec('npm', ['install', url], { cwd: tools, env: registry.env });
     assert.equal(install.code, 0, install.stdout + install.stderr);
     const parent = scratch();
-    const created = await exec(process.execPath, [path.join(tools, 'node_modules', 'funcrun', 'lib', 'cli.js'), 'create', 'fn'], {
+    const created = await exec(process.execPath, [path.join(tools, 'node_modules', 'funcrun', 'lib', 'tools', 'cli.js'), 'create', 'fn'], {
       cwd: parent,
       env: registry.env,
     });
@@ -273,7 +273,7 @@ describe('funcrun create: how the project depends on funcrun', () => {
   });
 
   it('a name YAML would read as a number or a keyword (0x1f, 123, true) is written quoted, so func.yaml keeps it as text', async () => {
-    const { readFuncYaml } = require('../lib/config.js');
+    const { readFuncYaml } = require('../lib/start/func-yaml.js');
     for (const folder of ['0x1f', '123', 'true']) {
       const parent = scratch();
       const res = await exec(process.execPath, [CLI, 'create', folder, '--funcrun', '^0.1.0'], { cwd: parent, env: registry.env });

@@ -5,7 +5,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const YAML = require('yaml');
-const { parseDuration } = require('../lib/config.js');
+const { parseDuration } = require('../lib/start/func-yaml.js');
 
 const DEPLOY = path.join(__dirname, '..', 'examples', 'deploy');
 

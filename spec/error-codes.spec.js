@@ -1,5 +1,5 @@
 'use strict';
-// funcrun's own errors carry a stable code: the table in lib/error-codes.ts, docs/errors.md listing
+// funcrun's own errors carry a stable code: the table in src/error-codes.ts, docs/errors.md listing
 // the same, and the codes on the wire (faas-js-runtime compatibility leaves them out).
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');

@@ -9,8 +9,8 @@ const path = require('node:path');
 const Ajv = require('ajv-draft-04');
 const addFormats = require('ajv-formats');
 const YAML = require('yaml');
-const { applyEnvs, readFuncYaml } = require('../lib/config.js');
-const { projectFiles } = require('../lib/create.js');
+const { applyEnvs, readFuncYaml } = require('../lib/start/func-yaml.js');
+const { projectFiles } = require('../lib/tools/create-command.js');
 const { project, request, runServing, serve } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');

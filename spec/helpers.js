@@ -1,6 +1,6 @@
 'use strict';
 // Shared by the specs: a real server on 127.0.0.1, port 0, per case, and a sink for log lines.
-const { serve: serveForTest, startFunction } = require('../lib/testing.js');
+const { serve: serveForTest, startFunction } = require('../lib/tools/testing.js');
 
 /** Collects log lines; `entries()` parses each as JSON, so a line that is not JSON fails the test. */
 function sink() {

@@ -8,9 +8,9 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { MemoryStore } = require('../lib/idempotency-store.js');
-const { redisStore } = require('../lib/idempotency-redis.js');
-const { createLogger } = require('../lib/log.js');
+const { MemoryStore } = require('../lib/events/idempotency/memory-store.js');
+const { redisStore } = require('../lib/events/idempotency/redis-store.js');
+const { createLogger } = require('../lib/log/log.js');
 const { sink } = require('./helpers');
 const { startRedis } = require('./redis');
 
@@ -325,8 +325,8 @@ describe('the redis store when Redis is down, hung or guarded', () => {
 describe('where the redis package comes from', () => {
   /** Runs redisStore in a node of its own, in `cwd`, with `folder` as the function's folder; prints the outcome. */
   function outcome(cwd, folder) {
-    const script = `const { redisStore } = require(${JSON.stringify(path.join(checkout, 'lib', 'idempotency-redis.js'))});
-const { createLogger } = require(${JSON.stringify(path.join(checkout, 'lib', 'log.js'))});
+    const script = `const { redisStore } = require(${JSON.stringify(path.join(checkout, 'lib', 'events', 'idempotency', 'redis-store.js'))});
+const { createLogger } = require(${JSON.stringify(path.join(checkout, 'lib', 'log', 'log.js'))});
 redisStore('redis://127.0.0.1:1', ${JSON.stringify(folder)}, createLogger('silent')).then(
   async (store) => { console.log('store: ' + store.problem()); await store.close(); },
   (err) => console.log('error: ' + err.message),

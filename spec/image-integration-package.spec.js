@@ -98,9 +98,9 @@ function freshClone(scratch) {
   fs.mkdirSync(path.join(scratch, 'node_modules', 'funcrun', 'lib'), { recursive: true });
   fs.writeFileSync(
     path.join(scratch, 'node_modules', 'funcrun', 'package.json'),
-    JSON.stringify({ name: 'funcrun', version: '9.9.9', bin: { funcrun: 'lib/cli.js' } }),
+    JSON.stringify({ name: 'funcrun', version: '9.9.9', bin: { funcrun: 'lib/tools/cli.js' } }),
   );
-  fs.writeFileSync(path.join(scratch, 'node_modules', 'funcrun', 'lib', 'cli.js'), other, { mode: 0o755 });
+  fs.writeFileSync(path.join(scratch, 'node_modules', 'funcrun', 'lib', 'tools', 'cli.js'), other, { mode: 0o755 });
   fs.writeFileSync(path.join(scratch, 'node_modules', '.bin', 'funcrun'), other, { mode: 0o755 });
   return { clone, marker };
 }

@@ -11,7 +11,7 @@ const http = require('node:http');
 const path = require('node:path');
 const { project, run } = require('./helpers');
 
-const CLI = path.join(__dirname, '..', 'lib', 'cli.js');
+const CLI = path.join(__dirname, '..', 'lib', 'tools', 'cli.js');
 
 /** Runs `funcrun invoke ...args` to completion: { code, stdout, stderr }. */
 async function invoke(args, options = {}) {

@@ -197,7 +197,7 @@ describe('OpenTelemetry', () => {
     const path = require('node:path');
     for (const folder of [os.tmpdir(), path.join(__dirname, '..')]) {
       const script = `
-        const { loadTracing } = require(${JSON.stringify(require.resolve('../lib/otel.js'))});
+        const { loadTracing } = require(${JSON.stringify(require.resolve('../lib/telemetry/otel.js'))});
         const tracing = loadTracing(${JSON.stringify(folder)});
         const active = tracing.active();
         const loaded = Object.keys(require.cache).filter((f) => f.includes('opentelemetry'));

@@ -1,5 +1,5 @@
 'use strict';
-// One table of settings (lib/settings.ts): start(), serve's flags and --help, `funcrun config`,
+// One table of settings (src/start/settings.ts): start(), serve's flags and --help, `funcrun config`,
 // and the options table of docs/options.md all agree with it.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
@@ -7,7 +7,7 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { SETTINGS } = require('../lib/settings.js');
+const { SETTINGS } = require('../lib/start/settings.js');
 const { start, stop, defaults } = require('../lib/index.js');
 
 const ROOT = path.join(__dirname, '..');
@@ -57,7 +57,7 @@ describe('the settings table', () => {
     for (const variable of ['FUNC_TIMEOUT', 'FUNC_METRICS', 'FUNC_MAX_EVENT_LOOP_DELAY', 'FUNC_COMPAT', 'FUNC_UPLOAD_DISK_LIMIT', 'FUNC_MIN_BODY_RATE']) {
       const res = spawnSync(
         process.execPath,
-        [path.join(ROOT, 'lib', 'cli.js'), 'config', 'envs', 'add', '--path', folder, '--name', variable, '--value', 'banana'],
+        [path.join(ROOT, 'lib', 'tools', 'cli.js'), 'config', 'envs', 'add', '--path', folder, '--name', variable, '--value', 'banana'],
         { encoding: 'utf8' },
       );
       assert.notEqual(res.status, 0, variable);

@@ -13,7 +13,7 @@ const { project, runServing, request } = require('./helpers');
 const checkout = path.join(__dirname, '..');
 const lib = path.join(checkout, 'lib');
 // The invocation calls the handler: its frame is on the stack of whatever the handler throws.
-const INVOCATION_FRAME = /\(.*\blib[\\/]invocation\.ts:\d+:\d+\)/;
+const INVOCATION_FRAME = /\(.*\bsrc[\\/]invocation\.ts:\d+:\d+\)/;
 
 const throwing = () => project({ 'index.js': "module.exports = { handle() { throw new Error('broken on purpose'); } };\n" });
 
@@ -69,7 +69,7 @@ describe('source maps', () => {
   it("the funcrun command and faas-js-runtime's bin/cli.js log the same frames", async () => {
     const folder = throwing();
     for (const [script, args] of [
-      [path.join(lib, 'cli.js'), ['serve', folder]],
+      [path.join(lib, 'tools', 'cli.js'), ['serve', folder]],
       [path.join(checkout, 'bin', 'cli.js'), [folder]],
     ]) {
       const { stack } = await loggedStack(folder, { script, args });
@@ -99,7 +99,7 @@ describe('source maps', () => {
     const map = JSON.parse(fs.readFileSync(path.join(lib, 'runtime.js.map'), 'utf8'));
     assert.equal(map.sourcesContent, undefined);
     for (const source of map.sources) assert.ok(fs.existsSync(path.join(lib, source)), `${source} does not exist`);
-    assert.ok(map.sources.includes('invocation.ts'));
+    assert.ok(map.sources.includes('../src/invocation.ts'));
     assert.match(fs.readFileSync(path.join(lib, 'runtime.js'), 'utf8'), /\n\/\/# sourceMappingURL=runtime\.js\.map\n?$/);
   });
 

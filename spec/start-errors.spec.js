@@ -8,8 +8,8 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const path = require('node:path');
 const { project, run, runServing } = require('./helpers');
-const { canRunTypeScript } = require('../lib/loader.js');
-const { unsupportedNode } = require('../lib/exit.js');
+const { canRunTypeScript } = require('../lib/start/loader.js');
+const { unsupportedNode } = require('../lib/start/exit.js');
 
 /** Runs serve on `files`; resolves { code, json (the stderr line parsed), text (with --pretty) }. */
 async function failToStart(files, args = []) {

@@ -64,7 +64,7 @@ describe('start-up', () => {
       'undefined false',
     );
     const disabled = inChild(
-      `require(${JSON.stringify(path.join(lib, 'compile-cache.js'))}); console.log(String(require('node:module').getCompileCacheDir()))`,
+      `require(${JSON.stringify(path.join(lib, 'boot', 'compile-cache.js'))}); console.log(String(require('node:module').getCompileCacheDir()))`,
       { NODE_DISABLE_COMPILE_CACHE: '1' },
     );
     assert.equal(disabled, 'undefined');
@@ -75,7 +75,7 @@ describe('start-up', () => {
       M._load = function (request, ...rest) { if (request.startsWith('./')) seen.push(request); return load.call(this, request, ...rest); };
       process.argv = [process.argv[0], 'funcrun', '--version'];
       process.on('exit', () => console.log('first:' + seen.slice(0, 3).join(',')));
-      require(${JSON.stringify(path.join(lib, 'cli.js'))});`);
+      require(${JSON.stringify(path.join(lib, 'tools', 'cli.js'))});`);
     assert.equal(out.split('\n').pop(), 'first:./compile-cache,./code-cache,./source-maps');
   });
 

@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { project, freePort, waitUntilListening, run, runServing, request } = require('./helpers');
 
-const CLI = path.join(__dirname, '..', 'lib', 'cli.js');
+const CLI = path.join(__dirname, '..', 'lib', 'tools', 'cli.js');
 const strips = Boolean(process.features.typescript);
 
 // The function contract's TypeScript layout, ESM as `funcrun create` writes it: main names the build output.

@@ -161,7 +161,7 @@ describe('context.waitUntil', () => {
   });
 
   it('in a unit test (createContext), a failure is still logged, not unhandled', async () => {
-    const { createContext, createLogSink } = require('../lib/testing.js');
+    const { createContext, createLogSink } = require('../lib/tools/testing.js');
     const sink = createLogSink();
     const context = createContext({ logDestination: sink });
     context.waitUntil(Promise.reject(new Error('offline')));

@@ -12,7 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const helpers = require('./helpers');
 
-const CLI = path.join(__dirname, '..', 'lib', 'cli.js');
+const CLI = path.join(__dirname, '..', 'lib', 'tools', 'cli.js');
 const PATIENCE_MS = 20_000;
 const strips = Boolean(process.features.typescript);
 

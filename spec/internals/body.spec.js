@@ -1,7 +1,7 @@
 'use strict';
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { findJsonError } = require('../../lib/body.js');
+const { findJsonError } = require('../../lib/body/body.js');
 
 describe('findJsonError', () => {
   const cases = [

@@ -1,7 +1,7 @@
 'use strict';
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { queryInput } = require('../../lib/functions.js');
+const { queryInput } = require('../../lib/routing/functions.js');
 
 describe('queryInput', () => {
   it('nests by dots, lists by repeats, lists of objects by index order', () => {

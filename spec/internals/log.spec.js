@@ -2,7 +2,7 @@
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const os = require('node:os');
-const { createLogger, parseLogLevel, serializeError, prettyDestination } = require('../../lib/log.js');
+const { createLogger, parseLogLevel, serializeError, prettyDestination } = require('../../lib/log/log.js');
 const { sink } = require('../helpers');
 
 /** The top-level keys of a JSON object text, in order and with repeats (JSON.parse would hide a duplicate). */

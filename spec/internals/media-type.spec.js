@@ -1,7 +1,7 @@
 'use strict';
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { parseMediaType, bodyKind } = require('../../lib/media-type.js');
+const { parseMediaType, bodyKind } = require('../../lib/body/media-type.js');
 
 describe('parseMediaType', () => {
   it('lowercases the type and splits off parameters', () => {

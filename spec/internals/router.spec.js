@@ -1,7 +1,7 @@
 'use strict';
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { Router } = require('../../lib/router.js');
+const { Router } = require('../../lib/routing/router.js');
 
 describe('Router.find', () => {
   const router = new Router()

@@ -3,8 +3,8 @@
 // variable the same way, and the probe paths resolve in one order.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { SETTINGS, fromEnvironment, probePaths } = require('../../lib/settings.js');
-const { checkEnv } = require('../../lib/configure.js');
+const { SETTINGS, fromEnvironment, probePaths } = require('../../lib/start/settings.js');
+const { checkEnv } = require('../../lib/tools/config-command.js');
 
 describe('the settings table: parsers and precedence', () => {
   it('`funcrun config` refuses exactly the values start() refuses, variable by variable', () => {

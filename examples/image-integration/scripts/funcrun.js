@@ -3,7 +3,7 @@
 // Runs the funcrun this package depends on (`npm start`: `node scripts/funcrun.js serve .`), never
 // another one. npm puts every parent folder's node_modules/.bin on the PATH, and links a package's
 // command only if its file exists when it installs; in funcrun's checkout `npm install` comes before
-// the build that makes funcrun's lib/cli.js, so `funcrun` would be missing from node_modules/.bin,
+// the build that makes funcrun's lib/tools/cli.js, so `funcrun` would be missing from node_modules/.bin,
 // and a `funcrun` in a parent folder would run instead, or none. So the command is found as
 // `require` finds the package: this package's own node_modules/funcrun (a copy from a tarball or a
 // registry), or, in funcrun's checkout, the workspace's link to the checkout.
@@ -47,9 +47,9 @@ function commandOf(folder) {
 
 /** Builds funcrun's checkout when its lib/ is not built; a package from a tarball is built already. */
 function ensureBuilt(folder) {
-  const built = ['lib/cli.js', 'lib/index.js', 'lib/index.d.ts', 'lib/testing.js'].every((file) => fs.existsSync(path.join(folder, file)));
+  const built = ['lib/tools/cli.js', 'lib/index.js', 'lib/index.d.ts', 'lib/tools/testing.js'].every((file) => fs.existsSync(path.join(folder, file)));
   if (built) return;
-  if (!fs.existsSync(path.join(folder, 'lib', 'index.ts'))) fail(`funcrun in ${folder} is not built, and is no checkout to build: reinstall it`);
+  if (!fs.existsSync(path.join(folder, 'src', 'index.ts'))) fail(`funcrun in ${folder} is not built, and is no checkout to build: reinstall it`);
   process.stderr.write(`image-integration: building funcrun in ${folder} (npm run build)\n`);
   // The npm running this script, when npm runs it; else the one on the PATH.
   const npm = process.env.npm_execpath;

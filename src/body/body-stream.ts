@@ -1,0 +1,153 @@
+// The request body handed to a function unread, for a function that asks for it as a stream
+// (`streamBody`): bytes are read from the request only as the function reads them, counted
+// against the limit as they come.
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import { runtimeError, type HttpError } from '../errors';
+import { tooLarge } from './body';
+import { now } from '../lifecycle/deadline';
+import type { Context } from '../context';
+import type { HTTPFunctionReturn, StreamingFunction } from '../types';
+
+const STREAMED = Symbol('funcrun body stream');
+
+export interface BodyStreamOptions {
+  /** Bytes at most (uploadLimit). */
+  limit: number;
+  /** How long the client may send nothing while the function waits (the request timeout); 0 is no bound. */
+  idleLimit: number;
+  /** Past the request timeout, bytes per second the client sends at least while the function waits (minBodyRate). */
+  minRate: number;
+  /** Called when the function first reads. */
+  onFirstRead: () => void;
+}
+
+/** The stream a request's body is handed over in, if it is. */
+export function bodyStreamOf(req: IncomingMessage): BodyStream | undefined {
+  return (req as IncomingMessage & { [STREAMED]?: BodyStream })[STREAMED];
+}
+
+export class BodyStream extends Readable {
+  /** Why the body failed (over the limit, a client idle too long): the answer, whatever the function returns. */
+  refused: HttpError | undefined = undefined;
+  #received = 0;
+  #reading = false;
+  /** Since when the function waits for bytes (it has read all there were); undefined while it is behind. */
+  #waitingSince: number | undefined = undefined;
+  /** How long it waited in the current window, before #waitingSince. */
+  #waited = 0;
+  #pace: NodeJS.Timeout | undefined;
+  readonly #req: IncomingMessage;
+  readonly #limit: number;
+  readonly #idleLimit: number;
+  readonly #minRate: number;
+  /** Called when the function first reads: `100 Continue`, for a client that waits for it. */
+  readonly #onFirstRead: () => void;
+
+  constructor(req: IncomingMessage, options: BodyStreamOptions) {
+    super();
+    this.#req = req;
+    this.#limit = options.limit;
+    this.#idleLimit = options.idleLimit;
+    this.#minRate = options.minRate;
+    this.#onFirstRead = options.onFirstRead;
+    (req as IncomingMessage & { [STREAMED]?: BodyStream })[STREAMED] = this;
+    // A client that goes away destroys the stream, read or not.
+    req.on('close', this.#onClose);
+  }
+
+  /**
+   * node's deadline for the whole request passed. The function sets a streamed body's pace, so the
+   * request goes on; from now on the client is held to a rate instead, over each window of the
+   * request timeout in which the function spent half or more waiting for bytes: at least the
+   * minimum rate for the time it waited, so that a client dripping its body (slowloris) cannot
+   * hold the connection longer than the upload limit at that rate. Waits shorter than half a window
+   * are not judged: the function, not the client, set that pace. False when the body is no longer
+   * being read (node's 408 stands).
+   */
+  requestTimedOut(): boolean {
+    if (this.destroyed || this.readableEnded || this.#idleLimit === 0) return false;
+    if (this.#pace !== undefined) return true;
+    // The first window starts now: bytes and waiting before it are not judged.
+    let seen = this.#received;
+    this.#waited = 0;
+    if (this.#waitingSince !== undefined) this.#waitingSince = now();
+    this.#pace = setInterval(() => {
+      const at = now();
+      const waited = this.#waited + (this.#waitingSince === undefined ? 0 : at - this.#waitingSince);
+      const sent = this.#received - seen;
+      seen = this.#received;
+      this.#waited = 0;
+      if (this.#waitingSince !== undefined) this.#waitingSince = at;
+      if (waited >= this.#idleLimit / 2 && sent < (this.#minRate * waited) / 1000) this.#refuse(tooSlow(this.#minRate));
+    }, this.#idleLimit).unref();
+    return true;
+  }
+
+  override _read(): void {
+    const req = this.#req;
+    this.#waitingSince ??= now();
+    if (!this.#reading) {
+      this.#reading = true;
+      req.on('data', this.#onData);
+      req.on('end', this.#onEnd);
+      this.#onFirstRead();
+      // Already read to its end (a request without a body can be): nothing more will come.
+      if (req.readableEnded) return void this.#onEnd();
+    }
+    req.resume();
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    this.#stop();
+    clearInterval(this.#pace);
+    // Nothing more is read: whatever the client still sends is left unread (its connection closes).
+    this.#req.pause();
+    callback(err);
+  }
+
+  #onData = (chunk: Buffer): void => {
+    this.#received += chunk.length;
+    if (this.#received > this.#limit) return this.#refuse(tooLarge(this.#limit, 'uploadLimit'));
+    if (!this.push(chunk)) {
+      if (this.#waitingSince !== undefined) this.#waited += now() - this.#waitingSince;
+      this.#waitingSince = undefined;
+      this.#req.pause();
+    }
+  };
+
+  #refuse(error: HttpError): void {
+    this.refused = error;
+    this.destroy(error);
+  }
+
+  #onEnd = (): void => {
+    this.#stop();
+    clearInterval(this.#pace);
+    this.push(null);
+  };
+
+  #onClose = (): void => {
+    if (!this.#req.complete) this.destroy(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
+  };
+
+  #stop(): void {
+    const req = this.#req;
+    req.removeListener('data', this.#onData);
+    req.removeListener('end', this.#onEnd);
+    req.removeListener('close', this.#onClose);
+  }
+}
+
+function tooSlow(rate: number): HttpError {
+  const message = `the client sent the body slower than ${rate} bytes per second (minBodyRate) while the function waited for it`;
+  return runtimeError('FUNCRUN_REQUEST_TIMEOUT', message, { details: { limit: rate, setting: 'minBodyRate' } });
+}
+
+/**
+ * Makes a handler take its request body as a stream, unread: `export const handle = streamed(async (context, body) => ...)`.
+ * It sets `streamBody`, which a route's handler or a named function may also set itself.
+ */
+export function streamed(handler: (context: Context, body: BodyStream) => HTTPFunctionReturn | Promise<HTTPFunctionReturn>): StreamingFunction {
+  return Object.assign(handler, { streamBody: true as const });
+}

@@ -1,0 +1,357 @@
+// Reading a request body (one reader with a byte limit) and turning bytes into the handler's
+// data by media type (one short parser per kind).
+import type { IncomingMessage } from 'node:http';
+import { isUtf8 } from 'node:buffer';
+import { TextDecoder } from 'node:util';
+import { HttpError, runtimeError } from '../errors';
+import { lineAndColumn } from './position';
+import { bodyKind, type MediaType } from './media-type';
+import { parseXml } from './xml';
+
+export { parseXml };
+
+/** True when the request carries a body (a Content-Length above zero, or chunked). */
+export function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Reads the whole body; 413 as soon as it would pass `limit` bytes, without reading further. The
+ * caller has refused a declared length over the limit and a coding funcrun does not read.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let chunks: Buffer[] = [];
+    let size = 0;
+    // Once settled, the listeners go: the request (kept while its connection is) holds no chunks.
+    const settle = () => {
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      req.removeListener('close', onClose);
+      const body = chunks;
+      chunks = [];
+      return body;
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        // Stop reading: the response to this 413 closes the connection.
+        req.pause();
+        settle();
+        reject(tooLarge(limit, 'bodyLimit'));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      const body = settle();
+      resolve(body.length === 1 ? body[0] : Buffer.concat(body, size));
+    };
+    // No 'error' listener: node emits a request's 'error' only to listeners, and 'close' follows
+    // every failure (an abort, malformed chunked framing) as it follows the end.
+    const onClose = () => {
+      settle();
+      reject(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onClose);
+  });
+}
+
+/** The error for a body sent in a coding funcrun does not read, if it is. */
+export function refusedCoding(req: IncomingMessage): HttpError | undefined {
+  // node de-chunks; any other transfer coding (`gzip, chunked`) would reach the function still coded.
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    return runtimeError(
+      'FUNCRUN_TRANSFER_ENCODING',
+      `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`,
+    );
+  }
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    return runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
+  }
+  return undefined;
+}
+
+/** The 413 for a body over its limit, naming the setting that sets it. */
+export function tooLarge(limit: number, setting: string): HttpError {
+  return runtimeError('FUNCRUN_BODY_TOO_LARGE', `request body is larger than the limit of ${limit} bytes (${setting})`, { details: { limit, setting } });
+}
+
+/**
+ * Decodes text by the declared charset (UTF-8 when none). Bytes that are not valid in that
+ * charset are a 400, never silently replaced; a charset nobody knows is a 415.
+ */
+export function decodeText(bytes: Buffer, charset: string | undefined): string {
+  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') {
+    // isUtf8 is a single validating pass in C++; toString then decodes without replacements.
+    if (!isUtf8(bytes)) throw runtimeError('FUNCRUN_INVALID_TEXT', 'the body is not valid UTF-8');
+    const text = bytes.toString('utf8');
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  }
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(charset, { fatal: true });
+  } catch {
+    throw runtimeError('FUNCRUN_UNSUPPORTED_CHARSET', `unsupported charset '${charset}'`);
+  }
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw runtimeError('FUNCRUN_INVALID_TEXT', `the body is not valid ${charset}`);
+  }
+}
+
+/** The handler's data for a body of this media type. Throws 400 for malformed JSON or XML. */
+export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown {
+  switch (bodyKind(media)) {
+    case 'json':
+      return parseJson(decodeText(bytes, media?.charset));
+    case 'xml':
+      // An empty XML body has no document; like an empty JSON body, it is no data.
+      return bytes.length === 0 ? undefined : parseXml(decodeText(bytes, media?.charset));
+    case 'text':
+      return decodeText(bytes, media?.charset);
+    case 'form':
+      return parseForm(decodeText(bytes, media?.charset));
+    default:
+      // An empty multipart body has no fields, as an empty form has none (a multipart body with
+      // bytes is read apart, as it arrives: multipart.ts).
+      return bytes.length === 0 && media?.type === 'multipart/form-data' ? {} : bytes;
+  }
+}
+
+// faas-js-runtime's parsers (fastify's JSON and text ones, its own for forms); any other body
+// reaches its functions as bytes.
+const FASTIFY_PARSED = new Set(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
+
+/**
+ * The media type a body is parsed as in faas-js-runtime compatibility: its own where fastify has a
+ * parser for it, else none (the bytes). An empty `application/json` body is refused as fastify
+ * refuses it, with its code.
+ */
+export function fastifyParsing(media: MediaType | undefined, bytes: Buffer | undefined): MediaType | undefined {
+  if (media === undefined || !FASTIFY_PARSED.has(media.type)) return undefined;
+  if (media.type === 'application/json' && bytes?.length === 0) {
+    throw new HttpError(400, "Body cannot be empty when content-type is set to 'application/json'", { details: { code: 'FST_ERR_CTP_EMPTY_JSON_BODY' } });
+  }
+  return media;
+}
+
+/**
+ * The body as `context.rawBody` holds it: text (as faas-js-runtime gives it) for textual media
+ * types, which were checked to be valid in their charset; the bytes for anything else, which text
+ * would corrupt.
+ */
+export function rawBodyOf(bytes: Buffer, media: MediaType | undefined): string | Buffer {
+  return bodyKind(media) === 'binary' ? bytes : decodeText(bytes, media?.charset);
+}
+
+/**
+ * How deep JSON data may nest. V8's JSON.stringify (and so any function that echoes its input,
+ * logs it or clones it) overflows the stack a few thousand levels down; real data stays far
+ * below this.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/** Parses JSON text; an empty or blank text is `undefined`; malformed text is a 400 saying where. */
+export function parseJson(text: string): unknown {
+  // Most texts start with a visible ASCII character: only the others pay for trim()'s copy.
+  const first = text.charCodeAt(0);
+  if (!(first > 0x20 && first < 0x7f) && text.trim() === '') return undefined;
+  // Nesting deeper than the bound needs more characters than the bound: short texts skip the scan.
+  if (text.length > MAX_JSON_DEPTH) {
+    const at = tooDeep(text, MAX_JSON_DEPTH);
+    if (at !== -1) {
+      const { line, column } = lineAndColumn(text, at);
+      throw runtimeError('FUNCRUN_INVALID_JSON', `invalid JSON at line ${line}, column ${column}: nested deeper than ${MAX_JSON_DEPTH} levels`, {
+        details: { position: at, line, column },
+      });
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw jsonError(text, err as Error);
+  }
+}
+
+/** The offset of the bracket that opens level `max + 1`, or -1; brackets inside strings do not count. */
+function tooDeep(text: string, max: number): number {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string: to the next quote that is not escaped.
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return i;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return -1;
+}
+
+function jsonError(text: string, err: Error): HttpError {
+  const position = findJsonError(text);
+  const { line, column } = lineAndColumn(text, position);
+  // V8's message may quote the input; keep only its reason so no body content is echoed or logged.
+  const reason = err.message
+    .replace(/, .* is not valid JSON$/s, '')
+    .replace(/\s*in JSON at position \d+.*$/s, '')
+    .replace(/\s*\(line \d+ column \d+\)$/, '');
+  return runtimeError('FUNCRUN_INVALID_JSON', `invalid JSON at line ${line}, column ${column}: ${reason}`, {
+    details: { position, line, column },
+  });
+}
+
+/**
+ * The offset of the first character that makes `text` invalid JSON (its length when the text
+ * ends too early). Only runs after JSON.parse failed, to say where; it never decides validity.
+ * A loop with an explicit stack of open containers, so nesting of any depth cannot overflow the
+ * call stack, and each character is looked at once.
+ */
+export function findJsonError(text: string): number {
+  const n = text.length;
+  const open: number[] = []; // 0x7b '{' or 0x5b '['
+  let i = 0;
+  const ws = () => {
+    for (let c = text.charCodeAt(i); c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d; c = text.charCodeAt(++i));
+  };
+  // Each returns false at the first character that cannot belong to the token.
+  const string = (): boolean => {
+    i++; // opening quote
+    while (i < n) {
+      const c = text.charCodeAt(i);
+      if (c === 0x22) return (i++, true);
+      if (c < 0x20) return false;
+      if (c !== 0x5c) {
+        i++;
+        continue;
+      }
+      const e = text.charCodeAt(++i);
+      if (e === 0x75) {
+        for (let k = 1; k <= 4; k++) if (!isHex(text.charCodeAt(i + k))) return ((i += k), false);
+        i += 5;
+      } else if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) i++;
+      else return false;
+    }
+    return false;
+  };
+  const digits = (): number => {
+    const from = i;
+    while (isDigit(text.charCodeAt(i))) i++;
+    return i - from;
+  };
+  const number = (): boolean => {
+    if (text.charCodeAt(i) === 0x2d) i++;
+    if (text.charCodeAt(i) === 0x30) i++;
+    else if (digits() === 0) return false;
+    if (text.charCodeAt(i) === 0x2e && (i++, digits() === 0)) return false;
+    const e = text.charCodeAt(i);
+    if (e === 0x65 || e === 0x45) {
+      i++;
+      const sign = text.charCodeAt(i);
+      if (sign === 0x2b || sign === 0x2d) i++;
+      if (digits() === 0) return false;
+    }
+    return true;
+  };
+  const literal = (word: string): boolean => {
+    for (let k = 0; k < word.length; k++, i++) if (text.charCodeAt(i) !== word.charCodeAt(k)) return false;
+    return true;
+  };
+  const scalar = (c: number): boolean => {
+    if (c === 0x22) return string();
+    if (c === 0x74) return literal('true');
+    if (c === 0x66) return literal('false');
+    if (c === 0x6e) return literal('null');
+    if (c === 0x2d || isDigit(c)) return number();
+    return false;
+  };
+  // What comes next: a value, an object member's name, or what follows a complete value.
+  const VALUE = 0;
+  const KEY = 1;
+  const AFTER = 2;
+  let state = VALUE;
+  for (;;) {
+    ws();
+    const c = text.charCodeAt(i);
+    if (state === VALUE) {
+      if (c === 0x7b || c === 0x5b) {
+        i++;
+        ws();
+        if (text.charCodeAt(i) === c + 2) {
+          // `{}` or `[]`: '}' and ']' are two code points after their openers.
+          i++;
+          state = AFTER;
+        } else {
+          open.push(c);
+          state = c === 0x7b ? KEY : VALUE;
+        }
+      } else if (scalar(c)) state = AFTER;
+      else break;
+    } else if (state === KEY) {
+      if (c !== 0x22 || !string()) break;
+      ws();
+      if (text.charCodeAt(i) !== 0x3a) break;
+      i++;
+      state = VALUE;
+    } else {
+      const top = open[open.length - 1];
+      if (top === undefined) return i < n ? i : n;
+      if (c === 0x2c) {
+        i++;
+        state = top === 0x7b ? KEY : VALUE;
+      } else if (c === top + 2) {
+        open.pop();
+        i++;
+      } else break;
+    }
+  }
+  return Math.min(i, n);
+}
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+function isHex(c: number): boolean {
+  return isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+}
+
+/** `application/x-www-form-urlencoded`: an object, a repeated key becomes an array. */
+export function parseForm(text: string): Record<string, string | string[]> {
+  return searchParamsToObject(new URLSearchParams(text));
+}
+
+/**
+ * URLSearchParams as an ordinary object, as faas-js-runtime gives it (so `hasOwnProperty` and
+ * friends work). Keys are own data properties: `__proto__` is just a key, never the prototype, and
+ * `constructor` or `toString` never find the inherited function.
+ */
+export function searchParamsToObject(params: URLSearchParams): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [key, value] of params) addField(out, key, value);
+  return out;
+}
+
+/** Adds a form field to `out`: a repeated name becomes an array; `__proto__` is a key like any other. */
+export function addField(out: Record<string, string | string[]>, key: string, value: string): void {
+  if (!Object.hasOwn(out, key)) {
+    if (key === '__proto__') Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
+    else out[key] = value;
+    return;
+  }
+  const previous = out[key];
+  if (Array.isArray(previous)) previous.push(value);
+  else out[key] = [previous, value];
+}

@@ -1,0 +1,58 @@
+// Stacks through funcrun name its TypeScript (src/invocation.ts:38), not lines of the bundle, in the
+// processes funcrun runs (node lib/serve.js, the funcrun command): the logger maps each stack it
+// writes through the bundle's map, lib/runtime.js.map, read when a stack first needs it.
+//
+// Not node's own source maps: node reads a file's map when it compiles the file and keeps it for
+// the life of the process, so on at start they cost every process the bundle's map (some 7 MB of
+// memory) for stacks most never log, and on while the function loads, the map of each of its
+// dependencies that has one (OpenTelemetry's packages have hundreds); left on while it answers,
+// every request some 14% more instructions.
+//
+// A process that loads funcrun with require() decides for itself (node --enable-source-maps), and
+// so does one started with them on (node maps the stacks itself then): funcrun changes nothing there.
+// Outside the bundle, so that the entry points and the logger share one copy of it.
+import { readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Where the logger finds the mapping (a process-wide key: the bundle and this file are two modules). */
+export const MAPPED_STACKS = Symbol.for('funcrun.mappedStacks');
+
+const BUNDLE = join(__dirname, '..', 'runtime.js');
+// A frame's position in the bundle: `/…/lib/runtime.js:1234:56`.
+const BUNDLE_POSITION = new RegExp(`${BUNDLE.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:(\\d+):(\\d+)`, 'g');
+
+/** Called by the entry points: the stacks funcrun logs are mapped, unless node maps them already. */
+export function mapFuncrunStacks(): void {
+  if (process.sourceMapsEnabled) return;
+  (process as unknown as Record<symbol, unknown>)[MAPPED_STACKS] = mapStack;
+}
+
+let bundleMap: SourceMap | null | undefined;
+
+/** The stack with its frames in the bundle named by their TypeScript; as it was where the map has none. */
+export function mapStack(stack: string): string {
+  if (!stack.includes(BUNDLE)) return stack;
+  if (bundleMap === undefined) {
+    try {
+      bundleMap = new SourceMap(JSON.parse(readFileSync(`${BUNDLE}.map`, 'utf8')));
+    } catch {
+      // No map beside the bundle (or not one node reads): the stack as node wrote it.
+      bundleMap = null;
+    }
+  }
+  const map = bundleMap;
+  if (map === null) return stack;
+  return stack.replace(BUNDLE_POSITION, (position, line: string, column: string) => {
+    const entry = map.findEntry(Number(line) - 1, Number(column) - 1) as { originalSource?: string; originalLine?: number; originalColumn?: number };
+    if (entry.originalSource === undefined || entry.originalLine === undefined || entry.originalColumn === undefined) return position;
+    return `${sourcePath(entry.originalSource)}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;
+  });
+}
+
+// The map names its sources relative to itself (`../src/invocation.ts`); node may give them as file URLs.
+function sourcePath(source: string): string {
+  if (source.startsWith('file:')) return fileURLToPath(source);
+  return isAbsolute(source) ? source : resolve(__dirname, '..', source);
+}

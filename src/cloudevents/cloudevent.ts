@@ -1,0 +1,206 @@
+// The CloudEvents binding: which SDK copy makes events, which mode a request is in and which one
+// its answer goes in, the response chain, and recognising a returned event. Reading an event
+// strictly is cloudevent-read.ts; writing one back, cloudevent-reply.ts.
+import type { IncomingHttpHeaders } from 'node:http';
+import { randomUUID } from '../util/random';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { CloudEvent } from 'cloudevents';
+import { brand } from '../util/brand';
+import type { MediaType } from '../body/media-type';
+
+type Sdk = typeof import('cloudevents');
+let sdk: Sdk | undefined;
+let applicationSdkPath: string | undefined;
+/** The SDK, loaded on first use: plain HTTP functions never pay for it. */
+export function cloudevents(): Sdk {
+  return (sdk ??= applicationSdk() ?? (require('cloudevents') as Sdk));
+}
+
+/**
+ * Events are made with the function's own copy of the SDK when it has one, so that
+ * `context.cloudevent instanceof CloudEvent` holds in the function whichever copy npm installed
+ * where. Called at start with the function's folder: the copy is looked for in the `node_modules`
+ * of that folder and its parents only (not NODE_PATH or global folders), and loaded with the first
+ * event, as funcrun's own would be. One SDK serves the process: the first start() decides.
+ */
+export function useApplicationSdk(folder: string): void {
+  if (sdk !== undefined || applicationSdkPath !== undefined) return;
+  for (let dir = resolve(folder); ; dir = dirname(dir)) {
+    const candidate = join(dir, 'node_modules', 'cloudevents');
+    if (existsSync(join(candidate, 'package.json'))) {
+      applicationSdkPath = candidate;
+      return;
+    }
+    if (dirname(dir) === dir) return;
+  }
+}
+
+function applicationSdk(): Sdk | undefined {
+  if (applicationSdkPath === undefined) return undefined;
+  try {
+    const found = require(applicationSdkPath) as Partial<Sdk>;
+    // Only a copy with the class funcrun builds on (every release since 4.0 has it).
+    const Class = found.CloudEvent;
+    if (typeof Class === 'function' && typeof Class.prototype.validate === 'function' && typeof Class.prototype.cloneWith === 'function') return found as Sdk;
+  } catch {
+    // The application has no copy of its own (or one that fails to load): funcrun's.
+  }
+  return undefined;
+}
+
+export type Mode = 'binary' | 'structured' | 'batch';
+
+export const STRUCTURED = 'application/cloudevents+json';
+export const BATCH = 'application/cloudevents-batch+json';
+export const SPEC_VERSIONS = new Set(['1.0', '0.3']);
+
+// RFC 3986 characters, percent escapes whole: a URI reference (an event's source).
+export const URI_REFERENCE = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
+
+// Events from one sender, and a function's answers, repeat their source: the last one found valid
+// is not scanned again.
+let validSource: string | undefined;
+
+/** Whether `source` is a URI reference (not empty). */
+export function isUriReference(source: string): boolean {
+  if (source === validSource) return true;
+  if (!URI_REFERENCE.test(source)) return false;
+  // Only header-sized values are kept, so that no large text stays referenced.
+  if (source.length <= 256) validSource = source;
+  return true;
+}
+
+/**
+ * The content mode of a request, or undefined when it is not a CloudEvent. `byId`: binary mode
+ * only with `ce-id`, as the SDK tells (faas-js-runtime's way); else any of the required
+ * attributes' headers makes it binary, and a missing one is then refused by name.
+ */
+export function detectMode(headers: IncomingHttpHeaders, media: MediaType | undefined, byId = false): Mode | undefined {
+  if (media !== undefined && media.type.startsWith('application/cloudevents')) {
+    return media.type.startsWith('application/cloudevents-batch') ? 'batch' : 'structured';
+  }
+  if (byId) return headers['ce-id'] !== undefined ? 'binary' : undefined;
+  if (headers['ce-specversion'] !== undefined || headers['ce-id'] !== undefined || headers['ce-type'] !== undefined || headers['ce-source'] !== undefined) {
+    return 'binary';
+  }
+  return undefined;
+}
+
+/**
+ * The mode a returned event is answered in: the request's (binary for a plain HTTP request), or
+ * binary always (faas-js-runtime's way, with `FUNC_COMPAT`). A batch is answered as a batch.
+ */
+export function replyMode(requestMode: Mode | undefined, alwaysBinary: boolean): Mode | undefined {
+  return alwaysBinary && requestMode === 'structured' ? 'binary' : requestMode;
+}
+
+/** Defaults for events made by `context.cloudEventResponse(data)`. */
+export interface ResponseDefaults {
+  source: string;
+  type: string;
+  /** No datacontenttype on the event, as the SDK's CloudEvent has none unless given (faas-js-runtime's chain). */
+  untyped?: boolean;
+}
+
+/** The defaults for a function named `name`: source `/<name>`, type `dev.funcrun.response`. */
+export function responseDefaults(name: string, untyped = false): ResponseDefaults {
+  return { source: `/${name}`, type: 'dev.funcrun.response', untyped };
+}
+
+// `new Date().toISOString()` costs more than the rest of the answer event: under load many
+// answers share a millisecond, and so share its text.
+let isoMs = -1;
+let isoText = '';
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== isoMs) {
+    isoMs = now;
+    isoText = new Date(now).toISOString();
+  }
+  return isoText;
+}
+
+/**
+ * Marks the response chain's type (types only, nothing at run time), so a handler's return type
+ * can tell the chain from an object sent as JSON.
+ */
+export declare const responseChain: unique symbol;
+
+/** The function contract's response chain: `context.cloudEventResponse(data).type(t).source(s).response()`. */
+export class CloudEventResponse<T = unknown> {
+  declare readonly [responseChain]: T;
+  #attributes: Record<string, unknown>;
+
+  readonly #untyped: boolean;
+
+  constructor(data: T, defaults: ResponseDefaults) {
+    this.#attributes = { source: defaults.source, type: defaults.type, specversion: '1.0', data };
+    this.#untyped = defaults.untyped === true;
+  }
+  id(id: string): this {
+    this.#attributes.id = id;
+    return this;
+  }
+  source(source: string): this {
+    this.#attributes.source = source;
+    return this;
+  }
+  type(type: string): this {
+    this.#attributes.type = type;
+    return this;
+  }
+  /** `undefined` (or empty) leaves 1.0, as the SDK's CloudEvent does with no specversion. */
+  version(version: string): this {
+    if (version !== undefined && version !== null && version !== '') this.#attributes.specversion = version;
+    return this;
+  }
+  /** The event: a new id unless one was set, specversion 1.0 unless set, the time now. */
+  response(): CloudEvent<T> {
+    const attributes = this.#attributes;
+    const { data, source, type, specversion } = attributes;
+    // Checked here rather than by the SDK's constructor, which would validate its schema per event.
+    if (typeof type !== 'string' || type === '') throw new TypeError('cloudEventResponse(): type must be a non-empty string');
+    if (typeof source !== 'string' || !isUriReference(source)) throw new TypeError('cloudEventResponse(): source must be a URI reference');
+    if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) throw new TypeError('cloudEventResponse(): version must be 1.0 or 0.3');
+    const event = Object.create(cloudevents().CloudEvent.prototype) as Record<string, unknown>;
+    event.id = attributes.id ?? randomUUID();
+    event.time = isoNow();
+    event.type = type;
+    event.source = source;
+    event.specversion = specversion;
+    if (data !== undefined) {
+      // Bytes in any view (a Buffer is one), as the SDK's CloudEvent reads them.
+      const binary = data instanceof Uint8Array;
+      if (!this.#untyped) event.datacontenttype = binary ? 'application/octet-stream' : 'application/json';
+      event.data = data;
+      if (binary) event.data_base64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
+    }
+    return Object.freeze(event) as unknown as CloudEvent<T>;
+  }
+}
+brand(CloudEventResponse, 'CloudEventResponse');
+
+/**
+ * The CloudEvent a handler returned, or undefined when the value is not one. Accepts the SDK's
+ * instances (also from another copy of the SDK in the function's own node_modules) and the
+ * response chain, which counts as if `response()` had been called.
+ */
+export function asCloudEvent(value: object): CloudEvent<unknown> | undefined {
+  if (value instanceof CloudEventResponse) return value.response();
+  if (sdk !== undefined && value instanceof sdk.CloudEvent) return value;
+  // Another copy of the SDK: recognised by its class, found on the prototype chain. Parsed data
+  // (plain objects, whatever own `constructor` key it carries) never matches.
+  if (madeBy(value, 'CloudEvent') && typeof (value as { specversion?: unknown }).specversion === 'string') {
+    return new (cloudevents().CloudEvent)({ ...value });
+  }
+  return undefined;
+}
+
+function madeBy(value: object, name: string): boolean {
+  for (let proto = Object.getPrototypeOf(value); proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    const ctor = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value as { name?: unknown } | undefined;
+    if (typeof ctor === 'function' && ctor.name === name) return true;
+  }
+  return false;
+}

@@ -1,0 +1,135 @@
+// Writing a returned CloudEvent back: binary mode (attributes as `ce-*` headers, data as the
+// body), structured, or a batch, the shapes the SDK's HTTP binding gives a message.
+import { BATCH, STRUCTURED, type Mode } from './cloudevent';
+import { bodyKind, parseMediaType } from '../body/media-type';
+import type { CloudEvent } from 'cloudevents';
+import type { Trace } from '../telemetry/trace';
+import { JSON_TYPE } from '../send';
+
+export interface EncodedEvent {
+  headers: Record<string, string>;
+  body: string | Buffer | undefined;
+}
+
+/**
+ * An event as an HTTP message in the given mode. With a trace, an event that has no
+ * `traceparent` of its own carries the invocation's (the distributed tracing extension).
+ * `asSdk`: binary mode as the SDK's `HTTP.binary` writes it (faas-js-runtime's answers).
+ */
+export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], mode: Mode, trace?: Trace, asSdk = false): EncodedEvent {
+  if (Array.isArray(event)) {
+    return { headers: { 'content-type': `${BATCH}; charset=utf-8` }, body: JSON.stringify(event.map((e) => structuredJson(e, trace))) };
+  }
+  const headers = mode === 'binary' ? binaryHeaders(event, trace) : undefined;
+  // An event binary mode cannot carry (a datacontenttype that is no media type, or attributes
+  // past a header block's size, as an event that came structured may have) goes structured.
+  if (headers === undefined) return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: JSON.stringify(structuredJson(event, trace)) };
+  const { data } = event;
+  if (asSdk) return sdkBinary(headers, data);
+  if (data === undefined || data === null) {
+    delete headers['content-type'];
+    return { headers, body: undefined };
+  }
+  if (ArrayBuffer.isView(data)) {
+    headers['content-type'] ??= 'application/octet-stream';
+    const view = data as ArrayBufferView;
+    return { headers, body: Buffer.from(view.buffer, view.byteOffset, view.byteLength) };
+  }
+  headers['content-type'] ??= 'application/json';
+  const kind = bodyKind(parseMediaType(headers['content-type']));
+  if (typeof data === 'string' && kind !== 'json') return { headers, body: data };
+  if (kind === 'xml' && typeof (data as { nodeType?: unknown }).nodeType === 'number') {
+    return { headers, body: String(data) };
+  }
+  return { headers, body: JSON.stringify(data) };
+}
+
+/**
+ * The SDK's binary body: JSON for objects (`null` too), bytes as they are, any other value as its
+ * text, under the event's datacontenttype or `application/json; charset=utf-8` (with no data too).
+ */
+function sdkBinary(headers: Record<string, string>, data: unknown): EncodedEvent {
+  headers['content-type'] ??= JSON_TYPE;
+  if (data === undefined) return { headers, body: undefined };
+  if (ArrayBuffer.isView(data)) return { headers, body: Buffer.from(data.buffer, data.byteOffset, data.byteLength) };
+  if (typeof data === 'string') return { headers, body: data };
+  if (
+    typeof data === 'object' &&
+    typeof (data as { nodeType?: unknown }).nodeType === 'number' &&
+    bodyKind(parseMediaType(headers['content-type'])) === 'xml'
+  ) {
+    return { headers, body: String(data) };
+  }
+  return { headers, body: JSON.stringify(data) ?? 'null' };
+}
+
+/**
+ * An event in the JSON format, as it is: the SDK's own encoder would re-validate it (refusing a
+ * leap second or a 0.3 attribute it let in) and reformat or invent `time`. Binary data goes out
+ * as `data_base64`.
+ */
+function structuredJson(event: CloudEvent<unknown>, trace: Trace | undefined): Record<string, unknown> {
+  const json: Record<string, unknown> = {};
+  const attributes = event as unknown as Record<string, unknown>;
+  for (const name of Object.keys(attributes)) {
+    const value = attributes[name];
+    if (value !== undefined) json[name] = value instanceof Date ? value.toISOString() : value;
+  }
+  if (trace !== undefined && json.traceparent === undefined) {
+    json.traceparent = trace.traceparent;
+    if (trace.traceState !== undefined && json.tracestate === undefined) json.tracestate = trace.traceState;
+  }
+  if (json.data_base64 === undefined && ArrayBuffer.isView(json.data)) {
+    const view = json.data as ArrayBufferView;
+    json.data_base64 = Buffer.from(view.buffer, view.byteOffset, view.byteLength).toString('base64');
+  }
+  if (json.data_base64 !== undefined) delete json.data;
+  return json;
+}
+
+/**
+ * Binary mode's headers (HTTP binding 3.1.3): each attribute as `ce-<name>`, datacontenttype as
+ * Content-Type. Values are percent-encoded outside printable ASCII, and `"` and `%`, as the
+ * binding says (the SDK's encoder sends them raw, which node refuses for non-ASCII).
+ */
+function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Record<string, string> | undefined {
+  const headers: Record<string, string> = {};
+  let attributes = event as unknown as Record<string, unknown>;
+  // The invocation's trace, for an event without one of its own: attributes like any other.
+  if (trace !== undefined && attributes.traceparent === undefined) {
+    attributes = { ...attributes, traceparent: trace.traceparent };
+    if (trace.traceState !== undefined) attributes.tracestate ??= trace.traceState;
+  }
+  let size = 0;
+  for (const name of Object.keys(attributes)) {
+    const value = attributes[name];
+    if (value === undefined || value === null || name === 'data' || name === 'data_base64') continue;
+    const text = typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value);
+    // Encoding only lengthens a value: one too long as it is goes structured without being encoded.
+    size += name.length + text.length + 6;
+    if (size > MAX_BINARY_HEADERS) return undefined;
+    if (name === 'datacontenttype') {
+      if (!PRINTABLE.test(text) || parseMediaType(text) === undefined) return undefined;
+      headers['content-type'] = text;
+    } else if (!ENCODED.test(text)) headers[HEADER_NAMES[name] ?? `ce-${name}`] = text;
+    else {
+      const encoded = text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27'));
+      size += encoded.length - text.length;
+      if (size > MAX_BINARY_HEADERS) return undefined;
+      headers[HEADER_NAMES[name] ?? `ce-${name}`] = encoded;
+    }
+  }
+  return headers;
+}
+
+// What binary mode percent-encodes in a value: anything outside printable ASCII but space, `"` and `%`.
+const ENCODED = /[^\x21-\x7e]|["%]/;
+const ENCODED_ALL = /[^\x21-\x7e]|["%]/gu;
+// A header value a media type can be: printable ASCII only (no CR, LF or NUL).
+const PRINTABLE = /^[\x20-\x7e]*$/;
+// The header of each common attribute, made once rather than per answer.
+const HEADER_NAMES: Record<string, string> = Object.create(null);
+for (const name of ['id', 'source', 'type', 'specversion', 'time', 'subject', 'dataschema', 'traceparent', 'tracestate']) HEADER_NAMES[name] = `ce-${name}`;
+
+// node's default limit on a request's header block: an answer's should fit a client's too.
+const MAX_BINARY_HEADERS = 16 * 1024;

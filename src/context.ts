@@ -1,0 +1,292 @@
+// The handler's first argument. A class, so every request's context shares one shape and
+// its method lives on the prototype.
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { CloudEvent } from 'cloudevents';
+import type { Logger } from './log/log';
+import { parseMediaType } from './body/media-type';
+import { CloudEventResponse, type ResponseDefaults } from './cloudevents/cloudevent';
+import type { Trace } from './telemetry/trace';
+import { keepInFlight, type Runtime } from './lifecycle/lifecycle';
+import { InvocationRecord } from './log/scope';
+import type { UploadedFile } from './uploads/uploads';
+
+/** What the runtime itself needs back from a context (faults.ts): not part of its public face. */
+export interface InvocationParts {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse | undefined;
+  readonly log: Logger;
+  readonly runtime: Runtime | undefined;
+}
+
+let partsOf: (ctx: Context) => InvocationParts;
+let traceOf: (ctx: Context) => Trace | undefined;
+let recordOf: (ctx: Context) => InvocationRecord;
+let answeredOf: (ctx: Context) => void;
+let abortOf: (ctx: Context, reason: Error) => void;
+let heldOf: (ctx: Context) => Promise<void>[] | undefined;
+let outlivedOf: (ctx: Context) => PromiseLike<unknown> | undefined;
+let outliveOf: (ctx: Context, running: PromiseLike<unknown>) => void;
+
+/** What a context is made of. */
+export interface ContextParts {
+  readonly req: IncomingMessage;
+  /** The invocation's logger, carrying its reqId (and trace). */
+  readonly log: Logger;
+  readonly reqId?: number;
+  /** The request path, as sent. */
+  readonly path: string;
+  readonly query: Record<string, string | string[]>;
+  readonly params: Record<string, string>;
+  readonly contentType: string | undefined;
+  readonly defaults: ResponseDefaults;
+  readonly res?: ServerResponse;
+  readonly trace?: Trace;
+  readonly runtime?: Runtime;
+  /** The handler's data: the parsed body, or the event's data. */
+  readonly body?: unknown;
+  readonly rawBody?: string | Buffer;
+  readonly event?: CloudEvent<unknown>;
+  /** A multipart body's files. */
+  readonly files?: readonly UploadedFile[];
+}
+
+const NO_FILES: readonly UploadedFile[] = Object.freeze([]);
+
+/**
+ * What the invocation's scope holds for a context (scope.ts): made once, when the invocation is
+ * entered, and cut loose from the context when it ends.
+ */
+export function invocationRecord(ctx: Context): InvocationRecord {
+  return recordOf(ctx);
+}
+
+/** The request of `ctx` has been answered: its invocation ends once its waitUntil work settles. */
+export function invocationAnswered(ctx: Context): void {
+  answeredOf(ctx);
+}
+
+/** Aborts the context's `signal`: its timeout has passed. */
+export function abortInvocation(ctx: Context, reason: Error): void {
+  abortOf(ctx, reason);
+}
+
+/** The request, response, logger and runtime a context was made with. */
+export function invocationParts(ctx: Context): InvocationParts {
+  return partsOf(ctx);
+}
+
+/** The work handed to the context's waitUntil so far (each never rejects), if any. */
+export function heldWork(ctx: Context): readonly Promise<void>[] | undefined {
+  return heldOf(ctx);
+}
+
+/** The handler was answered for at its timeout and still runs: `running` is what it returned. */
+export function invocationOutlived(ctx: Context, running: PromiseLike<unknown>): void {
+  outliveOf(ctx, running);
+}
+
+/** What the handler returned, when it was answered for at its timeout and may still run. */
+export function outlivingHandler(ctx: Context): PromiseLike<unknown> | undefined {
+  return outlivedOf(ctx);
+}
+
+/** The trace a context was made with (its OpenTelemetry span, when there is one). */
+export function invocationTrace(ctx: Context): Trace | undefined {
+  return traceOf(ctx);
+}
+
+/**
+ * `Data` is the type of the incoming event's data (`CloudEventFunction<Data>` sets it). Query
+ * keys are also set on the context itself at run time, as the function contract says, but the
+ * type leaves them out: a misspelt member (`context.qeury`) is then an error, not an `unknown`.
+ * Typed code reads them from `context.query`.
+ */
+export class Context<Data = unknown> {
+  static {
+    // Set here, inside the class, where its private fields can be read; nothing is added to it.
+    partsOf = (ctx) => ({ req: ctx.#req, res: ctx.#res, log: ctx.#log, runtime: ctx.#runtime });
+    traceOf = (ctx) => ctx.#trace;
+    recordOf = (ctx) => (ctx.#record ??= new InvocationRecord(ctx, ctx.#log, ctx.#reqId, ctx.#runtime?.log));
+    answeredOf = (ctx) => ctx.#record?.answered();
+    abortOf = (ctx, reason) => (ctx.#controller ??= new AbortController()).abort(reason);
+    heldOf = (ctx) => ctx.#held;
+    outlivedOf = (ctx) => ctx.#outliving;
+    outliveOf = (ctx, running) => (ctx.#outliving = running);
+  }
+
+  readonly method: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly httpVersion: string;
+  readonly httpVersionMajor: number;
+  readonly httpVersionMinor: number;
+  /** The request path, without the query string, as it was sent (not percent-decoded). */
+  readonly path: string;
+  /** The query string as an object; a repeated key gives an array. */
+  readonly query: Record<string, string | string[]>;
+  /** Path parameters of the matched route (`/items/:id` gives `params.id`). */
+  readonly params: Record<string, string>;
+  /** The request's media type, lowercase and without parameters, such as `application/json`. */
+  readonly contentType: string | undefined;
+  /** The request body as the handler's second argument receives it. */
+  body: unknown;
+  /**
+   * The body as it arrived, when the `includeRaw` option is on: text for textual media types
+   * (JSON, XML, forms, `text/*`), as faas-js-runtime gives it; the bytes for anything else.
+   */
+  rawBody: string | Buffer | undefined;
+  /** The incoming CloudEvent, when the request is one. */
+  cloudevent: CloudEvent<Data> | undefined;
+  /** The files of a multipart/form-data body (its other fields are the body); empty for any other body. */
+  readonly files: readonly UploadedFile[];
+  readonly #log: Logger;
+  readonly #req: IncomingMessage;
+  readonly #defaults: ResponseDefaults;
+  readonly #res: ServerResponse | undefined;
+  readonly #trace: Trace | undefined;
+  readonly #runtime: Runtime | undefined;
+  readonly #reqId: number;
+  #controller: AbortController | undefined;
+  #record: InvocationRecord | undefined;
+  /** Work handed to waitUntil: what the request's uploads wait for. */
+  #held: Promise<void>[] | undefined;
+  /** The handler's promise, when its timeout was answered before it settled: its event's claim waits for it. */
+  #outliving: PromiseLike<unknown> | undefined;
+
+  constructor(parts: ContextParts) {
+    const { req, log, query } = parts;
+    this.#log = log;
+    this.#trace = parts.trace;
+    this.#runtime = parts.runtime;
+    this.#reqId = parts.reqId ?? 1;
+    this.#req = req;
+    this.method = req.method ?? 'GET';
+    this.headers = req.headers;
+    this.httpVersion = req.httpVersion;
+    this.httpVersionMajor = req.httpVersionMajor;
+    this.httpVersionMinor = req.httpVersionMinor;
+    this.path = parts.path;
+    this.query = query;
+    this.params = parts.params;
+    this.contentType = parts.contentType;
+    this.body = parts.body;
+    this.rawBody = parts.rawBody;
+    this.files = parts.files ?? NO_FILES;
+    this.cloudevent = parts.event as CloudEvent<Data> | undefined;
+    this.#defaults = parts.defaults;
+    this.#res = parts.res;
+    // A query key never replaces a field or method of the context (`?method=DELETE` leaves
+    // `context.method` alone) nor anything inherited (`?constructor=x`). Contexts made by
+    // `sharingQuery` have the keys on their prototype already.
+    if (new.target === Context) {
+      const self = this as unknown as Record<string, unknown>;
+      for (const key in query) {
+        if (!(key in self)) self[key] = query[key];
+      }
+    }
+  }
+
+  /**
+   * The logger; its lines carry this request's `reqId`, until the invocation has ended (see scope.ts).
+   * A getter, so a copy of the context holds no logger internals.
+   */
+  get log(): Logger {
+    // Once the invocation has ended, what still logs through it says it outlived its request.
+    const record = this.#record;
+    return record === undefined || record.context !== undefined ? this.#log : record.log;
+  }
+
+  /**
+   * The W3C `traceparent` for calls this invocation makes: the trace the request (or its event)
+   * arrived in, with this invocation's span. Undefined when none arrived.
+   * `fetch(url, { headers: { traceparent: context.traceparent } })` continues the trace.
+   */
+  get traceparent(): string | undefined {
+    return this.#trace?.traceparent;
+  }
+
+  /** The `tracestate` that came with the trace, to pass on beside `traceparent`. */
+  get tracestate(): string | undefined {
+    return this.#trace?.traceState;
+  }
+
+  /**
+   * Work to finish after the answer: the function returns at once, and `promise` goes on. It
+   * counts as in flight: a SIGTERM (stop()) waits for it within the grace period, and shutdown()
+   * runs after it. Its failure is logged with this invocation's reqId and trace, never an
+   * unhandled rejection.
+   */
+  waitUntil(promise: PromiseLike<unknown>): void {
+    const work = keepInFlight(this.#runtime, promise, this.#log);
+    (this.#held ??= []).push(work);
+    // The invocation goes on until its waitUntil work settles: its lines keep their reqId until then.
+    this.#record?.holdUntil(work);
+  }
+
+  /**
+   * The request itself. A getter, not a field: `{ ...context }` (a copy a function may log or
+   * return) then holds data only, not the socket and everything behind it.
+   */
+  get req(): IncomingMessage {
+    return this.#req;
+  }
+
+  /**
+   * Aborted when the request should stop: the function's timeout passed, or the client went
+   * away before its answer. Made on first use, so requests that never look cost nothing.
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = (this.#controller = new AbortController());
+      if (this.#res !== undefined) abortWhenClientGoes(this.#res, controller);
+    }
+    return this.#controller.signal;
+  }
+
+  /**
+   * Starts a CloudEvent response: chain `.id()`, `.source()`, `.type()`, `.version()`, end with
+   * `.response()`, a `CloudEvent<T>` of the data given here.
+   */
+  cloudEventResponse<T = undefined>(data?: T): CloudEventResponse<T> {
+    return new CloudEventResponse(data as T, this.#defaults);
+  }
+}
+
+// One 'close' listener per response, however many contexts (a batch's events) ask for a signal.
+const watching = new WeakMap<ServerResponse, Set<AbortController>>();
+
+function abortWhenClientGoes(res: ServerResponse, controller: AbortController): void {
+  if (res.writableFinished) return;
+  const gone = () => new Error('the client closed the connection');
+  // Asked for only after the client went away: abort at once rather than wait for a 'close' that has passed.
+  if (res.closed || res.destroyed) return void controller.abort(gone());
+  let controllers = watching.get(res);
+  if (controllers === undefined) {
+    const set = (controllers = new Set());
+    watching.set(res, set);
+    res.once('close', () => {
+      if (!res.writableFinished) for (const c of set) c.abort(gone());
+    });
+  }
+  controllers.add(controller);
+}
+
+/**
+ * `context.contentType`, one way for the server and funcrun/testing: the parsed media type
+ * (`application/json`), or with FUNC_COMPAT=faas-js-runtime the header as sent.
+ */
+export function contentTypeOf(header: string | undefined, asSent: boolean): string | undefined {
+  return asSent ? header : parseMediaType(header)?.type;
+}
+
+type ContextClass = new (parts: ContextParts) => Context;
+
+/**
+ * A Context class whose instances find the query keys on a prototype made once: the contexts of
+ * a batch's events share one request's query, so copying it onto each would cost events × keys.
+ */
+export function sharingQuery(query: Record<string, string | string[]>): ContextClass {
+  class BatchContext extends Context {}
+  const proto = BatchContext.prototype as unknown as Record<string, unknown>;
+  for (const key in query) if (!(key in proto)) proto[key] = query[key];
+  return BatchContext;
+}

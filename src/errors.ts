@@ -1,0 +1,327 @@
+// The one place where a thrown value becomes a response: its status, JSON body and headers.
+// A thrown value may be anything a function made: a Proxy, an object whose getters throw, a
+// cyclic null-prototype object. It is read once, defensively, into plain facts; nothing after
+// that touches it again, and a last-resort path answers when even that goes wrong.
+import { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { brand } from './util/brand';
+import { safeHeaders, type Dropped } from './http/headers';
+import type { Logger } from './log/log';
+import { isInstance, isPartOf, isReceived, type RequestInput } from './body/provenance';
+import { JSON_TYPE, send, TEXT } from './send';
+import { ERROR_CODES, type ErrorCode } from './error-codes';
+
+/** An error with an HTTP status. Its message is shown to the client when the status is below 500. */
+export class HttpError extends Error {
+  readonly statusCode: number;
+  /** Extra fields for the JSON body (for example where a parse failed). */
+  readonly details?: Record<string, unknown>;
+  /** Response headers that go with this error (for example `Allow` on a 405). */
+  readonly headers?: Record<string, string>;
+  /** A stable, machine-readable name for the error, sent as the body's `code` (funcrun's own: docs/errors.md). */
+  readonly code?: string;
+
+  constructor(
+    statusCode: number,
+    message: string,
+    options?: { details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown; code?: string },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'HttpError';
+    this.statusCode = statusCode;
+    this.details = options?.details;
+    this.headers = options?.headers;
+    this.code = options?.code;
+  }
+}
+brand(HttpError, 'HttpError');
+
+/** One of funcrun's own errors: its status comes from the table of codes (error-codes.ts). */
+export function runtimeError(code: ErrorCode, message: string, options?: { details?: Record<string, unknown>; headers?: Record<string, string> }): HttpError {
+  return new HttpError(ERROR_CODES[code].status, message, { ...options, code });
+}
+
+export interface ErrorBody {
+  statusCode: number;
+  /** Set on funcrun's own errors: a stable name to match (docs/errors.md). */
+  code?: string;
+  error: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** What a thrown value says about itself, read once inside `try`. */
+export interface Thrown {
+  status: number;
+  /** The thrown message, for statuses below 500 only. */
+  message?: string;
+  details?: Record<string, unknown>;
+  headers?: OutgoingHttpHeaders;
+  /** The error's stable code, when it is one of funcrun's own (or an HttpError given one). */
+  code?: string;
+  /** What the log gets: `{ err }` for an Error, or `{ thrown }` describing a value that is not one. */
+  logged: { err: unknown } | { thrown: string };
+}
+
+function read<T>(get: () => T): T | undefined {
+  try {
+    return get();
+  } catch {
+    return undefined;
+  }
+}
+
+function errorStatus(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 400 && value <= 599 ? value : undefined;
+}
+
+/**
+ * The status for a thrown value: its own numeric `statusCode` (400 to 599), else a numeric
+ * `code` in that range (faas-js-runtime's convention), else 500. `codeOnly`: faas-js-runtime's
+ * own reading, where a `statusCode` alone is a 500.
+ */
+export function statusOf(thrown: unknown, codeOnly = false): number {
+  if (thrown === null || (typeof thrown !== 'object' && typeof thrown !== 'function')) return 500;
+  const value = thrown as { statusCode?: unknown; code?: unknown };
+  return (codeOnly ? undefined : errorStatus(read(() => value.statusCode))) ?? errorStatus(read(() => value.code)) ?? 500;
+}
+
+// Messages are the client's to read below 500; a runaway one is cut rather than echoed whole.
+const MAX_MESSAGE = 1024;
+const MAX_CODE = 100;
+
+/**
+ * Reads a thrown value into plain facts. Never throws. `input` is what the request was parsed
+ * into: a function that throws that (or a part of it) has failed; the client does not get to
+ * pick the status, message or headers. `asFaasJsRuntime`: a function's error as faas-js-runtime
+ * reads it, the status from `code` only and no headers (funcrun's own errors keep theirs).
+ */
+export function readThrown(thrown: unknown, dropped?: Dropped[], input?: RequestInput, asFaasJsRuntime = false): Thrown {
+  const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
+  // Parsed data is plain objects and arrays, walked; a class instance (every Error) is compared
+  // only with the request's own objects, such as the received event, so throwing costs no walk.
+  const fromRequest = (): boolean => (isInstance(thrown as object) ? isReceived(thrown, input!) : isPartOf(thrown as object, input!));
+  if (isObject && input !== undefined && read(fromRequest) !== false) {
+    return { status: 500, logged: { thrown: describeThrown(thrown) } };
+  }
+  const ours = isObject && read(() => thrown instanceof HttpError) === true;
+  const faas = asFaasJsRuntime && !ours;
+  const status = statusOf(thrown, faas);
+  const isError = ours || (isObject && read(() => thrown instanceof Error) === true);
+  const facts: Thrown = { status, logged: isError ? { err: thrown } : { thrown: describeThrown(thrown) } };
+  if (!isObject) return facts;
+  const value = thrown as { message?: unknown; details?: unknown; headers?: unknown };
+  // Read at any status; errorBodyOf() shows them below 500 only.
+  const message = read(() => value.message);
+  if (typeof message === 'string' && message !== '') facts.message = message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE) + '…' : message;
+  if (ours) {
+    facts.details = read(() => copy(value.details));
+    const code = read(() => (value as { code?: unknown }).code);
+    if (typeof code === 'string' && code !== '') facts.code = code.length > MAX_CODE ? code.slice(0, MAX_CODE) : code;
+  }
+  // Headers a thrown error asks for (`Allow` on a 405, `WWW-Authenticate` on a 401): from funcrun's
+  // HttpError, or from an error that chose its own 4xx status (a library error that happens to
+  // carry `headers` and no status adds none).
+  if (ours || (status < 500 && !faas)) {
+    const headers = read(() => value.headers);
+    if (headers !== null && typeof headers === 'object') {
+      // Headers that came from the request (`headers: context.headers`, a part of the body): the
+      // client would choose the answer's headers. The same rule as for returned responses: a 500.
+      if (input !== undefined && read(() => isPartOf(headers, input)) !== false) return { status: 500, logged: facts.logged };
+      facts.headers = safeHeaders(headers, dropped);
+    }
+  }
+  return facts;
+}
+
+function copy(details: unknown): Record<string, unknown> | undefined {
+  if (details === null || typeof details !== 'object') return undefined;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(details)) out[key] = (details as Record<string, unknown>)[key];
+  return out;
+}
+
+// A thrown value described in the log: enough to recognise it, not a whole request body.
+const MAX_DESCRIPTION = 2048;
+
+/** A thrown value that is not an Error, as text for the log. */
+export function describeThrown(value: unknown): string {
+  try {
+    const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+    return text.length > MAX_DESCRIPTION ? text.slice(0, MAX_DESCRIPTION) + '…' : text;
+  } catch {
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return '[unreadable value]';
+    }
+  }
+}
+
+/**
+ * The JSON body for an error: `{ statusCode, error, message }`, fastify's shape. Below 500 the
+ * thrown message is the client's to read; at 500 and above the body is generic so that nothing
+ * internal leaks (the detail goes to the log).
+ */
+export function errorBody(status: number, thrown: unknown): ErrorBody {
+  return errorBodyOf({ ...readThrown(thrown), status });
+}
+
+function errorBodyOf(facts: Thrown, withoutCodes = false): ErrorBody {
+  const error = STATUS_CODES[facts.status] ?? 'Error';
+  const code = facts.code === undefined || withoutCodes ? undefined : { code: facts.code };
+  if (facts.status >= 500) return { statusCode: facts.status, ...code, error, message: error };
+  return { statusCode: facts.status, ...code, error, message: facts.message ?? error, ...facts.details };
+}
+
+/** Shapes an error body: the module's `errorBody(body, thrown)`, when it has one. */
+export type ErrorFormat = (body: ErrorBody, thrown: unknown) => unknown;
+
+/** How an error is answered, beside what was thrown. */
+export interface ErrorStyle {
+  /** The module's `errorBody`, when it shapes its own error bodies. */
+  format?: ErrorFormat;
+  /** What the request was parsed into: thrown back, it is a failure (provenance.ts). */
+  input?: RequestInput;
+  /** faas-js-runtime's reading of a function's error: the message as text. */
+  asText?: boolean;
+  /** faas-js-runtime's bodies: without funcrun's error codes. */
+  withoutCodes?: boolean;
+  /** Fields funcrun itself wrote, safe at any status (why readiness fails). */
+  said?: Record<string, string>;
+}
+
+/** The JSON text of an error body. Never throws: a failing format or details fall back to the plain body. */
+export function errorJson(facts: Thrown, thrown: unknown, log: Logger, style: ErrorStyle = {}): string {
+  const format = style.format;
+  const body = style.said === undefined ? errorBodyOf(facts, style.withoutCodes) : { ...errorBodyOf(facts, style.withoutCodes), ...style.said };
+  if (format !== undefined) {
+    try {
+      const value = format(body, thrown);
+      // An error body is data: a stream (or any class instance) there would leak its state and
+      // its file descriptor; the plain body is sent instead.
+      if (value instanceof Readable) {
+        value.on('error', () => undefined);
+        value.destroy();
+        throw new Error('errorBody() returned a stream');
+      }
+      const shaped = JSON.stringify(value);
+      if (shaped !== undefined) return shaped;
+    } catch (err) {
+      quietly(() => log.error(err, 'errorBody() failed'));
+    }
+  }
+  try {
+    return JSON.stringify(body);
+  } catch {
+    // Details that cannot be serialised (cyclic, BigInt): the body without them.
+    return JSON.stringify({ statusCode: body.statusCode, code: body.code, error: body.error, message: body.message });
+  }
+}
+
+// 5xx answers that are outcomes, not failures: the function's retry(), and a store outage (its
+// store logs the outage once). The request's own line says more, where they are raised.
+const LOGGED_WHERE_RAISED = new Set<string | undefined>(['FUNCRUN_RETRY', 'FUNCRUN_STORE_UNAVAILABLE']);
+
+/** What sendError() sent. */
+export interface SentError {
+  status: number;
+  headers: OutgoingHttpHeaders;
+  body: string;
+}
+
+/**
+ * The one place a thrown value becomes a response. 5xx details go to the log, never to the client.
+ * Returns what it sent (undefined when it could only cut the connection). Never throws.
+ */
+export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, style: ErrorStyle = {}): SentError | undefined {
+  try {
+    const { input, asText = false } = style;
+    const dropped: Dropped[] = [];
+    const facts = readThrown(thrown, dropped, input, asText);
+    const request = { method: req.method, path: pathOf(req.url), statusCode: facts.status };
+    if (facts.status >= 500 && !LOGGED_WHERE_RAISED.has(facts.code)) quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));
+    else quietly(() => log.debug({ ...request, message: loggedMessage(facts.message, req.url) }, 'request rejected'));
+    if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));
+    if (res.headersSent || res.destroyed) {
+      // Part of another answer is on the wire: the only honest signal left is a cut connection.
+      res.destroy();
+      return undefined;
+    }
+    for (const name of res.getHeaderNames()) {
+      if (!name.startsWith('access-control-') && name !== 'vary' && name !== 'connection') res.removeHeader(name);
+    }
+    const headers: OutgoingHttpHeaders = { ...facts.headers, 'content-type': asText ? TEXT : JSON_TYPE };
+    // A writeHead that failed (a header node refused) leaves its reason phrase behind: not "500 OK".
+    res.statusMessage = '';
+    // A body we stopped reading leaves the connection unusable.
+    if (facts.status === 413) headers.connection = 'close';
+    // faas-js-runtime's compatibility: the message as text. At 5xx it is generic there too.
+    const body = asText ? errorBodyOf(facts).message : errorJson(facts, thrown, log, style);
+    send(req, res, facts.status, headers, body);
+    return { status: facts.status, headers, body };
+  } catch (err) {
+    lastResort(res, log, err);
+    return undefined;
+  }
+}
+
+/** The request's path for the log: without the query string, whose values often carry tokens. */
+export function pathOf(url: string | undefined): string {
+  if (url === undefined) return '';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+const INTERNAL = JSON.stringify({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+
+/** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept. */
+export function withoutQueryValues(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const names = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      return eq === -1 ? pair : `${pair.slice(0, eq)}=…`;
+    });
+  return `${url.slice(0, q)}?${names.join('&')}`;
+}
+
+/**
+ * A message for the log: where it quotes the request's URL (faas-js-runtime's 404 does), without
+ * the query's values, also when the message was cut short inside the URL.
+ */
+function loggedMessage(message: string | undefined, url: string | undefined): string | undefined {
+  const q = url === undefined ? -1 : url.indexOf('?');
+  if (message === undefined || q === -1) return message;
+  const at = message.indexOf(url!.slice(0, q + 1));
+  if (at === -1) return message;
+  let end = at + q + 1;
+  while (end < message.length && end - at < url!.length && message.charCodeAt(end) === url!.charCodeAt(end - at)) end++;
+  return message.slice(0, at) + withoutQueryValues(message.slice(at, end)) + message.slice(end);
+}
+
+/** When answering failed: a bare 500 if nothing was written yet, else a cut connection. Never throws. */
+export function lastResort(res: ServerResponse, log: Logger, err: unknown): void {
+  quietly(() => log.error(err instanceof Error ? err : { thrown: describeThrown(err) }, 'answering the request failed'));
+  try {
+    if (res.headersSent || res.destroyed) return void res.destroy();
+    for (const name of res.getHeaderNames()) res.removeHeader(name);
+    res.statusMessage = '';
+    res.writeHead(500, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(INTERNAL), connection: 'close' });
+    res.end(INTERNAL);
+  } catch {
+    quietly(() => res.destroy());
+  }
+}
+
+/** Runs `fn` and ignores what it throws: for logging on paths that must not fail. */
+export function quietly(fn: () => unknown): void {
+  try {
+    fn();
+  } catch {
+    // Nothing left to tell it to.
+  }
+}

@@ -1,0 +1,195 @@
+// A connection's bookkeeping: the requests on it whose answers are not finished yet (more than one
+// when pipelined), and malformed HTTP, answered only when no response is in flight on it.
+import { bodyStreamOf } from '../body/body-stream';
+import { Server, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { errorBody, runtimeError } from '../errors';
+import { ERROR_CODES, type ErrorCode } from '../error-codes';
+import { JSON_TYPE } from '../send';
+
+// Requests on a connection whose answers are not finished yet (more than one when pipelined),
+// and whether the connection is to be closed once they are (malformed bytes followed them).
+// This module alone reads and writes them.
+const PENDING = Symbol('funcrun pending requests');
+const CLOSING = Symbol('funcrun closing');
+const LATEST = Symbol('funcrun latest request');
+// Set once an error answer was written straight to the socket: it is closing, lingering.
+const ANSWERED = Symbol('funcrun answered raw');
+type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage; [ANSWERED]?: boolean };
+
+// Responses counted as answered by the fault handler, which answers a crashed request while its
+// onRequest may still finish later. (A set beside them, not a property: adding one to every
+// response would give node's own code two shapes of them.)
+const answeredEarly = new WeakSet<ServerResponse>();
+
+/** A request has arrived on its connection: its answer is pending until requestAnswered. */
+export function requestArrived(req: IncomingMessage): void {
+  const socket = req.socket as CountedSocket;
+  socket[PENDING] = (socket[PENDING] ?? 0) + 1;
+  socket[LATEST] = req;
+}
+
+/**
+ * The answer to `req` is done with: written, or queued behind the answers pipelined before it,
+ * then pending until it is sent. Counts once per request: `early` when the fault handler says it
+ * before the request's own last step does.
+ */
+export function requestAnswered(req: IncomingMessage, res: ServerResponse, early = false): void {
+  if (answeredEarly.has(res)) return;
+  if (early) answeredEarly.add(res);
+  const socket = req.socket as CountedSocket;
+  if (res.socket === null && !res.writableFinished && !res.destroyed) res.once('close', () => answered(socket));
+  else answered(socket);
+}
+
+function answered(socket: CountedSocket): void {
+  if (--socket[PENDING]! > 0) return;
+  // Read only while a request is pending: holding it longer would keep the request, its headers
+  // and its stream alive between requests, through the young generation's collections (RSS).
+  socket[LATEST] = undefined;
+  if (socket[CLOSING]) socket.destroySoon();
+}
+
+/**
+ * While draining, or once malformed bytes followed the requests on a connection, the last pending
+ * response on it closes it. An earlier one must not: the requests pipelined behind it were run,
+ * and their answers are still to be sent.
+ */
+export function closeAfter(req: IncomingMessage, res: ServerResponse, draining: boolean): void {
+  const socket = req.socket as CountedSocket;
+  if ((draining || socket[CLOSING] === true) && !res.headersSent && socket[PENDING] === 1) res.setHeader('connection', 'close');
+}
+
+/**
+ * Malformed HTTP never reaches a handler: answer it with a JSON error and close. Only when no
+ * response is pending on the connection, as node's own handler does: bytes written into a
+ * response in flight would corrupt it.
+ */
+export function clientError(err: NodeJS.ErrnoException, connection: Socket): void {
+  const socket = connection as CountedSocket;
+  // The parser errs again on what a client still sends after its error answer: that answer's linger goes on.
+  if (socket[ANSWERED] === true && err.code !== 'ECONNRESET') return;
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  // A body streamed to a function goes at the function's pace: the stream holds the client to the timeout instead.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket[LATEST] !== undefined && bodyStreamOf(socket[LATEST])?.requestTimedOut() === true) return;
+  // Complete requests that came before the malformed bytes are still answered; then it closes.
+  // (Malformed bytes inside a request's body belong to that request: it is cut, below.)
+  if ((socket[PENDING] ?? 0) > 0 && socket[LATEST]?.complete === true) return void (socket[CLOSING] = true);
+  // node's own handler reads the same field: the response on this socket, if any. One already
+  // begun cannot be followed by an error answer; nor can answers pipelined before this request.
+  // Otherwise the request the bytes belong to (a body too slow, or malformed chunks) is answered.
+  const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (pending !== null && pending !== undefined && (pending.headersSent || (socket[PENDING] ?? 0) > 1)) return void socket.destroy();
+  if (err.code === 'HPE_HEADER_OVERFLOW') rawError(socket, 'FUNCRUN_HEADERS_TOO_LARGE', '');
+  else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') rawError(socket, 'FUNCRUN_REQUEST_TIMEOUT', '');
+  else rawError(socket, 'FUNCRUN_MALFORMED_REQUEST', 'malformed HTTP request');
+}
+
+/**
+ * How long a connection closed after an error answer is kept for the client to read it. Ending
+ * only this side would leave it half-open for as long as the client likes: each such socket holds
+ * a connection slot, and keeps a drain from ending.
+ */
+const LINGER_MS = 1000;
+
+/** An error answer written straight to a socket that no ServerResponse owns, then closed. */
+export function rawError(socket: Socket, code: ErrorCode, message: string): void {
+  (socket as CountedSocket)[ANSWERED] = true;
+  const status = ERROR_CODES[code].status;
+  const body = JSON.stringify(errorBody(status, runtimeError(code, message)));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: ${JSON_TYPE}\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+  // What the client still sends is read and dropped, so that closing does not reset the
+  // connection before the answer is read; then it is closed whatever the client does.
+  socket.resume();
+  const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+}
+
+/**
+ * An answer sent before its request's body was read (a 413, or a function that did not read its
+ * streamed body): the connection closes after it, as node closes it, but what the client still
+ * sends is read and dropped for up to LINGER_MS first. Closed at once, the connection is reset
+ * under a client still writing its body, which then gets a broken pipe instead of the answer.
+ */
+export function lingerAfter(req: IncomingMessage): void {
+  const socket = req.socket;
+  // node calls it once the answer is written, on a connection the answer closes.
+  socket.destroySoon = function lingeringClose(this: Socket): void {
+    this.end();
+    req.resume();
+    const linger = setTimeout(() => this.destroy(), LINGER_MS);
+    linger.unref();
+    this.once('close', () => clearTimeout(linger));
+  };
+}
+
+// node:http's own list of a server's connections, which knows the ones between requests (none
+// being received). Not public: where it is missing, closeIdle falls back to node's method.
+type ConnectionList = { idle(): { socket: CountedSocket & { _httpMessage?: ServerResponse | null } }[] };
+let connectionsKey: symbol | undefined;
+
+function connectionsOf(server: Server): ConnectionList | undefined {
+  connectionsKey ??= Object.getOwnPropertySymbols(server).find((key) => key.description === 'http.server.connections');
+  const list = connectionsKey === undefined ? undefined : (server as unknown as Record<symbol, unknown>)[connectionsKey];
+  return list !== null && typeof list === 'object' && typeof (list as ConnectionList).idle === 'function' ? (list as ConnectionList) : undefined;
+}
+
+/**
+ * Closes the connections with nothing left to do, as node's closeIdleConnections does, but not
+ * one that still has answers to write: node's destroys a connection whose last answer has ended
+ * while its bytes are still in the socket's buffer (a slow reader gets it cut), and one whose
+ * pipelined answers wait behind an ended one. Those are closed once written.
+ */
+export function closeIdle(server: Server): void {
+  const list = connectionsOf(server);
+  if (list === undefined) return Server.prototype.closeIdleConnections.call(server);
+  for (const { socket } of list.idle()) {
+    // Answers still to come: the last of them closes the connection (closeAfter), or the next sweep does.
+    if ((socket[PENDING] ?? 0) > 0) continue;
+    const message = socket._httpMessage;
+    if (message !== null && message !== undefined && !message.writableFinished) continue;
+    // Closed once what it holds is written; a reader that never reads is cut at the grace deadline.
+    if (socket.writableLength > 0) socket.destroySoon();
+    else socket.destroy();
+  }
+}
+
+// Every socket a server has accepted and not yet closed, whether node's HTTP code still owns it or
+// not (one handed to 'connect', one closed after an error answer and lingering).
+const accepted = new WeakMap<Server, Set<Socket>>();
+
+/**
+ * Sets up a server's connection handling: `server.close()` (which closes idle connections itself)
+ * and a drain's sweeps follow closeIdle, and its sockets are known to destroyAll.
+ */
+export function manageConnections(server: Server): void {
+  server.closeIdleConnections = () => closeIdle(server);
+  const sockets = new Set<Socket>();
+  accepted.set(server, sockets);
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+}
+
+/**
+ * The end of a drain's grace period: every socket still open is destroyed, whoever owns it.
+ * Returns how many held answers not yet written whole (a slow reader's): those answers are cut
+ * too. Requests still unanswered are not counted here; the drain counts them itself.
+ */
+export function destroyAll(server: Server): number {
+  const sockets = accepted.get(server) ?? new Set<Socket>();
+  let unwritten = 0;
+  for (const socket of sockets) {
+    const message = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    const writing = socket.writableLength > 0 || (message !== null && message !== undefined && message.writableEnded && !message.writableFinished);
+    if (writing && ((socket as CountedSocket)[PENDING] ?? 0) === 0) unwritten++;
+  }
+  server.closeAllConnections();
+  for (const socket of sockets) socket.destroy();
+  return unwritten;
+}

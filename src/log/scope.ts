@@ -1,0 +1,199 @@
+// Which invocation the running code belongs to, wherever it runs (a helper module, a timer, a
+// promise chain): an AsyncLocalStorage entered once per invocation, holding a small record of it.
+// It gives `log`, the logger that writes with the current invocation's reqId and trace, and tells
+// the entry point which request a stray exception belongs to.
+//
+// Whatever an invocation starts (a timer, an AbortSignal.timeout, a pooled socket, a promise)
+// keeps the record for as long as it lives. So the record links the context, and through it the
+// request and its body, only until the invocation ends (its answer sent, its waitUntil work
+// settled); from then on what is still running writes lines that say it outlived its request,
+// without that request's reqId or its client's trace.
+//
+// Where AsyncLocalStorage is built on AsyncContextFrame (Node 24; Node 22 with
+// --experimental-async-context-frame), entering it costs next to nothing and it is always on.
+// Node 22's own is built on promise hooks, which slow every promise of the process (about 18% of a
+// small function's throughput, measured): there it is turned on only when a function reaches for
+// `log` (see withScopingOnLog), and faults are then attributed too.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createLogger, snapshot, type ChildOptions, type Logger, type LogLevel, type RootLogger } from './log';
+import type { Context } from '../context';
+
+// The promise-hook implementation has `_enable`; AsyncContextFrame's has not.
+const CHEAP = !('_enable' in AsyncLocalStorage.prototype);
+
+/** What an invocation's scope holds. */
+export class InvocationRecord {
+  /** The invocation's context while it runs; undefined once it has ended. */
+  #context: Context | undefined;
+  #log: Logger;
+  // Made only when something logs after the invocation ended: most invocations never need it.
+  #outlived: Logger | undefined = undefined;
+  // waitUntil work still running: the invocation has not ended until it settles.
+  #waiting = 0;
+  #answered = false;
+
+  constructor(
+    context: Context,
+    log: Logger,
+    private readonly reqId: number,
+    private readonly root: RootLogger | undefined,
+  ) {
+    this.#context = context;
+    this.#log = log;
+  }
+
+  get context(): Context | undefined {
+    return this.#context;
+  }
+
+  /** The invocation's logger; once it has ended, one whose lines say they outlived it. */
+  get log(): Logger {
+    if (this.#context !== undefined) return this.#log;
+    return (this.#outlived ??= (this.root ?? processLogger()).child({ outlivedRequest: this.reqId }));
+  }
+
+  /** The invocation has answered; it ends once its waitUntil work has settled too. */
+  answered(): void {
+    this.#answered = true;
+    if (this.#waiting === 0) this.#end();
+  }
+
+  /** waitUntil work: the invocation lasts until `work` settles. */
+  holdUntil(work: Promise<unknown>): void {
+    this.#waiting++;
+    void work.finally(() => {
+      if (--this.#waiting === 0 && this.#answered) this.#end();
+    });
+  }
+
+  #end(): void {
+    this.#context = undefined;
+  }
+}
+
+let storage: AsyncLocalStorage<InvocationRecord> | undefined = CHEAP ? new AsyncLocalStorage() : undefined;
+
+/** The storage invocations run in, or undefined while scoping is off (see above). */
+export function invocationScope(): AsyncLocalStorage<InvocationRecord> | undefined {
+  return storage;
+}
+
+/** Turns scoping on, for the invocations that start from now on. */
+export function useScope(): void {
+  storage ??= new AsyncLocalStorage();
+}
+
+/**
+ * The public entry as the bundle hands it out (scripts/bundle.js): index.ts's exports, but
+ * reaching for `log` (`require('funcrun').log`, or an ESM import of funcrun, which reads every
+ * name) turns scoping on.
+ */
+export function withScopingOnLog<T extends object>(entry: T): T {
+  return Object.defineProperties({} as T, {
+    ...Object.getOwnPropertyDescriptors(entry),
+    log: {
+      enumerable: true,
+      get() {
+        useScope();
+        return log;
+      },
+    },
+  });
+}
+
+/** The record of the invocation the calling code runs in, or that started it, if any (and scoping is on). */
+export function currentInvocation(): InvocationRecord | undefined {
+  return storage?.getStore();
+}
+
+// Outside an invocation: the logger of the server started last, else one of its own at info.
+let processLog: Logger | undefined;
+
+/** Called by start(): outside any invocation, `log` writes with this server's logger. */
+export function setProcessLogger(log: Logger): void {
+  processLog = log;
+}
+
+function processLogger(): Logger {
+  return (processLog ??= createLogger('info'));
+}
+
+function current(): Logger {
+  return storage?.getStore()?.log ?? processLogger();
+}
+
+// More arguments than any message has placeholders for.
+const MAX_ARGS = 1024;
+
+type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+
+/**
+ * A logger that resolves, at each call, to the current invocation's logger (so its lines carry
+ * that invocation's reqId and trace fields), or outside any invocation to the process's logger.
+ * A child keeps its bindings and resolves the same way, made once per invocation it writes in.
+ */
+class ScopedLogger implements Logger {
+  // Children of each invocation's logger, made on first use there and dropped with it.
+  readonly #children = new WeakMap<Logger, Logger>();
+
+  constructor(
+    private readonly bindings?: Record<string, unknown>,
+    private readonly options?: ChildOptions,
+  ) {}
+
+  #target(): Logger {
+    const base = current();
+    if (this.bindings === undefined) return base;
+    let child = this.#children.get(base);
+    if (child === undefined) this.#children.set(base, (child = base.child(this.bindings, this.options)));
+    return child;
+  }
+
+  #write(level: Level, args: IArguments): void {
+    const target = this.#target();
+    // Logging never throws, as the loggers it resolves to.
+    // At most MAX_ARGS: spreading tens of thousands of arguments again would overflow the stack.
+    (target[level] as (...a: unknown[]) => void).apply(target, Array.prototype.slice.call(args, 0, MAX_ARGS));
+  }
+
+  trace(): void {
+    this.#write('trace', arguments);
+  }
+  debug(): void {
+    this.#write('debug', arguments);
+  }
+  info(): void {
+    this.#write('info', arguments);
+  }
+  warn(): void {
+    this.#write('warn', arguments);
+  }
+  error(): void {
+    this.#write('error', arguments);
+  }
+  fatal(): void {
+    this.#write('fatal', arguments);
+  }
+
+  get level(): LogLevel {
+    return this.#target().level;
+  }
+
+  isLevelEnabled(level: string): boolean {
+    return this.#target().isLevelEnabled(level);
+  }
+
+  child(bindings: Record<string, unknown>, options?: ChildOptions): Logger {
+    // Bindings are read and serialised now, as any logger's child reads them.
+    const own = { ...this.bindings, ...snapshot(bindings) };
+    useScope();
+    return new ScopedLogger(own, options ?? this.options);
+  }
+}
+
+/**
+ * The request-scoped logger: `import { log } from 'funcrun'`. In an invocation (and anything it
+ * started: timers, promises, helper modules) its lines carry that invocation's reqId and trace
+ * fields; elsewhere it is the process's logger.
+ */
+export const log: Logger = new ScopedLogger();

@@ -1,0 +1,287 @@
+// Turning whatever a handler returned into a response: the function contract's return rules.
+//
+// Two rules keep a client from steering its own answer through a function that echoes input:
+// CloudEvents and XML documents are recognised by what they are (their class), never by the
+// shape of their own properties; and a `{ statusCode, headers, body }` object that came out of
+// parsing the request is data, sent as JSON, not a response spelled out.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { pipeline, Readable, Writable } from 'node:stream';
+import { asCloudEvent, type Mode } from './cloudevents/cloudevent';
+import { encodeEvent } from './cloudevents/reply';
+import type { Trace } from './telemetry/trace';
+import type { Behaviour } from './start/compat';
+import { safeHeaders, type Dropped } from './http/headers';
+import { isInstance, isPartOf, type RequestInput } from './body/provenance';
+import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
+import { kindOf } from './util/kind';
+
+/**
+ * A response already made (a named function's JSON output): sent as it is, not read again as a
+ * return value. Recognised by its class, so no returned data can pose as one.
+ */
+export class Prepared {
+  constructor(readonly reply: Reply) {}
+}
+
+/** A response decided but not yet written. */
+export interface Reply {
+  status: number;
+  headers?: OutgoingHttpHeaders;
+  body?: string | Buffer | Readable;
+  /** Headers of the function's that were left out (framing, or refused by node). */
+  dropped?: Dropped[];
+}
+
+// An XML DOM Document (such as the one an XML request arrives as) serialises with toString().
+function isXmlDocument(value: object): boolean {
+  return isInstance(value) && (value as { nodeType?: unknown }).nodeType === 9 && typeof value.toString === 'function';
+}
+
+/**
+ * Sends a handler's return value by the function contract's return rules. `mode` is the
+ * request's CloudEvents mode; `input` holds what the request was parsed into (body, query,
+ * headers, params). Returns a promise when the body is a stream: it settles when the stream has
+ * been sent, rejects when the stream fails, and resolves early when the client goes away (the
+ * stream is then destroyed).
+ */
+export function respond(
+  req: IncomingMessage,
+  res: ServerResponse,
+  value: unknown,
+  mode: Mode | undefined,
+  input: RequestInput,
+  behaviour?: Behaviour,
+  trace?: Trace,
+): Reply | Promise<Reply> {
+  let reply: Reply;
+  try {
+    reply = toReply(value, mode, input, behaviour, trace);
+  } catch (err) {
+    discard(value);
+    throw err;
+  }
+  if (reply.body instanceof Readable) return stream(req, res, reply, reply.body);
+  send(req, res, reply.status, reply.headers, reply.body);
+  return reply;
+}
+
+/**
+ * A returned value that will not be sent (a late result after a timeout, a batch handler's value
+ * that is not an event, a response that could not be made): a stream in it is destroyed, with
+ * its error ignored, so it neither leaks its file descriptor nor crashes the process with an
+ * unhandled 'error' event.
+ */
+export function discard(value: unknown): void {
+  try {
+    if (value === null || typeof value !== 'object') return;
+    const body = value instanceof Readable ? value : (value as { body?: unknown }).body;
+    if (body instanceof Readable && !body.destroyed) {
+      body.on('error', ignore);
+      body.destroy();
+    }
+  } catch {
+    // A value whose properties cannot be read holds nothing we could close.
+  }
+}
+
+function ignore(): void {}
+
+// Nothing to send: 204, with the content type faas-js-runtime's own suite expects of it.
+const NOTHING: Reply = Object.freeze({ status: 204, headers: Object.freeze({ 'content-type': 'text/plain' }) });
+// faas-js-runtime's answer to a truthy number or boolean: its default content type, no body.
+const EMPTY_200: Reply = Object.freeze({ status: 200, headers: Object.freeze({ 'content-type': JSON_TYPE }) });
+
+/** `trace`: the invocation's, which an event it answers with carries (when it has none of its own). */
+export function toReply(value: unknown, mode: Mode | undefined, input: RequestInput = {}, behaviour?: Behaviour, trace?: Trace): Reply {
+  switch (typeof value) {
+    case 'undefined':
+      return NOTHING;
+    case 'string':
+      return value === '' ? NOTHING : { status: 200, headers: { 'content-type': TEXT }, body: value };
+    case 'number':
+    case 'boolean':
+      // The function contract: a number or boolean returned directly, not wrapped, gives an empty 204.
+      // faas-js-runtime: a falsy one gives 204, any other an empty 200.
+      return behaviour?.scalarsAsEmpty200 && value ? EMPTY_200 : { status: 204 };
+    case 'bigint':
+    case 'symbol':
+    case 'function':
+      return { status: 204 };
+  }
+  if (value === null) return NOTHING;
+  const object = value as object;
+  // The common answer, an object literal or parsed data: no class, so no event, stream, bytes or
+  // document; only the spelled-out response is left to look for.
+  if (Object.getPrototypeOf(object) === Object.prototype) return plainReply(object, mode, input, behaviour, trace);
+  if (value instanceof Prepared) return value.reply;
+  const event = asCloudEvent(object);
+  if (event !== undefined) {
+    // faas-js-runtime sends an event returned to a plain HTTP request as JSON data.
+    if (mode === undefined && behaviour?.eventsToPlainRequestsAsJson) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(event) };
+    const { headers, body } = encodeEvent(event, mode ?? 'binary', trace, behaviour?.eventsWrittenAsSdk);
+    return { status: 200, headers, body };
+  }
+  if (Array.isArray(object) && mode === 'batch' && object.length > 0) {
+    const events = object.map((item) => (item !== null && typeof item === 'object' ? asCloudEvent(item) : undefined));
+    if (events.every((e) => e !== undefined)) {
+      const { headers, body } = encodeEvent(events as NonNullable<(typeof events)[number]>[], 'batch', trace);
+      return { status: 200, headers, body };
+    }
+  }
+  // faas-js-runtime labels bytes and streams with its default type, JSON.
+  const bytesType = behaviour?.jsonByDefault ? JSON_TYPE : BINARY;
+  if (Buffer.isBuffer(object) || object instanceof Uint8Array) {
+    return { status: 200, headers: { 'content-type': bytesType }, body: asBuffer(object) };
+  }
+  if (object instanceof Readable) return { status: 200, headers: { 'content-type': bytesType }, body: object };
+  if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
+  return plainReply(object, mode, input, behaviour, trace);
+}
+
+/** An object that is none of the kinds above: a spelled-out response, or data sent as JSON. */
+function plainReply(object: object, mode: Mode | undefined, input: RequestInput, behaviour: Behaviour | undefined, trace: Trace | undefined): Reply {
+  if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) {
+    const reply = structured(object, mode, input, behaviour, trace);
+    if (reply !== undefined) return reply;
+  }
+  return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(object) };
+}
+
+/**
+ * `{ statusCode, headers, body }`: a response the function spelled out. Also an SDK `Message`.
+ * Undefined when the object is data to send as JSON instead: it carries the request's own
+ * headers (`return { ...context }`: answering with them would let a client set the answer's
+ * headers), or it has a `statusCode` but neither `headers` nor `body` (faas-js-runtime sends such
+ * an object whole, with its status).
+ */
+function structured(
+  value: { statusCode?: unknown; headers?: unknown; body?: unknown },
+  mode: Mode | undefined,
+  input: RequestInput,
+  behaviour?: Behaviour,
+  trace?: Trace,
+): Reply | undefined {
+  const { statusCode, body } = value;
+  const { headers: given } = value;
+  if (given !== null && typeof given === 'object' && isPartOf(given, input)) return undefined;
+  if (statusCode !== undefined && !(Number.isInteger(statusCode) && (statusCode as number) >= 200 && (statusCode as number) <= 599)) {
+    throw new Error(`the function returned statusCode as ${kindOf(statusCode)}: expected a number from 200 to 599`);
+  }
+  if (value.headers !== undefined && (value.headers === null || typeof value.headers !== 'object')) {
+    throw new Error(`the function returned headers as ${kindOf(value.headers)}: expected an object of header names to values`);
+  }
+  const dropped: Dropped[] = [];
+  const headers = safeHeaders(value.headers, dropped);
+  if (body === undefined && (given === undefined ? statusCode !== undefined : behaviour?.headersWithoutBodyAsJson)) {
+    // faas-js-runtime: no body, so the object itself is the body, sent with its headers and status.
+    if (!('content-type' in headers)) headers['content-type'] = JSON_TYPE;
+    const reply: Reply = { status: (statusCode as number | undefined) ?? 200, headers, body: stringify(value) };
+    if (dropped.length > 0) reply.dropped = dropped;
+    return reply;
+  }
+  const userType = headers['content-type'] !== undefined;
+  const content = replyBodyOf(body, mode, trace, behaviour);
+  // faas-js-runtime's type for a body the function gave no type: JSON, whatever the body.
+  if (content.type !== undefined && !userType) headers['content-type'] = behaviour?.jsonByDefault && content.headers === undefined ? JSON_TYPE : content.type;
+  if (content.headers) for (const name in content.headers) if (!(name in headers)) headers[name] = content.headers[name];
+  const status = (statusCode as number | undefined) ?? (content.body === undefined ? 204 : 200);
+  return dropped.length === 0 ? { status, headers, body: content.body } : { status, headers, body: content.body, dropped };
+}
+
+function replyBodyOf(
+  body: unknown,
+  mode: Mode | undefined,
+  trace: Trace | undefined,
+  behaviour: Behaviour | undefined,
+): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
+  if (body === undefined) return {};
+  // faas-js-runtime sends a null body as JSON `null`.
+  if (body === null) return behaviour?.jsonByDefault ? { body: 'null', type: JSON_TYPE } : {};
+  switch (typeof body) {
+    case 'string':
+      return { body, type: TEXT };
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return { body: String(body), type: TEXT };
+    case 'object': {
+      if (Buffer.isBuffer(body) || body instanceof Uint8Array) return { body: asBuffer(body), type: BINARY };
+      if (body instanceof Readable) return { body, type: BINARY };
+      if (isXmlDocument(body)) return { body: String(body), type: XML };
+      const event = asCloudEvent(body);
+      if (event !== undefined) {
+        const encoded = encodeEvent(event, mode ?? 'binary', trace, behaviour?.eventsWrittenAsSdk);
+        return { body: encoded.body, type: encoded.headers['content-type'], headers: encoded.headers };
+      }
+      return { body: stringify(body), type: JSON_TYPE };
+    }
+    default:
+      throw new Error(`the function returned a body of type ${typeof body}`);
+  }
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function stringify(value: unknown): string {
+  const json = JSON.stringify(value);
+  // toJSON() may return undefined; send JSON null rather than an empty body claiming to be JSON.
+  return json === undefined ? 'null' : json;
+}
+
+/**
+ * Streams a returned Readable. Headers are written with the first chunk, so a stream that fails
+ * before any byte still gets a proper error response; after that a failure can only cut the
+ * connection. `stream.pipeline` destroys the stream when the client goes away.
+ */
+function stream(req: IncomingMessage, res: ServerResponse, reply: Reply, source: Readable): Promise<Reply> {
+  if (source.destroyed) return Promise.reject(new Error('the function returned a stream that was already destroyed'));
+  // The request (or its socket) piped into its own response would read the next pipelined request.
+  if (source === req || source === req.socket) return Promise.reject(new Error('the function returned the request itself as the response body'));
+  const head = () => {
+    if (!res.headersSent) res.writeHead(reply.status, reply.headers);
+  };
+  // The client went away before the function answered: nothing to send to.
+  if (res.destroyed) {
+    discard(source);
+    return Promise.resolve(reply);
+  }
+  if (req.method === 'HEAD') {
+    discard(source);
+    head();
+    res.end();
+    return Promise.resolve(reply);
+  }
+  let gone = false;
+  const sink = new Writable({
+    // Object mode, so any chunk reaches write() and a wrong one is refused here, not thrown.
+    objectMode: true,
+    write(chunk: unknown, _encoding, callback) {
+      if (typeof chunk === 'string') chunk = Buffer.from(chunk);
+      if (!(chunk instanceof Uint8Array))
+        return callback(new TypeError(`the function's stream produced a chunk that is not bytes or a string (${typeof chunk})`));
+      head();
+      if (res.write(chunk)) callback();
+      else res.once('drain', () => callback());
+    },
+    final(callback) {
+      head();
+      res.end();
+      callback();
+    },
+  });
+  const onClose = () => {
+    if (res.writableFinished) return;
+    gone = true;
+    sink.destroy();
+  };
+  res.once('close', onClose);
+  return new Promise((resolve, reject) => {
+    pipeline(source, sink, (err) => {
+      res.off('close', onClose);
+      if (err === undefined || err === null || gone) resolve(reply);
+      else reject(err);
+    });
+  });
+}

@@ -1,0 +1,220 @@
+// Named functions: the Java variant's (Funqy) wire contract for a module that exports `functions`.
+// `POST /<name>` with a JSON body, `GET /<name>?query`, and CloudEvents posted to `/`, routed by
+// `ce-type`. Everything here is built once at start: schemas compiled, routes and the ce-type
+// table made; a request only looks things up.
+import type { CloudEvent } from 'cloudevents';
+import { asCloudEvent, CloudEventResponse } from '../cloudevents/cloudevent';
+import type { Context } from '../context';
+import { MAX_JSON_DEPTH } from '../body/body';
+import { runtimeError } from '../errors';
+import { isPartOf } from '../body/provenance';
+import { discard, Prepared } from '../respond';
+import { Outcome } from '../events/outcomes';
+import { Readable } from 'node:stream';
+import { JSON_TYPE } from '../send';
+import { compile, createAjv, listViolations, type Check } from './schema';
+import type { Function as FunctionModule, HTTPFunctionReturn, Invokable, NamedFunction } from '../types';
+
+type Ajv = import('ajv').default;
+type Schema = Record<string, unknown>;
+
+export interface NamedRoute {
+  method: string;
+  path: string;
+  handler: Invokable;
+  /** The function reads its body as a stream (POST /<name> only). */
+  streamBody: boolean;
+}
+
+const NAME = /^[A-Za-z0-9._~-]+$/;
+
+/** Checks the `functions` export once at start; throws naming what is wrong. */
+export function checkFunctions(functions: unknown, fail: (message: string) => never): void {
+  if (functions === null || typeof functions !== 'object') fail(`'functions' must be an object of name to function`);
+  for (const [name, fn] of Object.entries(functions as Record<string, unknown>)) {
+    if (!NAME.test(name)) fail(`functions['${name}']: a name is a path segment: letters, digits, '.', '_', '~' and '-'`);
+    if (typeof fn !== 'function') fail(`functions['${name}'] must be a function`);
+    const { inputSchema, cloudEvent, trigger, streamBody } = fn as NamedFunction;
+    if (inputSchema !== undefined && (inputSchema === null || typeof inputSchema !== 'object'))
+      fail(`functions['${name}'].inputSchema must be a JSON Schema object`);
+    if (cloudEvent !== undefined && typeof cloudEvent !== 'boolean') fail(`functions['${name}'].cloudEvent must be true or false`);
+    if (trigger !== undefined && (typeof trigger !== 'string' || trigger === '')) fail(`functions['${name}'].trigger must be a CloudEvent type`);
+    if (streamBody !== undefined && typeof streamBody !== 'boolean') fail(`functions['${name}'].streamBody must be true or false`);
+    // A stream is bytes as they come: no schema can check it, and an event's data is read already.
+    if (streamBody === true && inputSchema !== undefined) fail(`functions['${name}']: a function that streams its body has no inputSchema`);
+    if (streamBody === true && (cloudEvent === true || trigger !== undefined))
+      fail(`functions['${name}']: a function that streams its body takes no CloudEvents`);
+  }
+}
+
+/**
+ * The routes that serve `module.functions`: GET and POST `/<name>` for each, and `/` for
+ * CloudEvents routed by type. With a `handle` beside them, requests to `/` that are not such
+ * events go to `handle`.
+ */
+export function namedRoutes(module: FunctionModule): NamedRoute[] {
+  const functions = Object.entries(module.functions ?? {});
+  if (functions.length === 0) return [];
+  const ajv = functions.some(([, fn]) => fn.inputSchema !== undefined) ? createAjv() : undefined;
+  const invokers = new Map<string, Invokable>();
+  const byType = new Map<string, string[]>();
+  for (const [name, fn] of functions) {
+    invokers.set(name, namedInvoker(name, fn, ajv));
+    // A function that streams its body is called by POST /<name> only, never for an event.
+    if (fn.streamBody === true) continue;
+    for (const type of new Set([name, fn.trigger ?? name])) byType.set(type, [...(byType.get(type) ?? []), name]);
+  }
+  const fallback = module.handle as Invokable | undefined;
+  if (fallback?.streamBody === true) throw new Error('handle streams its body: beside named functions it shares /, where they read CloudEvents');
+  const dispatch: Invokable = (context, data) => {
+    const event = context.cloudevent;
+    if (event === undefined || context.method !== 'POST') {
+      if (fallback !== undefined) return fallback(context, data);
+      throw runtimeError('FUNCRUN_EVENT_REQUIRED', 'POST / takes a CloudEvent (binary or structured), routed by its type; call a function by POST /<name>');
+    }
+    const names = byType.get(event.type) ?? [];
+    if (names.length > 1) throw runtimeError('FUNCRUN_AMBIGUOUS_EVENT', `ce-type '${event.type}' matches more than one function: ${names.join(', ')}`);
+    if (names.length === 0) {
+      if (fallback !== undefined) return fallback(context, data);
+      throw runtimeError('FUNCRUN_NO_FUNCTION_FOR_EVENT', `no function for ce-type '${event.type}'`);
+    }
+    return invokers.get(names[0])!(context, data);
+  };
+  const routes: NamedRoute[] = [{ method: fallback === undefined ? 'POST' : '*', path: '/', handler: dispatch, streamBody: false }];
+  for (const [name, handler] of invokers) {
+    const streamBody = module.functions![name].streamBody === true;
+    routes.push({ method: 'GET', path: `/${name}`, handler, streamBody: false }, { method: 'POST', path: `/${name}`, handler, streamBody });
+  }
+  return routes;
+}
+
+function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): Invokable {
+  const schema = fn.inputSchema as Schema | undefined;
+  const checkJson = schema && ajv ? invalidInput(compile(ajv, schema, false)) : undefined;
+  // A JSON Schema describes JSON values: bytes (a Buffer is an object with a key per byte) are refused.
+  const checkBody =
+    checkJson &&
+    ((input: unknown) => {
+      if (ArrayBuffer.isView(input)) throw runtimeError('FUNCRUN_BYTES_NOT_ACCEPTED', `function '${name}' takes JSON input described by its schema, not bytes`);
+      checkJson(input);
+    });
+  // Query values are text: with a schema they are coerced to its types (and a single value to a list).
+  const checkQuery = schema && ajv ? invalidInput(compile(ajv, schema, true)) : undefined;
+  return async (context: Context, data: unknown) => {
+    const event = context.cloudevent;
+    let input: unknown;
+    if (event !== undefined) {
+      input = fn.cloudEvent ? event : data;
+      checkBody?.(fn.cloudEvent ? event.data : data);
+    } else if (fn.cloudEvent) {
+      throw runtimeError('FUNCRUN_EVENT_REQUIRED', `function '${name}' takes CloudEvents only: POST one to / with ce-type '${fn.trigger ?? name}'`);
+    } else if (context.method === 'POST') {
+      input = data;
+      checkBody?.(input);
+    } else {
+      input = queryInput(context.query, schema);
+      checkQuery?.(input);
+    }
+    let output: unknown;
+    try {
+      output = await fn(input, context);
+    } catch (err) {
+      // The input (made here from the query, so the server cannot know it) thrown back is a
+      // failure, not a status and headers of the client's choosing.
+      if (err !== null && typeof err === 'object' && (isPartOf(err, { data: input }) || carriesInput(err, input)))
+        throw new Error(`function '${name}' threw its own input`);
+      throw err;
+    }
+    // retry() and drop() are answered as from handle: by the request path, logged with the event.
+    if (output instanceof Outcome) return output;
+    return event === undefined ? httpOutput(output) : eventOutput(name, output, event);
+  };
+}
+
+/** The check, throwing a 400 that names every violation. */
+function invalidInput(check: Check): (input: unknown) => void {
+  return (input) => {
+    const violations = check(input);
+    if (violations !== undefined) throw runtimeError('FUNCRUN_INVALID_INPUT', `invalid input: ${listViolations(violations)}`, { details: { violations } });
+  };
+}
+
+// An error whose `headers` are (part of) the input: the client would choose the answer's headers.
+function carriesInput(err: object, input: unknown): boolean {
+  try {
+    const headers = (err as { headers?: unknown }).headers;
+    return headers !== null && typeof headers === 'object' && isPartOf(headers, { data: input });
+  } catch {
+    return true;
+  }
+}
+
+function httpOutput(output: unknown): HTTPFunctionReturn {
+  if (output === undefined) return undefined;
+  if (Buffer.isBuffer(output) || output instanceof Uint8Array || output instanceof Readable) return output;
+  if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
+  // Everything else is JSON, strings included: "HELLO" answers "\"HELLO\"", as Funqy does.
+  // Made here once, as the answer itself, rather than as a return value respond.ts reads again.
+  return new Prepared({ status: 200, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(output) ?? 'null' });
+}
+
+function eventOutput(name: string, output: unknown, request: CloudEvent<unknown>): HTTPFunctionReturn {
+  if (output === undefined) return undefined;
+  if (output instanceof Readable) {
+    discard(output);
+    throw new Error(`function '${name}' answered an event with a stream: an event carries data, not a stream`);
+  }
+  if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
+  // Made as every answered event is: a fresh id, the time now, its data's content type.
+  return new CloudEventResponse(output, { source: name, type: `${name}.output`, untyped: false }).version(request.specversion).response();
+}
+
+/**
+ * The query string as the input object, Funqy's way: `a.b=1` nests, a repeated key is a list,
+ * and an index segment (`kids.1.first=Buffy`) makes a list of objects, in index order. With a
+ * schema, an object the schema declares an object keeps its numeric keys (a map).
+ */
+export function queryInput(query: Record<string, string | string[]>, schema?: Schema): Record<string, unknown> {
+  const root: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(query)) {
+    const path = key.split('.');
+    // The same bound as JSON bodies: deeper input could not even be serialised back.
+    if (path.length > MAX_JSON_DEPTH) throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter names nest deeper than ${MAX_JSON_DEPTH} levels`);
+    if (path.some((part) => part === '' || part === '__proto__' || part === 'constructor' || part === 'prototype')) {
+      throw runtimeError('FUNCRUN_INVALID_QUERY', `invalid query parameter name '${key}'`);
+    }
+    let node = root;
+    // Own properties only: `toString` or `valueOf` are ordinary names, not Object.prototype's.
+    for (const part of path.slice(0, -1)) {
+      const next = Object.hasOwn(node, part) ? node[part] : undefined;
+      if (next === undefined) node = node[part] = {} as Record<string, unknown>;
+      else if (typeof next === 'object' && next !== null && !Array.isArray(next)) node = next as Record<string, unknown>;
+      else throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter '${key}' conflicts with '${path.slice(0, path.indexOf(part) + 1).join('.')}'`);
+    }
+    const last = path[path.length - 1];
+    if (Object.hasOwn(node, last)) throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter '${key}' conflicts with another one`);
+    node[last] = value;
+  }
+  return toLists(root, schema) as Record<string, unknown>;
+}
+
+function toLists(value: unknown, schema: Schema | undefined): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const object = value as Record<string, unknown>;
+  const keys = Object.keys(object);
+  const declared = schema?.type;
+  const numeric = keys.length > 0 && keys.every((k) => /^\d+$/.test(k));
+  if (numeric && declared !== 'object') {
+    const items = schema?.items as Schema | undefined;
+    return keys.sort((a, b) => Number(a) - Number(b)).map((k) => toLists(object[k], items));
+  }
+  const properties = schema?.properties as Record<string, Schema> | undefined;
+  const additional = schema?.additionalProperties;
+  for (const key of keys) {
+    const child =
+      (properties !== undefined && Object.hasOwn(properties, key) ? properties[key] : undefined) ??
+      (typeof additional === 'object' ? (additional as Schema) : undefined);
+    object[key] = toLists(object[key], child);
+  }
+  return object;
+}

@@ -1,0 +1,47 @@
+// The route table, built once at start from the module and the settings: probes, metrics, the
+// module's `routes`, its named functions, and `handle` for every path no route claims.
+import { Router } from './router';
+import { parseRouteKey } from '../start/loader';
+import { namedRoutes } from './functions';
+import type { Function as FunctionModule, HealthCheck, Invokable } from '../types';
+
+/** What a request's route leads to. */
+export type Destination =
+  { kind: 'function'; fn: Invokable; route?: string; streamBody: boolean } | { kind: 'probe'; check?: HealthCheck; readiness: boolean } | { kind: 'metrics' };
+
+export type FunctionDestination = Extract<Destination, { kind: 'function' }>;
+
+export interface RouteTable {
+  readonly router: Router<Destination>;
+  /** `handle`, for a request no route claims. */
+  readonly fallback: FunctionDestination | undefined;
+}
+
+export interface RoutePaths {
+  livenessPath: string;
+  readinessPath: string;
+  /** Where metrics are served, when they are on. */
+  metricsPath?: string;
+}
+
+/** Throws, naming the route, when two claim one path or a key does not parse. */
+export function buildRoutes(module: FunctionModule, paths: RoutePaths): RouteTable {
+  const router = new Router<Destination>();
+  router.add('GET', paths.livenessPath, { kind: 'probe', check: module.liveness, readiness: false });
+  router.add('GET', paths.readinessPath, { kind: 'probe', check: module.readiness, readiness: true });
+  if (paths.metricsPath !== undefined) router.add('GET', paths.metricsPath, { kind: 'metrics' });
+  const claimed = new Set<string>();
+  for (const [key, fn] of Object.entries(module.routes ?? {})) {
+    const { method, path } = parseRouteKey(key, (message) => {
+      throw new Error(`routes['${key}']: ${message}`);
+    });
+    router.add(method, path, { kind: 'function', fn, route: path, streamBody: fn.streamBody === true });
+    claimed.add(path);
+  }
+  for (const { method, path, handler, streamBody } of namedRoutes(module)) {
+    if (claimed.has(path)) throw new Error(`routes and functions both claim ${path}`);
+    router.add(method, path, { kind: 'function', fn: handler, route: path, streamBody });
+  }
+  const handle = module.handle as Invokable | undefined;
+  return { router, fallback: handle ? { kind: 'function', fn: handle, streamBody: handle.streamBody === true } : undefined };
+}

@@ -1,0 +1,127 @@
+// A failed start, explained: what went wrong in one line (with file:line:column for a syntax
+// error), and what to do about it where funcrun knows (a `.ts` file imported as `.js`, a port in
+// use). serve.ts writes it as a JSON line, or as text on a terminal.
+import { existsSync } from 'node:fs';
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from './func-yaml';
+import { describeThrown } from '../errors';
+import { LoadError } from './loader';
+
+export interface StartFailure {
+  /** One line: what went wrong. */
+  message: string;
+  /** What to do about it, when funcrun knows. */
+  hint?: string;
+  /** Where, for a syntax error: the file (relative to the current folder), line and column. */
+  at?: { file: string; line: number; column: number };
+  /** The offending source line with a caret under the column. */
+  excerpt?: string;
+  /** An error whose stack the log should keep: one of the function's own, not funcrun's message. */
+  stack?: unknown;
+}
+
+/** Explains why the start failed. Never throws: anything may have been thrown. */
+export function explainStartFailure(err: unknown): StartFailure {
+  try {
+    return explain(err);
+  } catch {
+    return { message: 'the function failed to start: it threw a value that cannot be read' };
+  }
+}
+
+function explain(err: unknown): StartFailure {
+  // funcrun's own configuration errors say everything in their message.
+  if (err instanceof ConfigError) return { message: err.message };
+  if (err instanceof LoadError) {
+    const cause = err.cause;
+    if (cause instanceof SyntaxError && err.file !== undefined) return syntaxError(cause, err.file);
+    const missing = missingModule(cause);
+    // Where node looked is in the message: its stack holds only node's own resolver.
+    if (missing !== undefined) return { message: err.message, hint: missing };
+    return { message: err.message, stack: cause };
+  }
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EADDRINUSE' || code === 'EACCES') {
+    const port = (err as { port?: unknown }).port;
+    const other = typeof port === 'number' && port > 0 && port < 65535 ? port + 1 : 8081;
+    return {
+      message: code === 'EADDRINUSE' ? `port ${String(port)} is already in use` : `not allowed to listen on port ${String(port)}`,
+      hint: `serve on another port: PORT=${other} (or --port ${other})${code === 'EACCES' ? '; ports below 1024 need privileges' : ''}`,
+    };
+  }
+  // Anything else (a throwing init(), say) is the function's own: its message, and its stack in the log.
+  return { message: err instanceof Error ? err.message : `the function failed to start: it threw ${describeThrown(err)}`, stack: err };
+}
+
+// V8 prints a syntax error's place at the top of its stack for CommonJS and TypeScript:
+// `/path/index.js:3`, lines of source, then a line of carets under the error. ESM errors carry
+// no place: the same file is checked with `node --check`, which prints it the same way.
+function syntaxError(error: SyntaxError, file: string): StartFailure {
+  const place = placeIn(String(error.stack ?? '')) ?? placeIn(checkedSyntax(file));
+  const what = `${error.name}: ${error.message}`;
+  if (place === undefined) return { message: `${what} (in ${relativeName(file)} or a module it imports)` };
+  const at = { file: relativeName(place.file), line: place.line, column: place.column };
+  return { message: `${at.file}:${at.line}:${at.column}: ${what}`, at, excerpt: place.excerpt, hint: typeImportHint(error, place.file) };
+}
+
+// Node runs TypeScript source without its types, so a type imported as a value is missing at run
+// time, and node's own advice (a default import of a CommonJS package) does not apply.
+function typeImportHint(error: SyntaxError, file: string): string | undefined {
+  const name = /^Named export '([^']+)' not found/.exec(error.message)?.[1];
+  if (name === undefined || !/\.[cm]?ts$/.test(file)) return undefined;
+  return `if ${name} is a type, import it with import type { ${name} } (node runs the source without its types), or build the project (npm run build) and serve the build`;
+}
+
+interface Place {
+  file: string;
+  line: number;
+  column: number;
+  excerpt: string;
+}
+
+function placeIn(text: string): Place | undefined {
+  const lines = text.split('\n', 12);
+  const head = /^(.+):(\d+)$/.exec(lines[0] ?? '');
+  if (head === null) return undefined;
+  // The line under the source: carets under the error, or (at the end of the input) only the
+  // spaces up to it.
+  const caret = lines.findIndex((line, i) => i > 1 && line !== '' && /^\s*\^*\s*$/.test(line));
+  if (caret === -1) return undefined;
+  const file = head[1].startsWith('file://') ? fileURLToPath(head[1]) : head[1];
+  const under = lines[caret].includes('^') ? lines[caret] : `${lines[caret]}^`;
+  return { file, line: Number(head[2]), column: under.indexOf('^') + 1, excerpt: `${lines[caret - 1]}\n${under.trimEnd()}` };
+}
+
+// Only on the failure path, and bounded: the start has failed already.
+function checkedSyntax(file: string): string {
+  try {
+    // Loaded only for a failed start: a start that succeeds never pays for child_process.
+    const { spawnSync } = require('node:child_process') as typeof import('node:child_process');
+    return spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 5000 }).stderr ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * A relative import that names a file that is not there, when the TypeScript file it means is:
+ * node runs the source as it is, so `./shout.js` must be written `./shout.ts` (tsc's
+ * rewriteRelativeImportExtensions turns it back into `.js` in the build).
+ */
+function missingModule(cause: unknown): string | undefined {
+  const code = (cause as NodeJS.ErrnoException | null)?.code;
+  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return undefined;
+  const named = /Cannot find module '([^']+)'/.exec(String((cause as Error).message))?.[1];
+  if (named === undefined || !named.startsWith('/')) return undefined;
+  const asTypeScript = /\.(m|c)?js$/.test(named) ? named.replace(/\.(m|c)?js$/, '.$1ts') : `${named}.ts`;
+  if (!existsSync(asTypeScript)) return undefined;
+  const wrote = named.split('/').pop()!;
+  const meant = asTypeScript.split('/').pop()!;
+  return `import './${meant}', not './${wrote}': node runs the TypeScript source as it is, and the file is ${meant} (tsc's rewriteRelativeImportExtensions makes it .js in the build)`;
+}
+
+function relativeName(file: string): string {
+  const rel = relative(process.cwd(), file);
+  return rel.startsWith('..') || rel === '' ? file : rel;
+}

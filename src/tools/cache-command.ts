@@ -1,0 +1,71 @@
+// `funcrun cache`: writes funcrun's code caches (code-cache.ts) and node's compile cache of what
+// funcrun loads, for this node, its V8 flags and the user running it, so that an image can carry
+// them (examples/deploy/Dockerfile runs it as the function's user while the image is built).
+// It serves a function of its own on loopback, not the project's: building an image runs none of
+// the function's code, and reads none of its settings. The caches hold funcrun's code only.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cacheFileOf, codeCacheFolder, keepCompiled, RUNTIME, YAML_PARSER } from '../boot/code-cache';
+import { start, stop } from '../index';
+import { loadFunction, resolveEntry } from '../start/loader';
+
+// The requests a function behind a Knative Broker or a route answers most: their way through
+// funcrun is the code a start then finds compiled.
+const REQUESTS = [
+  { method: 'GET', path: '/health/readiness', headers: {}, body: '' },
+  { method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, body: '{"message":"cache"}' },
+  {
+    method: 'POST',
+    path: '/',
+    headers: { 'content-type': 'application/json', 'ce-id': '1', 'ce-source': '/funcrun/cache', 'ce-type': 'funcrun.cache', 'ce-specversion': '1.0' },
+    body: '{"message":"cache"}',
+  },
+];
+
+/** Writes the caches; the folder they are in. Fails when this user cannot write them there. */
+export async function writeCaches(): Promise<string> {
+  const folder = codeCacheFolder();
+  if (folder === undefined) {
+    throw new Error(
+      `node's compile cache is off (NODE_DISABLE_COMPILE_CACHE) or its folder cannot be written by this user (uid ${process.getuid?.() ?? '?'}): ` +
+        `the folder is NODE_COMPILE_CACHE, else ${join(__dirname, '..', '.cache')}`,
+    );
+  }
+  const project = mkdtempSync(join(tmpdir(), 'funcrun-cache-'));
+  try {
+    // A project of its own, started by serve's steps: the entry, the module, the server, which reads
+    // func.yaml (the YAML parser's cache is written once one has been parsed).
+    writeFileSync(join(project, 'func.yaml'), 'specVersion: 0.36.0\nname: cache\nruntime: node\n');
+    writeFileSync(join(project, 'index.js'), 'module.exports = (context, data) => data ?? {};\n');
+    const entry = resolveEntry(project);
+    const { module } = await loadFunction(entry.file);
+    const server = await start(module, { port: 0, host: '127.0.0.1', config: entry.folder, logLevel: 'silent' });
+    try {
+      const { port } = server.address() as AddressInfo;
+      for (const r of REQUESTS) await send(port, r);
+    } finally {
+      await stop(server, 1000);
+    }
+  } finally {
+    rmSync(project, { recursive: true, force: true });
+  }
+  keepCompiled(RUNTIME);
+  // Written now, or by an earlier run for this same code: either way a start will find them.
+  const missing = [RUNTIME, YAML_PARSER].map((file) => cacheFileOf(file, folder)).filter((file) => !existsSync(file));
+  if (missing.length > 0) throw new Error(`could not write ${missing.join(' and ')}`);
+  return folder;
+}
+
+function send(port: number, r: (typeof REQUESTS)[number]): Promise<void> {
+  return new Promise((done, fail) => {
+    const req = request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers: r.headers }, (res) => {
+      res.resume();
+      res.once('end', () => (res.statusCode! < 300 ? done() : fail(new Error(`${r.method} ${r.path} was answered ${res.statusCode}`))));
+    });
+    req.once('error', fail);
+    req.end(r.body);
+  });
+}

@@ -1,0 +1,136 @@
+// `funcrun/testing`: what a function's own tests use. `startFunction` serves a module on a free
+// port for integration tests, and `serve` does so for one test, closing it after; `createContext`
+// builds the handler's first argument for unit tests that call `handle` directly; `createLogSink`
+// collects the log lines either writes.
+import { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
+import type { CloudEvent as Event } from 'cloudevents';
+import { Context, contentTypeOf } from '../context';
+import { responseDefaults } from '../cloudevents/cloudevent';
+import { createLogger, type LogDestination, type LogLevel } from '../log/log';
+import { loadFunction } from '../start/loader';
+import { queryOf, readTarget } from '../http/target';
+import { start, stop, type Options } from '../index';
+import type { Function as FunctionModule, Invokable } from '../types';
+
+/** The SDK's CloudEvent, for building events in tests without depending on the SDK directly. */
+export { CloudEvent } from 'cloudevents';
+
+export interface RunningFunction {
+  /** `http://127.0.0.1:<port>`, no trailing slash. */
+  url: string;
+  port: number;
+  server: import('node:http').Server;
+  /**
+   * Stops the server, running the module's shutdown() once: called again (serve's teardown after a
+   * test that closed the server itself), it waits for the same shutdown().
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves a function on 127.0.0.1 and a free port: a module object, a handler, or a path to a
+ * project folder or module file. Logs are silent unless a `logDestination` (such as a
+ * `createLogSink()`) is given, then at `trace` level, as `createContext` does; `logLevel` overrides.
+ */
+export async function startFunction(func: FunctionModule | Invokable | string, options: Options = {}): Promise<RunningFunction> {
+  const module = typeof func === 'string' ? (await loadFunction(func)).module : func;
+  const server = await start(module, { port: 0, host: '127.0.0.1', logLevel: options.logDestination ? 'trace' : 'silent', ...options });
+  const { port } = server.address() as import('node:net').AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000).then(() => undefined) };
+}
+
+/** What serve() needs of a test: a hook run after it, as node:test's `t.after`. */
+export interface TestTeardown {
+  after(teardown: () => Promise<void>): unknown;
+}
+
+/**
+ * startFunction for one test: `await serve(t, handle)` in `it('...', async (t) => ...)`. The
+ * server is closed by `t.after` once the test ends, passed or failed, so the test needs no
+ * `finally`; it resolves to what startFunction does.
+ */
+export async function serve(t: TestTeardown, func: FunctionModule | Invokable | string, options: Options = {}): Promise<RunningFunction> {
+  // Checked before anything listens: a server nothing would close keeps the test run alive.
+  if (typeof t?.after !== 'function')
+    throw new TypeError("serve(t, func, options) takes the test's context first (node:test's t), to close the server after the test");
+  const running = await startFunction(func, options);
+  t.after(() => running.close());
+  return running;
+}
+
+export interface LogSink extends LogDestination {
+  /** Every line written so far, each newline-terminated, in order. */
+  lines: string[];
+  /** All lines as one string, for searching the whole log (for a secret, say). */
+  text(): string;
+  /** Each line parsed as JSON; a line that is not JSON throws, failing the test. */
+  entries(): Record<string, unknown>[];
+}
+
+/**
+ * A log destination that keeps what it is given, for assertions on the log:
+ * `startFunction(fn, { logLevel: 'trace', logDestination: sink })`, then `sink.entries()`.
+ */
+export function createLogSink(): LogSink {
+  const lines: string[] = [];
+  return {
+    lines,
+    write(line: string) {
+      lines.push(line);
+      return true;
+    },
+    text: () => lines.join(''),
+    entries: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
+}
+
+export interface ContextOptions<Data = unknown> {
+  method?: string;
+  /** Path with an optional query string, such as `/orders?id=7`. */
+  url?: string;
+  headers?: Record<string, string>;
+  /** The parsed body, as the handler's second argument would get it. */
+  body?: unknown;
+  /** The incoming event; its data type becomes the context's (`Context<Data>`), as a `CloudEventFunction<Data>` takes. */
+  cloudevent?: Event<Data>;
+  params?: Record<string, string>;
+  /** Where `context.log` writes; default nowhere. */
+  logDestination?: LogDestination;
+  logLevel?: LogLevel;
+}
+
+/** A context like the one funcrun builds for a request, for calling a handler directly. */
+export function createContext<Data = unknown>(options: ContextOptions<Data> = {}): Context<Data> {
+  const req = new IncomingMessage(new Socket());
+  req.method = String(options.method ?? 'GET').toUpperCase();
+  req.url = String(options.url ?? '/');
+  req.httpVersion = '1.1';
+  req.httpVersionMajor = 1;
+  req.httpVersionMinor = 1;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    // Defined, not assigned: a `__proto__` key from parsed JSON stays a key, as node's parser keeps it.
+    const text = Array.isArray(value) ? value.join(', ') : String(value);
+    Object.defineProperty(headers, name.toLowerCase(), { value: text, enumerable: true, writable: true, configurable: true });
+  }
+  req.headers = headers;
+  // Read as the server reads it (an absolute-form URL by its path).
+  const { path, search } = readTarget(req.url);
+  const query = queryOf(search);
+  const silent = options.logDestination === undefined;
+  const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true });
+  const contentType = contentTypeOf(headers['content-type'], false);
+  const event = options.cloudevent;
+  return new Context<Data>({
+    req,
+    log: log.forRequest(1),
+    path,
+    query,
+    params: options.params ?? {},
+    contentType,
+    defaults: responseDefaults('function'),
+    body: event?.data ?? options.body,
+    event,
+  });
+}

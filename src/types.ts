@@ -1,0 +1,200 @@
+// The types function authors use, with faas-js-runtime's names so TypeScript functions move
+// over unchanged.
+import type { IncomingMessage } from 'node:http';
+import type { CloudEvent, Message } from 'cloudevents';
+import type { Context } from './context';
+import type { Logger, LogLevel } from './log/log';
+import type { CloudEventResponse, responseChain } from './cloudevents/cloudevent';
+import type { ErrorBody } from './errors';
+import type { Outcome } from './events/outcomes';
+import type { EventDeclaration } from './events/events';
+import type { BodyStream } from './body/body-stream';
+import type { UploadedFile } from './uploads/uploads';
+
+export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent, ErrorBody, BodyStream, UploadedFile };
+
+/** Response headers: a repeated header is an array. */
+export type ResponseHeaders = Record<string, string | string[] | number>;
+
+/** A response spelled out: status, headers and body. With no body and no status, 204. */
+export interface StructuredReturn {
+  statusCode?: number;
+  headers?: ResponseHeaders;
+  body?: ResponseBody | number | boolean;
+}
+
+export type ResponseBody = string | object | Buffer | Uint8Array;
+
+declare const misspelt: unique symbol;
+/** The type of a misspelt key of a returned object: no value has it, and the error names the key meant. */
+export interface DidYouMean<Key extends string> {
+  readonly [misspelt]: Key;
+}
+
+/**
+ * Any other object a handler returns: data sent as JSON, or, with `statusCode`, `headers` or
+ * `body`, a structured return, so those three are typed as StructuredReturn's. Buffers, byte
+ * arrays and streams are objects without these keys, so they are ReturnedObjects too.
+ */
+export interface ReturnedObject {
+  // `any`, not `unknown`: only an `any` index signature admits interfaces and class instances,
+  // which TypeScript gives no implicit index signature. For the same reason keys cannot be
+  // matched by a pattern (`[k: \`statusC${string}\`]: never` would refuse every interface), so
+  // misspellings are listed one by one: those that are hardly ever data.
+  [key: string]: any;
+  statusCode?: number;
+  headers?: ResponseHeaders;
+  body?: ResponseBody | number | boolean;
+  /** @deprecated misspelt: `statusCode` */
+  statusCod?: DidYouMean<'statusCode'>;
+  /** @deprecated misspelt: `statusCode` */
+  statuscode?: DidYouMean<'statusCode'>;
+  /** @deprecated misspelt: `statusCode` */
+  StatusCode?: DidYouMean<'statusCode'>;
+  /** @deprecated misspelt: `statusCode` */
+  status_code?: DidYouMean<'statusCode'>;
+  // Not data: a promise (checked as the value it resolves to), an SDK CloudEvent (told by its
+  // method, as funcrun tells it by its class) and the response chain each have a member of
+  // their own, where an event's data type is checked.
+  then?: never;
+  validate?: never;
+  [responseChain]?: never;
+}
+
+/**
+ * A returned CloudEvent with data of type T: the SDK's CloudEvent less its index signature for
+ * extensions, which would make every wrong object literal's error be about CloudEvent. An object
+ * without the SDK's `validate` is no event to funcrun but data, sent as JSON.
+ */
+export interface ReturnedEvent<T = unknown> extends Pick<CloudEvent<T>, 'specversion' | 'id' | 'type' | 'source' | 'data' | 'validate'> {}
+
+/** What a handler may return, an event carrying data of type T. */
+export type Returned<T = unknown> =
+  Outcome | StructuredReturn | ReturnedObject | ReturnedEvent<T> | CloudEventResponse<T> | Message | string | number | boolean | null | undefined | void;
+
+export type HTTPFunctionReturn = Returned;
+
+/** A function called for plain HTTP requests: `(context, body)`. */
+export interface HTTPFunction {
+  (context: Context, body?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+  /** Take the request body as a stream, unread (`streamed()` sets it). */
+  streamBody?: boolean;
+}
+
+/** faas-js-runtime's name for what a CloudEvent function returns: R is the returned event's data type. */
+export type CloudEventFunctionReturn<R = unknown> = Returned<R> | Promise<Returned<R>>;
+
+/**
+ * A function called for CloudEvents: `(context, data)`, the event itself is `context.cloudevent`.
+ * `I` is the incoming event's data type (of `data` and `context.cloudevent.data`), `R` the
+ * returned event's. With FUNC_COMPAT=faas-js-runtime the second argument is the whole event,
+ * which these types cannot know: type it yourself there (`CloudEvent<I>`). The defaults stay
+ * loose (`any`), so a handler written for faas-js-runtime, `(context, cloudevent?: CloudEvent<unknown>)`,
+ * still is a CloudEventFunction.
+ */
+export interface CloudEventFunction<I = any, R = unknown> {
+  (context: Context<I>, data?: I): CloudEventFunctionReturn<R>;
+}
+
+/**
+ * What the server invokes per request: an HTTPFunction or a CloudEventFunction of any data type.
+ * One signature rather than their union, so that an unannotated `(context, data) => ...` still
+ * gets its parameters' types (TypeScript types them from a union only when its members'
+ * parameters are identical).
+ */
+export interface Invokable {
+  (context: Context<any>, data?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+  /** Take the request body as a stream, unread (`streamed()` sets it). */
+  streamBody?: boolean;
+}
+
+/** A function that reads its request body as a stream (`streamed()` makes one). */
+export interface StreamingFunction {
+  (context: Context, body: BodyStream): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+  readonly streamBody: true;
+}
+
+/** faas-js-runtime's name for what any handler returns. */
+export type FunctionReturn = CloudEventFunctionReturn;
+
+/** faas-js-runtime's `Config`: the settings its start() resolved. */
+export interface Config {
+  logLevel: LogLevel;
+  port: number;
+  includeRaw: boolean;
+}
+
+/**
+ * A named function (the function contract's Java variant): `(input, context) => output`. `inputSchema` types
+ * its input (JSON Schema); `cloudEvent: true` makes it take CloudEvents only, receiving the whole
+ * event; `trigger` is the `ce-type` it answers when that is not its name.
+ */
+export interface NamedFunction {
+  (input: any, context: Context): unknown;
+  inputSchema?: object;
+  cloudEvent?: boolean;
+  trigger?: string;
+  /** Take the body of `POST /<name>` as a stream, unread: the input is then a BodyStream. */
+  streamBody?: boolean;
+}
+
+/** What `authorize` sees of a request: everything but its body, which has not been read. */
+export interface RequestInfo {
+  method: string;
+  /** The path, without the query string. */
+  path: string;
+  headers: IncomingMessage['headers'];
+  query: Record<string, string | string[]>;
+}
+
+/** A liveness or readiness check: false or a throw means not healthy (503). `path` moves the probe. */
+export interface HealthCheck {
+  (): unknown;
+  path?: string;
+}
+
+/** A CORS origin: an exact origin such as `https://example.com`, `*` for any, or a pattern. */
+export type CorsOrigin = string | RegExp;
+
+/** The exported module of a function project. */
+export interface Function {
+  /**
+   * Takes every request no route matches: an Invokable, or with `events` an EventHandler.
+   * A method, not an `Invokable` property, so that its parameters are compared both ways: an
+   * EventHandler's context, whose `cloudevent` is always there and typed per event type, is
+   * narrower than the `Context<any>` an Invokable takes, and strict function types refuse that.
+   */
+  handle?(context: Context<any>, data?: any): HTTPFunctionReturn | Promise<HTTPFunctionReturn>;
+  /** `'METHOD /path/:param'` to a handler with the same contract as `handle`. */
+  routes?: Record<string, Invokable>;
+  /** Named functions, served as `POST /<name>`, `GET /<name>?...` and CloudEvents by type. */
+  functions?: Record<string, NamedFunction>;
+  /**
+   * The event contracts of `handle` (or of `functions`), made with `defineEvents`: per CloudEvent
+   * `type`, the schema its data must meet.
+   */
+  events?: EventDeclaration;
+  /** Runs before the server listens, with the runtime's logger; may be async. A throw stops the start. */
+  init?: (context: { log: Logger }) => unknown;
+  /** Runs after the server has stopped; may be async. */
+  shutdown?: () => unknown;
+  liveness?: HealthCheck;
+  readiness?: HealthCheck;
+  logLevel?: LogLevel;
+  /** The origins allowed to call the function from a browser. Called once at start. */
+  cors?: () => CorsOrigin[];
+  /**
+   * Runs for every request but the probes, before its body is read (and before a 404 or 405):
+   * return `false` to refuse it (403), or throw (an error with a `statusCode` such as 401, and
+   * `headers`). `/metrics` is covered too.
+   */
+  authorize?: (request: RequestInfo) => boolean | void | Promise<boolean | void>;
+  /**
+   * Shapes the JSON body of every error response of this function (a thrown error, 404, 405,
+   * 413, malformed data): gets funcrun's body, `{ statusCode, error, message, ... }` (generic at
+   * 5xx), and the thrown value; returns the body to send.
+   */
+  errorBody?: (body: ErrorBody, thrown: unknown) => unknown;
+}
+
+export type { IncomingMessage };

@@ -1,0 +1,251 @@
+// multipart/form-data bodies (RFC 7578), read with @fastify/busboy, a maintained streaming parser:
+// fields become an object as a form's do, files are kept in memory while small and written to
+// temporary files past that (uploads.ts). Every limit is checked as the bytes arrive, and the
+// first one passed ends the reading: the rest of the body is never read.
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { BusboyHeaders } from '@fastify/busboy';
+import { HttpError, runtimeError } from '../errors';
+import { addField, decodeText, tooLarge } from '../body/body';
+import { paramCount } from '../body/media-type';
+import { Receiving, UploadedFile, type Uploads } from './uploads';
+
+export interface MultipartLimits {
+  /** The whole body, in bytes (uploadLimit). */
+  body: number;
+  fileSize: number;
+  files: number;
+  fields: number;
+  fieldSize: number;
+  /**
+   * The fields' names and values and the files' names and types together, held in memory as a
+   * parsed body is (the larger of bodyLimit and fieldSizeLimit).
+   */
+  fieldsTogether: number;
+  partHeader: number;
+}
+
+export const MULTIPART = 'multipart/form-data';
+
+type BusboyModule = typeof import('@fastify/busboy').default;
+let busboy: BusboyModule | undefined;
+
+// Loaded on the first multipart body: a function that takes none never pays for it.
+function newParser(options: Parameters<BusboyModule>[0]): Parser {
+  busboy ??= require('@fastify/busboy') as BusboyModule;
+  return busboy(options);
+}
+
+// The parser counts as header the line break after a part's boundary (2 bytes) and, when a read
+// ends inside the blank line that closes a header, what of it was read (up to 3); and a header
+// that reaches its limit as over it (1). The limit it is given is the setting and these bytes, so
+// no header within the setting is refused, however the body was cut into reads.
+const HEADER_SLACK = 6;
+
+/** Reads a multipart body: resolves with its fields, its files added to `uploads`. */
+export function readMultipart(req: IncomingMessage, limits: MultipartLimits, uploads: Uploads): Promise<Record<string, string | string[]>> {
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, string | string[]> = {};
+    const parts = new Set<Readable>();
+    let received = 0;
+    let fieldCount = 0;
+    // The fields' names and values, and the files' names and types: what is held in memory of them.
+    let heldBytes = 0;
+    // Parts given to the function, and parts still being read; the parser has parsed to the end.
+    let taken = 0;
+    let reading = 0;
+    let parsed = false;
+    let failed = false;
+    // The first failure ends everything: no more bytes read, every part's stream destroyed.
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      stopReading();
+      for (const part of parts) part.destroy();
+      reject(err);
+    };
+    const partDone = (stream: Readable) => {
+      parts.delete(stream);
+      if (--reading === 0 && parsed) done();
+    };
+    if (paramCount(req.headers['content-type']!, 'boundary') > 1) return reject(invalid('the Content-Type has more than one boundary'));
+    let parser: Parser;
+    try {
+      parser = newParser({
+        headers: req.headers as BusboyHeaders,
+        // Every part comes as a stream: a part with a filename is a file, any other is a field.
+        isPartAFile: () => true,
+        // One part past both limits: a field or a file there is refused by its own limit, by name.
+        limits: { parts: limits.files + limits.fields + 1, headerSize: limits.partHeader + HEADER_SLACK, fieldSize: Infinity, fileSize: Infinity },
+      });
+    } catch {
+      return reject(invalid('the Content-Type has no boundary'));
+    }
+    watchPartHeaders(parser, () => fail(overLimit('FUNCRUN_PART_HEADER_TOO_LARGE', 'a part header is larger than', limits.partHeader, 'partHeaderLimit')));
+
+    parser.on('file', (name: string | undefined, stream: Readable, filename: string | undefined, _encoding: string, type: string) => {
+      // The parser emits a part's errors on its stream: read or not, one is never unheard (a crash).
+      stream.on('error', ignore);
+      if (failed) return void stream.resume();
+      taken++;
+      if (name === undefined) {
+        stream.resume();
+        return fail(invalid('a part has no name'));
+      }
+      parts.add(stream);
+      reading++;
+      if (filename === undefined) return readField(stream, name);
+      if (uploads.files.length === limits.files) return fail(overLimit('FUNCRUN_TOO_MANY_FILES', 'the body has more files than', limits.files, 'filesLimit'));
+      // A file's names and type stay in memory with it (UploadedFile), as a field's name does.
+      if (!hold(Buffer.byteLength(name) + Buffer.byteLength(filename) + Buffer.byteLength(type))) return;
+      const receiving = receiveFile(stream, new Receiving(addFile(name, filename, type), uploads)).then(() => partDone(stream), fail);
+      uploads.writing.push(receiving);
+    });
+    parser.on('partsLimit', () =>
+      fail(overLimit('FUNCRUN_TOO_MANY_PARTS', 'the body has more parts than fields and files allowed', limits.files + limits.fields, 'fieldsLimit')),
+    );
+    parser.on('error', (err: Error) => fail(invalid(reasonOf(err))));
+    parser.on('finish', () => {
+      parsed = true;
+      // The parser skips a part that is not form-data with a name (no Content-Disposition, a line
+      // break inside a header): one the function would never see is a malformed body, not a lost part.
+      if (taken < partsSeen(parser)) return fail(invalid('a part is not form-data with a name'));
+      // The last file may still be being written.
+      if (reading === 0) done();
+    });
+    const done = () => failed || resolve(fields);
+
+    function addFile(name: string, filename: string, type: string): UploadedFile {
+      const file = new UploadedFile(name, filename, type);
+      uploads.files.push(file);
+      return file;
+    }
+
+    // A field's bytes, by listeners rather than an async iterator: forms can have thousands of fields.
+    function readField(stream: Readable, name: string): void {
+      if (++fieldCount > limits.fields) return fail(overLimit('FUNCRUN_TOO_MANY_FIELDS', 'the body has more fields than', limits.fields, 'fieldsLimit'));
+      // Its name is held as its value is (a key of the fields): counted before a byte of the value.
+      if (!hold(Buffer.byteLength(name))) return;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > limits.fieldSize)
+          return fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit'));
+        if (hold(chunk.length)) chunks.push(chunk);
+      });
+      stream.on('end', () => {
+        if (failed) return;
+        const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+        try {
+          addField(fields, name, decodeText(bytes, undefined));
+        } catch {
+          return fail(runtimeError('FUNCRUN_INVALID_TEXT', `field '${name.slice(0, 100)}' is not valid UTF-8`));
+        }
+        partDone(stream);
+      });
+    }
+
+    // Counts bytes the body makes funcrun hold in memory besides files; false (and the 413) past the bound.
+    function hold(bytes: number): boolean {
+      if ((heldBytes += bytes) <= limits.fieldsTogether) return true;
+      fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', 'the fields and names together are larger than', limits.fieldsTogether, fieldsTogetherSetting(limits)));
+      return false;
+    }
+
+    async function receiveFile(stream: Readable, receiving: Receiving): Promise<void> {
+      try {
+        for await (const chunk of stream as AsyncIterable<Buffer>) {
+          if (receiving.file.size + chunk.length > limits.fileSize)
+            throw overLimit('FUNCRUN_FILE_TOO_LARGE', `file '${receiving.file.field.slice(0, 100)}' is larger than`, limits.fileSize, 'fileSizeLimit');
+          await receiving.add(chunk);
+        }
+      } finally {
+        await receiving.close();
+      }
+    }
+
+    // The request's bytes go to the parser as they come, counted against the body limit; the
+    // parser's backpressure pauses the request.
+    const onData = (chunk: Buffer) => {
+      if ((received += chunk.length) > limits.body) return fail(tooLarge(limits.body, 'uploadLimit'));
+      if (!parser.write(chunk)) req.pause();
+    };
+    const onDrain = () => failed || req.resume();
+    const onEnd = () => parser.end();
+    // 'close' follows the end too; before it, the client went away.
+    const onClose = () => req.complete || fail(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
+    function stopReading(): void {
+      req.pause();
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      req.removeListener('close', onClose);
+      parser.removeListener('drain', onDrain);
+    }
+    parser.on('drain', onDrain);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onClose);
+  });
+}
+
+function ignore(): void {}
+
+/** The setting that bounds the fields together: the larger of the two. */
+function fieldsTogetherSetting(limits: MultipartLimits): string {
+  return limits.fieldsTogether === limits.fieldSize ? 'fieldSizeLimit' : 'bodyLimit';
+}
+
+/** A 413 naming the limit passed and the setting that sets it. */
+function overLimit(code: Parameters<typeof runtimeError>[0], what: string, limit: number, setting: string): HttpError {
+  const unit = code === 'FUNCRUN_TOO_MANY_FILES' || code === 'FUNCRUN_TOO_MANY_FIELDS' || code === 'FUNCRUN_TOO_MANY_PARTS' ? '' : ' bytes';
+  const limitText = unit === '' ? `${what} ${limit}` : `${what} the limit of ${limit}${unit}`;
+  return runtimeError(code, `${limitText} (${setting})`, { details: { limit, setting } });
+}
+
+function invalid(reason: string): HttpError {
+  return runtimeError('FUNCRUN_INVALID_MULTIPART', `malformed multipart/form-data body: ${reason}`);
+}
+
+// The parser's own words for what is wrong, when they are known ones; never anything of the body.
+const REASONS: Record<string, string> = {
+  'Unexpected end of multipart data': 'it ends before its closing boundary',
+  'Malformed part header': 'a part header is malformed',
+};
+
+function reasonOf(err: Error): string {
+  return (Object.hasOwn(REASONS, err.message) ? REASONS[err.message] : undefined) ?? 'it does not parse';
+}
+
+type Parser = ReturnType<BusboyModule>;
+
+/** How many parts the parser has met, taken or skipped: @fastify/busboy keeps the count, not saying it. */
+function partsSeen(parser: Parser): number {
+  return (parser as unknown as { _parser?: { _nparts?: number } })._parser?._nparts ?? 0;
+}
+
+interface HeaderParser {
+  maxed: boolean;
+  push(data: Buffer): unknown;
+  _finish(): void;
+}
+
+/**
+ * Calls `cut` when a part header reaches the parser's header size limit. @fastify/busboy cuts such
+ * a header short without saying so (its parts would reach the function with names cut off), so
+ * its header parser is watched: at each push, and as each header ends, before it forgets.
+ */
+function watchPartHeaders(parser: Parser, cut: () => void): void {
+  const headers = (parser as unknown as { _parser?: { parser?: { _hparser?: HeaderParser } } })._parser?.parser?._hparser;
+  if (typeof headers?.push !== 'function' || typeof headers._finish !== 'function') throw new Error('@fastify/busboy has no part header parser to watch');
+  const { push, _finish: finish } = headers;
+  headers.push = function (this: HeaderParser, data: Buffer) {
+    const used = push.call(this, data);
+    if (this.maxed) cut();
+    return used;
+  };
+  headers._finish = function (this: HeaderParser) {
+    if (this.maxed) cut();
+    finish.call(this);
+  };
+}
