@@ -4,7 +4,16 @@
 // bench again.
 
 /** The page's sections, in order (spec/bench-readme.spec.js checks the page has them). */
-const HEADINGS = ['The servers', 'The workloads', 'How a run goes', 'Noise and the control row', 'Cold start and memory', 'Running it', 'The latest run'];
+const HEADINGS = [
+  'The servers',
+  'The workloads',
+  'How a run goes',
+  'Noise and the control row',
+  'Cold start and memory',
+  'Running it',
+  'Key figures, run by run',
+  'The latest run',
+];
 
 const code = (text) => `\`${text}\``;
 
@@ -12,8 +21,8 @@ const code = (text) => `\`${text}\``;
  * The page. `workloads` and `options` are bench/run.js's tables; `command` the arguments the run
  * was given; `results` the lines it printed (machine, Node version, date, the tables).
  */
-function readme({ workloads, options, targets, command, results }) {
-  const [first, second, third, fourth, fifth, sixth, seventh] = HEADINGS;
+function readme({ workloads, options, targets, command, results, history }) {
+  const [first, second, third, fourth, fifth, sixth, byRun, seventh] = HEADINGS;
   const workloadRows = workloads.map((w) => {
     const request = `${w.method} ${code(w.path)}${w.headers['content-type'] ? `, ${code(w.headers['content-type'])}` : ''}${w.headers['ce-id'] ? ', binary CloudEvent headers' : ''}`;
     return `| ${code(w.name)} | ${w.label} | ${request} | ${w.target ? `≥ ${w.target}` : ''} |`;
@@ -105,12 +114,41 @@ ${'```'}
 |---|---|---|
 ${optionRows.join('\n')}
 
+## ${byRun}
+
+${historyTable(history)}
+
 ## ${seventh}
 
 ${code(`npm run bench -- ${command}`.trim())}
 
 ${results}
 `;
+}
+
+/**
+ * The figures that do not swing with the machine's load, or swing least, of each run that wrote the
+ * page (bench/history.json, newest last): so a change's cost shows as a step from one row to the next.
+ */
+function historyTable(history) {
+  const ratio = (a, b) => (a && b ? (b / a).toFixed(2) : '—');
+  const count = (n) => (n ? n.toLocaleString('en-US') : '—');
+  const rows = history.map((run) => {
+    const i = run.instructions ?? {};
+    const pair = (w) => (i[w] ? `${count(i[w].raw)} / ${count(i[w].funcrun)} (${ratio(i[w].funcrun, i[w].raw)})` : '—');
+    const rss = run.rssMB ? `${run.rssMB.raw.toFixed(1)} / ${run.rssMB.funcrun.toFixed(1)} (+${(run.rssMB.funcrun - run.rssMB.raw).toFixed(1)})` : '—';
+    const cold = run.coldStartMs
+      ? `${Math.round(run.coldStartMs.raw)} / ${Math.round(run.coldStartMs.funcrun)} (×${ratio(run.coldStartMs.raw, run.coldStartMs.funcrun)})`
+      : '—';
+    return `| ${run.date} | ${code(run.commit)} | ${run.node} | ${run.loader} | ${cold} | ${rss} | ${pair('JSON POST')} | ${pair('CloudEvent, cloudEventResponse')} | ${run.note ?? ''} |`;
+  });
+  return [
+    'Each run written with `--markdown` adds a row (`bench/history.json`). Instructions are counted under callgrind, raw / funcrun (raw / funcrun as a ratio, higher is better for funcrun); cold start and RSS after load are raw / funcrun, read with the load generator and the machine of their run.',
+    '',
+    '| run | commit | Node | load | cold start ms, raw / funcrun | RSS after load MB, raw / funcrun | instructions, JSON POST | instructions, CloudEvent answer | note |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
 }
 
 // The README's summary of the latest run sits between these lines, written with bench/README.md.

@@ -22,7 +22,8 @@ const OPTIONS = {
   only: { type: 'string', doc: 'the workloads to run, by name: `--only json,query`' },
   'cold-runs': { type: 'string', default: '9', doc: 'starts per server for the cold start median' },
   instructions: { type: 'boolean', default: false, doc: 'add the instructions per request under callgrind (`bench/instructions.js`, needs valgrind)' },
-  markdown: { type: 'boolean', default: false, doc: "write bench/README.md: the method and this run's tables" },
+  markdown: { type: 'boolean', default: false, doc: "write bench/README.md: the method and this run's tables, and add its key figures to bench/history.json" },
+  note: { type: 'string', doc: "with --markdown, a note on this run's row of key figures" },
 };
 const { values: args } = parseArgs({
   options: Object.fromEntries(Object.entries(OPTIONS).map(([name, { doc: _doc, ...option }]) => [name, option])),
@@ -260,6 +261,32 @@ function installPeers() {
 
 const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
 
+const HISTORY = path.join(__dirname, 'history.json');
+
+/** The checkout's commit, marked when it has changes not committed. */
+function commitOf() {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const changed = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return changed ? `${commit}+` : commit;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Instructions per request, raw and funcrun, by workload, from bench/instructions.js's table rows. */
+function instructionsOf(table) {
+  const counts = {};
+  for (const line of table.filter((l) => /^\| [A-Z]/.test(l) && !l.startsWith('| workload'))) {
+    const [label, raw, funcrun] = line
+      .split('|')
+      .slice(1, 4)
+      .map((cell) => cell.trim());
+    counts[label] = { raw: Number(raw.replace(/,/g, '')), funcrun: Number(funcrun.replace(/,/g, '')) };
+  }
+  return counts;
+}
+
 async function main() {
   const peersDir = args.peers ? installPeers() : undefined;
   const makers = servers(peersDir);
@@ -379,11 +406,20 @@ async function main() {
     `| RSS after the load above | ${fmt(rss.raw / 1024, 1)} MB | ${fmt(rss.funcrun / 1024, 1)} MB | ${rssDelta >= 0 ? '+' : '−'}${fmt(Math.abs(rssDelta), 1)} MB | ≤ +${RSS_TARGET_MB} MB |${peerNames.map((p) => ` ${fmt(rss[p] / 1024, 1)} MB |`).join('')}`,
   );
   summary.push(lines.at(-1));
+  const figures = {
+    date: new Date().toISOString().slice(0, 10),
+    commit: commitOf(),
+    node: process.version,
+    loader: LOADER,
+    coldStartMs: { raw: cold.raw, funcrun: cold.funcrun },
+    rssMB: { raw: rss.raw / 1024, funcrun: rss.funcrun / 1024 },
+  };
   if (args.instructions) {
     // Counted with the servers alone on the machine, after the load runs: its own table and verdicts.
     const counted = execFileSync(process.execPath, [path.join(__dirname, 'instructions.js')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
     const table = counted.split('\n').filter((line) => line.startsWith('|') || line.startsWith('Measured') || line.startsWith('Instructions'));
     lines.push('', ...table.flatMap((line) => (line.startsWith('|') ? [line] : [line, ''])));
+    figures.instructions = instructionsOf(table);
     for (const line of table.filter((l) => /\(met\)|\(missed\)/.test(l))) {
       verdicts.push({ what: `instructions, ${line.split('|')[1].trim()}`, ok: line.includes('(met)') });
     }
@@ -395,10 +431,12 @@ async function main() {
     const targets = `${ALL_WORKLOADS.filter((w) => w.target)
       .map((w) => `${w.label} ≥ ${w.target} of raw`)
       .join(', ')}; cold start ≤ ×${COLD_START_TARGET} raw's; RSS after load ≤ raw's + ${RSS_TARGET_MB} MB; instructions per request ≥ 0.95 of raw's`;
+    const history = [...JSON.parse(fs.readFileSync(HISTORY, 'utf8')), { ...figures, ...(args.note ? { note: args.note } : {}) }];
+    fs.writeFileSync(HISTORY, JSON.stringify(history, null, 2) + '\n');
     const file = path.join(__dirname, 'README.md');
     fs.writeFileSync(
       file,
-      readme({ workloads: ALL_WORKLOADS, options: OPTIONS, targets, command: process.argv.slice(2).join(' '), results: lines.join('\n') }),
+      readme({ workloads: ALL_WORKLOADS, options: OPTIONS, targets, command: process.argv.slice(2).join(' '), results: lines.join('\n'), history }),
     );
     process.stderr.write(`wrote ${path.relative(process.cwd(), file)}\n`);
     const guide = path.join(ROOT, 'README.md');

@@ -1,29 +1,54 @@
 'use strict';
-// npm run bundle (part of npm run build, after tsc): the whole runtime as one file, lib/runtime.js,
-// with its source map, and each bundled module's lib/<path>.js made a one-line re-export of its part
-// of it. So whichever way funcrun is entered (node lib/serve.js, require('funcrun'), funcrun/testing,
-// the funcrun command) one copy of it runs, and a cold start loads one file rather than thirty.
-// The bundle's entry is written here, from src/: every module but those in the folders OUTSIDE names.
+// npm run bundle (part of npm run build, after tsc): the runtime as a few files. lib/runtime.js holds
+// what every function's start needs; each part of the run time that a function may never use is a
+// file of its own (ON_DEMAND), loaded the first time a module of the core require()s it. Each
+// bundled module's lib/<path>.js is made a one-line re-export of its part of its bundle. So
+// whichever way funcrun is entered (node lib/serve.js, require('funcrun'), funcrun/testing, the
+// funcrun command) one copy of it runs, and a cold start loads one file rather than sixty.
 const fs = require('node:fs');
 const path = require('node:path');
 
 const SRC = path.join(__dirname, '..', 'src');
 const LIB = path.join(__dirname, '..', 'lib');
 
-/** The folders of src/ left out of the bundle, and why: what is in them is not the server's run time. */
+/** The folders of src/ left out of the bundles, and why: what is in them is not the server's run time. */
 const OUTSIDE = {
   tools: "the developer's tools (the funcrun command, funcrun/testing): the server never loads them",
   boot: 'loaded by the entry points before the bundle (compile cache, code caches, source maps): one copy of their state',
 };
 
+/**
+ * The folders of src/ bundled apart, into lib/runtime-<name>.js, and loaded on first use: a module
+ * of the core may only require() them where it needs them (a static import fails the build), so a
+ * function whose shape does not use one never loads it (spec/startup-loads.spec.js).
+ */
+const ON_DEMAND = {
+  events: 'event contracts and idempotency: loaded at start by a module that declares `events` or turns idempotency on',
+  uploads: 'multipart/form-data: loaded by the first request with such a body',
+  xml: 'XML bodies: loaded by the first XML body',
+};
+
+/** Dependencies loaded from node_modules, each where it is first needed. */
+const EXTERNAL = ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', '@fastify/busboy'];
+
+const slashed = (file) => file.split(path.sep).join('/');
+const folderOf = (name) => (name.includes('/') ? name.slice(0, name.indexOf('/')) : '');
+/** Which bundle a module of src/ is in: '' for the core, an ON_DEMAND name, or undefined outside them. */
+function bundleOf(name) {
+  const folder = folderOf(name);
+  if (Object.hasOwn(OUTSIDE, folder)) return undefined;
+  return Object.hasOwn(ON_DEMAND, folder) ? folder : '';
+}
+const fileOf = (bundle) => (bundle === '' ? 'runtime.js' : `runtime-${bundle}.js`);
+
 /** The bundled modules, by their path in src/ without `.ts`: every source outside the OUTSIDE folders. */
 function bundled() {
   return fs
     .readdirSync(SRC, { recursive: true })
-    .map((file) => file.split(path.sep).join('/'))
+    .map(slashed)
     .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
-    .filter((file) => !Object.hasOwn(OUTSIDE, file.split('/')[0]) || !file.includes('/'))
     .map((file) => file.slice(0, -'.ts'.length))
+    .filter((name) => bundleOf(name) !== undefined)
     .sort();
 }
 
@@ -31,37 +56,51 @@ function bundled() {
 function entry(names) {
   const imports = names.map((name, i) => `import * as m${i} from './${name}';`);
   // The public entry (index.ts) turns request scoping on when its `log` is read (log/scope.ts).
+  const scoping = names.includes('index') ? ["import { withScopingOnLog } from './log/scope';"] : [];
   const members = names.map((name, i) => `  ${JSON.stringify(name)}: ${name === 'index' ? `withScopingOnLog(m${i})` : `m${i}`},`);
-  return [...imports, "import { withScopingOnLog } from './log/scope';", 'export const modules = {', ...members, '};', ''].join('\n');
+  return [...imports, ...scoping, 'export const modules = {', ...members, '};', ''].join('\n');
 }
 
-/** Imports of boot/ and of the YAML parser stay imports, of the built files beside the bundle. */
-const outsideTheBundle = {
-  name: 'outside-the-bundle',
-  setup(build) {
-    build.onResolve({ filter: /^\.\.?\// }, (args) => {
-      const target = path.relative(SRC, path.resolve(args.resolveDir, args.path)).split(path.sep).join('/');
-      if (target.startsWith('boot/') || target === 'yaml') return { path: `./${target}.js`, external: true };
-      return undefined;
-    });
-  },
-};
+/**
+ * What a bundle takes in and what stays an import: boot/, the YAML parser and every module of
+ * another bundle stay imports of the built files beside the bundles (a module's lib/<path>.js), so
+ * each module has one copy; a static import of an ON_DEMAND module from the core is an error.
+ */
+function boundaries(own) {
+  return {
+    name: 'boundaries',
+    setup(build) {
+      build.onResolve({ filter: /^\.\.?\// }, (args) => {
+        const target = slashed(path.relative(SRC, path.resolve(args.resolveDir, args.path))).replace(/\.(js|ts)$/, '');
+        if (target.startsWith('..')) return undefined;
+        if (target.startsWith('boot/') || target === 'yaml') return { path: `./${target}.js`, external: true };
+        const bundle = bundleOf(target);
+        if (bundle === undefined || bundle === own) return undefined;
+        if (own === '' && args.kind !== 'require-call') {
+          const from = slashed(path.relative(SRC, args.importer));
+          return {
+            errors: [{ text: `${from} imports ${target} statically: it is loaded on demand (scripts/bundle.js ON_DEMAND), so require() it where it is used` }],
+          };
+        }
+        return { path: `./${target}.js`, external: true };
+      });
+    },
+  };
+}
 
-async function bundle(names) {
+async function bundle(own, names) {
   // build(), not buildSync(): plugins run only in the asynchronous API.
   await require('esbuild').build({
     stdin: { contents: entry(names), resolveDir: SRC, sourcefile: '../scripts/bundle.js', loader: 'ts' },
-    plugins: [outsideTheBundle],
+    plugins: [boundaries(own)],
     bundle: true,
     platform: 'node',
     target: 'node20',
     format: 'cjs',
-    // Loaded from node_modules; boot/ and lib/yaml.js (bundled on its own, loaded only when there is
-    // a func.yaml) by outsideTheBundle.
-    external: ['cloudevents', '@xmldom/xmldom', 'ajv', 'ajv-formats', '@fastify/busboy'],
-    outfile: path.join(LIB, 'runtime.js'),
-    // A map beside the bundle, without the sources' text: the logger reads it for the first stack it
-    // maps (source-maps.ts), and a stack needs only the file and line it names.
+    external: EXTERNAL,
+    outfile: path.join(LIB, fileOf(own)),
+    // A map beside each bundle, without the sources' text: the logger reads it for the first stack
+    // it maps (boot/source-maps.ts), and a stack needs only the file and line it names.
     sourcemap: 'linked',
     sourcesContent: false,
     logLevel: 'warning',
@@ -79,50 +118,64 @@ if (require.main === module) {
 }
 `;
 
-function writeReexports(names) {
-  const { modules } = require(path.join(LIB, 'runtime.js'));
-  for (const name of names) {
-    // The names, listed the way esbuild annotates its own output, so that ESM's `import { start }
-    // from 'funcrun'` finds them (node reads them statically, with cjs-module-lexer).
-    const exported = Object.keys(modules[name]).filter((n) => /^[A-Za-z_$][\w$]*$/.test(n));
-    const annotation = exported.length ? `0 && (module.exports = { ${exported.join(', ')} });\n` : '';
-    const depth = name.split('/').length - 1;
-    const runtime = depth === 0 ? './runtime.js' : `${'../'.repeat(depth)}runtime.js`;
-    const reexport = `module.exports = require('${runtime}').modules[${JSON.stringify(name)}];\n${annotation}`;
-    const text =
-      name === 'serve'
-        ? `#!/usr/bin/env node\n'use strict';\n${SERVE_AS_PROGRAM}${reexport}// argv[1] is the command as it was typed (a faas-js-runtime link stays that name).\nif (require.main === module) void module.exports.serve(process.argv.slice(2), process.argv[1]);\n`
-        : `'use strict';\n// Generated (scripts/bundle.js): this module lives in lib/runtime.js.\n${reexport}`;
-    fs.mkdirSync(path.dirname(path.join(LIB, name)), { recursive: true });
-    fs.writeFileSync(path.join(LIB, `${name}.js`), text);
+function writeReexports(byBundle) {
+  for (const [own, names] of byBundle) {
+    const file = fileOf(own);
+    const { modules } = require(path.join(LIB, file));
+    for (const name of names) {
+      // The names, listed the way esbuild annotates its own output, so that ESM's `import { start }
+      // from 'funcrun'` finds them (node reads them statically, with cjs-module-lexer).
+      const exported = Object.keys(modules[name]).filter((n) => /^[A-Za-z_$][\w$]*$/.test(n));
+      const annotation = exported.length ? `0 && (module.exports = { ${exported.join(', ')} });\n` : '';
+      const depth = name.split('/').length - 1;
+      const relative = depth === 0 ? `./${file}` : `${'../'.repeat(depth)}${file}`;
+      const reexport = `module.exports = require('${relative}').modules[${JSON.stringify(name)}];\n${annotation}`;
+      const text =
+        name === 'serve'
+          ? `#!/usr/bin/env node\n'use strict';\n${SERVE_AS_PROGRAM}${reexport}// argv[1] is the command as it was typed (a faas-js-runtime link stays that name).\nif (require.main === module) void module.exports.serve(process.argv.slice(2), process.argv[1]);\n`
+          : `'use strict';\n// Generated (scripts/bundle.js): this module lives in lib/${file}.\n${reexport}`;
+      fs.mkdirSync(path.dirname(path.join(LIB, name)), { recursive: true });
+      fs.writeFileSync(path.join(LIB, `${name}.js`), text);
+    }
   }
 }
 
 /** Files in lib/ no source builds any more (a module moved or removed): a stale copy would still load. */
 function removeStale() {
-  const built = new Set(['runtime.js', 'runtime.js.map', 'yaml.js']);
+  const built = new Set(['yaml.js']);
+  for (const own of ['', ...Object.keys(ON_DEMAND)]) built.add(fileOf(own)).add(`${fileOf(own)}.map`);
   for (const file of fs.readdirSync(SRC, { recursive: true })) {
-    const name = file.split(path.sep).join('/');
+    const name = slashed(file);
     if (name.endsWith('.ts') && !name.endsWith('.d.ts')) for (const ext of ['.js', '.d.ts']) built.add(name.slice(0, -3) + ext);
   }
   for (const file of fs.readdirSync(LIB, { recursive: true })) {
-    const name = file.split(path.sep).join('/');
+    const name = slashed(file);
     if (name === '.cache' || name.startsWith('.cache/') || built.has(name)) continue;
     const full = path.join(LIB, file);
     if (fs.statSync(full).isFile()) fs.rmSync(full);
   }
 }
 
-if (require.main === module) {
-  removeStale();
-  const names = bundled();
-  bundle(names).then(
-    () => writeReexports(names),
-    (err) => {
-      console.error(err.message);
-      process.exitCode = 1;
-    },
-  );
+/** The bundled modules by bundle ('' the core), each bundle's in order. */
+function byBundle() {
+  const groups = new Map([['', []], ...Object.keys(ON_DEMAND).map((name) => [name, []])]);
+  for (const name of bundled()) groups.get(bundleOf(name)).push(name);
+  for (const [own, names] of groups) if (names.length === 0) groups.delete(own);
+  return groups;
 }
 
-module.exports = { OUTSIDE, bundled };
+async function main() {
+  removeStale();
+  const groups = byBundle();
+  await Promise.all([...groups].map(([own, names]) => bundle(own, names)));
+  writeReexports(groups);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err.message);
+    process.exitCode = 1;
+  });
+}
+
+module.exports = { OUTSIDE, ON_DEMAND, bundled, bundleOf, fileOf };

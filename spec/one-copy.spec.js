@@ -95,30 +95,38 @@ module.exports = {
 });
 
 describe('lib/runtime.js, the one bundled copy', () => {
-  it('holds every module of src/ but those in the folders the build names as outside it', () => {
-    const { OUTSIDE } = require('../scripts/bundle.js');
-    const { modules } = require('../lib/runtime.js');
+  it('the bundles hold every module of src/ but those in the folders the build names as outside them, each module in one', () => {
+    const { OUTSIDE, ON_DEMAND, bundleOf, fileOf } = require('../scripts/bundle.js');
     const sources = fs
       .readdirSync(path.join(checkout, 'src'), { recursive: true })
       .map((f) => f.split(path.sep).join('/'))
       .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
       .map((f) => f.slice(0, -3));
     const folderOf = (name) => (name.includes('/') ? name.slice(0, name.indexOf('/')) : undefined);
-    // A folder left out that holds no module would be a typo hiding nothing.
-    for (const folder of Object.keys(OUTSIDE))
+    // A folder named that holds no module would be a typo hiding nothing.
+    for (const folder of [...Object.keys(OUTSIDE), ...Object.keys(ON_DEMAND)])
       assert.ok(
         sources.some((name) => folderOf(name) === folder),
-        `${folder}/ is left out of the bundle but holds no module`,
+        `${folder}/ is named by the build but holds no module`,
       );
     for (const name of ['tools/cli', 'tools/create-command', 'tools/invoke-command', 'tools/config-command', 'tools/watch', 'tools/testing', 'boot/code-cache'])
-      assert.ok(!Object.hasOwn(modules, name), `${name} is bundled`);
-    assert.deepEqual(Object.keys(modules).sort(), sources.filter((name) => !Object.hasOwn(OUTSIDE, folderOf(name) ?? '')).sort());
+      assert.equal(bundleOf(name), undefined, `${name} is bundled`);
+    const held = [];
+    for (const bundle of ['', ...Object.keys(ON_DEMAND)]) {
+      const { modules } = require(path.join(checkout, 'lib', fileOf(bundle)));
+      for (const name of Object.keys(modules)) {
+        assert.equal(bundleOf(name), bundle, `${name} is in ${fileOf(bundle)}`);
+        held.push(name);
+      }
+    }
+    assert.deepEqual(held.sort(), sources.filter((name) => !Object.hasOwn(OUTSIDE, folderOf(name) ?? '')).sort());
   });
 
   it('each listed module file re-exports its part of the bundle, and ESM importers find the names', async () => {
     const { modules } = require('../lib/runtime.js');
     assert.equal(require('../lib/context.js'), modules.context);
-    assert.equal(require('../lib/events/idempotency/memory-store.js'), modules['events/idempotency/memory-store']);
+    // A part loaded on demand: its module file re-exports its part of that part's bundle.
+    assert.equal(require('../lib/events/idempotency/memory-store.js'), require('../lib/runtime-events.js').modules['events/idempotency/memory-store']);
     assert.equal(require('../lib/index.js'), modules.index);
     const esm = await import(path.join(checkout, 'lib', 'index.js'));
     assert.equal(esm.start, modules.index.start);

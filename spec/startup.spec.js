@@ -72,11 +72,11 @@ describe('start-up', () => {
 
   it('the funcrun command turns the caches and source maps on before it loads anything else', () => {
     const out = inChild(`const seen = []; const M = require('node:module'); const load = M._load;
-      M._load = function (request, ...rest) { if (request.startsWith('./')) seen.push(request); return load.call(this, request, ...rest); };
+      M._load = function (request, ...rest) { if (request.startsWith('.')) seen.push(request); return load.call(this, request, ...rest); };
       process.argv = [process.argv[0], 'funcrun', '--version'];
       process.on('exit', () => console.log('first:' + seen.slice(0, 3).join(',')));
       require(${JSON.stringify(path.join(lib, 'tools', 'cli.js'))});`);
-    assert.equal(out.split('\n').pop(), 'first:./compile-cache,./code-cache,./source-maps');
+    assert.equal(out.split('\n').pop(), 'first:../boot/compile-cache,./code-cache,../boot/source-maps');
   });
 
   it('loading funcrun loads neither the multipart parser nor node:fs/promises (and its readline), nor child_process', () => {

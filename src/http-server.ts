@@ -19,12 +19,14 @@ import { backgroundSettled, register, runShutdown, type Runtime } from './lifecy
 import { timedInvoker } from './invocation';
 import { clientError, manageConnections, rawError } from './http/connections';
 import { buildRoutes } from './routing/routes';
-import { compileContracts } from './events/contracts';
-import { Idempotency, type IdempotencySettings } from './events/idempotency/idempotency';
+import type * as ContractsModule from './events/contracts';
+import type * as IdempotencyModule from './events/idempotency/idempotency';
+import type { IdempotencySettings } from './events/idempotency/idempotency';
 import { awaitContinue, onRequest, type Pipeline } from './request';
 import type { Function as FunctionModule } from './types';
 import type { MultipartLimits } from './uploads/multipart';
-import { UploadFolder } from './uploads/upload-folder';
+import type * as UploadFolderModule from './uploads/upload-folder';
+import type { UploadFolder } from './uploads/upload-folder';
 
 /** Settings resolved once at start (see `start` in index.ts for where each comes from). */
 export interface Settings {
@@ -70,8 +72,13 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   if (loop !== undefined) metrics?.lagFrom(loop.delay);
   const behaviour = settings.behaviour;
   const cors = module.cors ? originCheck(module.cors()) : undefined;
-  const contracts = compileContracts(module.events?.types, module.events?.passthrough === true);
-  const idempotency = settings.idempotency === undefined ? undefined : new Idempotency(settings.idempotency, metrics);
+  // Event contracts and idempotency load only for a module that uses them (scripts/bundle.js ON_DEMAND).
+  const types = module.events?.types;
+  // Made by the first multipart body: the uploads part loads then (scripts/bundle.js ON_DEMAND).
+  let uploadFolder: UploadFolder | undefined;
+  const contracts = types === undefined ? undefined : (require('./events/contracts') as typeof ContractsModule).compileContracts(types, module.events?.passthrough === true);
+  const idempotency =
+    settings.idempotency === undefined ? undefined : new (require('./events/idempotency/idempotency') as typeof IdempotencyModule).Idempotency(settings.idempotency, metrics);
   if (contracts !== undefined || idempotency !== undefined) metrics?.countEvents();
   const runtime: Runtime = {
     module,
@@ -109,7 +116,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       notReady: idempotency && (() => idempotency.problem()),
     },
     accessLevel: log.isEnabled(accessLevel) ? accessLevel : undefined,
-    uploadFolder: new UploadFolder(settings.uploads.tempDir, settings.uploads.diskLimit),
+    uploadFolder: () =>
+      (uploadFolder ??= new (require('./uploads/upload-folder') as typeof UploadFolderModule).UploadFolder(settings.uploads.tempDir, settings.uploads.diskLimit)),
     requests: 0,
   };
   const errorStyle = { format: module.errorBody, withoutCodes: behaviour.withoutErrorCodes };
@@ -148,7 +156,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   if (metrics !== undefined) server.on('connection', (socket: Socket) => metrics.connection(socket));
   server.once('close', () => loop?.stop());
   // Files of requests the grace period cut short go with the folder.
-  server.once('close', () => pipeline.uploadFolder.remove());
+  server.once('close', () => uploadFolder?.remove());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(err, socket));
   // A function is not a proxy: CONNECT gets a JSON 405 (node would close the socket silently).
   server.on('connect', (_req: IncomingMessage, socket: Socket) => rawError(socket, 'FUNCRUN_CONNECT_REFUSED', 'CONNECT is not supported'));

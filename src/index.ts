@@ -12,7 +12,7 @@ import { stop } from './lifecycle/lifecycle';
 import { setProcessLogger } from './log/scope';
 import { useApplicationSdk } from './cloudevents/cloudevent';
 import { loadTracing } from './telemetry/otel';
-import { openIdempotency } from './events/idempotency/idempotency';
+import type * as IdempotencyModule from './events/idempotency/idempotency';
 import { dirname } from 'node:path';
 import { behaviourOf, enteredAsFaasJsRuntime, type Compat } from './start/compat';
 import { checkDistinct, fromEnvironment, probePaths, resolve, SETTINGS, type SettingName, type Values } from './start/settings';
@@ -192,7 +192,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
     );
   }
   const idempotency = idempotent
-    ? await openIdempotency(
+    ? await (require('./events/idempotency/idempotency') as typeof IdempotencyModule).openIdempotency(
         {
           store,
           window: value('idempotencyWindow'),
@@ -316,10 +316,10 @@ export { parseBytes, parseCount, parseDuration, parseSwitch } from './start/func
 export { Context } from './context';
 export { CloudEventResponse } from './cloudevents/cloudevent';
 export { HttpError } from './errors';
-export { retry, drop, Outcome, type RetryOptions } from './events/outcomes';
-export { defineEvents } from './events/events';
+export { retry, drop, Outcome, type RetryOptions } from './cloudevents/outcomes';
+export { defineEvents } from './event-types';
 export { streamed } from './body/body-stream';
-export type { DataFor, EventContext, EventDeclaration, EventHandler, EventOf, EventSchema, EventsOf, FromSchema, StandardSchemaV1 } from './events/events';
+export type { DataFor, EventContext, EventDeclaration, EventHandler, EventOf, EventSchema, EventsOf, FromSchema, StandardSchemaV1 } from './event-types';
 export type { LogDestination } from './log/log';
 export type {
   CloudEvent,

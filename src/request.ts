@@ -6,8 +6,9 @@ import { Readable } from 'node:stream';
 import type { CloudEvent } from 'cloudevents';
 import { fastifyParsing, hasBody, parseBody, rawBodyOf, readBody, refusedCoding, tooLarge } from './body/body';
 import { BodyStream } from './body/body-stream';
-import { MULTIPART, readMultipart } from './uploads/multipart';
-import { Uploads } from './uploads/uploads';
+import type * as Multipart from './uploads/multipart';
+import type * as UploadsModule from './uploads/uploads';
+import type { Uploads } from './uploads/uploads';
 import type { UploadFolder } from './uploads/upload-folder';
 import { queryOf, readTarget } from './http/target';
 import type { Behaviour } from './start/compat';
@@ -31,8 +32,8 @@ import { now } from './lifecycle/deadline';
 import type { RequestInput } from './body/provenance';
 import type { Contracts } from './events/contracts';
 import type { Idempotency, Settle } from './events/idempotency/idempotency';
-import { Outcome, settleOutcome } from './events/outcomes';
-import { admitEvents } from './events/admit-events';
+import { Outcome, settleOutcome } from './cloudevents/outcomes';
+import type * as AdmitEvents from './events/admit-events';
 import type { Match } from './routing/router';
 import type { Destination, FunctionDestination, RouteTable } from './routing/routes';
 import type { Function as FunctionModule, RequestInfo } from './types';
@@ -62,7 +63,7 @@ export interface Pipeline {
   /** The level of the line logged per answered request, or undefined when it would not be written. */
   readonly accessLevel: 'info' | 'debug' | undefined;
   /** Where temporary files of uploads go. */
-  readonly uploadFolder: UploadFolder;
+  readonly uploadFolder: () => UploadFolder;
   /** The last reqId given out. */
   requests: number;
 }
@@ -172,7 +173,7 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     }
     // 7. Events: checked against the module's contracts; with idempotency, a duplicate is answered as the first delivery was.
     if (x.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined)) {
-      const answered = admitEvents(p, x);
+      const answered = (require('./events/admit-events') as typeof AdmitEvents).admitEvents(p, x);
       if (answered === true || (answered !== false && (await answered))) return;
     }
     // 8. The function: with the request's data, or once per event.
@@ -283,7 +284,7 @@ function readInput(p: Pipeline, x: Exchange, destination: FunctionDestination): 
   // Without a body: an empty one for a method that sends one with a Content-Type, else none.
   if (!hasBody(req)) return parseInput(p, x, media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined);
   // In faas-js-runtime compatibility a multipart body is bytes, as it was there.
-  if (media?.type === MULTIPART && mode === undefined && !p.behaviour.fastifyBodyParsers) return multipartInput(p, x);
+  if (media?.type === 'multipart/form-data' && mode === undefined && !p.behaviour.fastifyBodyParsers) return multipartInput(p, x);
   return readBody(req, allowBody(x, p.settings.bodyLimit, 'bodyLimit'));
 }
 
@@ -308,8 +309,10 @@ function continueBody(x: Exchange): void {
 async function multipartInput(p: Pipeline, x: Exchange): Promise<void> {
   const { limits, memory } = p.settings.uploads;
   allowBody(x, limits.body, 'uploadLimit');
-  const uploads = (x.uploads = new Uploads(p.uploadFolder, memory));
-  const fields = await readMultipart(x.req, limits, uploads);
+  // The uploads part loads with the first multipart body (scripts/bundle.js ON_DEMAND).
+  const { Uploads } = require('./uploads/uploads') as typeof UploadsModule;
+  const uploads = (x.uploads = new Uploads(p.uploadFolder(), memory));
+  const fields = await (require('./uploads/multipart') as typeof Multipart).readMultipart(x.req, limits, uploads);
   describeRequest(p, x);
   x.data = fields;
   x.input = { data: fields, query: x.query, request: x.req, params: x.params };

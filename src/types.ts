@@ -6,8 +6,8 @@ import type { Context } from './context';
 import type { Logger, LogLevel } from './log/log';
 import type { CloudEventResponse, responseChain } from './cloudevents/cloudevent';
 import type { ErrorBody } from './errors';
-import type { Outcome } from './events/outcomes';
-import type { EventDeclaration } from './events/events';
+import type { Outcome } from './cloudevents/outcomes';
+import type { EventDeclaration } from './event-types';
 import type { BodyStream } from './body/body-stream';
 import type { UploadedFile } from './uploads/uploads';
 

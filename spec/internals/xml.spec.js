@@ -4,7 +4,7 @@ const assert = require('node:assert/strict');
 const { performance } = require('node:perf_hooks');
 const { HttpError } = require('../../lib/errors.js');
 const { MB, fill, grow } = require('../helpers');
-const { parseXml, MAX_XML_DEPTH, MAX_XML_ATTRIBUTES, MAX_XML_NAMESPACES, MAX_XML_NODES } = require('../../lib/body/xml.js');
+const { parseXml, MAX_XML_DEPTH, MAX_XML_ATTRIBUTES, MAX_XML_NAMESPACES, MAX_XML_NODES } = require('../../lib/xml/xml.js');
 
 /** The HttpError parseXml throws for `text` (fails the test when it parses). */
 function rejection(text) {

@@ -19,9 +19,10 @@ import { fileURLToPath } from 'node:url';
 /** Where the logger finds the mapping (a process-wide key: the bundle and this file are two modules). */
 export const MAPPED_STACKS = Symbol.for('funcrun.mappedStacks');
 
-const BUNDLE = join(__dirname, '..', 'runtime.js');
-// A frame's position in the bundle: `/…/lib/runtime.js:1234:56`.
-const BUNDLE_POSITION = new RegExp(`${BUNDLE.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:(\\d+):(\\d+)`, 'g');
+// The bundles' path up to their names: lib/runtime.js, and the parts loaded on demand (lib/runtime-events.js).
+const BUNDLES = join(__dirname, '..', 'runtime');
+// A frame's position in a bundle: `/…/lib/runtime.js:1234:56`, `/…/lib/runtime-events.js:12:5`.
+const BUNDLE_POSITION = new RegExp(`(${BUNDLES.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:-[a-z]+)?\\.js):(\\d+):(\\d+)`, 'g');
 
 /** Called by the entry points: the stacks funcrun logs are mapped, unless node maps them already. */
 export function mapFuncrunStacks(): void {
@@ -29,22 +30,29 @@ export function mapFuncrunStacks(): void {
   (process as unknown as Record<symbol, unknown>)[MAPPED_STACKS] = mapStack;
 }
 
-let bundleMap: SourceMap | null | undefined;
+// Each bundle's map, read for the first stack that needs it; null where there is none node reads.
+const bundleMaps = new Map<string, SourceMap | null>();
 
-/** The stack with its frames in the bundle named by their TypeScript; as it was where the map has none. */
-export function mapStack(stack: string): string {
-  if (!stack.includes(BUNDLE)) return stack;
-  if (bundleMap === undefined) {
+function mapOf(bundle: string): SourceMap | null {
+  let map = bundleMaps.get(bundle);
+  if (map === undefined) {
     try {
-      bundleMap = new SourceMap(JSON.parse(readFileSync(`${BUNDLE}.map`, 'utf8')));
+      map = new SourceMap(JSON.parse(readFileSync(`${bundle}.map`, 'utf8')));
     } catch {
-      // No map beside the bundle (or not one node reads): the stack as node wrote it.
-      bundleMap = null;
+      // No map beside the bundle (or not one node reads): its frames as node wrote them.
+      map = null;
     }
+    bundleMaps.set(bundle, map);
   }
-  const map = bundleMap;
-  if (map === null) return stack;
-  return stack.replace(BUNDLE_POSITION, (position, line: string, column: string) => {
+  return map;
+}
+
+/** The stack with its frames in the bundles named by their TypeScript; as it was where a map has none. */
+export function mapStack(stack: string): string {
+  if (!stack.includes(BUNDLES)) return stack;
+  return stack.replace(BUNDLE_POSITION, (position, bundle: string, line: string, column: string) => {
+    const map = mapOf(bundle);
+    if (map === null) return position;
     const entry = map.findEntry(Number(line) - 1, Number(column) - 1) as { originalSource?: string; originalLine?: number; originalColumn?: number };
     if (entry.originalSource === undefined || entry.originalLine === undefined || entry.originalColumn === undefined) return position;
     return `${sourcePath(entry.originalSource)}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;

@@ -7,8 +7,7 @@ import type { CloudEvent } from 'cloudevents';
 import { BATCH, cloudevents, isUriReference, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type Mode } from './cloudevent';
 import { HttpError, runtimeError } from '../errors';
 import { bodyKind, parseMediaType, type MediaType } from '../body/media-type';
-import { decodeText, fastifyParsing, parseBody, parseForm, parseJson, parseXml } from '../body/body';
-import { MAX_XML_NODES, type XmlBudget } from '../body/xml';
+import { decodeText, fastifyParsing, MAX_XML_NODES, parseBody, parseForm, parseJson, parseXml, type XmlBudget } from '../body/body';
 import { decodeComponent } from '../routing/router';
 
 /**

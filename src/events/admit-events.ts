@@ -7,7 +7,7 @@ import { allowAnyOrigin } from '../http/cors';
 import { isThenable } from '../lifecycle/deadline';
 import { replay, type Admission } from './idempotency/idempotency';
 import { beforeDeadline } from '../invocation';
-import { eventIdentity } from './outcomes';
+import { eventIdentity } from '../cloudevents/outcomes';
 import type { Exchange, Pipeline } from '../request';
 
 /**

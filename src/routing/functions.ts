@@ -9,7 +9,7 @@ import { MAX_JSON_DEPTH } from '../body/body';
 import { runtimeError } from '../errors';
 import { isPartOf } from '../body/provenance';
 import { discard, Prepared } from '../respond';
-import { Outcome } from '../events/outcomes';
+import { Outcome } from '../cloudevents/outcomes';
 import { Readable } from 'node:stream';
 import { JSON_TYPE } from '../send';
 import { compile, createAjv, listViolations, type Check } from './schema';

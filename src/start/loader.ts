@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkFunctions } from '../routing/functions';
-import { checkEventDeclaration } from '../events/contracts';
+import type * as ContractsModule from '../events/contracts';
 import { isLogLevel } from '../log/log';
 import { kindOf } from '../util/kind';
 import { nearest } from './suggest';
@@ -322,7 +322,8 @@ export function checkFunction(module: FunctionModule, file: string): void {
     if (path !== undefined && (typeof path !== 'string' || !path.startsWith('/'))) fail(`'${key}.path' must be a path starting with '/'`);
   }
   if (module.functions !== undefined) checkFunctions(module.functions, fail);
-  if (module.events !== undefined) checkEventDeclaration(module.events, fail);
+  // Loaded for a module that declares events only (scripts/bundle.js ON_DEMAND).
+  if (module.events !== undefined) (require('../events/contracts') as typeof ContractsModule).checkEventDeclaration(module.events, fail);
   if (module.routes !== undefined) {
     if (module.routes === null || typeof module.routes !== 'object') fail(`'routes' must be an object of 'METHOD /path' to handler`);
     for (const [key, handler] of Object.entries(module.routes)) {

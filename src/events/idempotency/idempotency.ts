@@ -15,7 +15,7 @@ import { MemoryStore, sizeOf, type Answer, type Claim, type Held, type Idempoten
 import { redisStore } from './redis-store';
 import type { Logger } from '../../log/log';
 import type { Metrics } from '../../telemetry/metrics';
-import { eventIdentity } from '../outcomes';
+import { eventIdentity } from '../../cloudevents/outcomes';
 import { isThenable, now, settleWithin } from '../../lifecycle/deadline';
 import { parseBody } from '../../body/body';
 import { parseMediaType, type MediaType } from '../../body/media-type';

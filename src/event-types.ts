@@ -3,8 +3,8 @@
 // `defineEvents`, which returns what it is given: its work is to infer the declaration's literal
 // types, so that a JSON Schema needs no `as const`.
 import type { CloudEvent } from 'cloudevents';
-import type { Context } from '../context';
-import type { CloudEventFunctionReturn } from '../types';
+import type { Context } from './context';
+import type { CloudEventFunctionReturn } from './types';
 
 /**
  * The Standard Schema interface, version 1 (https://standardschema.dev), copied as its spec asks:

@@ -3,7 +3,8 @@
 // xmldom is quadratic on some inputs (nested namespace scopes, recovery after errors) and slow
 // per node; it only ever sees text that passed the scan.
 import { HttpError, runtimeError } from '../errors';
-import { lineAndColumn } from './position';
+import { lineAndColumn } from '../body/position';
+import { MAX_XML_NODES, type XmlBudget } from '../body/body';
 
 /** Deepest element nesting accepted. */
 export const MAX_XML_DEPTH = 256;
@@ -11,12 +12,7 @@ export const MAX_XML_DEPTH = 256;
 export const MAX_XML_ATTRIBUTES = 256;
 /** Most namespace declarations in scope at once (xmldom's lookups and serializer walk them per element). */
 export const MAX_XML_NAMESPACES = 128;
-/**
- * Most elements, attributes, comments, processing instructions and CDATA sections in one
- * document: xmldom spends some 10 to 20 microseconds and about 1 KB of heap per node, so this
- * keeps its longest pause of the event loop under a second and the DOM near 50 MB.
- */
-export const MAX_XML_NODES = 50_000;
+export { MAX_XML_NODES, type XmlBudget };
 
 /** How many characters of a name an error message quotes. */
 const QUOTE = 40;
@@ -25,14 +21,6 @@ const REASON = 120;
 
 type XmlModule = typeof import('@xmldom/xmldom');
 let xmldom: XmlModule | undefined;
-
-/**
- * Nodes left for one request: the documents of a batch's events share it, so a request holds no
- * more XML than one body may.
- */
-export interface XmlBudget {
-  nodes: number;
-}
 
 /**
  * Parses XML into a DOM Document. Anything not well-formed, a DOCTYPE with an internal subset
