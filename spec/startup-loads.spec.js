@@ -87,5 +87,4 @@ describe('what a start loads', () => {
     assert.ok(!own.includes('runtime-uploads.js'), own.join(', '));
     assert.ok(packages.includes('ajv'), packages.join(', '));
   });
-
 });

@@ -76,9 +76,12 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const types = module.events?.types;
   // Made by the first multipart body: the uploads part loads then (scripts/bundle.js ON_DEMAND).
   let uploadFolder: UploadFolder | undefined;
-  const contracts = types === undefined ? undefined : (require('./events/contracts') as typeof ContractsModule).compileContracts(types, module.events?.passthrough === true);
+  const contracts =
+    types === undefined ? undefined : (require('./events/contracts') as typeof ContractsModule).compileContracts(types, module.events?.passthrough === true);
   const idempotency =
-    settings.idempotency === undefined ? undefined : new (require('./events/idempotency/idempotency') as typeof IdempotencyModule).Idempotency(settings.idempotency, metrics);
+    settings.idempotency === undefined
+      ? undefined
+      : new (require('./events/idempotency/idempotency') as typeof IdempotencyModule).Idempotency(settings.idempotency, metrics);
   if (contracts !== undefined || idempotency !== undefined) metrics?.countEvents();
   const runtime: Runtime = {
     module,
@@ -117,7 +120,10 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     },
     accessLevel: log.isEnabled(accessLevel) ? accessLevel : undefined,
     uploadFolder: () =>
-      (uploadFolder ??= new (require('./uploads/upload-folder') as typeof UploadFolderModule).UploadFolder(settings.uploads.tempDir, settings.uploads.diskLimit)),
+      (uploadFolder ??= new (require('./uploads/upload-folder') as typeof UploadFolderModule).UploadFolder(
+        settings.uploads.tempDir,
+        settings.uploads.diskLimit,
+      )),
     requests: 0,
   };
   const errorStyle = { format: module.errorBody, withoutCodes: behaviour.withoutErrorCodes };
