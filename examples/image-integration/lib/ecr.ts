@@ -57,9 +57,12 @@ export interface RegistryLogin {
   password: string;
 }
 
+/** The registry an ECR login is tested against unless the operator names another (`registryEndpoint`). */
+export const ECR_REGISTRY_TEMPLATE = 'https://{registryId}.dkr.ecr.{region}.amazonaws.com';
+
 /** The registry an ECR integration is tested against: always the account's, in its region (ecr.go). */
 export function ecrRegistry(config: EcrConfig, aws: AwsSettings): URL {
-  const template = aws.registryEndpoint ?? 'https://{registryId}.dkr.ecr.{region}.amazonaws.com';
+  const template = aws.registryEndpoint ?? ECR_REGISTRY_TEMPLATE;
   return new URL(template.replace('{registryId}', config.registryId).replace('{region}', config.region));
 }
 
@@ -114,7 +117,12 @@ function ecrApi(config: EcrConfig, aws: AwsSettings): URL {
 /** Where the ECR API and STS are called: the override when set, else AWS's regional endpoint. */
 export function awsEndpoint(service: 'ecr' | 'sts', region: string, aws: AwsSettings): URL {
   const override = service === 'ecr' ? aws.ecrEndpoint : aws.stsEndpoint;
-  return new URL(override ?? (service === 'ecr' ? `https://api.ecr.${region}.amazonaws.com/` : `https://sts.${region}.amazonaws.com/`));
+  return new URL(override ?? regionalEndpoint(service, region));
+}
+
+/** AWS's regional endpoint of the ECR API or STS (`<region>` for the README's table: settings.ts). */
+export function regionalEndpoint(service: 'ecr' | 'sts', region: string): string {
+  return service === 'ecr' ? `https://api.ecr.${region}.amazonaws.com/` : `https://sts.${region}.amazonaws.com/`;
 }
 
 /**

@@ -14,6 +14,10 @@ export interface GoogleSettings {
   containerAnalysisEndpoint?: string;
 }
 
+/** Where the service account's token and the notes are asked for unless the operator names others. */
+export const GOOGLE_TOKEN_ENDPOINT = 'https://oauth2.googleapis.com/token';
+export const CONTAINER_ANALYSIS_ENDPOINT = 'https://containeranalysis.googleapis.com/';
+
 const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 
 interface ServiceAccount {
@@ -26,7 +30,7 @@ interface ServiceAccount {
 export async function checkGoogleScanner(serviceAccount: string, project: string, google: GoogleSettings, ctx: CheckContext): Promise<string> {
   const account = JSON.parse(serviceAccount) as ServiceAccount;
   const token = await accessToken(account, google, ctx);
-  const base = new URL(google.containerAnalysisEndpoint ?? 'https://containeranalysis.googleapis.com/');
+  const base = new URL(google.containerAnalysisEndpoint ?? CONTAINER_ANALYSIS_ENDPOINT);
   const url = new URL(`v1beta1/projects/${encodeURIComponent(project)}/notes`, base);
   url.searchParams.set('pageSize', '1');
   const reply = await fetchBounded(url, { headers: { authorization: `Bearer ${token}` }, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
@@ -38,7 +42,7 @@ export async function checkGoogleScanner(serviceAccount: string, project: string
 }
 
 async function accessToken(account: ServiceAccount, google: GoogleSettings, ctx: CheckContext): Promise<string> {
-  const endpoint = new URL(google.tokenEndpoint ?? 'https://oauth2.googleapis.com/token');
+  const endpoint = new URL(google.tokenEndpoint ?? GOOGLE_TOKEN_ENDPOINT);
   const now = Math.floor(Date.now() / 1000);
   const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
   const unsigned = `${encode({ alg: 'RS256', typ: 'JWT', ...(account.private_key_id ? { kid: account.private_key_id } : {}) })}.${encode({

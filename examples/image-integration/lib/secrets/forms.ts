@@ -1,7 +1,7 @@
 // The forms a secret travels in besides itself: its text as a peer may have rewritten it (case,
 // normalisation, punycode) and its encodings (base64, also at any alignment inside a longer
 // encoded text; hex; UTF-16; its UTF-8 read as Latin-1). The size of each is known, or measured,
-// before it is made, so that the Redactor makes only what fits in its budget (secrets.ts).
+// before it is made, so that the Redactor makes only what fits in its budget (form-book.ts).
 import { domainToASCII } from 'node:url';
 import { FOLD, folded, fromCodes } from './matcher';
 
