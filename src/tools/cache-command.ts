@@ -3,7 +3,7 @@
 // them (examples/deploy/Dockerfile runs it as the function's user while the image is built).
 // It serves a function of its own on loopback, not the project's: building an image runs none of
 // the function's code, and reads none of its settings. The caches hold funcrun's code only.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -53,6 +53,10 @@ export async function writeCaches(): Promise<string> {
     rmSync(project, { recursive: true, force: true });
   }
   keepCompiled(RUNTIME);
+  // The parts loaded on demand (lib/runtime-events.js, ...): node's compile cache keeps them as it
+  // loads them, so a function that uses one finds it compiled too.
+  const lib = join(__dirname, '..');
+  for (const part of readdirSync(lib).filter((file) => /^runtime-[a-z]+\.js$/.test(file))) require(join(lib, part));
   // Written now, or by an earlier run for this same code: either way a start will find them.
   const missing = [RUNTIME, YAML_PARSER].map((file) => cacheFileOf(file, folder)).filter((file) => !existsSync(file));
   if (missing.length > 0) throw new Error(`could not write ${missing.join(' and ')}`);
