@@ -1,29 +1,29 @@
 // funcrun's public entry: `start(func, options)` as in faas-js-runtime, `stop(server)`, the
 // defaults, and the types function authors use.
-import { randomUUID } from './util/random';
-import type { AddressInfo } from 'node:net';
-import { hostname, tmpdir } from 'node:os';
 import type { Server } from 'node:http';
-import { applyEnvs, ConfigError, readFuncYaml } from './start/func-yaml';
+import { ConfigError, readFuncYaml } from './start/func-yaml';
 import { checkFunction, LoadError, toFunction } from './start/loader';
-import { createLogger, type LogDestination, type LogLevel, type RootLogger } from './log/log';
-import { createServer } from './http-server';
+import type { LogDestination, LogLevel } from './log/log';
 import { stop } from './lifecycle/lifecycle';
-import { setProcessLogger } from './log/scope';
-import { useApplicationSdk } from './cloudevents/cloudevent';
-import { loadTracing } from './telemetry/otel';
-import type * as IdempotencyModule from './events/idempotency/idempotency';
-import { dirname } from 'node:path';
-import { behaviourOf, enteredAsFaasJsRuntime, type Compat } from './start/compat';
-import { checkDistinct, fromEnvironment, probePaths, resolve, SETTINGS, type SettingName, type Values } from './start/settings';
-import type { MetricLabels } from './telemetry/metrics';
+import type { Compat } from './start/compat';
+import { launch } from './start/launch';
+import { PROBE_DEFAULTS, SETTINGS } from './start/settings';
 import type { CorsOrigin, Function as FunctionModule, Invokable } from './types';
 
+// Written out, not derived from the settings table (src/start/settings.ts): users read this type
+// in their editor's hover and in lib/index.d.ts, where a mapped type over the table would show
+// neither the names nor the defaults (the table's declaration, in lib/start/settings.d.ts, is 300
+// lines of parsers and help text, with `default: number` where the source says 8080). The table
+// holds it to itself: start() hands each member to the table's parser, which compiles only while
+// every setting has a member of a type its parser takes, and spec/options-type.spec.js checks the
+// rest (no member the table lacks, the same types both ways, each doc comment stating the
+// table's default).
 export interface Options {
   /** TCP port; 0 picks a free one. Default 8080. */
   port?: number;
   /** Address to listen on. Default: every address (`::`, and IPv4 through it). */
   host?: string;
+  /** fatal, error, warn, info, debug, trace or silent. Default info (warn in faas-js-runtime compatibility); else the module's `logLevel`. */
   logLevel?: LogLevel;
   /** Largest accepted request body, in bytes or with a unit (`2mb`). Default 1 MiB. */
   bodyLimit?: number | string;
@@ -113,8 +113,8 @@ export const defaults = Object.freeze({
   logLevel: SETTINGS.logLevel.default,
   bodyLimit: SETTINGS.bodyLimit.default,
   includeRaw: SETTINGS.includeRaw.default,
-  livenessPath: '/health/liveness',
-  readinessPath: '/health/readiness',
+  livenessPath: PROBE_DEFAULTS.liveness,
+  readinessPath: PROBE_DEFAULTS.readiness,
   gracePeriod: SETTINGS.gracePeriod.default,
   timeout: SETTINGS.timeout.default,
   maxEventLoopDelay: SETTINGS.maxEventLoopDelay.default,
@@ -132,23 +132,6 @@ export const defaults = Object.freeze({
   BODY_LIMIT: SETTINGS.bodyLimit.default,
 });
 
-/** What the environment says of the instance, for the metric labels (Knative's and faas-js-runtime's names). */
-interface Identity {
-  service?: string;
-  revision?: string;
-  instance?: string;
-  faas: Partial<MetricLabels>;
-}
-
-function identityOf(env: NodeJS.ProcessEnv): Identity {
-  const faas: Partial<MetricLabels> = {};
-  for (const key of ['faas_name', 'faas_id', 'faas_instance', 'faas_version', 'faas_runtime'] as const) {
-    const value = env[key.toUpperCase()];
-    if (value) faas[key] = value;
-  }
-  return { service: env.K_SERVICE || undefined, revision: env.K_REVISION || undefined, instance: env.POD_NAME || undefined, faas };
-}
-
 /**
  * Serves a function: runs its `init()`, then listens. Resolves with the listening server.
  * `func` is a handler or a function module ({ handle, routes, init, shutdown, liveness, readiness, logLevel, cors }).
@@ -158,154 +141,7 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const module = toFunction(func);
   if (module === undefined) throw new TypeError('start() needs a handler: a function, or an object with handle(), routes or functions');
   checkFunction(module, '<start()>');
-  const funcYaml = options.config === undefined ? undefined : readFuncYaml(options.config);
-  // The application's own packages (its CloudEvents SDK, its OpenTelemetry API) are found from its folder.
-  const folder = options.config ?? (funcYaml === undefined ? process.cwd() : dirname(funcYaml.file));
-  useApplicationSdk(folder);
-  const skipped = funcYaml === undefined ? undefined : applyEnvs(funcYaml, process.env);
-  const env = fromEnvironment(process.env);
-  const value = <K extends SettingName>(name: K, fallback?: Values[K]) => resolve(name, options[name as keyof Options], env, fallback);
-
-  const chosen = value('compat');
-  const byName = chosen === undefined && enteredAsFaasJsRuntime(options.command);
-  const behaviour = behaviourOf(chosen ?? (byName ? 'faas-js-runtime' : 'none'));
-  const log = createLogger(value('logLevel', funcYaml?.logLevel ?? module.logLevel ?? behaviour.defaultLogLevel), options.logDestination);
-  if (behaviour.eventAsArgument) announceCompatibility(log, byName);
-  // Debug, not info: a deployed function's secret and config map references are normal, and set by the platform.
-  if (skipped?.platform.length) log.debug({ skipped: skipped.platform }, 'run.envs entries left to the platform');
-  if (skipped?.unresolved.length) log.debug({ skipped: skipped.unresolved }, 'run.envs entries not set: the variable they copy is not set');
-  const name = options.name ?? funcYaml?.name ?? 'function';
-  const cors = options.cors ?? module.cors;
-  const requestTimeout = value('requestTimeout');
-  // node refuses a headers timeout past the request timeout: the headers are due by then anyway.
-  const headersTimeout = requestTimeout > 0 ? Math.min(value('headersTimeout'), requestTimeout) : value('headersTimeout');
-  const events = module.events;
-  const idempotent = value('idempotency', events?.idempotency === undefined ? undefined : events.idempotency !== false);
-  const timeout = value('timeout');
-  const store = idempotent ? value('idempotencyStore') : 'memory';
-  // A shared store keeps each function's keys apart by its name: two functions without one would
-  // answer each other's events with each other's answers.
-  const storeName = options.name ?? funcYaml?.name ?? (process.env.K_SERVICE || undefined);
-  if (store !== 'memory' && storeName === undefined) {
-    throw new ConfigError(
-      "a shared idempotency store keeps each function's events apart by the function's name, and this one has none: set name in func.yaml (Knative sets K_SERVICE, which serves too)",
-    );
-  }
-  const idempotency = idempotent
-    ? await (require('./events/idempotency/idempotency') as typeof IdempotencyModule).openIdempotency(
-        {
-          store,
-          window: value('idempotencyWindow'),
-          claim: value('idempotencyClaim'),
-          timeout,
-          entries: value('idempotencyEntries'),
-          bytes: value('idempotencyBytes'),
-          keyLimit: value('idempotencyKeyLimit'),
-          answerLimit: value('idempotencyAnswerLimit'),
-          name: storeName ?? name,
-          key: typeof events?.idempotency === 'object' ? events.idempotency.key : undefined,
-          folder,
-        },
-        log,
-      )
-    : undefined;
-  const probes = probePaths({ env: process.env, module: { liveness: module.liveness?.path, readiness: module.readiness?.path }, funcYaml: funcYaml ?? {} });
-  checkDistinct({ 'liveness probe': probes.liveness, 'readiness probe': probes.readiness, metrics: value('metrics') ? value('metricsPath') : undefined });
-  const server = createServer(
-    cors === module.cors ? module : { ...module, cors },
-    {
-      bodyLimit: value('bodyLimit'),
-      uploads: {
-        limits: {
-          body: value('uploadLimit'),
-          fileSize: value('fileSizeLimit') ?? value('uploadLimit'),
-          files: value('filesLimit'),
-          fields: value('fieldsLimit'),
-          fieldSize: value('fieldSizeLimit'),
-          // Fields (their names too) and files' names are held in memory, as a parsed body is: together, to the larger of the two.
-          fieldsTogether: Math.max(value('bodyLimit'), value('fieldSizeLimit')),
-          partHeader: value('partHeaderLimit'),
-        },
-        memory: value('fileMemoryLimit'),
-        tempDir: options.tempDir ?? tmpdir(),
-        diskLimit: value('uploadDiskLimit'),
-        minRate: value('minBodyRate'),
-      },
-      includeRaw: value('includeRaw'),
-      livenessPath: probes.liveness,
-      readinessPath: probes.readiness,
-      name,
-      timeout,
-      idempotency,
-      maxEventLoopDelay: value('maxEventLoopDelay'),
-      metrics: value('metrics')
-        ? { path: value('metricsPath'), labels: metricLabels(options.name ?? funcYaml?.name, identityOf(process.env), behaviour.faasMetricLabels) }
-        : undefined,
-      headersTimeout,
-      requestTimeout,
-      keepAliveTimeout: value('keepAliveTimeout'),
-      probeTimeout: value('probeTimeout'),
-      maxConnections: value('maxConnections'),
-      behaviour,
-      accessLog: value('accessLog') ?? behaviour.accessLog,
-      tracing: loadTracing(folder),
-    },
-    log,
-  );
-
-  // Outside an invocation, `log` writes with this server's logger (init() and shutdown() included).
-  setProcessLogger(log);
-  await module.init?.({ log });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: value('port'), host: value('host') }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { address, port: bound } = server.address() as AddressInfo;
-  const host = address.includes(':') ? `[${address}]` : address;
-  log.info({ port: bound, address }, `listening on http://${host}:${bound}`);
-  return server;
-}
-
-/**
- * Says once at start that faas-js-runtime's behaviour is on, and how to leave it. Chosen by the
- * name funcrun was entered under, the line is a warning, so that faas-js-runtime's default level
- * (warn) shows it; chosen with FUNC_COMPAT or the option, it is information.
- */
-// Said once per process: a test file that starts a server per test says it once, not per test.
-let announced = false;
-
-function announceCompatibility(log: RootLogger, byName: boolean): void {
-  if (announced) return;
-  announced = true;
-  const message =
-    "faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, routes, CORS and the log level are faas-js-runtime's " +
-    "(docs/migrating.md); FUNC_COMPAT=none for funcrun's own behaviour";
-  if (byName) log.warn({ compat: 'faas-js-runtime', because: 'funcrun runs under the name faas-js-runtime' }, message);
-  else log.info({ compat: 'faas-js-runtime', because: 'FUNC_COMPAT' }, message);
-}
-
-/**
- * The labels of every metric, found as faas-js-runtime finds them: the function's name, then
- * FAAS_NAME, then K_SERVICE. Where it has no value it prints `undefined`; funcrun's own behaviour
- * names the instance by the host name (a pod's name) and leaves an unknown version empty.
- */
-function metricLabels(name: string | undefined, env: Identity, asFaas: boolean): MetricLabels {
-  const { faas } = env;
-  const instance = faas.faas_instance ?? env.instance ?? (asFaas ? 'undefined' : hostname());
-  let id = faas.faas_id;
-  return {
-    faas_name: name ?? faas.faas_name ?? env.service ?? 'anonymous',
-    // Made when first read (the first scrape): node:crypto is not loaded at start for it.
-    get faas_id() {
-      return (id ??= `${asFaas ? String(env.instance) : instance}-${randomUUID()}`);
-    },
-    faas_instance: instance,
-    faas_version: faas.faas_version ?? env.revision ?? (asFaas ? 'undefined' : ''),
-    faas_runtime: faas.faas_runtime ?? 'Node.js',
-  };
+  return launch(module, options, options.config === undefined ? undefined : readFuncYaml(options.config));
 }
 
 export { stop, ConfigError, LoadError };

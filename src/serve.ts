@@ -14,8 +14,9 @@ import { usageMessage } from './start/suggest';
 import { reportFault } from './lifecycle/faults';
 import { LoadError, loadFunction, resolveEntry } from './start/loader';
 import { createLogger, prettyDestination, type RootLogger } from './log/log';
-import { defaults, start, stop } from './index';
-import { flagHelp, flagOptions, fromEnvironment, fromFlags, variableOnlySettings, type Values } from './start/settings';
+import { stop } from './index';
+import { launch } from './start/launch';
+import { flagHelp, flagOptions, fromEnvironment, fromFlags, SETTINGS, variableOnlySettings, type Values } from './start/settings';
 import { exitAfterDrain, loggerOf } from './lifecycle/lifecycle';
 import { keepCompiled, RUNTIME } from './boot/code-cache';
 
@@ -178,7 +179,7 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   process.stdout.on('error', closedOutput);
   process.stderr.on('error', closedOutput);
 
-  let gracePeriod: number = defaults.gracePeriod;
+  let gracePeriod: number = SETTINGS.gracePeriod.default;
   let failed = false;
   // A function's own async code threw (a timer, an unhandled rejection): logged with the invocation
   // it came from, whose request is answered 500 (faults.ts); the others still get the grace
@@ -239,10 +240,11 @@ export async function serve(argv: string[], command?: string): Promise<void> {
     const loaded = await loadFunction(entry.file);
     module = loaded.module;
     misspelled = loaded.misspelled;
-    const pretty = flags.pretty ?? env.pretty ?? false;
+    const pretty = flags.pretty ?? env.pretty ?? SETTINGS.pretty.default;
     // serve's own settings stay here; the rest are start()'s options, from the flags.
     const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
-    server = await start(module, { ...options, config: folder, command, logDestination: pretty ? prettyDestination(process.stdout) : undefined });
+    // func.yaml as read above: start()'s work without reading it again.
+    server = await launch(module, { ...options, config: folder, command, logDestination: pretty ? prettyDestination(process.stdout) : undefined }, funcYaml);
   } catch (err) {
     // A value refused, from a variable or func.yaml as from a flag, is bad use too.
     report.fail(err, err instanceof ConfigError ? EXIT.USAGE : EXIT.FAILED);

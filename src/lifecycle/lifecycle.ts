@@ -6,6 +6,7 @@ import { describeThrown, pathOf } from '../errors';
 import type { Metrics } from '../telemetry/metrics';
 import { destroyAll, requestAnswered } from '../http/connections';
 import { settleWithin } from './deadline';
+import { SETTINGS } from '../start/settings';
 import type { Function as FunctionModule } from '../types';
 
 /** Idempotency's claims, as a stop and the fault handler see them (idempotency.ts). */
@@ -151,7 +152,7 @@ export function runShutdown(runtime: Runtime): Promise<void> {
  * has finished, with how complete the drain was; rejects with its error, or when it does not
  * finish in time.
  */
-export function stop(server: Server, gracePeriod = 10_000): Promise<Drain> {
+export function stop(server: Server, gracePeriod: number = SETTINGS.gracePeriod.default): Promise<Drain> {
   const runtime = runtimes.get(server);
   if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
   runtime.draining = true;

@@ -62,8 +62,8 @@ export interface Behaviour {
   readonly rawContentType: boolean;
   /** Metric labels exactly as faas-js-runtime prints them (`faas_instance="undefined"` without POD_NAME). */
   readonly faasMetricLabels: boolean;
-  /** The log level when none is configured: faas-js-runtime's is `warn`. */
-  readonly defaultLogLevel: LogLevel;
+  /** The log level when none is configured, where it is not the settings table's: faas-js-runtime's is `warn`. */
+  readonly defaultLogLevel: LogLevel | undefined;
   /** An info line per answered request unless FUNC_ACCESS_LOG says otherwise, as faas-js-runtime (fastify) logs one. */
   readonly accessLog: boolean;
 }
@@ -89,7 +89,7 @@ const CONTRACT: Behaviour = Object.freeze({
   fastifyBodyParsers: false,
   rawContentType: false,
   faasMetricLabels: false,
-  defaultLogLevel: 'info',
+  defaultLogLevel: undefined,
   accessLog: false,
 });
 

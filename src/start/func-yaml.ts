@@ -35,7 +35,11 @@ export class ConfigError extends Error {
 
 type YamlModule = typeof import('yaml');
 
-/** Reads `<folder>/func.yaml`; undefined when there is none. Throws ConfigError when it is malformed. */
+/**
+ * Reads `<folder>/func.yaml`; undefined when there is none. Throws ConfigError when it is malformed.
+ * Each entry point reads it once (serve before loading the function, start() when given a folder,
+ * serve --watch for each start) and hands the result on.
+ */
 export function readFuncYaml(folder: string): FuncYaml | undefined {
   const file = join(folder, 'func.yaml');
   let text: string;
@@ -45,14 +49,8 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new ConfigError(`${file}: ${(err as Error).message}`);
   }
-  // The command line reads it before loading the function, and start() again: parsed once.
-  if (lastRead !== undefined && lastRead.file === file && lastRead.text === text) return lastRead.yaml;
-  const yaml = parseFuncYaml(file, text);
-  lastRead = { file, text, yaml };
-  return yaml;
+  return parseFuncYaml(file, text);
 }
-
-let lastRead: { file: string; text: string; yaml: FuncYaml } | undefined;
 
 function parseFuncYaml(file: string, text: string): FuncYaml {
   // Only functions with a func.yaml load the YAML parser: the yaml package bundled at build time

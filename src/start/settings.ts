@@ -23,6 +23,8 @@ interface Setting<T> {
   help: string;
   /** Read by `serve` only: not an option of start(). */
   serveOnly?: boolean;
+  /** start() takes this number as a number alone: the others also as text (`'2mb'`, `'10s'`), as a variable gives them. */
+  numberOnly?: boolean;
 }
 
 const text = (value: Raw): string => String(value);
@@ -38,6 +40,7 @@ export const SETTINGS = {
     default: 8080,
     parse: (v: Raw, w: string) => parsePort(text(v), w),
     help: 'port to listen on',
+    numberOnly: true,
   },
   host: {
     flags: ['--host'],
@@ -229,7 +232,22 @@ export const SETTINGS = {
 export type SettingName = keyof typeof SETTINGS;
 export type Values = { -readonly [K in SettingName]: ReturnType<(typeof SETTINGS)[K]['parse']> };
 
-// The probe paths: variables, not options (the module's `path` and func.yaml say the rest).
+/** The settings that are options of start() (not `serve`'s own). */
+export type StartOptionName = { [K in SettingName]: (typeof SETTINGS)[K] extends { serveOnly: true } ? never : K }[SettingName];
+
+/**
+ * The type start() takes each option as, by the table: its parser's value, and text too for a
+ * number (a size, a duration, a count) unless the entry says `numberOnly`. index.ts's `Options`
+ * must agree with it: `resolve` takes nothing else, and spec/options-type.spec.js compares them.
+ */
+export type OptionTypes = {
+  [K in StartOptionName]: Values[K] extends number ? ((typeof SETTINGS)[K] extends { numberOnly: true } ? number : number | string) : Values[K];
+};
+
+// The probe paths: variables, not options (the module's `path` and func.yaml say the rest). Their
+// root and defaults, written once: probePaths() and the exported `defaults` read them.
+const PROBE_ROOT = '/health';
+export const PROBE_DEFAULTS = Object.freeze({ liveness: `${PROBE_ROOT}/liveness`, readiness: `${PROBE_ROOT}/readiness` });
 const PROBE_VARIABLES = ['LIVENESS_URL', 'READINESS_URL', 'FUNC_HEALTH_ROOT_PATH', 'FUNC_HEALTH_LIVENESS_PATH', 'FUNC_HEALTH_READINESS_PATH'];
 
 /** The values the environment sets, parsed and checked, each under its setting's name. */
@@ -247,7 +265,7 @@ export function fromEnvironment(env: NodeJS.ProcessEnv): Partial<Values> {
  * A setting's value: start()'s option, else the environment's, else `fallback` (the module's own
  * `logLevel`), else the default. An option arrives as text or as a value; both are checked.
  */
-export function resolve<K extends SettingName>(name: K, option: unknown, env: Partial<Values>, fallback?: Values[K]): Values[K] {
+export function resolve<K extends StartOptionName>(name: K, option: Partial<OptionTypes>[K], env: Partial<Values>, fallback?: Values[K]): Values[K] {
   const setting: Setting<unknown> = SETTINGS[name];
   if (option !== undefined) return setting.parse(option as Raw, name) as Values[K];
   if (env[name] !== undefined) return env[name] as Values[K];
@@ -354,7 +372,7 @@ export interface ProbeSources {
  * The probe paths, by the one precedence docs/lifecycle.md lists: `LIVENESS_URL` / `READINESS_URL`; then
  * `FUNC_HEALTH_ROOT_PATH` joined with `FUNC_HEALTH_*_PATH` (the Java variant's root and relative
  * paths; a relative path with a leading `/` is a full path); then the module's `path`; then
- * func.yaml; then `/health/liveness` and `/health/readiness`.
+ * func.yaml; then PROBE_DEFAULTS (`/health/liveness` and `/health/readiness`).
  */
 export function probePaths({ env, module, funcYaml }: ProbeSources): { liveness: string; readiness: string } {
   const root = env.FUNC_HEALTH_ROOT_PATH;
@@ -366,10 +384,10 @@ export function probePaths({ env, module, funcYaml }: ProbeSources): { liveness:
     if (root || relative) {
       if (relative?.startsWith('/')) return checkPath(relative, what);
       if (relative) relativePath(relative, what);
-      const base = `/${(root ?? '/health').replace(/^\/+|\/+$/g, '')}`;
+      const base = `/${(root ?? PROBE_ROOT).replace(/^\/+|\/+$/g, '')}`;
       return checkPath(`${base === '/' ? '' : base}/${relative || probe}`, root ? `FUNC_HEALTH_ROOT_PATH joined with ${what}` : what);
     }
-    return module[probe] ?? funcYaml[probe] ?? `/health/${probe}`;
+    return module[probe] ?? funcYaml[probe] ?? PROBE_DEFAULTS[probe];
   };
   return { liveness: one('liveness'), readiness: one('readiness') };
 }

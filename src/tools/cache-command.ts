@@ -9,13 +9,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cacheFileOf, codeCacheFolder, keepCompiled, RUNTIME, YAML_PARSER } from '../boot/code-cache';
-import { start, stop } from '../index';
+import { defaults, start, stop } from '../index';
 import { loadFunction, resolveEntry } from '../start/loader';
 
 // The requests a function behind a Knative Broker or a route answers most: their way through
 // funcrun is the code a start then finds compiled.
 const REQUESTS = [
-  { method: 'GET', path: '/health/readiness', headers: {}, body: '' },
+  { method: 'GET', path: defaults.readinessPath, headers: {}, body: '' },
   { method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, body: '{"message":"cache"}' },
   {
     method: 'POST',

@@ -63,7 +63,8 @@ export async function watchAndServe(args: string[]): Promise<void> {
   const run = () => {
     replacing = false;
     startedAt = Date.now();
-    limit = stopLimit(flags, folder);
+    // func.yaml as this start finds it (a save may have changed it), read once here.
+    limit = stopLimit(flags, environmentOf(folder));
     // A TypeScript project runs from its source, so an edit needs no tsc (where node strips types).
     const started = spawn(process.execPath, [SERVE, ...args, '--from-source'], { stdio: 'inherit' });
     child = started;
@@ -176,18 +177,30 @@ function watchedFolder(args: string[]): { folder: string; flags: Partial<Values>
 }
 
 /**
- * How long a child may take to stop once signalled: serve's stop() gives the requests in flight
- * its grace period, then shutdown() as long again; then KILL_MARGIN_MS. Its grace period as serve
- * reads it: the flag, else the variable, func.yaml's run.envs included, else the default. (A
- * func.yaml serve refuses stops the child at once: the default is then as good as any.)
+ * The variables serve will read: this process's, with func.yaml's run.envs where one is not set;
+ * undefined when serve will refuse func.yaml (it stops the child at once, and says why).
  */
-function stopLimit(flags: Partial<Values>, folder: string): number {
-  let grace: number = SETTINGS.gracePeriod.default;
+function environmentOf(folder: string): NodeJS.ProcessEnv | undefined {
   try {
     const env = { ...process.env };
     const funcYaml = readFuncYaml(folder);
     if (funcYaml !== undefined) applyEnvs(funcYaml, env);
-    grace = flags.gracePeriod ?? fromEnvironment(env).gracePeriod ?? grace;
+    return env;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * How long a child may take to stop once signalled: serve's stop() gives the requests in flight
+ * its grace period, then shutdown() as long again; then KILL_MARGIN_MS. Its grace period as serve
+ * reads it: the flag, else the variable (`env`, func.yaml's run.envs included), else the default.
+ * (A func.yaml or a variable serve refuses stops the child at once: the default is then as good as any.)
+ */
+function stopLimit(flags: Partial<Values>, env: NodeJS.ProcessEnv | undefined): number {
+  let grace: number = SETTINGS.gracePeriod.default;
+  try {
+    grace = flags.gracePeriod ?? (env === undefined ? undefined : fromEnvironment(env).gracePeriod) ?? grace;
   } catch {
     grace = flags.gracePeriod ?? grace;
   }
