@@ -29,6 +29,8 @@ export function mapFuncrunStacks(): void {
   (process as unknown as Record<symbol, unknown>)[MAPPED_STACKS] = mapStack;
 }
 
+// The bundle's map (some 7 MB), read when a stack first needs it: most processes never log one.
+// Null once it was found missing or unreadable.
 let bundleMap: SourceMap | null | undefined;
 
 /** The stack with its frames in the bundle named by their TypeScript; as it was where the map has none. */
