@@ -1,6 +1,6 @@
 // The CloudEvents binding: which SDK copy makes events, which mode a request is in and which one
 // its answer goes in, the response chain, and recognising a returned event. Reading an event
-// strictly is cloudevent-read.ts; writing one back, cloudevent-reply.ts.
+// strictly is read.ts; writing one back, reply.ts.
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from '../util/random';
 import { existsSync } from 'node:fs';
