@@ -18,15 +18,6 @@ export interface InvocationParts {
   readonly runtime: Runtime | undefined;
 }
 
-let partsOf: (ctx: Context) => InvocationParts;
-let traceOf: (ctx: Context) => Trace | undefined;
-let recordOf: (ctx: Context) => InvocationRecord;
-let answeredOf: (ctx: Context) => void;
-let abortOf: (ctx: Context, reason: Error) => void;
-let heldOf: (ctx: Context) => Promise<void>[] | undefined;
-let outlivedOf: (ctx: Context) => PromiseLike<unknown> | undefined;
-let outliveOf: (ctx: Context, running: PromiseLike<unknown>) => void;
-
 /** What a context is made of. */
 export interface ContextParts {
   readonly req: IncomingMessage;
@@ -53,46 +44,70 @@ export interface ContextParts {
 const NO_FILES: readonly UploadedFile[] = Object.freeze([]);
 
 /**
+ * A context's own state, which the handler never sees: one record per context, read by the class
+ * and by this module's functions (the request path's), and by no other module.
+ */
+interface ContextState extends InvocationParts {
+  readonly trace: Trace | undefined;
+  readonly reqId: number;
+  readonly defaults: ResponseDefaults;
+  controller: AbortController | undefined;
+  record: InvocationRecord | undefined;
+  /** Work handed to waitUntil: what the request's uploads wait for. */
+  held: Promise<void>[] | undefined;
+  /** The handler's promise, when its timeout was answered before it settled: its event's claim waits for it. */
+  outliving: PromiseLike<unknown> | undefined;
+}
+
+/**
+ * The key of a context's state: not exported, so only this module reaches it. An accessor on the
+ * prototype, not an own property, so that `{ ...context }` and util.inspect leave it out.
+ */
+const STATE = Symbol('funcrun.context.state');
+
+/**
  * What the invocation's scope holds for a context (scope.ts): made once, when the invocation is
  * entered, and cut loose from the context when it ends.
  */
 export function invocationRecord(ctx: Context): InvocationRecord {
-  return recordOf(ctx);
+  const state = ctx[STATE];
+  return (state.record ??= new InvocationRecord(ctx, state.log, state.reqId, state.runtime?.log));
 }
 
 /** The request of `ctx` has been answered: its invocation ends once its waitUntil work settles. */
 export function invocationAnswered(ctx: Context): void {
-  answeredOf(ctx);
+  ctx[STATE].record?.answered();
 }
 
 /** Aborts the context's `signal`: its timeout has passed. */
 export function abortInvocation(ctx: Context, reason: Error): void {
-  abortOf(ctx, reason);
+  const state = ctx[STATE];
+  (state.controller ??= new AbortController()).abort(reason);
 }
 
 /** The request, response, logger and runtime a context was made with. */
 export function invocationParts(ctx: Context): InvocationParts {
-  return partsOf(ctx);
+  return ctx[STATE];
 }
 
 /** The work handed to the context's waitUntil so far (each never rejects), if any. */
 export function heldWork(ctx: Context): readonly Promise<void>[] | undefined {
-  return heldOf(ctx);
+  return ctx[STATE].held;
 }
 
 /** The handler was answered for at its timeout and still runs: `running` is what it returned. */
 export function invocationOutlived(ctx: Context, running: PromiseLike<unknown>): void {
-  outliveOf(ctx, running);
+  ctx[STATE].outliving = running;
 }
 
 /** What the handler returned, when it was answered for at its timeout and may still run. */
 export function outlivingHandler(ctx: Context): PromiseLike<unknown> | undefined {
-  return outlivedOf(ctx);
+  return ctx[STATE].outliving;
 }
 
 /** The trace a context was made with (its OpenTelemetry span, when there is one). */
 export function invocationTrace(ctx: Context): Trace | undefined {
-  return traceOf(ctx);
+  return ctx[STATE].trace;
 }
 
 /**
@@ -102,18 +117,6 @@ export function invocationTrace(ctx: Context): Trace | undefined {
  * Typed code reads them from `context.query`.
  */
 export class Context<Data = unknown> {
-  static {
-    // Set here, inside the class, where its private fields can be read; nothing is added to it.
-    partsOf = (ctx) => ({ req: ctx.#req, res: ctx.#res, log: ctx.#log, runtime: ctx.#runtime });
-    traceOf = (ctx) => ctx.#trace;
-    recordOf = (ctx) => (ctx.#record ??= new InvocationRecord(ctx, ctx.#log, ctx.#reqId, ctx.#runtime?.log));
-    answeredOf = (ctx) => ctx.#record?.answered();
-    abortOf = (ctx, reason) => (ctx.#controller ??= new AbortController()).abort(reason);
-    heldOf = (ctx) => ctx.#held;
-    outlivedOf = (ctx) => ctx.#outliving;
-    outliveOf = (ctx, running) => (ctx.#outliving = running);
-  }
-
   readonly method: string;
   readonly headers: IncomingHttpHeaders;
   readonly httpVersion: string;
@@ -138,27 +141,23 @@ export class Context<Data = unknown> {
   cloudevent: CloudEvent<Data> | undefined;
   /** The files of a multipart/form-data body (its other fields are the body); empty for any other body. */
   readonly files: readonly UploadedFile[];
-  readonly #log: Logger;
-  readonly #req: IncomingMessage;
-  readonly #defaults: ResponseDefaults;
-  readonly #res: ServerResponse | undefined;
-  readonly #trace: Trace | undefined;
-  readonly #runtime: Runtime | undefined;
-  readonly #reqId: number;
-  #controller: AbortController | undefined;
-  #record: InvocationRecord | undefined;
-  /** Work handed to waitUntil: what the request's uploads wait for. */
-  #held: Promise<void>[] | undefined;
-  /** The handler's promise, when its timeout was answered before it settled: its event's claim waits for it. */
-  #outliving: PromiseLike<unknown> | undefined;
+  readonly #state: ContextState;
 
   constructor(parts: ContextParts) {
     const { req, log, query } = parts;
-    this.#log = log;
-    this.#trace = parts.trace;
-    this.#runtime = parts.runtime;
-    this.#reqId = parts.reqId ?? 1;
-    this.#req = req;
+    this.#state = {
+      req,
+      res: parts.res,
+      log,
+      runtime: parts.runtime,
+      trace: parts.trace,
+      reqId: parts.reqId ?? 1,
+      defaults: parts.defaults,
+      controller: undefined,
+      record: undefined,
+      held: undefined,
+      outliving: undefined,
+    };
     this.method = req.method ?? 'GET';
     this.headers = req.headers;
     this.httpVersion = req.httpVersion;
@@ -172,8 +171,6 @@ export class Context<Data = unknown> {
     this.rawBody = parts.rawBody;
     this.files = parts.files ?? NO_FILES;
     this.cloudevent = parts.event as CloudEvent<Data> | undefined;
-    this.#defaults = parts.defaults;
-    this.#res = parts.res;
     // A query key never replaces a field or method of the context (`?method=DELETE` leaves
     // `context.method` alone) nor anything inherited (`?constructor=x`). Contexts made by
     // `sharingQuery` have the keys on their prototype already.
@@ -191,8 +188,13 @@ export class Context<Data = unknown> {
    */
   get log(): Logger {
     // Once the invocation has ended, what still logs through it says it outlived its request.
-    const record = this.#record;
-    return record === undefined || record.context !== undefined ? this.#log : record.log;
+    const { record, log } = this.#state;
+    return record === undefined || record.context !== undefined ? log : record.log;
+  }
+
+  /** The context's state, for this module's functions: see STATE. */
+  get [STATE](): ContextState {
+    return this.#state;
   }
 
   /**
@@ -201,12 +203,12 @@ export class Context<Data = unknown> {
    * `fetch(url, { headers: { traceparent: context.traceparent } })` continues the trace.
    */
   get traceparent(): string | undefined {
-    return this.#trace?.traceparent;
+    return this.#state.trace?.traceparent;
   }
 
   /** The `tracestate` that came with the trace, to pass on beside `traceparent`. */
   get tracestate(): string | undefined {
-    return this.#trace?.traceState;
+    return this.#state.trace?.traceState;
   }
 
   /**
@@ -216,10 +218,11 @@ export class Context<Data = unknown> {
    * unhandled rejection.
    */
   waitUntil(promise: PromiseLike<unknown>): void {
-    const work = keepInFlight(this.#runtime, promise, this.#log);
-    (this.#held ??= []).push(work);
+    const state = this.#state;
+    const work = keepInFlight(state.runtime, promise, state.log);
+    (state.held ??= []).push(work);
     // The invocation goes on until its waitUntil work settles: its lines keep their reqId until then.
-    this.#record?.holdUntil(work);
+    state.record?.holdUntil(work);
   }
 
   /**
@@ -227,7 +230,7 @@ export class Context<Data = unknown> {
    * return) then holds data only, not the socket and everything behind it.
    */
   get req(): IncomingMessage {
-    return this.#req;
+    return this.#state.req;
   }
 
   /**
@@ -235,11 +238,12 @@ export class Context<Data = unknown> {
    * away before its answer. Made on first use, so requests that never look cost nothing.
    */
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      const controller = (this.#controller = new AbortController());
-      if (this.#res !== undefined) abortWhenClientGoes(this.#res, controller);
+    const state = this.#state;
+    if (state.controller === undefined) {
+      const controller = (state.controller = new AbortController());
+      if (state.res !== undefined) abortWhenClientGoes(state.res, controller);
     }
-    return this.#controller.signal;
+    return state.controller.signal;
   }
 
   /**
@@ -247,7 +251,7 @@ export class Context<Data = unknown> {
    * `.response()`, a `CloudEvent<T>` of the data given here.
    */
   cloudEventResponse<T = undefined>(data?: T): CloudEventResponse<T> {
-    return new CloudEventResponse(data as T, this.#defaults);
+    return new CloudEventResponse(data as T, this.#state.defaults);
   }
 }
 

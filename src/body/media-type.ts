@@ -16,21 +16,13 @@ const cache = new Map<string, MediaType | undefined>();
 const CACHE_SIZE = 256;
 const MAX_CACHED_LENGTH = 256;
 
-// The last value asked for: most requests repeat the one before, and comparing two short strings
-// costs less than hashing a header string node made anew for the Map.
-let lastHeader = '';
-let lastParsed: MediaType | undefined;
-
 /** Parses a Content-Type value; undefined when absent or not a media type. */
 export function parseMediaType(header: string | undefined): MediaType | undefined {
   if (header === undefined || header === '') return undefined;
-  if (header === lastHeader) return lastParsed;
-  const parsed = cache.has(header) ? cache.get(header) : remember(header, parse(header));
-  if (header.length <= MAX_CACHED_LENGTH) {
-    lastHeader = header;
-    lastParsed = parsed;
-  }
-  return parsed;
+  // One lookup when the type was seen (most requests): what is not a media type is kept as undefined.
+  const cached = cache.get(header);
+  if (cached !== undefined || cache.has(header)) return cached;
+  return remember(header, parse(header));
 }
 
 function remember(header: string, parsed: MediaType | undefined): MediaType | undefined {

@@ -18,15 +18,20 @@ import { Module, createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import type { Script } from 'node:vm';
 
-let folder: string | undefined;
+/**
+ * The process's code caches, one per process as node's compile cache is (this module is outside
+ * the bundle: the entry points and the bundle share it): the folder an entry point turned them on
+ * in, and the files loaded here whose cache is still to be written, once they have run (keepCompiled).
+ */
+const codeCaches: { folder: string | undefined; readonly unsaved: Map<string, { script: Script; cacheFile: string; code: Buffer }> } = {
+  folder: undefined,
+  unsaved: new Map(),
+};
 
 /** Called by the entry points with the compile cache's folder: without it, files load by require(). */
 export function useCodeCache(directory: string): void {
-  folder = directory;
+  codeCaches.folder = directory;
 }
-
-/** Files loaded here whose cache is still to be written, once they have run (keepCompiled). */
-const unsaved = new Map<string, { script: Script; cacheFile: string; code: Buffer }>();
 
 /** The bundle, for the entry points to load first: through its code cache when they turned it on. */
 export const RUNTIME = join(__dirname, '..', 'runtime.js');
@@ -36,7 +41,7 @@ export const YAML_PARSER = join(__dirname, '..', 'yaml.js');
 
 /** The folder of the code caches, when an entry point turned them on. */
 export function codeCacheFolder(): string | undefined {
-  return folder;
+  return codeCaches.folder;
 }
 
 /** `file`'s cache in `directory`, named for the node that made it: processes of two node versions sharing the folder keep a cache each. */
@@ -48,6 +53,7 @@ export function cacheFileOf(file: string, directory: string): string {
 export function requireCached(file: string): unknown {
   const loaded = require.cache[file];
   if (loaded !== undefined) return loaded.exports;
+  const { folder, unsaved } = codeCaches;
   if (folder === undefined) return require(file);
   const cacheFile = cacheFileOf(file, folder);
   const code = readFileSync(file);
@@ -147,9 +153,9 @@ function regularFile(path: string, limit: number): Buffer | undefined {
 
 /** After `file` has done its work: its cache is written, with what V8 has compiled of it by now, if it needs one. */
 export function keepCompiled(file: string): void {
-  const entry = unsaved.get(file);
+  const entry = codeCaches.unsaved.get(file);
   if (entry === undefined) return;
-  unsaved.delete(file);
+  codeCaches.unsaved.delete(file);
   // Whole or not at all: another process starting beside this one reads either file entire.
   const partial = `${entry.cacheFile}.${process.pid}`;
   try {

@@ -30,7 +30,8 @@ export function mapFuncrunStacks(): void {
   (process as unknown as Record<symbol, unknown>)[MAPPED_STACKS] = mapStack;
 }
 
-// Each bundle's map, read for the first stack that needs it; null where there is none node reads.
+// Each bundle's map (the core's some 7 MB), read when a stack first needs it, as most processes never
+// log one; null where there is none node reads.
 const bundleMaps = new Map<string, SourceMap | null>();
 
 function mapOf(bundle: string): SourceMap | null {

@@ -1,6 +1,6 @@
 // The CloudEvents binding: which SDK copy makes events, which mode a request is in and which one
 // its answer goes in, the response chain, and recognising a returned event. Reading an event
-// strictly is cloudevent-read.ts; writing one back, cloudevent-reply.ts.
+// strictly is read.ts; writing one back, reply.ts.
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from '../util/random';
 import { existsSync } from 'node:fs';
@@ -10,11 +10,49 @@ import { brand } from '../util/brand';
 import type { MediaType } from '../body/media-type';
 
 type Sdk = typeof import('cloudevents');
-let sdk: Sdk | undefined;
-let applicationSdkPath: string | undefined;
-/** The SDK, loaded on first use: plain HTTP functions never pay for it. */
+
+/** The SDK events are made with, and what is derived from it once. */
+export interface LoadedSdk {
+  readonly sdk: Sdk;
+  /**
+   * The SDK's class for an arriving event (read.ts), serialising it as it arrived: the SDK's
+   * toJSON() reformats `time`, which an event that came without one does not have.
+   */
+  readonly ReceivedEvent: new () => CloudEvent<unknown>;
+  /** Names the received event's prototype chain uses (methods, getters): an attribute must not hide one. */
+  readonly reserved: ReadonlySet<string>;
+}
+
+// One SDK serves the process, so that `context.cloudevent instanceof CloudEvent` holds in the
+// function: where the application's copy is, if it has one, is found at the first start
+// (useApplicationSdk); the SDK itself is loaded on first use, so that a start, and a plain HTTP
+// function, never pay for it.
+let sdk: LoadedSdk | { readonly applicationPath: string } | undefined;
+
+/** The SDK, loaded on first use. */
 export function cloudevents(): Sdk {
-  return (sdk ??= applicationSdk() ?? (require('cloudevents') as Sdk));
+  return loadedSdk().sdk;
+}
+
+/** The SDK and what is derived from it, loaded on first use. */
+export function loadedSdk(): LoadedSdk {
+  if (sdk === undefined || 'applicationPath' in sdk) sdk = derived(applicationSdk(sdk?.applicationPath) ?? (require('cloudevents') as Sdk));
+  return sdk;
+}
+
+function derived(module: Sdk): LoadedSdk {
+  const ReceivedEvent = class ReceivedCloudEvent extends module.CloudEvent<unknown> {
+    override toJSON(): Record<string, unknown> {
+      const json: Record<string, unknown> = { ...this };
+      if (json.data_base64 !== undefined) delete json.data;
+      return json;
+    }
+  } as unknown as new () => CloudEvent<unknown>;
+  const reserved = new Set<string>();
+  for (let proto = ReceivedEvent.prototype; proto !== null; proto = Object.getPrototypeOf(proto)) {
+    for (const name of Object.getOwnPropertyNames(proto)) reserved.add(name);
+  }
+  return { sdk: module, ReceivedEvent, reserved };
 }
 
 /**
@@ -25,21 +63,21 @@ export function cloudevents(): Sdk {
  * event, as funcrun's own would be. One SDK serves the process: the first start() decides.
  */
 export function useApplicationSdk(folder: string): void {
-  if (sdk !== undefined || applicationSdkPath !== undefined) return;
+  if (sdk !== undefined) return;
   for (let dir = resolve(folder); ; dir = dirname(dir)) {
     const candidate = join(dir, 'node_modules', 'cloudevents');
     if (existsSync(join(candidate, 'package.json'))) {
-      applicationSdkPath = candidate;
+      sdk = { applicationPath: candidate };
       return;
     }
     if (dirname(dir) === dir) return;
   }
 }
 
-function applicationSdk(): Sdk | undefined {
-  if (applicationSdkPath === undefined) return undefined;
+function applicationSdk(path: string | undefined): Sdk | undefined {
+  if (path === undefined) return undefined;
   try {
-    const found = require(applicationSdkPath) as Partial<Sdk>;
+    const found = require(path) as Partial<Sdk>;
     // Only a copy with the class funcrun builds on (every release since 4.0 has it).
     const Class = found.CloudEvent;
     if (typeof Class === 'function' && typeof Class.prototype.validate === 'function' && typeof Class.prototype.cloneWith === 'function') return found as Sdk;
@@ -58,17 +96,9 @@ export const SPEC_VERSIONS = new Set(['1.0', '0.3']);
 // RFC 3986 characters, percent escapes whole: a URI reference (an event's source).
 export const URI_REFERENCE = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
 
-// Events from one sender, and a function's answers, repeat their source: the last one found valid
-// is not scanned again.
-let validSource: string | undefined;
-
 /** Whether `source` is a URI reference (not empty). */
 export function isUriReference(source: string): boolean {
-  if (source === validSource) return true;
-  if (!URI_REFERENCE.test(source)) return false;
-  // Only header-sized values are kept, so that no large text stays referenced.
-  if (source.length <= 256) validSource = source;
-  return true;
+  return URI_REFERENCE.test(source);
 }
 
 /**
@@ -101,24 +131,32 @@ export interface ResponseDefaults {
   type: string;
   /** No datacontenttype on the event, as the SDK's CloudEvent has none unless given (faas-js-runtime's chain). */
   untyped?: boolean;
+  /** The answers' `time`: one clock per set of defaults (a server's); without one, each answer makes its own text. */
+  readonly clock?: EventClock;
 }
 
 /** The defaults for a function named `name`: source `/<name>`, type `dev.funcrun.response`. */
 export function responseDefaults(name: string, untyped = false): ResponseDefaults {
-  return { source: `/${name}`, type: 'dev.funcrun.response', untyped };
+  return { source: `/${name}`, type: 'dev.funcrun.response', untyped, clock: new EventClock() };
 }
 
-// `new Date().toISOString()` costs more than the rest of the answer event: under load many
-// answers share a millisecond, and so share its text.
-let isoMs = -1;
-let isoText = '';
-function isoNow(): string {
-  const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    isoText = new Date(now).toISOString();
+/**
+ * The time now as an event's `time` text. `new Date().toISOString()` costs more than the rest of
+ * the answer event (some 1 µs): under load many answers share a millisecond, and so share its
+ * text. Safe: the text is a pure function of the millisecond, which is compared each time.
+ */
+export class EventClock {
+  #ms = -1;
+  #text = '';
+
+  now(): string {
+    const now = Date.now();
+    if (now !== this.#ms) {
+      this.#ms = now;
+      this.#text = new Date(now).toISOString();
+    }
+    return this.#text;
   }
-  return isoText;
 }
 
 /**
@@ -133,10 +171,12 @@ export class CloudEventResponse<T = unknown> {
   #attributes: Record<string, unknown>;
 
   readonly #untyped: boolean;
+  readonly #clock: EventClock | undefined;
 
   constructor(data: T, defaults: ResponseDefaults) {
     this.#attributes = { source: defaults.source, type: defaults.type, specversion: '1.0', data };
     this.#untyped = defaults.untyped === true;
+    this.#clock = defaults.clock;
   }
   id(id: string): this {
     this.#attributes.id = id;
@@ -165,7 +205,7 @@ export class CloudEventResponse<T = unknown> {
     if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) throw new TypeError('cloudEventResponse(): version must be 1.0 or 0.3');
     const event = Object.create(cloudevents().CloudEvent.prototype) as Record<string, unknown>;
     event.id = attributes.id ?? randomUUID();
-    event.time = isoNow();
+    event.time = this.#clock?.now() ?? new Date().toISOString();
     event.type = type;
     event.source = source;
     event.specversion = specversion;
@@ -188,7 +228,8 @@ brand(CloudEventResponse, 'CloudEventResponse');
  */
 export function asCloudEvent(value: object): CloudEvent<unknown> | undefined {
   if (value instanceof CloudEventResponse) return value.response();
-  if (sdk !== undefined && value instanceof sdk.CloudEvent) return value;
+  // The SDK in use, if loaded: an instance of it can only have been made after it was.
+  if (sdk !== undefined && 'sdk' in sdk && value instanceof sdk.sdk.CloudEvent) return value;
   // Another copy of the SDK: recognised by its class, found on the prototype chain. Parsed data
   // (plain objects, whatever own `constructor` key it carries) never matches.
   if (madeBy(value, 'CloudEvent') && typeof (value as { specversion?: unknown }).specversion === 'string') {

@@ -4,7 +4,7 @@
 // made-up values.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
-import { BATCH, cloudevents, isUriReference, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type Mode } from './cloudevent';
+import { BATCH, isUriReference, loadedSdk, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type Mode } from './cloudevent';
 import { HttpError, runtimeError } from '../errors';
 import { bodyKind, parseMediaType, type MediaType } from '../body/media-type';
 import { decodeText, fastifyParsing, MAX_XML_NODES, parseBody, parseForm, parseJson, parseXml, type XmlBudget } from '../body/body';
@@ -233,49 +233,20 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
         if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
         // An attribute named like a method of the event (`validate`, `emit`, `constructor`) would
         // hide that method on `context.cloudevent`.
-        if (methodNames().has(name)) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
+        if (loadedSdk().reserved.has(name)) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
         // Extension attributes take the CloudEvents type system's scalar values.
         if (typeof value !== 'string' && typeof value !== 'boolean' && !isInt32(value)) {
           throw invalid(`${where}extension attribute '${name}' must be a string, a 32-bit integer or a boolean`, name);
         }
     }
   }
-  const event = Object.create(receivedEventClass().prototype) as Record<string, unknown>;
+  const event = Object.create(loadedSdk().ReceivedEvent.prototype) as Record<string, unknown>;
   Object.assign(event, attributes);
   if (data !== undefined) {
     event.data = data;
     if (data instanceof Uint8Array) event.data_base64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
   }
   return Object.freeze(event) as unknown as CloudEvent<unknown>;
-}
-
-let methods: Set<string> | undefined;
-/** Names an attribute could take that the event's prototype chain already uses (made once). */
-function methodNames(): Set<string> {
-  if (methods === undefined) {
-    methods = new Set();
-    for (let proto = receivedEventClass().prototype; proto !== null; proto = Object.getPrototypeOf(proto)) {
-      for (const name of Object.getOwnPropertyNames(proto)) if (ATTRIBUTE_NAME.test(name)) methods.add(name);
-    }
-  }
-  return methods;
-}
-
-let ReceivedEvent: (new () => CloudEvent<unknown>) | undefined;
-// The SDK's class, serialising an event as it arrived: its toJSON() reformats `time`, which an
-// event that came without one does not have.
-function receivedEventClass(): new () => CloudEvent<unknown> {
-  if (ReceivedEvent === undefined) {
-    const { CloudEvent: Base } = cloudevents();
-    ReceivedEvent = class ReceivedCloudEvent extends Base<unknown> {
-      override toJSON(): Record<string, unknown> {
-        const json: Record<string, unknown> = { ...this };
-        if (json.data_base64 !== undefined) delete json.data;
-        return json;
-      }
-    } as unknown as new () => CloudEvent<unknown>;
-  }
-  return ReceivedEvent;
 }
 
 function isInt32(value: unknown): boolean {

@@ -2,7 +2,8 @@
 // waitUntil work of a drain and shutdown() are each given until a deadline.
 
 // `performance` is one of node's lazy globals: every read of it runs a getter. A request reads
-// the clock several times, so the object is read once, on first use rather than at start.
+// the clock several times, so the object is read once, on first use rather than at start (the
+// first read loads node's perf_hooks, which a start does not need).
 let clock: typeof performance | undefined;
 
 /** `performance.now()`: milliseconds on the monotonic clock. */

@@ -49,7 +49,7 @@ export class InvocationRecord {
   /** The invocation's logger; once it has ended, one whose lines say they outlived it. */
   get log(): Logger {
     if (this.#context !== undefined) return this.#log;
-    return (this.#outlived ??= (this.root ?? processLogger()).child({ outlivedRequest: this.reqId }));
+    return (this.#outlived ??= (this.root ?? scoping.processLog).child({ outlivedRequest: this.reqId }));
   }
 
   /** The invocation has answered; it ends once its waitUntil work has settled too. */
@@ -71,16 +71,46 @@ export class InvocationRecord {
   }
 }
 
-let storage: AsyncLocalStorage<InvocationRecord> | undefined = CHEAP ? new AsyncLocalStorage() : undefined;
+/**
+ * What scoping reads, which is the process's: the public `log` (`import { log } from 'funcrun'`)
+ * is one per process, and so are the storage invocations run in and the logger it writes with
+ * outside any invocation. Made once, below, and handed to every ScopedLogger.
+ */
+class Scoping {
+  /** The storage invocations run in, or undefined while scoping is off (see above). */
+  storage: AsyncLocalStorage<InvocationRecord> | undefined = CHEAP ? new AsyncLocalStorage() : undefined;
+  // Outside an invocation: the logger of the server started last, else one of its own at info.
+  #processLog: Logger | undefined;
+
+  /** Turns scoping on, for the invocations that start from now on. */
+  turnOn(): void {
+    this.storage ??= new AsyncLocalStorage();
+  }
+
+  set processLog(log: Logger) {
+    this.#processLog = log;
+  }
+
+  get processLog(): Logger {
+    return (this.#processLog ??= createLogger('info'));
+  }
+
+  /** The current invocation's logger, else the process's. */
+  current(): Logger {
+    return this.storage?.getStore()?.log ?? this.processLog;
+  }
+}
+
+const scoping = new Scoping();
 
 /** The storage invocations run in, or undefined while scoping is off (see above). */
 export function invocationScope(): AsyncLocalStorage<InvocationRecord> | undefined {
-  return storage;
+  return scoping.storage;
 }
 
 /** Turns scoping on, for the invocations that start from now on. */
 export function useScope(): void {
-  storage ??= new AsyncLocalStorage();
+  scoping.turnOn();
 }
 
 /**
@@ -103,23 +133,12 @@ export function withScopingOnLog<T extends object>(entry: T): T {
 
 /** The record of the invocation the calling code runs in, or that started it, if any (and scoping is on). */
 export function currentInvocation(): InvocationRecord | undefined {
-  return storage?.getStore();
+  return scoping.storage?.getStore();
 }
-
-// Outside an invocation: the logger of the server started last, else one of its own at info.
-let processLog: Logger | undefined;
 
 /** Called by start(): outside any invocation, `log` writes with this server's logger. */
 export function setProcessLogger(log: Logger): void {
-  processLog = log;
-}
-
-function processLogger(): Logger {
-  return (processLog ??= createLogger('info'));
-}
-
-function current(): Logger {
-  return storage?.getStore()?.log ?? processLogger();
+  scoping.processLog = log;
 }
 
 // More arguments than any message has placeholders for.
@@ -136,13 +155,18 @@ class ScopedLogger implements Logger {
   // Children of each invocation's logger, made on first use there and dropped with it.
   readonly #children = new WeakMap<Logger, Logger>();
 
+  readonly #scoping: Scoping;
+
   constructor(
+    scoping: Scoping,
     private readonly bindings?: Record<string, unknown>,
     private readonly options?: ChildOptions,
-  ) {}
+  ) {
+    this.#scoping = scoping;
+  }
 
   #target(): Logger {
-    const base = current();
+    const base = this.#scoping.current();
     if (this.bindings === undefined) return base;
     let child = this.#children.get(base);
     if (child === undefined) this.#children.set(base, (child = base.child(this.bindings, this.options)));
@@ -186,8 +210,8 @@ class ScopedLogger implements Logger {
   child(bindings: Record<string, unknown>, options?: ChildOptions): Logger {
     // Bindings are read and serialised now, as any logger's child reads them.
     const own = { ...this.bindings, ...snapshot(bindings) };
-    useScope();
-    return new ScopedLogger(own, options ?? this.options);
+    this.#scoping.turnOn();
+    return new ScopedLogger(this.#scoping, own, options ?? this.options);
   }
 }
 
@@ -196,4 +220,4 @@ class ScopedLogger implements Logger {
  * started: timers, promises, helper modules) its lines carry that invocation's reqId and trace
  * fields; elsewhere it is the process's logger.
  */
-export const log: Logger = new ScopedLogger();
+export const log: Logger = new ScopedLogger(scoping);

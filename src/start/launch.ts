@@ -146,12 +146,12 @@ export async function launch(module: FunctionModule, options: Options, funcYaml:
  * name funcrun was entered under, the line is a warning, so that faas-js-runtime's default level
  * (warn) shows it; chosen with FUNC_COMPAT or the option, it is information.
  */
-// Said once per process: a test file that starts a server per test says it once, not per test.
-let announced = false;
+// Said once per process, not per start: a test file that starts a server per test says it once.
+const compatibilityNotice = { said: false };
 
 function announceCompatibility(log: RootLogger, byName: boolean): void {
-  if (announced) return;
-  announced = true;
+  if (compatibilityNotice.said) return;
+  compatibilityNotice.said = true;
   const message =
     "faas-js-runtime compatibility: a CloudEvent function gets the whole event as its second argument, and answers, errors, routes, CORS and the log level are faas-js-runtime's " +
     "(docs/migrating.md); FUNC_COMPAT=none for funcrun's own behaviour";

@@ -56,7 +56,7 @@ export function traceOf(traceparent: unknown, tracestate: unknown): Trace | unde
 }
 
 function newSpan(traceId: string, parentSpanId: string, flags: string, traceState: string | undefined): Trace {
-  return made(traceId, newSpanId(), parentSpanId, flags, traceState, undefined);
+  return made(traceId, spanIds.next(), parentSpanId, flags, traceState, undefined);
 }
 
 function made(traceId: string, spanId: string, parentSpanId: string, flags: string, traceState: string | undefined, otel: OtelSpan | undefined): Trace {
@@ -81,22 +81,32 @@ export function fromSpan(traceId: string, spanId: string, parentSpanId: string, 
   return made(traceId, spanId, parentSpanId, (flags & 0xff).toString(16).padStart(2, '0'), state, otel);
 }
 
-// Span ids from a pool of random bytes, refilled 512 ids at a time: one system call per 512
-// traced invocations rather than one each.
-const pool = Buffer.alloc(8 * 512);
-let next = pool.length;
+/**
+ * Span ids from a pool of random bytes, refilled 512 ids at a time: one system call per 512
+ * traced invocations rather than one each.
+ */
+class SpanIds {
+  readonly #pool = Buffer.alloc(8 * 512);
+  #next = this.#pool.length;
 
-function newSpanId(): string {
-  for (;;) {
-    if (next === pool.length) {
-      randomFillSync(pool);
-      next = 0;
+  next(): string {
+    const pool = this.#pool;
+    for (;;) {
+      if (this.#next === pool.length) {
+        randomFillSync(pool);
+        this.#next = 0;
+      }
+      const at = this.#next;
+      this.#next += 8;
+      const id = pool.toString('hex', at, at + 8);
+      if (id !== '0000000000000000') return id;
     }
-    const id = pool.toString('hex', next, next + 8);
-    next += 8;
-    if (id !== '0000000000000000') return id;
   }
 }
+
+// One pool for the process: its bytes are random whoever draws them, so sharing it is safe, and
+// a pool per server would make each start pay for a refill of its own.
+const spanIds = new SpanIds();
 
 /** The trace a request arrived in: its HTTP `traceparent` header, with its `tracestate`. */
 export function requestTrace(headers: IncomingHttpHeaders): Trace | undefined {

@@ -28,9 +28,9 @@ export interface MultipartLimits {
 export const MULTIPART = 'multipart/form-data';
 
 type BusboyModule = typeof import('@fastify/busboy').default;
+// Loaded on the first multipart body: a start, and a function that takes none, never pay for it.
 let busboy: BusboyModule | undefined;
 
-// Loaded on the first multipart body: a function that takes none never pays for it.
 function newParser(options: Parameters<BusboyModule>[0]): Parser {
   busboy ??= require('@fastify/busboy') as BusboyModule;
   return busboy(options);

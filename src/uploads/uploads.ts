@@ -6,13 +6,20 @@ import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { onFullDisk, type UploadFolder } from './upload-folder';
 
-// Set inside the class, where its private fields can be read: the runtime fills a file in, a function only reads it.
-let keep: (file: UploadedFile, chunk: Buffer) => void;
-let grow: (file: UploadedFile, bytes: number) => void;
-let heldOf: (file: UploadedFile) => Buffer[];
-let movedTo: (file: UploadedFile, path: string) => void;
-let closeStreams: (file: UploadedFile) => void;
-let streaming: (file: UploadedFile) => boolean;
+/**
+ * What the runtime keeps of a file, which a function only reads through its methods: filled in
+ * by this module as the bytes arrive, and by no other module.
+ */
+interface FileState {
+  // In memory while small; past the memory limit, in a temporary file.
+  chunks: Buffer[];
+  path: string | undefined;
+  // Streams opened on the temporary file: closed when the invocation ends, read or not.
+  streams: Readable[] | undefined;
+}
+
+/** The key of a file's state: not exported, and an accessor on the prototype (see context.ts's STATE). */
+const STATE = Symbol('funcrun.upload.state');
 
 /** A file of a multipart/form-data body. Its temporary file, if it has one, is gone once the invocation ends. */
 export class UploadedFile {
@@ -24,11 +31,7 @@ export class UploadedFile {
   readonly type: string;
   /** Its size in bytes. */
   readonly size: number = 0;
-  // In memory while small; past the memory limit, in a temporary file.
-  #chunks: Buffer[] = [];
-  #path: string | undefined;
-  // Streams opened on the temporary file: closed when the invocation ends, read or not.
-  #streams: Readable[] | undefined;
+  readonly #state: FileState = { chunks: [], path: undefined, streams: undefined };
 
   constructor(field: string, filename: string, type: string) {
     this.field = field;
@@ -38,8 +41,9 @@ export class UploadedFile {
 
   /** The file's bytes. */
   async bytes(): Promise<Buffer> {
-    if (this.#path !== undefined) return files.readFile(this.#path);
-    return this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.size);
+    const { path, chunks } = this.#state;
+    if (path !== undefined) return files.readFile(path);
+    return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, this.size);
   }
 
   /** The file's bytes as UTF-8 text. */
@@ -49,32 +53,46 @@ export class UploadedFile {
 
   /** The file's bytes as a stream: read from disk as it is read, for a file of any size. */
   stream(): Readable {
-    if (this.#path === undefined) return Readable.from(this.#chunks, { objectMode: false });
+    const state = this.#state;
+    if (state.path === undefined) return Readable.from(state.chunks, { objectMode: false });
     // Opened now, not when first read: the stream outlives the file's name, which goes before the answer.
-    const stream = createReadStream('', { fd: openSync(this.#path, 'r') });
-    (this.#streams ??= []).push(stream);
+    const stream = createReadStream('', { fd: openSync(state.path, 'r') });
+    (state.streams ??= []).push(stream);
     return stream;
   }
 
-  static {
-    keep = (file, chunk) => {
-      grow(file, chunk.length);
-      file.#chunks.push(chunk);
-    };
-    // Read-only to the function, counted here as the bytes arrive.
-    grow = (file, bytes) => ((file as { size: number }).size += bytes);
-    heldOf = (file) => {
-      const held = file.#chunks;
-      file.#chunks = [];
-      return held;
-    };
-    movedTo = (file, path) => (file.#path = path);
-    closeStreams = (file) => {
-      for (const stream of file.#streams ?? []) stream.destroy();
-      file.#streams = undefined;
-    };
-    streaming = (file) => file.#streams?.some((stream) => !stream.destroyed) === true;
+  /** The file's state, for this module: see STATE. */
+  get [STATE](): FileState {
+    return this.#state;
   }
+}
+
+function keep(file: UploadedFile, chunk: Buffer): void {
+  grow(file, chunk.length);
+  file[STATE].chunks.push(chunk);
+}
+
+// Read-only to the function, counted here as the bytes arrive.
+function grow(file: UploadedFile, bytes: number): void {
+  (file as { size: number }).size += bytes;
+}
+
+/** The chunks held in memory, handed over (to the temporary file) and no longer held. */
+function heldOf(file: UploadedFile): Buffer[] {
+  const state = file[STATE];
+  const held = state.chunks;
+  state.chunks = [];
+  return held;
+}
+
+function closeStreams(file: UploadedFile): void {
+  const state = file[STATE];
+  for (const stream of state.streams ?? []) stream.destroy();
+  state.streams = undefined;
+}
+
+function streaming(file: UploadedFile): boolean {
+  return file[STATE].streams?.some((stream) => !stream.destroyed) === true;
 }
 
 /** One file being received: into memory, then into its temporary file once past the memory limit. */
@@ -130,7 +148,7 @@ export class Receiving {
     const handle = this.#handle;
     this.#handle = undefined;
     await handle?.close();
-    if (this.#path !== undefined) movedTo(this.file, this.#path);
+    if (this.#path !== undefined) this.file[STATE].path = this.#path;
   }
 }
 

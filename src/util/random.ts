@@ -3,6 +3,7 @@
 // the digests and tokens of idempotency come later).
 import type * as Crypto from 'node:crypto';
 
+// Loaded on first use (above): a start does not pay for it.
 let crypto: typeof Crypto | undefined;
 
 function load(): typeof Crypto {

@@ -20,6 +20,7 @@ const QUOTE = 40;
 const REASON = 120;
 
 type XmlModule = typeof import('@xmldom/xmldom');
+// Loaded on the first XML body (parseXml): a start, and a function that never sees XML, do not pay for it.
 let xmldom: XmlModule | undefined;
 
 /**
