@@ -28,6 +28,29 @@ function optionRows() {
 }
 
 describe('the settings table', () => {
+  it("the options table of docs/options.md states each setting's default as the table has it", () => {
+    // A default the page writes as a value (`1 MiB`, `20s`, `off`, `8080`), read back.
+    const UNITS = { KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+    const valuesOf = (cell) => {
+      const text = cell.replace(/`/g, '').trim();
+      if (text === 'off') return [false, 0];
+      if (text === 'true') return [true];
+      const unit = /^(\d+) ?(KiB|MiB|GiB|ms|s|m|h)$/.exec(text);
+      if (unit) return [Number(unit[1]) * UNITS[unit[2]]];
+      return /^\d+$/.test(text) ? [Number(text)] : [text];
+    };
+    let checked = 0;
+    for (const cells of optionRows()) {
+      const name = /`(\w+)`/.exec(cells[2])?.[1];
+      const setting = SETTINGS[name];
+      // Defaults that depend on another setting or the mode are prose: `uploadLimit`, `by name`.
+      if (setting === undefined || setting.default === undefined || /\(|,| /.test(cells[3].replace(/^\d+ (KiB|MiB|GiB)$/, ''))) continue;
+      assert.ok(valuesOf(cells[3]).includes(setting.default), `docs/options.md gives ${name} the default ${cells[3]}; the table has ${setting.default}`);
+      checked++;
+    }
+    assert.ok(checked >= 20, `only ${checked} defaults checked`);
+  });
+
   it('the options table of docs/options.md has a row for every setting, with its flags, variables and option', () => {
     const rows = optionRows();
     for (const [name, setting] of Object.entries(SETTINGS)) {
