@@ -37,6 +37,8 @@ function shellWord(word: string): string {
   return /^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
 }
 
+type ConfigValues = { name?: string; value?: string; liveness?: string; readiness?: string; env?: boolean };
+
 export function config(args: string[]): void {
   const [area, action] = args;
   const rest = args.slice(area === 'envs' ? 2 : 1);
@@ -44,39 +46,42 @@ export function config(args: string[]): void {
   if (values.help || area === '--help' || area === '-h') help(CONFIG_USAGE);
   if (positionals.length > 0) throw new UsageError(`unexpected ${positionals.join(' ')}`);
   const folder = resolve((values.path as string | undefined) ?? '.');
-  if (area === 'envs') {
-    const name = values.name as string | undefined;
-    if (action === 'list') {
-      const file = openFuncYaml(folder);
-      for (const entry of listEnvs(file.doc)) process.stdout.write(`${describeEnv(entry)}\n`);
-      return;
-    }
-    if (action !== 'add' && action !== 'remove') throw new UsageError(notOneOf('config envs action', action ?? '', ['add', 'remove', 'list']));
-    if (name === undefined) throw new UsageError(`config envs ${action} needs --name`);
-    const file = openFuncYaml(folder);
-    if (action === 'add') {
-      if (values.value === undefined) throw new UsageError('config envs add needs --value');
-      const done = refusedAsUsage(() => setEnv(file.doc, name, values.value as string));
-      saveFuncYaml(file);
-      process.stdout.write(`${done} ${name} in ${file.file}\n`);
-    } else {
-      removeEnv(file.doc, name);
-      saveFuncYaml(file);
-      process.stdout.write(`removed ${name} from ${file.file}\n`);
-    }
-    return;
-  }
-  if (area === 'health') {
-    if (values.liveness === undefined && values.readiness === undefined) throw new UsageError('config health needs --liveness, --readiness or both');
-    const file = openFuncYaml(folder);
-    refusedAsUsage(() =>
-      setHealth(file.doc, { liveness: values.liveness as string | undefined, readiness: values.readiness as string | undefined }, values.env === true),
-    );
-    saveFuncYaml(file);
-    process.stdout.write(`set the health endpoints in ${file.file}\n`);
-    return;
-  }
+  if (area === 'envs') return configEnvs(action, values, folder);
+  if (area === 'health') return configHealth(values, folder);
   throw new UsageError(notOneOf('config', area ?? '', ['envs', 'health']));
+}
+
+/** `funcrun config envs add|remove|list`. */
+function configEnvs(action: string | undefined, values: ConfigValues, folder: string): void {
+  const name = values.name;
+  if (action === 'list') {
+    const file = openFuncYaml(folder);
+    for (const entry of listEnvs(file.doc)) process.stdout.write(`${describeEnv(entry)}\n`);
+    return;
+  }
+  if (action !== 'add' && action !== 'remove') throw new UsageError(notOneOf('config envs action', action ?? '', ['add', 'remove', 'list']));
+  if (name === undefined) throw new UsageError(`config envs ${action} needs --name`);
+  const file = openFuncYaml(folder);
+  if (action === 'add') {
+    const value = values.value;
+    if (value === undefined) throw new UsageError('config envs add needs --value');
+    const done = refusedAsUsage(() => setEnv(file.doc, name, value));
+    saveFuncYaml(file);
+    process.stdout.write(`${done} ${name} in ${file.file}\n`);
+  } else {
+    removeEnv(file.doc, name);
+    saveFuncYaml(file);
+    process.stdout.write(`removed ${name} from ${file.file}\n`);
+  }
+}
+
+/** `funcrun config health`. */
+function configHealth(values: ConfigValues, folder: string): void {
+  if (values.liveness === undefined && values.readiness === undefined) throw new UsageError('config health needs --liveness, --readiness or both');
+  const file = openFuncYaml(folder);
+  refusedAsUsage(() => setHealth(file.doc, { liveness: values.liveness, readiness: values.readiness }, values.env === true));
+  saveFuncYaml(file);
+  process.stdout.write(`set the health endpoints in ${file.file}\n`);
 }
 
 /** A value the server would refuse at start is the command line's mistake: bad use, exit code 2. */

@@ -15,31 +15,13 @@ export async function invokeCommand(args: string[]): Promise<void> {
   if (positionals.length > 0) throw new UsageError(`invoke takes no arguments, got ${positionals.join(' ')}`);
   const method = ((values['request-type'] as string | undefined) ?? 'POST').toUpperCase();
   if (method !== 'GET' && method !== 'POST') throw new UsageError(notOneOf('--request-type', method, ['GET', 'POST']));
-  const funcYaml = existsSync(join(resolve((values.path as string | undefined) ?? '.'), 'func.yaml'))
-    ? readFuncYaml(resolve((values.path as string | undefined) ?? '.'))
-    : undefined;
-  const format = (values.format as string | undefined) ?? (funcYaml?.invoke === 'cloudevent' ? 'cloudevent' : 'http');
-  if (format !== 'http' && format !== 'cloudevent') throw new UsageError(notOneOf('--format', format, ['http', 'cloudevent']));
-  const extensions: Record<string, string> = {};
-  for (const pair of (values.extension as string[] | undefined) ?? []) {
-    const m = /^([a-z0-9]+)=(.*)$/s.exec(pair);
-    if (m === null) throw new UsageError(`invalid --extension '${pair}': expected name=value, the name in a-z and 0-9`);
-    extensions[m[1]] = headerValue('--extension', m[2], pair);
-  }
+  const format = formatOf(values.format as string | undefined, resolve((values.path as string | undefined) ?? '.'));
+  const extensions = extensionsOf((values.extension as string[] | undefined) ?? []);
   for (const option of ['id', 'source', 'type', 'content-type'] as const) {
     if (values[option] !== undefined) headerValue(`--${option}`, values[option] as string);
   }
-  const target = (values.target as string | undefined) ?? 'http://localhost:8080';
-  if (!URL.canParse(target) || !/^https?:$/.test(new URL(target).protocol)) {
-    // Not echoed when it may hold credentials (user:password@).
-    throw new UsageError(`invalid --target${target.includes('@') ? '' : ` '${target}'`}: expected a URL such as http://localhost:8080`);
-  }
-  let timeout: number;
-  try {
-    timeout = parseDuration((values.timeout as string | undefined) ?? '30s', '--timeout');
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const target = targetOf((values.target as string | undefined) ?? 'http://localhost:8080');
+  const timeout = timeoutOf((values.timeout as string | undefined) ?? '30s');
   // --file and --field in the order given: a form's parts keep the command line's order, as curl's -F do.
   const given = (tokens ?? []).flatMap((t) =>
     t.kind === 'option' && (t.name === 'file' || t.name === 'field') && t.value !== undefined ? [{ name: t.name, value: t.value }] : [],
@@ -65,6 +47,41 @@ export async function invokeCommand(args: string[]): Promise<void> {
   if (!result.ok) {
     process.stderr.write(`funcrun: the function answered ${result.status}\n`);
     process.exit(EXIT.FAILED);
+  }
+}
+
+/** --format, else func.yaml's invoke in `folder`, else http. */
+function formatOf(given: string | undefined, folder: string): 'http' | 'cloudevent' {
+  const funcYaml = existsSync(join(folder, 'func.yaml')) ? readFuncYaml(folder) : undefined;
+  const format = given ?? (funcYaml?.invoke === 'cloudevent' ? 'cloudevent' : 'http');
+  if (format !== 'http' && format !== 'cloudevent') throw new UsageError(notOneOf('--format', format, ['http', 'cloudevent']));
+  return format;
+}
+
+/** The --extension name=value pairs, checked. */
+function extensionsOf(pairs: string[]): Record<string, string> {
+  const extensions: Record<string, string> = {};
+  for (const pair of pairs) {
+    const m = /^([a-z0-9]+)=(.*)$/s.exec(pair);
+    if (m === null) throw new UsageError(`invalid --extension '${pair}': expected name=value, the name in a-z and 0-9`);
+    extensions[m[1]] = headerValue('--extension', m[2], pair);
+  }
+  return extensions;
+}
+
+function targetOf(target: string): string {
+  if (!URL.canParse(target) || !/^https?:$/.test(new URL(target).protocol)) {
+    // Not echoed when it may hold credentials (user:password@).
+    throw new UsageError(`invalid --target${target.includes('@') ? '' : ` '${target}'`}: expected a URL such as http://localhost:8080`);
+  }
+  return target;
+}
+
+function timeoutOf(text: string): number {
+  try {
+    return parseDuration(text, '--timeout');
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
 }
 
