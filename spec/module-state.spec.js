@@ -21,9 +21,6 @@ const ALLOWED = {
   'cloudevents/cloudevent.ts sdk': 'the CloudEvents SDK, one per process (instanceof holds in the function), loaded with the first event',
   'lifecycle/deadline.ts clock': "`performance`, read on first use: its first read loads node's perf_hooks",
   'http/connections.ts connectionsKey': "node:http's private symbol for a server's connections, looked up on first use",
-  'log/log.ts visits': 'being moved out of module scope separately',
-  'log/log.ts room': 'being moved out of module scope separately',
-  'log/log.ts lastMsg': 'being moved out of module scope separately',
   'tools/templates/javascript.ts running': TEMPLATE_TEXT,
   'tools/templates/typescript.ts running': TEMPLATE_TEXT,
 };

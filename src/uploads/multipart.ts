@@ -42,151 +42,214 @@ function newParser(options: Parameters<BusboyModule>[0]): Parser {
 // no header within the setting is refused, however the body was cut into reads.
 const HEADER_SLACK = 6;
 
+type Fields = Record<string, string | string[]>;
+
 /** Reads a multipart body: resolves with its fields, its files added to `uploads`. */
-export function readMultipart(req: IncomingMessage, limits: MultipartLimits, uploads: Uploads): Promise<Record<string, string | string[]>> {
+export function readMultipart(req: IncomingMessage, limits: MultipartLimits, uploads: Uploads): Promise<Fields> {
   return new Promise((resolve, reject) => {
-    const fields: Record<string, string | string[]> = {};
-    const parts = new Set<Readable>();
-    let received = 0;
-    let fieldCount = 0;
-    // The fields' names and values, and the files' names and types: what is held in memory of them.
-    let heldBytes = 0;
-    // Parts given to the function, and parts still being read; the parser has parsed to the end.
-    let taken = 0;
-    let reading = 0;
-    let parsed = false;
-    let failed = false;
-    // The first failure ends everything: no more bytes read, every part's stream destroyed.
-    const fail = (err: unknown) => {
-      if (failed) return;
-      failed = true;
-      stopReading();
-      for (const part of parts) part.destroy();
-      reject(err);
-    };
-    const partDone = (stream: Readable) => {
-      parts.delete(stream);
-      if (--reading === 0 && parsed) done();
-    };
-    if (paramCount(req.headers['content-type']!, 'boundary') > 1) return reject(invalid('the Content-Type has more than one boundary'));
-    let parser: Parser;
-    try {
-      parser = newParser({
-        headers: req.headers as BusboyHeaders,
-        // Every part comes as a stream: a part with a filename is a file, any other is a field.
-        isPartAFile: () => true,
-        // One part past both limits: a field or a file there is refused by its own limit, by name.
-        limits: { parts: limits.files + limits.fields + 1, headerSize: limits.partHeader + HEADER_SLACK, fieldSize: Infinity, fileSize: Infinity },
-      });
-    } catch {
-      return reject(invalid('the Content-Type has no boundary'));
-    }
-    watchPartHeaders(parser, () => fail(overLimit('FUNCRUN_PART_HEADER_TOO_LARGE', 'a part header is larger than', limits.partHeader, 'partHeaderLimit')));
-
-    parser.on('file', (name: string | undefined, stream: Readable, filename: string | undefined, _encoding: string, type: string) => {
-      // The parser emits a part's errors on its stream: read or not, one is never unheard (a crash).
-      stream.on('error', ignore);
-      if (failed) return void stream.resume();
-      taken++;
-      if (name === undefined) {
-        stream.resume();
-        return fail(invalid('a part has no name'));
-      }
-      parts.add(stream);
-      reading++;
-      if (filename === undefined) return readField(stream, name);
-      if (uploads.files.length === limits.files) return fail(overLimit('FUNCRUN_TOO_MANY_FILES', 'the body has more files than', limits.files, 'filesLimit'));
-      // A file's names and type stay in memory with it (UploadedFile), as a field's name does.
-      if (!hold(Buffer.byteLength(name) + Buffer.byteLength(filename) + Buffer.byteLength(type))) return;
-      const receiving = receiveFile(stream, new Receiving(addFile(name, filename, type), uploads)).then(() => partDone(stream), fail);
-      uploads.writing.push(receiving);
-    });
-    parser.on('partsLimit', () =>
-      fail(overLimit('FUNCRUN_TOO_MANY_PARTS', 'the body has more parts than fields and files allowed', limits.files + limits.fields, 'fieldsLimit')),
-    );
-    parser.on('error', (err: Error) => fail(invalid(reasonOf(err))));
-    parser.on('finish', () => {
-      parsed = true;
-      // The parser skips a part that is not form-data with a name (no Content-Disposition, a line
-      // break inside a header): one the function would never see is a malformed body, not a lost part.
-      if (taken < partsSeen(parser)) return fail(invalid('a part is not form-data with a name'));
-      // The last file may still be being written.
-      if (reading === 0) done();
-    });
-    const done = () => failed || resolve(fields);
-
-    function addFile(name: string, filename: string, type: string): UploadedFile {
-      const file = new UploadedFile(name, filename, type);
-      uploads.files.push(file);
-      return file;
-    }
-
-    // A field's bytes, by listeners rather than an async iterator: forms can have thousands of fields.
-    function readField(stream: Readable, name: string): void {
-      if (++fieldCount > limits.fields) return fail(overLimit('FUNCRUN_TOO_MANY_FIELDS', 'the body has more fields than', limits.fields, 'fieldsLimit'));
-      // Its name is held as its value is (a key of the fields): counted before a byte of the value.
-      if (!hold(Buffer.byteLength(name))) return;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      stream.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > limits.fieldSize)
-          return fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit'));
-        if (hold(chunk.length)) chunks.push(chunk);
-      });
-      stream.on('end', () => {
-        if (failed) return;
-        const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
-        try {
-          addField(fields, name, decodeText(bytes, undefined));
-        } catch {
-          return fail(runtimeError('FUNCRUN_INVALID_TEXT', `field '${name.slice(0, 100)}' is not valid UTF-8`));
-        }
-        partDone(stream);
-      });
-    }
-
-    // Counts bytes the body makes funcrun hold in memory besides files; false (and the 413) past the bound.
-    function hold(bytes: number): boolean {
-      if ((heldBytes += bytes) <= limits.fieldsTogether) return true;
-      fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', 'the fields and names together are larger than', limits.fieldsTogether, fieldsTogetherSetting(limits)));
-      return false;
-    }
-
-    async function receiveFile(stream: Readable, receiving: Receiving): Promise<void> {
-      try {
-        for await (const chunk of stream as AsyncIterable<Buffer>) {
-          if (receiving.file.size + chunk.length > limits.fileSize)
-            throw overLimit('FUNCRUN_FILE_TOO_LARGE', `file '${receiving.file.field.slice(0, 100)}' is larger than`, limits.fileSize, 'fileSizeLimit');
-          await receiving.add(chunk);
-        }
-      } finally {
-        await receiving.close();
-      }
-    }
-
-    // The request's bytes go to the parser as they come, counted against the body limit; the
-    // parser's backpressure pauses the request.
-    const onData = (chunk: Buffer) => {
-      if ((received += chunk.length) > limits.body) return fail(tooLarge(limits.body, 'uploadLimit'));
-      if (!parser.write(chunk)) req.pause();
-    };
-    const onDrain = () => failed || req.resume();
-    const onEnd = () => parser.end();
-    // 'close' follows the end too; before it, the client went away.
-    const onClose = () => req.complete || fail(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
-    function stopReading(): void {
-      req.pause();
-      req.removeListener('data', onData);
-      req.removeListener('end', onEnd);
-      req.removeListener('close', onClose);
-      parser.removeListener('drain', onDrain);
-    }
-    parser.on('drain', onDrain);
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('close', onClose);
+    if (paramCount(req.headers['content-type']!, 'boundary') > 1) throw invalid('the Content-Type has more than one boundary');
+    new MultipartReader(req, limits, uploads, { resolve, reject }).start();
   });
+}
+
+/** The parser for `req`'s body, its limits from `limits`. */
+function parserFor(req: IncomingMessage, limits: MultipartLimits): Parser {
+  try {
+    return newParser({
+      headers: req.headers as BusboyHeaders,
+      // Every part comes as a stream: a part with a filename is a file, any other is a field.
+      isPartAFile: () => true,
+      // One part past both limits: a field or a file there is refused by its own limit, by name.
+      limits: { parts: limits.files + limits.fields + 1, headerSize: limits.partHeader + HEADER_SLACK, fieldSize: Infinity, fileSize: Infinity },
+    });
+  } catch {
+    throw invalid('the Content-Type has no boundary');
+  }
+}
+
+/**
+ * One body being read: the request's bytes go to the parser, and the parser's parts to the fields
+ * or to `uploads`. Its methods are the request's and the parser's event handlers; the first
+ * failure ends everything (no more bytes read, every part's stream destroyed) and rejects.
+ */
+class MultipartReader {
+  readonly #fields: Fields = {};
+  readonly #parser: Parser;
+  /** Parts whose streams are still open, to destroy on a failure. */
+  readonly #parts = new Set<Readable>();
+  /** The body's bytes so far. */
+  #received = 0;
+  #fieldCount = 0;
+  /** The fields' names and values, and the files' names and types: what is held in memory of them. */
+  #heldBytes = 0;
+  /** Parts given to the function, and parts still being read; the parser has parsed to the end. */
+  #taken = 0;
+  #reading = 0;
+  #parsed = false;
+  #failed = false;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly limits: MultipartLimits,
+    private readonly uploads: Uploads,
+    private readonly settle: { resolve(fields: Fields): void; reject(err: unknown): void },
+  ) {
+    this.#parser = parserFor(req, limits);
+  }
+
+  start(): void {
+    const parser = this.#parser;
+    watchPartHeaders(parser, () =>
+      this.#fail(overLimit('FUNCRUN_PART_HEADER_TOO_LARGE', 'a part header is larger than', this.limits.partHeader, 'partHeaderLimit')),
+    );
+    parser.on('file', this.#onPart);
+    parser.on('partsLimit', () =>
+      this.#fail(
+        overLimit('FUNCRUN_TOO_MANY_PARTS', 'the body has more parts than fields and files allowed', this.limits.files + this.limits.fields, 'fieldsLimit'),
+      ),
+    );
+    parser.on('error', (err: Error) => this.#fail(invalid(reasonOf(err))));
+    parser.on('finish', this.#onFinish);
+    parser.on('drain', this.#onDrain);
+    this.req.on('data', this.#onData);
+    this.req.on('end', this.#onEnd);
+    this.req.on('close', this.#onClose);
+  }
+
+  // The request's bytes go to the parser as they come, counted against the body limit; the
+  // parser's backpressure pauses the request.
+  readonly #onData = (chunk: Buffer): void => {
+    if ((this.#received += chunk.length) > this.limits.body) return this.#fail(tooLarge(this.limits.body, 'uploadLimit'));
+    if (!this.#parser.write(chunk)) this.req.pause();
+  };
+
+  readonly #onDrain = (): void => {
+    if (!this.#failed) this.req.resume();
+  };
+
+  readonly #onEnd = (): void => {
+    this.#parser.end();
+  };
+
+  // 'close' follows the end too; before it, the client went away.
+  readonly #onClose = (): void => {
+    if (!this.req.complete) this.#fail(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
+  };
+
+  readonly #onPart = (name: string | undefined, stream: Readable, filename: string | undefined, _encoding: string, type: string): void => {
+    // The parser emits a part's errors on its stream: read or not, one is never unheard (a crash).
+    stream.on('error', ignore);
+    if (this.#failed) return void stream.resume();
+    this.#taken++;
+    if (name === undefined) {
+      stream.resume();
+      return this.#fail(invalid('a part has no name'));
+    }
+    this.#parts.add(stream);
+    this.#reading++;
+    if (filename === undefined) this.#readField(stream, name);
+    else this.#readFile(stream, name, filename, type);
+  };
+
+  readonly #onFinish = (): void => {
+    this.#parsed = true;
+    // The parser skips a part that is not form-data with a name (no Content-Disposition, a line
+    // break inside a header): one the function would never see is a malformed body, not a lost part.
+    if (this.#taken < partsSeen(this.#parser)) return this.#fail(invalid('a part is not form-data with a name'));
+    // The last file may still be being written.
+    if (this.#reading === 0) this.#done();
+  };
+
+  // A field's bytes, by listeners rather than an async iterator: forms can have thousands of fields.
+  #readField(stream: Readable, name: string): void {
+    const { limits } = this;
+    if (++this.#fieldCount > limits.fields)
+      return this.#fail(overLimit('FUNCRUN_TOO_MANY_FIELDS', 'the body has more fields than', limits.fields, 'fieldsLimit'));
+    // Its name is held as its value is (a key of the fields): counted before a byte of the value.
+    if (!this.#hold(Buffer.byteLength(name))) return;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limits.fieldSize)
+        return this.#fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit'));
+      if (this.#hold(chunk.length)) chunks.push(chunk);
+    });
+    stream.on('end', () => this.#fieldRead(stream, name, chunks, size));
+  }
+
+  #fieldRead(stream: Readable, name: string, chunks: Buffer[], size: number): void {
+    if (this.#failed) return;
+    const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+    try {
+      addField(this.#fields, name, decodeText(bytes, undefined));
+    } catch {
+      return this.#fail(runtimeError('FUNCRUN_INVALID_TEXT', `field '${name.slice(0, 100)}' is not valid UTF-8`));
+    }
+    this.#partDone(stream);
+  }
+
+  #readFile(stream: Readable, name: string, filename: string, type: string): void {
+    const { limits, uploads } = this;
+    if (uploads.files.length === limits.files)
+      return this.#fail(overLimit('FUNCRUN_TOO_MANY_FILES', 'the body has more files than', limits.files, 'filesLimit'));
+    // A file's names and type stay in memory with it (UploadedFile), as a field's name does.
+    if (!this.#hold(Buffer.byteLength(name) + Buffer.byteLength(filename) + Buffer.byteLength(type))) return;
+    const file = new UploadedFile(name, filename, type);
+    uploads.files.push(file);
+    const receiving = this.#receiveFile(stream, new Receiving(file, uploads)).then(
+      () => this.#partDone(stream),
+      (err: unknown) => this.#fail(err),
+    );
+    uploads.writing.push(receiving);
+  }
+
+  async #receiveFile(stream: Readable, receiving: Receiving): Promise<void> {
+    const { fileSize } = this.limits;
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        if (receiving.file.size + chunk.length > fileSize)
+          throw overLimit('FUNCRUN_FILE_TOO_LARGE', `file '${receiving.file.field.slice(0, 100)}' is larger than`, fileSize, 'fileSizeLimit');
+        await receiving.add(chunk);
+      }
+    } finally {
+      await receiving.close();
+    }
+  }
+
+  // Counts bytes the body makes funcrun hold in memory besides files; false (and the 413) past the bound.
+  #hold(bytes: number): boolean {
+    const { limits } = this;
+    if ((this.#heldBytes += bytes) <= limits.fieldsTogether) return true;
+    this.#fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', 'the fields and names together are larger than', limits.fieldsTogether, fieldsTogetherSetting(limits)));
+    return false;
+  }
+
+  #partDone(stream: Readable): void {
+    this.#parts.delete(stream);
+    if (--this.#reading === 0 && this.#parsed) this.#done();
+  }
+
+  #done(): void {
+    if (!this.#failed) this.settle.resolve(this.#fields);
+  }
+
+  // The first failure ends everything: no more bytes read, every part's stream destroyed.
+  #fail(err: unknown): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#stopReading();
+    for (const part of this.#parts) part.destroy();
+    this.settle.reject(err);
+  }
+
+  #stopReading(): void {
+    this.req.pause();
+    this.req.removeListener('data', this.#onData);
+    this.req.removeListener('end', this.#onEnd);
+    this.req.removeListener('close', this.#onClose);
+    this.#parser.removeListener('drain', this.#onDrain);
+  }
 }
 
 function ignore(): void {}
