@@ -61,7 +61,7 @@ export function awaitContinue(req: IncomingMessage): void {
 }
 
 /** The request's head: its media type, CloudEvents mode, query, params and content type. Starts the metrics' clock. */
-export function describe(p: Pipeline, x: Exchange, destination: FunctionDestination, match: Match<Destination>): RequestHead {
+export function describeRequest(p: Pipeline, x: Exchange, destination: FunctionDestination, match: Match<Destination>): RequestHead {
   if (p.metrics !== undefined) x.began = now();
   const headers = x.req.headers;
   const media = parseMediaType(headers['content-type']);

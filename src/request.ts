@@ -31,7 +31,7 @@ import type { Contracts } from './events/contracts';
 import type { Idempotency, Settle } from './events/idempotency/idempotency';
 import { Outcome, settleOutcome } from './events/outcomes';
 import { admitEvents } from './events/admit-events';
-import { describe, inputOf, readInput, type Input } from './input';
+import { describeRequest, inputOf, readInput, type Input } from './input';
 import type { Match } from './routing/router';
 import type { Destination, FunctionDestination, RouteTable } from './routing/routes';
 import type { Function as FunctionModule, RequestInfo } from './types';
@@ -146,13 +146,13 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     // 5. Probes and metrics are answered by the runtime itself.
     if (destination.kind !== 'function') return await answerRuntime(p, x, destination);
     // 6. The body, within its limit, read into the request's Input (input.ts).
-    const head = describe(p, x, destination, match);
+    const head = describeRequest(p, x, destination, match);
     const reading = readInput(p, x, destination, head);
     input = reading instanceof Promise ? inputOf(p, x, head, await reading) : reading;
     // 7. Events: checked against the module's contracts; with idempotency, a duplicate is answered as the first delivery was.
     if (input.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined)) {
-      const admitting = admitEvents(p, x, input);
-      const admitted = isThenable(admitting) ? await admitting : admitting;
+      let admitted = admitEvents(p, x, input);
+      if (isThenable(admitted)) admitted = await admitted;
       if (admitted === undefined) return;
       input = admitted;
     }
