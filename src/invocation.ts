@@ -1,16 +1,23 @@
-// Calling the function: with the frozen `this` faas-js-runtime gives, within the request's
-// timeout, and once per event of a batch.
+// Step 8 of a request (request.ts): the function called, with the request's data or once per
+// event of a batch, each invocation with a context of its own; with the frozen `this`
+// faas-js-runtime gives, and within the request's timeout.
 import type { CloudEvent } from 'cloudevents';
 import { asCloudEvent } from './cloudevents/cloudevent';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { InvocationRecord } from './log/scope';
-import { abortInvocation, invocationOutlived, invocationRecord, invocationTrace, type Context } from './context';
-import type { Trace } from './telemetry/trace';
+import { abortInvocation, Context, invocationOutlived, invocationRecord, invocationTrace, sharingQuery, type ContextParts } from './context';
+import { eventTrace, sibling, type Trace } from './telemetry/trace';
+import type { Tracing } from './telemetry/otel';
+import type { Logger } from './log/log';
 import { runtimeError } from './errors';
 import type { ErrorCode } from './error-codes';
 import { discard } from './respond';
 import { invocationScope } from './log/scope';
 import { isThenable, now, settleWithin } from './lifecycle/deadline';
+import { settleOutcome } from './cloudevents/outcomes';
+import type { FunctionDestination } from './routing/routes';
+import type { Input } from './input';
+import type { Exchange, Pipeline } from './request';
 import type { Invokable } from './types';
 
 // A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
@@ -38,7 +45,7 @@ export function timedInvoker(timeout: number): Invoke {
         ? otel.within(enter, scope, fn, ctx, data)
         : scope === undefined
           ? fn.call(HANDLER_THIS, ctx, data)
-          : scope.run(invocationRecord(ctx), call, fn, ctx, data);
+          : scope.run(invocationRecord(ctx), callHandler, fn, ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
     let late = false;
     // A result that comes after the 504 is dropped; a stream in it is closed.
@@ -63,30 +70,142 @@ export async function beforeDeadline<T>(value: T | Promise<T>, timeout: number, 
   return settleWithin(value, deadline - now(), () => runtimeError(code, `${what} did not finish within ${timeout} ms`));
 }
 
+type ContextClass = new (parts: ContextParts) => Context;
+
+/** What a batch's invocations share: made once per batch, in callFunction(). */
+interface BatchCall {
+  readonly p: Pipeline;
+  readonly x: Exchange;
+  readonly input: Input;
+  readonly destination: FunctionDestination;
+  readonly events: CloudEvent<unknown>[];
+  /** The contexts made so far, the request's (x.contexts). */
+  readonly contexts: Context[];
+  /** With the application's OpenTelemetry, each invocation is a span of its tracer. */
+  readonly otel: Tracing | undefined;
+  /** The spans begun so far, ended with the answer. */
+  readonly spans: Trace[];
+}
+
+/** What the function returned (or a promise of it): called with the request's data, or once per event. */
+export function callFunction(p: Pipeline, x: Exchange, destination: FunctionDestination, input: Input): unknown {
+  const { behaviour, metrics } = p;
+  const otel = p.tracing?.active() === true ? p.tracing : undefined;
+  const events = input.events;
+  // Every context is made before the call, so queueing ends here.
+  if (events === undefined) {
+    const ctx = singleContext(p, x, input, destination, otel, undefined);
+    if (metrics !== undefined) metrics.queued((now() - x.began) / 1000);
+    x.invoked = true;
+    return p.invoke(destination.fn, ctx, input.data, x.deadline);
+  }
+  if (metrics !== undefined) metrics.queued((now() - x.began) / 1000);
+  x.invoked = true;
+  if (Array.isArray(events)) {
+    const contexts: Context[] = (x.contexts = []);
+    return batch({ p, x, input, destination, events, contexts, otel, spans: [] });
+  }
+  const ctx = singleContext(p, x, input, destination, otel, events);
+  return p.invoke(destination.fn, ctx, behaviour.eventAsArgument ? events : events.data, x.deadline);
+}
+
 /**
  * A batch (`application/cloudevents-batch+json`): the handler runs once per event, in order.
  * The CloudEvents it returns are answered as a batch; values that are not events are not sent.
  */
-export async function batch(
-  events: CloudEvent<unknown>[],
-  fn: Invokable,
-  context: (event: CloudEvent<unknown>) => Context,
-  invoke: (fn: Invokable, ctx: Context, data: unknown) => unknown,
-  settle: (value: unknown, ctx: Context) => unknown,
-  gone: () => boolean,
-  eventAsArgument: boolean,
-): Promise<CloudEvent<unknown>[] | undefined> {
+async function batch(call: BatchCall): Promise<CloudEvent<unknown>[] | undefined> {
+  const { p, x } = call;
+  const fn = call.destination.fn;
+  const asArgument = p.behaviour.eventAsArgument;
+  // A batch's events share the request's query: one prototype holds its keys for all of them.
+  const ContextClass = x.search === undefined ? Context : sharingQuery(call.input.query);
   const replies: CloudEvent<unknown>[] = [];
-  for (const event of events) {
+  for (const event of call.events) {
     // The client went away: the answer cannot be sent, so the rest of the batch is not run.
-    if (gone()) return undefined;
-    const ctx = context(event);
-    const value = settle(await invoke(fn, ctx, eventAsArgument ? event : event.data), ctx);
+    if (x.res.destroyed) return undefined;
+    const ctx = eventContext(call, ContextClass, event);
+    const returned = await p.invoke(fn, ctx, asArgument ? event : event.data, x.deadline);
+    // A batch's event may be retried (the whole batch is) or dropped (no answer of its own).
+    const value = settleOutcome(p.metrics, ctx.log, returned, ctx.cloudevent);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(withTrace(reply, invocationTrace(ctx)));
     else discard(value);
   }
   return replies.length === 0 ? undefined : replies;
+}
+
+/**
+ * The single invocation's context (the request's, or its one event's). Its trace, when it has one
+ * of its own (its span, or the event's), is the request's from then on: the answer and the
+ * runtime's lines carry it.
+ */
+function singleContext(
+  p: Pipeline,
+  x: Exchange,
+  input: Input,
+  destination: FunctionDestination,
+  otel: Tracing | undefined,
+  event: CloudEvent<unknown> | undefined,
+): Context {
+  let own: Trace | undefined;
+  if (otel !== undefined) {
+    own = otel.begin(x.method, x.path, destination.route, x.req.headers, event);
+    if (own !== undefined) otel.endWith(x.res, [own]);
+  }
+  // An event brings its trace in its attributes, when the request had none.
+  if (own === undefined && event !== undefined && x.trace === undefined) own = eventTrace(event);
+  if (own !== undefined) x.log = p.log.forRequest(x.reqId, own.logFields);
+  const ctx = contextOf(p, x, input, Context, x.log, own ?? x.trace, event);
+  x.contexts = ctx;
+  return ctx;
+}
+
+/**
+ * A batch's event's context. An event brings its trace in its attributes, when the request had
+ * none; under the request's trace, each event is an invocation of its own, with a span of its own.
+ */
+function eventContext(call: BatchCall, ContextClass: ContextClass, event: CloudEvent<unknown>): Context {
+  const { p, x, otel, spans } = call;
+  let own: Trace | undefined;
+  if (otel !== undefined) {
+    own = otel.begin(x.method, x.path, call.destination.route, x.req.headers, event);
+    // The spans end with the answer: the array is handed over with the first, and the others join it.
+    if (own !== undefined && spans.push(own) === 1) otel.endWith(x.res, spans);
+  }
+  own ??= x.trace === undefined ? eventTrace(event) : sibling(x.trace);
+  const log = own === undefined ? x.log : p.log.forRequest(x.reqId, own.logFields);
+  const ctx = contextOf(p, x, call.input, ContextClass, log, own ?? x.trace, event);
+  call.contexts.push(ctx);
+  return ctx;
+}
+
+/** A context for the function: the request's, or one event's, with the logger and trace it runs under. */
+function contextOf(
+  p: Pipeline,
+  x: Exchange,
+  input: Input,
+  ContextClass: ContextClass,
+  log: Logger,
+  trace: Trace | undefined,
+  event: CloudEvent<unknown> | undefined,
+): Context {
+  return new ContextClass({
+    req: x.req,
+    res: x.res,
+    log,
+    reqId: x.reqId,
+    path: x.path,
+    query: input.query,
+    params: input.params,
+    contentType: input.contentType,
+    defaults: p.defaults,
+    trace,
+    runtime: p.runtime,
+    body: event === undefined ? input.data : event.data,
+    rawBody: input.rawBody,
+    event,
+    files: input.files,
+  });
 }
 
 // A batch's answered event carries the trace of the invocation that made it (one it set itself is
@@ -99,7 +218,7 @@ function withTrace(reply: CloudEvent<unknown>, trace: Trace | undefined): CloudE
 
 function ignore(): void {}
 
-function call(fn: Invokable, ctx: Context, data: unknown): unknown {
+function callHandler(fn: Invokable, ctx: Context, data: unknown): unknown {
   return fn.call(HANDLER_THIS, ctx, data);
 }
 
@@ -116,5 +235,5 @@ export function inInvocation<A extends unknown[], R>(ctx: Context, fn: (...args:
 }
 
 function enter(scope: AsyncLocalStorage<InvocationRecord> | undefined, fn: Invokable, ctx: Context, data: unknown): unknown {
-  return scope === undefined ? call(fn, ctx, data) : scope.run(invocationRecord(ctx), call, fn, ctx, data);
+  return scope === undefined ? callHandler(fn, ctx, data) : scope.run(invocationRecord(ctx), callHandler, fn, ctx, data);
 }

@@ -37,31 +37,34 @@ function isXmlDocument(value: object): boolean {
   return isInstance(value) && (value as { nodeType?: unknown }).nodeType === 9 && typeof value.toString === 'function';
 }
 
+/** What a request's answer is made with, beside the value returned: made once, where the answer is decided. */
+export interface ReplyContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** The CloudEvents mode an event is answered in (replyMode()); undefined for a plain HTTP request. */
+  readonly mode: Mode | undefined;
+  /** What the request was parsed into (body, query, headers, params): returned, it is data (provenance.ts). */
+  readonly input: RequestInput;
+  readonly behaviour: Behaviour;
+  /** The invocation's trace, which an event it answers with carries (when it has none of its own). */
+  readonly trace: Trace | undefined;
+}
+
 /**
- * Sends a handler's return value by the function contract's return rules. `mode` is the
- * request's CloudEvents mode; `input` holds what the request was parsed into (body, query,
- * headers, params). Returns a promise when the body is a stream: it settles when the stream has
- * been sent, rejects when the stream fails, and resolves early when the client goes away (the
- * stream is then destroyed).
+ * Sends a handler's return value by the function contract's return rules. Returns a promise when
+ * the body is a stream: it settles when the stream has been sent, rejects when the stream fails,
+ * and resolves early when the client goes away (the stream is then destroyed).
  */
-export function respond(
-  req: IncomingMessage,
-  res: ServerResponse,
-  value: unknown,
-  mode: Mode | undefined,
-  input: RequestInput,
-  behaviour?: Behaviour,
-  trace?: Trace,
-): Reply | Promise<Reply> {
+export function respond(to: ReplyContext, value: unknown): Reply | Promise<Reply> {
   let reply: Reply;
   try {
-    reply = toReply(value, mode, input, behaviour, trace);
+    reply = toReply(value, to);
   } catch (err) {
     discard(value);
     throw err;
   }
-  if (reply.body instanceof Readable) return stream(req, res, reply, reply.body);
-  send(req, res, reply.status, reply.headers, reply.body);
+  if (reply.body instanceof Readable) return stream(to, reply, reply.body);
+  send(to.req, to.res, reply.status, reply.headers, reply.body);
   return reply;
 }
 
@@ -91,8 +94,8 @@ const NOTHING: Reply = Object.freeze({ status: 204, headers: Object.freeze({ 'co
 // faas-js-runtime's answer to a truthy number or boolean: its default content type, no body.
 const EMPTY_200: Reply = Object.freeze({ status: 200, headers: Object.freeze({ 'content-type': JSON_TYPE }) });
 
-/** `trace`: the invocation's, which an event it answers with carries (when it has none of its own). */
-export function toReply(value: unknown, mode: Mode | undefined, input: RequestInput = {}, behaviour?: Behaviour, trace?: Trace): Reply {
+/** The answer to a returned value, not yet written. */
+export function toReply(value: unknown, to: ReplyContext): Reply {
   switch (typeof value) {
     case 'undefined':
       return NOTHING;
@@ -102,7 +105,7 @@ export function toReply(value: unknown, mode: Mode | undefined, input: RequestIn
     case 'boolean':
       // The function contract: a number or boolean returned directly, not wrapped, gives an empty 204.
       // faas-js-runtime: a falsy one gives 204, any other an empty 200.
-      return behaviour?.scalarsAsEmpty200 && value ? EMPTY_200 : { status: 204 };
+      return to.behaviour.scalarsAsEmpty200 && value ? EMPTY_200 : { status: 204 };
     case 'bigint':
     case 'symbol':
     case 'function':
@@ -112,13 +115,14 @@ export function toReply(value: unknown, mode: Mode | undefined, input: RequestIn
   const object = value as object;
   // The common answer, an object literal or parsed data: no class, so no event, stream, bytes or
   // document; only the spelled-out response is left to look for.
-  if (Object.getPrototypeOf(object) === Object.prototype) return plainReply(object, mode, input, behaviour, trace);
+  if (Object.getPrototypeOf(object) === Object.prototype) return plainReply(object, to);
   if (value instanceof Prepared) return value.reply;
+  const { mode, behaviour, trace } = to;
   const event = asCloudEvent(object);
   if (event !== undefined) {
     // faas-js-runtime sends an event returned to a plain HTTP request as JSON data.
-    if (mode === undefined && behaviour?.eventsToPlainRequestsAsJson) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(event) };
-    const { headers, body } = encodeEvent(event, mode ?? 'binary', trace, behaviour?.eventsWrittenAsSdk);
+    if (mode === undefined && behaviour.eventsToPlainRequestsAsJson) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(event) };
+    const { headers, body } = encodeEvent(event, mode ?? 'binary', trace, behaviour.eventsWrittenAsSdk);
     return { status: 200, headers, body };
   }
   if (Array.isArray(object) && mode === 'batch' && object.length > 0) {
@@ -129,19 +133,19 @@ export function toReply(value: unknown, mode: Mode | undefined, input: RequestIn
     }
   }
   // faas-js-runtime labels bytes and streams with its default type, JSON.
-  const bytesType = behaviour?.jsonByDefault ? JSON_TYPE : BINARY;
+  const bytesType = behaviour.jsonByDefault ? JSON_TYPE : BINARY;
   if (Buffer.isBuffer(object) || object instanceof Uint8Array) {
     return { status: 200, headers: { 'content-type': bytesType }, body: asBuffer(object) };
   }
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': bytesType }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
-  return plainReply(object, mode, input, behaviour, trace);
+  return plainReply(object, to);
 }
 
 /** An object that is none of the kinds above: a spelled-out response, or data sent as JSON. */
-function plainReply(object: object, mode: Mode | undefined, input: RequestInput, behaviour: Behaviour | undefined, trace: Trace | undefined): Reply {
-  if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, input)) {
-    const reply = structured(object, mode, input, behaviour, trace);
+function plainReply(object: object, to: ReplyContext): Reply {
+  if (('statusCode' in object || 'headers' in object || 'body' in object) && !isPartOf(object, to.input)) {
+    const reply = structured(object, to);
     if (reply !== undefined) return reply;
   }
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(object) };
@@ -154,16 +158,10 @@ function plainReply(object: object, mode: Mode | undefined, input: RequestInput,
  * headers), or it has a `statusCode` but neither `headers` nor `body` (faas-js-runtime sends such
  * an object whole, with its status).
  */
-function structured(
-  value: { statusCode?: unknown; headers?: unknown; body?: unknown },
-  mode: Mode | undefined,
-  input: RequestInput,
-  behaviour?: Behaviour,
-  trace?: Trace,
-): Reply | undefined {
+function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, to: ReplyContext): Reply | undefined {
   const { statusCode, body } = value;
   const { headers: given } = value;
-  if (given !== null && typeof given === 'object' && isPartOf(given, input)) return undefined;
+  if (given !== null && typeof given === 'object' && isPartOf(given, to.input)) return undefined;
   if (statusCode !== undefined && !(Number.isInteger(statusCode) && (statusCode as number) >= 200 && (statusCode as number) <= 599)) {
     throw new Error(`the function returned statusCode as ${kindOf(statusCode)}: expected a number from 200 to 599`);
   }
@@ -172,7 +170,8 @@ function structured(
   }
   const dropped: Dropped[] = [];
   const headers = safeHeaders(value.headers, dropped);
-  if (body === undefined && (given === undefined ? statusCode !== undefined : behaviour?.headersWithoutBodyAsJson)) {
+  const behaviour = to.behaviour;
+  if (body === undefined && (given === undefined ? statusCode !== undefined : behaviour.headersWithoutBodyAsJson)) {
     // faas-js-runtime: no body, so the object itself is the body, sent with its headers and status.
     if (!('content-type' in headers)) headers['content-type'] = JSON_TYPE;
     const reply: Reply = { status: (statusCode as number | undefined) ?? 200, headers, body: stringify(value) };
@@ -180,23 +179,18 @@ function structured(
     return reply;
   }
   const userType = headers['content-type'] !== undefined;
-  const content = replyBodyOf(body, mode, trace, behaviour);
+  const content = replyBodyOf(body, to);
   // faas-js-runtime's type for a body the function gave no type: JSON, whatever the body.
-  if (content.type !== undefined && !userType) headers['content-type'] = behaviour?.jsonByDefault && content.headers === undefined ? JSON_TYPE : content.type;
+  if (content.type !== undefined && !userType) headers['content-type'] = behaviour.jsonByDefault && content.headers === undefined ? JSON_TYPE : content.type;
   if (content.headers) for (const name in content.headers) if (!(name in headers)) headers[name] = content.headers[name];
   const status = (statusCode as number | undefined) ?? (content.body === undefined ? 204 : 200);
   return dropped.length === 0 ? { status, headers, body: content.body } : { status, headers, body: content.body, dropped };
 }
 
-function replyBodyOf(
-  body: unknown,
-  mode: Mode | undefined,
-  trace: Trace | undefined,
-  behaviour: Behaviour | undefined,
-): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
+function replyBodyOf(body: unknown, to: ReplyContext): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
   if (body === undefined) return {};
   // faas-js-runtime sends a null body as JSON `null`.
-  if (body === null) return behaviour?.jsonByDefault ? { body: 'null', type: JSON_TYPE } : {};
+  if (body === null) return to.behaviour.jsonByDefault ? { body: 'null', type: JSON_TYPE } : {};
   switch (typeof body) {
     case 'string':
       return { body, type: TEXT };
@@ -210,7 +204,7 @@ function replyBodyOf(
       if (isXmlDocument(body)) return { body: String(body), type: XML };
       const event = asCloudEvent(body);
       if (event !== undefined) {
-        const encoded = encodeEvent(event, mode ?? 'binary', trace, behaviour?.eventsWrittenAsSdk);
+        const encoded = encodeEvent(event, to.mode ?? 'binary', to.trace, to.behaviour.eventsWrittenAsSdk);
         return { body: encoded.body, type: encoded.headers['content-type'], headers: encoded.headers };
       }
       return { body: stringify(body), type: JSON_TYPE };
@@ -235,7 +229,8 @@ function stringify(value: unknown): string {
  * before any byte still gets a proper error response; after that a failure can only cut the
  * connection. `stream.pipeline` destroys the stream when the client goes away.
  */
-function stream(req: IncomingMessage, res: ServerResponse, reply: Reply, source: Readable): Promise<Reply> {
+function stream(to: ReplyContext, reply: Reply, source: Readable): Promise<Reply> {
+  const { req, res } = to;
   if (source.destroyed) return Promise.reject(new Error('the function returned a stream that was already destroyed'));
   // The request (or its socket) piped into its own response would read the next pipelined request.
   if (source === req || source === req.socket) return Promise.reject(new Error('the function returned the request itself as the response body'));

@@ -9,6 +9,9 @@ export interface MediaType {
   params: Record<string, string>;
 }
 
+/** A multipart/form-data body is read by the uploads part (uploads/multipart.ts), loaded for the first one. */
+export const MULTIPART = 'multipart/form-data';
+
 const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+\/[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
 // Content types repeat across requests, so parsed results are kept (bounded) and reused.

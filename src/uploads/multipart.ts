@@ -25,7 +25,7 @@ export interface MultipartLimits {
   partHeader: number;
 }
 
-export const MULTIPART = 'multipart/form-data';
+export { MULTIPART } from '../body/media-type';
 
 type BusboyModule = typeof import('@fastify/busboy').default;
 // Loaded on the first multipart body: a start, and a function that takes none, never pay for it.
