@@ -150,7 +150,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   manageConnections(server);
   server.maxConnections = settings.maxConnections;
   // With `Expect: 100-continue`, a body over the limit is refused before the client sends it.
-  // With `Expect: 100-continue`, a body over its limit is refused before the client sends it (request.ts).
+  // With `Expect: 100-continue`, a body over its limit is refused before the client sends it (input.ts).
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     awaitContinue(req);
     handle(req, res);
