@@ -4,7 +4,7 @@
 // file of its own (ON_DEMAND), loaded the first time a module of the core require()s it. Each
 // bundled module's lib/<path>.js is made a one-line re-export of its part of its bundle. So
 // whichever way funcrun is entered (node lib/serve.js, require('funcrun'), funcrun/testing, the
-// funcrun command) one copy of it runs, and a cold start loads one file rather than sixty.
+// funcrun command) one copy of it runs, and a cold start loads one file of it rather than sixty.
 const fs = require('node:fs');
 const path = require('node:path');
 

@@ -95,7 +95,7 @@ function freshClone(scratch) {
   const marker = path.join(scratch, 'the-other-funcrun-ran');
   const other = `#!/usr/bin/env node\nrequire('node:fs').writeFileSync(${JSON.stringify(marker)}, process.argv.join(' '));\nprocess.exit(1);\n`;
   fs.mkdirSync(path.join(scratch, 'node_modules', '.bin'), { recursive: true });
-  fs.mkdirSync(path.join(scratch, 'node_modules', 'funcrun', 'lib'), { recursive: true });
+  fs.mkdirSync(path.join(scratch, 'node_modules', 'funcrun', 'lib', 'tools'), { recursive: true });
   fs.writeFileSync(
     path.join(scratch, 'node_modules', 'funcrun', 'package.json'),
     JSON.stringify({ name: 'funcrun', version: '9.9.9', bin: { funcrun: 'lib/tools/cli.js' } }),

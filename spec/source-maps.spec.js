@@ -66,6 +66,22 @@ describe('source maps', () => {
     }
   });
 
+  it('frames in a part loaded on demand are named by their TypeScript too (an event contract whose validator throws)', async () => {
+    const folder = project({
+      'index.js': `const boom = { '~standard': { version: 1, vendor: 'spec', validate() { throw new Error('broken on purpose'); } } };
+module.exports = { events: { types: { 'com.example.boom': boom } }, handle: () => ({ ok: true }) };\n`,
+    });
+    const proc = await runServing([folder]);
+    running.push(proc);
+    const headers = { 'content-type': 'application/json', 'ce-id': '1', 'ce-source': '/spec', 'ce-type': 'com.example.boom', 'ce-specversion': '1.0' };
+    assert.equal((await request(proc.url, { method: 'POST', headers, body: '{}' })).status, 500);
+    const line = await proc.waitFor((l) => l.level === 50 && l.err?.message === 'broken on purpose', 'the error line');
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+    assert.match(line.err.stack, /\(.*\bsrc[\\/]events[\\/]contracts\.ts:\d+:\d+\)/);
+    assert.doesNotMatch(line.err.stack, /runtime-events\.js/);
+  });
+
   it("the funcrun command and faas-js-runtime's bin/cli.js log the same frames", async () => {
     const folder = throwing();
     for (const [script, args] of [
@@ -95,7 +111,11 @@ describe('source maps', () => {
     const packed = JSON.parse(
       execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: checkout, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
     );
-    assert.ok(packed[0].files.some((f) => f.path === 'lib/runtime.js.map'));
+    for (const bundle of fs.readdirSync(lib).filter((f) => /^runtime(-[a-z]+)?\.js$/.test(f)))
+      assert.ok(
+        packed[0].files.some((f) => f.path === `lib/${bundle}.map`),
+        `lib/${bundle}.map is not in the package`,
+      );
     const map = JSON.parse(fs.readFileSync(path.join(lib, 'runtime.js.map'), 'utf8'));
     assert.equal(map.sourcesContent, undefined);
     for (const source of map.sources) assert.ok(fs.existsSync(path.join(lib, source)), `${source} does not exist`);

@@ -209,7 +209,7 @@ function contextOf(
 }
 
 // A batch's answered event carries the trace of the invocation that made it (one it set itself is
-// kept), as a single event's does (cloudevent-reply.ts).
+// kept), as a single event's does (cloudevents/reply.ts).
 function withTrace(reply: CloudEvent<unknown>, trace: Trace | undefined): CloudEvent<unknown> {
   if (trace === undefined || reply.traceparent !== undefined) return reply;
   const state = trace.traceState === undefined || reply.tracestate !== undefined ? {} : { tracestate: trace.traceState };

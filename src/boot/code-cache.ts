@@ -36,7 +36,7 @@ export function useCodeCache(directory: string): void {
 /** The bundle, for the entry points to load first: through its code cache when they turned it on. */
 export const RUNTIME = join(__dirname, '..', 'runtime.js');
 
-/** The YAML parser, bundled on its own (config.ts loads it when there is a func.yaml). */
+/** The YAML parser, bundled on its own (start/func-yaml.ts loads it when there is a func.yaml). */
 export const YAML_PARSER = join(__dirname, '..', 'yaml.js');
 
 /** The folder of the code caches, when an entry point turned them on. */

@@ -1,6 +1,7 @@
 // Stacks through funcrun name its TypeScript (src/invocation.ts:38), not lines of the bundle, in the
 // processes funcrun runs (node lib/serve.js, the funcrun command): the logger maps each stack it
-// writes through the bundle's map, lib/runtime.js.map, read when a stack first needs it.
+// writes through its bundles' maps (lib/runtime.js.map, lib/runtime-events.js.map, ...), each read
+// when a stack first needs it.
 //
 // Not node's own source maps: node reads a file's map when it compiles the file and keeps it for
 // the life of the process, so on at start they cost every process the bundle's map (some 7 MB of

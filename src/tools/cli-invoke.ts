@@ -89,7 +89,7 @@ function timeoutOf(text: string): number {
  * `value`, sent in a header: one that holds CR or LF is refused as bad use, rather than failing
  * as the request is made (no header can carry them, nor an event attribute's once decoded; a
  * command line cannot hold NUL). --content-type is sent as it is, so it must be Latin-1 too; an
- * event's attributes are percent-encoded beyond printable ASCII (invoke.ts).
+ * event's attributes are percent-encoded beyond printable ASCII (invoke-command.ts).
  */
 function headerValue(option: string, value: string, given = value): string {
   if (/[\r\n]/.test(value)) throw new UsageError(`invalid ${option} ${JSON.stringify(given)}: a header value cannot hold CR or LF`);
@@ -133,7 +133,7 @@ async function invokeBody(given: { name: string; value: string }[], data: string
   if (bodyFiles.length === 1) {
     const path = bodyFiles[0];
     try {
-      // Streamed as it is sent (invoke.ts): checked now, so that nothing is sent for a file that cannot be.
+      // Streamed as it is sent (invoke-command.ts): checked now, so that nothing is sent for a file that cannot be.
       const stats = statSync(path);
       if (stats.isDirectory()) throw Object.assign(new Error('a folder'), { code: 'EISDIR' });
       accessSync(path, constants.R_OK);
