@@ -164,10 +164,23 @@ function byBundle() {
   return groups;
 }
 
+/** The bundles are ASCII, so that boot/code-cache.ts reads them without UTF-8 decoding: esbuild escapes strings, not regular expressions or kept comments. */
+function checkAscii(groups) {
+  for (const own of groups.keys()) {
+    const text = fs.readFileSync(path.join(LIB, fileOf(own)));
+    if (!require('node:buffer').isAscii(text)) {
+      const at = text.findIndex((byte) => byte > 0x7f);
+      const line = text.subarray(0, at).toString('latin1').split('\n').length;
+      throw new Error(`lib/${fileOf(own)}:${line} is not ASCII: write the character as an escape (\\u2026) in its source`);
+    }
+  }
+}
+
 async function main() {
   removeStale();
   const groups = byBundle();
   await Promise.all([...groups].map(([own, names]) => bundle(own, names)));
+  checkAscii(groups);
   writeReexports(groups);
 }
 

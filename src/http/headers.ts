@@ -53,5 +53,5 @@ export function safeHeaders(input: unknown, dropped?: Dropped[]): OutgoingHttpHe
 // Header names quoted in a log line: short, and only characters that need no escaping.
 function printable(name: string): string {
   const cut = name.length > 40 ? name.slice(0, 40) + '…' : name;
-  return cut.replace(/[^\x21-\x7e…]/g, '?');
+  return cut.replace(/[^\x21-\x7e\u2026]/g, '?');
 }

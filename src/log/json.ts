@@ -29,7 +29,7 @@ export class LineBudget {
   visits = 0;
   /** Characters the line may still take from text (see LINE_CHARS). */
   room = 0;
-  /** The line's message part (`,"msg":…`), for a line written with its message only (log.ts). */
+  /** The line's message part (`,"msg":...`), for a line written with its message only (log.ts). */
   msg = '';
   /** JSON.stringify's replacer, charging this budget: made once here, never per line. */
   readonly replacer: (this: unknown, key: string, value: unknown) => unknown;
