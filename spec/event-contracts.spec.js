@@ -75,6 +75,54 @@ describe('event contracts', () => {
     assert.equal(typeof line.event.id, 'string');
   });
 
+  it('a violation names the key at fault: an extra property, a bad property name, a missing dependency; allowed values are listed', async (t) => {
+    const seen = [];
+    const strict = {
+      type: 'object',
+      properties: { id: { type: 'string' }, state: { enum: ['open', 'paid'] }, kind: { const: 'order' }, card: {}, cvc: {} },
+      additionalProperties: false,
+      dependencies: { card: ['cvc'] },
+    };
+    const names = { type: 'object', propertyNames: { pattern: '^[a-z]+$' } };
+    const { url } = await serve(t, { events: { types: { strict, names } }, handle: (context, data) => (seen.push(data), 'ok') });
+
+    const extra = await post(url, event('strict', { id: 'o1', extraField: 1 }));
+    assert.equal(extra.status, 400);
+    assert.equal(extra.json.message, "invalid data for event type 'strict': (data) must NOT have additional property 'extraField'");
+    assert.deepEqual(extra.json.violations, [{ field: '(data)', description: "must NOT have additional property 'extraField'" }]);
+
+    const others = await post(url, event('strict', { card: '4111', state: 'lost', kind: 'refund' }), 'structured');
+    assert.equal(others.status, 400);
+    assert.deepEqual(others.json.violations.map((v) => `${v.field} ${v.description}`).sort(), [
+      "(data) 'cvc' is required when 'card' is present",
+      'kind must be equal to "order"',
+      'state must be equal to one of "open", "paid"',
+    ]);
+
+    const badName = await post(url, event('names', { good: 1, Bad: 2 }));
+    assert.equal(badName.status, 400);
+    // One violation for the key, not ajv's two (the subschema's, then propertyNames' own).
+    assert.deepEqual(badName.json.violations, [{ field: '(data)', description: 'property name \'Bad\' must match pattern "^[a-z]+$"' }]);
+    assert.deepEqual(seen, []);
+  });
+
+  it("a key named in a violation is the sender's: escaped, and cut short however long it is", async (t) => {
+    const strict = { type: 'object', properties: {}, additionalProperties: false };
+    const { url, log } = await serve(t, { events: { types: { strict } }, handle: () => 'ok' }, { bodyLimit: 4 * 1024 * 1024 });
+
+    const long = 'k'.repeat(1024 * 1024);
+    const res = await post(url, event('strict', { [long]: 1 }), 'structured');
+    assert.equal(res.status, 400);
+    assert.equal(res.json.violations[0].description, `must NOT have additional property '${'k'.repeat(40)}…'`);
+    assert.ok(res.text.length < 2000, `the answer is ${res.text.length} characters`);
+    for (const line of log.lines) assert.ok(line.length < 4000, `a log line of ${line.length} characters`);
+
+    const hostile = await post(url, event('strict', { 'it\'s\n"\\\u0000\u2028': 1 }));
+    assert.equal(hostile.status, 400);
+    assert.equal(hostile.json.violations[0].description, "must NOT have additional property 'it\\'s\\n\"\\\\\\u0000\\u2028'");
+    assert.doesNotMatch(hostile.json.message, /[\u0000-\u001f\u2028]/);
+  });
+
   it("a Standard Schema validator's issues name their paths, and its output is the data the function gets", async (t) => {
     const seen = [];
     const { url } = await serve(t, contractFunction(seen));

@@ -94,6 +94,7 @@ describe('named functions over plain HTTP', () => {
     assert.equal(body.status, 400);
     assert.deepEqual(body.json.violations.map((v) => v.field).sort(), ['(input)', '(input)', 'customerId'].sort());
     assert.match(body.json.message, /'productId' is required/);
+    assert.match(body.json.message, /\(input\) must NOT have additional property 'extra'/);
     const query = await request(server.url + '/purchase?customerId=x&productId=0');
     assert.equal(query.status, 400);
     assert.deepEqual(query.json.violations.map((v) => v.field).sort(), ['customerId', 'productId']);

@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { CloudEvent, HTTP } = require('cloudevents');
-const { project, runServing } = require('./helpers');
+const { project, runServing, serve, request } = require('./helpers');
 const { startRedis } = require('./redis');
 
 const ROOT = path.join(__dirname, '..');
@@ -61,6 +61,25 @@ async function replicas(t, redis, count = 2) {
   return { folder, procs: started, runs: () => fs.readFileSync(path.join(folder, 'runs'), 'utf8').split('\n').filter(Boolean) };
 }
 
+async function post(url, ce, mode) {
+  const { headers, body } = mode === 'binary' ? HTTP.binary(ce) : HTTP.structured(ce);
+  return request(url, { method: 'POST', headers, body });
+}
+
+/** One event answered binary (attributes as ce-* headers, data as the body) and structured (the whole event as JSON, no ce-* header). */
+function assertModes([binary, structured], data) {
+  assert.equal(binary.status, 200);
+  assert.equal(structured.status, 200);
+  assert.deepEqual(JSON.parse(binary.text), data);
+  assert.match(structured.headers.get('content-type'), /^application\/cloudevents\+json/);
+  assert.deepEqual(
+    [...structured.headers.keys()].filter((name) => name.startsWith('ce-')),
+    [],
+  );
+  for (const name of ['id', 'source', 'type', 'specversion', 'time']) assert.equal(structured.json[name], binary.headers.get(`ce-${name}`), name);
+  assert.deepEqual(structured.json.data, data);
+}
+
 /** Every form a leaked password could take. */
 function assertNoPassword(text, where) {
   for (const form of [PASSWORD, encodeURIComponent(PASSWORD), Buffer.from(PASSWORD).toString('base64'), Buffer.from(`:${PASSWORD}`).toString('base64')]) {
@@ -95,6 +114,66 @@ describe('idempotency with Redis shared by replicas', () => {
       assert.equal(res.status, 200);
     }
     assert.equal(runs, 3);
+  });
+
+  it("a duplicate sent to another replica in the other mode gets the answer's event in its own mode, and the function runs once", async (t) => {
+    const redis = await startRedis(t);
+    let runs = 0;
+    const handle = (context, data) => (runs++, context.cloudEventResponse({ charged: data.total }).type('order.charged').response());
+    const options = { idempotency: true, idempotencyStore: redis.url, name: 'orders' };
+    const [a, b] = await Promise.all([serve(t, handle, options), serve(t, handle, options)]);
+    for (const [firstMode, otherMode, total] of [
+      ['binary', 'structured', 1],
+      ['structured', 'binary', 2],
+    ]) {
+      const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: { total } });
+      const first = await post(a.url, ce, firstMode);
+      const other = await post(b.url, ce, otherMode);
+      assert.equal(runs, total, 'the function ran once per event');
+      assertModes(firstMode === 'binary' ? [first, other] : [other, first], { charged: total });
+    }
+  });
+
+  it('an answer kept by the previous version (no mode in what it wrote) is replayed in the mode of the duplicate too', async (t) => {
+    const redis = await startRedis(t);
+    let runs = 0;
+    const handle = (context, data) => (runs++, context.cloudEventResponse({ charged: data.total }).type('order.charged').response());
+    const { url } = await serve(t, handle, { idempotency: true, idempotencyStore: redis.url, name: 'orders' });
+    const raw = require('redis')
+      .createClient({ url: redis.url })
+      .withTypeMapping({ [require('redis').RESP_TYPES.BLOB_STRING]: Buffer });
+    raw.on('error', () => {});
+    await raw.connect();
+    t.after(() => raw.close().catch(() => {}));
+    for (const [firstMode, otherMode, total] of [
+      ['binary', 'structured', 1],
+      ['structured', 'binary', 2],
+    ]) {
+      const ce = new CloudEvent({ type: 'order.created', source: '/spec', data: { total } });
+      const first = await post(url, ce, firstMode);
+      // The kept answer rewritten as the previous version wrote it: `a:`, the head's length, the head (status, headers, digest), the body.
+      const keys = await raw.keys('funcrun:orders:*');
+      assert.equal(keys.length, total);
+      let rewritten = 0;
+      for (const key of keys) {
+        const value = await raw.get(key);
+        const length = value.readUInt32BE(2);
+        const head = JSON.parse(value.subarray(6, 6 + length).toString());
+        if (!('mode' in head)) continue;
+        assert.equal(head.mode, firstMode, 'the mode it was written in is kept');
+        delete head.mode;
+        const old = Buffer.from(JSON.stringify(head));
+        const prefix = Buffer.alloc(6);
+        prefix.write('a:');
+        prefix.writeUInt32BE(old.length, 2);
+        await raw.sendCommand(['SET', key, Buffer.concat([prefix, old, value.subarray(6 + length)]), 'KEEPTTL']);
+        rewritten++;
+      }
+      assert.equal(rewritten, 1);
+      const other = await post(url, ce, otherMode);
+      assert.equal(runs, total, 'the function ran once per event');
+      assertModes(firstMode === 'binary' ? [first, other] : [other, first], { charged: total });
+    }
   });
 
   it('a hung Redis (paused): events are answered 503 within the bound, readiness says why, and both recover when it answers again', async (t) => {

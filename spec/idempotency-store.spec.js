@@ -100,6 +100,21 @@ for (const [kind, open] of Object.entries(KINDS)) {
       assert.deepEqual([replay.state, replay.answer.body.length], ['done', 0]);
     });
 
+    it("an answer's event mode is kept with it; an answer that carries no event has none", async (t) => {
+      const [store] = await open(t);
+      for (const [key, mode] of [
+        ['binary', 'binary'],
+        ['structured', 'structured'],
+        ['none', undefined],
+      ]) {
+        const first = held(key);
+        await store.claim(first, 60_000);
+        await store.complete(first, { ...answerOf(Buffer.from('{}')), ...(mode === undefined ? {} : { mode }) }, 60_000);
+        const again = await store.claim(held(key), 60_000);
+        assert.equal(again.answer.mode, mode);
+      }
+    });
+
     it("release and extend by another delivery change nothing; its answer does not replace another's", async (t) => {
       const [store] = await open(t);
       const first = held('k');

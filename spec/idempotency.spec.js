@@ -42,7 +42,7 @@ describe('idempotency', () => {
     assert.equal(first.status, 200);
     assert.ok(first.headers.get('ce-id'));
     const second = await post(url, ce);
-    const third = await post(url, ce, 'structured');
+    const third = await post(url, ce);
     assert.equal(runs, 1);
     assert.deepEqual(answerOf(second), answerOf(first));
     assert.deepEqual(answerOf(third), answerOf(first));
@@ -52,6 +52,90 @@ describe('idempotency', () => {
     // Another id from the same source is another event.
     await post(url, event({ id: 'other' }));
     assert.equal(runs, 2);
+  });
+
+  it("a duplicate in the other mode gets the answer's event in its own mode: binary then structured, structured then binary; the function runs once", async (t) => {
+    let runs = 0;
+    const { url } = await serve(
+      t,
+      (context, data) => {
+        runs++;
+        const answer = context.cloudEventResponse({ runs, n: data.n }).type('order.priced').response();
+        // A spelled-out response with an event body is an event answer too, its status and headers the function's.
+        return data.n === 2 ? { statusCode: 201, headers: { 'x-order': 'o2' }, body: answer } : answer;
+      },
+      ON,
+    );
+    for (const [firstMode, otherMode, n] of [
+      ['binary', 'structured', 1],
+      ['structured', 'binary', 2],
+    ]) {
+      const ce = event({ data: { n } });
+      const first = await post(url, ce, firstMode);
+      const other = await post(url, ce, otherMode);
+      const again = await post(url, ce, firstMode);
+      assert.equal(runs, n, 'the function ran once per event');
+      assert.deepEqual(answerOf(again), answerOf(first), 'in the same mode, byte for byte');
+      const [binary, structured] = firstMode === 'binary' ? [first, other] : [other, first];
+      assert.equal(binary.status, n === 1 ? 200 : 201);
+      assert.equal(structured.status, binary.status);
+      // Binary: the attributes as ce-* headers, the data as the body.
+      assert.match(binary.headers.get('content-type'), /^application\/json/);
+      assert.deepEqual(JSON.parse(binary.text), { runs: n, n });
+      // Structured: no ce-* header, the whole event as application/cloudevents+json.
+      assert.match(structured.headers.get('content-type'), /^application\/cloudevents\+json/);
+      assert.deepEqual(
+        [...structured.headers.keys()].filter((name) => name.startsWith('ce-')),
+        [],
+      );
+      const json = structured.json;
+      for (const name of ['id', 'source', 'type', 'specversion', 'time']) assert.equal(json[name], binary.headers.get(`ce-${name}`), name);
+      assert.equal(json.type, 'order.priced');
+      assert.deepEqual(json.data, { runs: n, n });
+      if (n === 2) for (const res of [binary, structured]) assert.equal(res.headers.get('x-order'), 'o2');
+    }
+  });
+
+  it('bytes and text in an answered event keep their form across modes: data_base64 and text in structured, the body in binary', async (t) => {
+    const bytes = Buffer.from([0, 1, 2, 254, 255]);
+    const { url } = await serve(
+      t,
+      (context, data) =>
+        data.n === 1
+          ? new CloudEvent({ type: 'bytes', source: '/f', datacontenttype: 'application/octet-stream', data: bytes })
+          : new CloudEvent({ type: 'text', source: '/f', datacontenttype: 'text/plain; charset=utf-8', data: 'ünïcode ✓' }),
+      ON,
+    );
+    const binaryBytes = event({ data: { n: 1 } });
+    assert.ok((await post(url, binaryBytes, 'structured')).json.data_base64);
+    const asBinary = await fetch(url, { method: 'POST', ...HTTP.binary(binaryBytes) });
+    assert.equal(asBinary.headers.get('content-type'), 'application/octet-stream');
+    assert.deepEqual(Buffer.from(await asBinary.arrayBuffer()), bytes);
+    const text = event({ data: { n: 2 } });
+    const binaryText = await post(url, text, 'binary');
+    assert.equal(binaryText.text, 'ünïcode ✓');
+    const structuredText = await post(url, text, 'structured');
+    assert.equal(structuredText.json.data, 'ünïcode ✓');
+    assert.equal(structuredText.json.datacontenttype, 'text/plain; charset=utf-8');
+    const bytesFirstBinary = event({ data: { n: 1 }, id: 'bytes-binary-first' });
+    await post(url, bytesFirstBinary, 'binary');
+    const structuredBytes = await post(url, bytesFirstBinary, 'structured');
+    assert.equal(structuredBytes.json.data, undefined);
+    assert.deepEqual(Buffer.from(structuredBytes.json.data_base64, 'base64'), bytes);
+  });
+
+  it('with FUNC_COMPAT=faas-js-runtime events are answered binary in either mode, and so are their replays', async (t) => {
+    let runs = 0;
+    const { url } = await serve(t, (context) => (runs++, context.cloudEventResponse({ ok: true }).type('done').response()), {
+      ...ON,
+      compat: 'faas-js-runtime',
+    });
+    const ce = event();
+    const first = await post(url, ce, 'structured');
+    const replayed = await post(url, ce, 'structured');
+    assert.equal(runs, 1);
+    assert.ok(first.headers.get('ce-id'));
+    assert.deepEqual(answerOf(replayed), answerOf(first));
   });
 
   it('a duplicate while the first delivery runs is a 429 with Retry-After, and the function runs once', async (t) => {

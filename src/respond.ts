@@ -6,7 +6,7 @@
 // parsing the request is data, sent as JSON, not a response spelled out.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { pipeline, Readable, Writable } from 'node:stream';
-import { asCloudEvent, type Mode } from './cloudevents/cloudevent';
+import { asCloudEvent, STRUCTURED, type Mode } from './cloudevents/cloudevent';
 import { encodeEvent } from './cloudevents/reply';
 import type { Trace } from './telemetry/trace';
 import type { Behaviour } from './start/compat';
@@ -30,6 +30,8 @@ export interface Reply {
   body?: string | Buffer | Readable;
   /** Headers of the function's that were left out (framing, or refused by node). */
   dropped?: Dropped[];
+  /** The mode of the event the answer carries, as funcrun wrote it: a replay is written again in its request's (answers.ts). */
+  eventMode?: 'binary' | 'structured';
 }
 
 // An XML DOM Document (such as the one an XML request arrives as) serialises with toString().
@@ -123,7 +125,7 @@ export function toReply(value: unknown, to: ReplyContext): Reply {
     // faas-js-runtime sends an event returned to a plain HTTP request as JSON data.
     if (mode === undefined && behaviour.eventsToPlainRequestsAsJson) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(event) };
     const { headers, body } = encodeEvent(event, mode ?? 'binary', trace, behaviour.eventsWrittenAsSdk);
-    return { status: 200, headers, body };
+    return { status: 200, headers, body, eventMode: modeOf(headers) };
   }
   if (Array.isArray(object) && mode === 'batch' && object.length > 0) {
     const events = object.map((item) => (item !== null && typeof item === 'object' ? asCloudEvent(item) : undefined));
@@ -184,7 +186,16 @@ function structured(value: { statusCode?: unknown; headers?: unknown; body?: unk
   if (content.type !== undefined && !userType) headers['content-type'] = behaviour.jsonByDefault && content.headers === undefined ? JSON_TYPE : content.type;
   if (content.headers) for (const name in content.headers) if (!(name in headers)) headers[name] = content.headers[name];
   const status = (statusCode as number | undefined) ?? (content.body === undefined ? 204 : 200);
-  return dropped.length === 0 ? { status, headers, body: content.body } : { status, headers, body: content.body, dropped };
+  const reply: Reply = { status, headers, body: content.body };
+  if (dropped.length > 0) reply.dropped = dropped;
+  // An event as funcrun wrote it, unless the function gave its own Content-Type.
+  if (content.headers !== undefined && !userType) reply.eventMode = modeOf(content.headers);
+  return reply;
+}
+
+/** The mode an event was written in: structured when binary mode could not carry it (reply.ts). */
+function modeOf(headers: OutgoingHttpHeaders): 'binary' | 'structured' {
+  return String(headers['content-type']).startsWith(STRUCTURED) ? 'structured' : 'binary';
 }
 
 function replyBodyOf(body: unknown, to: ReplyContext): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {

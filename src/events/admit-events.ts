@@ -9,6 +9,7 @@ import { replay, type Admission } from './idempotency/idempotency';
 import { beforeDeadline } from '../invocation';
 import { withEvents, type Input } from '../input';
 import { eventIdentity } from '../cloudevents/outcomes';
+import { replyMode } from '../cloudevents/cloudevent';
 import type { Exchange, Pipeline } from '../request';
 
 type Events = CloudEvent<unknown> | CloudEvent<unknown>[];
@@ -58,7 +59,8 @@ function afterAdmission(p: Pipeline, x: Exchange, input: Input, admission: Admis
   closeAfter(x.req, x.res, p.runtime.draining);
   // A replay is the function's answer again: with faas-js-runtime's blanket CORS, as the first was.
   if (p.corsForEveryOrigin) allowAnyOrigin(x.res);
-  replay(x.req, x.res, admission.replay);
+  // Its event in the mode this request is answered in, as a fresh answer would be.
+  replay(x.req, x.res, admission.replay, { mode: replyMode(input.mode, p.behaviour.eventsAnsweredBinary), asSdk: p.behaviour.eventsWrittenAsSdk });
   return undefined;
 }
 

@@ -36,11 +36,98 @@ export function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
     if (first(input)) return undefined;
     // Coercion changes the input in place; the second pass sees what the first left.
     const errors = (countUpTo(input, LIST_ALL_UP_TO + 1) <= LIST_ALL_UP_TO && !every(input) ? every.errors : first.errors) ?? [];
-    return errors.slice(0, MAX_VIOLATIONS).map((e) => ({
-      field: cut(e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.')),
-      description: cut(e.keyword === 'required' ? `'${(e.params as { missingProperty: string }).missingProperty}' is required` : (e.message ?? 'is invalid')),
-    }));
+    return violationsOf(errors);
   };
+}
+
+/** What ajv reports of an error: the parts read here. */
+export interface SchemaError {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+  /** Set by ajv on an error of a `propertyNames` subschema: the key that broke it. */
+  propertyName?: string;
+}
+
+/** ajv's errors as violations, at most MAX_VIOLATIONS of them. */
+export function violationsOf(errors: readonly SchemaError[]): Violation[] {
+  const violations: Violation[] = [];
+  // A key that broke `propertyNames` is reported twice by ajv: by the subschema's error, naming
+  // the rule, then by `propertyNames`' own. The first says it all.
+  const badNames = new Set<string>();
+  for (const e of errors) {
+    if (violations.length === MAX_VIOLATIONS) break;
+    if (typeof e.propertyName === 'string') badNames.add(`${e.instancePath}/${e.propertyName}`);
+    else if (e.keyword === 'propertyNames' && badNames.has(`${e.instancePath}/${String(e.params.propertyName)}`)) continue;
+    violations.push({ field: cut(e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.')), description: describe(e) });
+  }
+  return violations;
+}
+
+/**
+ * What is wrong, naming the key at fault where ajv knows it: ajv's own messages leave it out
+ * (`must NOT have additional properties`). A key may come from the client: quoted by quoteName().
+ */
+function describe(e: SchemaError): string {
+  const { params } = e;
+  const name = (key: string) => quoteName(String(params[key]));
+  if (typeof e.propertyName === 'string') return `property name ${quoteName(e.propertyName)} ${cut(e.message ?? 'is invalid')}`;
+  switch (e.keyword) {
+    case 'required':
+      return `${name('missingProperty')} is required`;
+    case 'additionalProperties':
+      return `must NOT have additional property ${name('additionalProperty')}`;
+    // ajv checks these two only in the 2019 and 2020 dialects (funcrun's ajv is draft-07's), worded all the same.
+    case 'unevaluatedProperties':
+      return `must NOT have unevaluated property ${name('unevaluatedProperty')}`;
+    case 'dependentRequired':
+    case 'dependencies':
+      // `dependencies` with a schema (not a list of keys) reports its subschema's errors instead.
+      return `${name('missingProperty')} is required when ${name('property')} is present`;
+    case 'propertyNames':
+      return `property name ${name('propertyName')} is invalid`;
+    case 'enum':
+      return `must be equal to one of ${listValues(params.allowedValues)}`;
+    case 'const':
+      return `must be equal to ${listValues([params.allowedValue])}`;
+  }
+  return cut(e.message ?? 'is invalid');
+}
+
+// Characters of a key a message quotes, at most: a key is the client's, as long as it likes (a
+// 1 MB key must not make a 1 MB message or log line). A longer key is cut, and ends in '…'.
+const NAME_LENGTH = 40;
+// Escaped in a quoted key: the quote and backslash, control characters, the line and paragraph
+// separators, and half a surrogate pair, so that the message is one line of well-formed text.
+const ESCAPED = /['\\\u0000-\u001f\u007f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const SHORT_ESCAPES: Record<string, string> = { "'": "\\'", '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** A key in single quotes, escaped as JSON escapes a string (and `'` too), cut at NAME_LENGTH. */
+export function quoteName(key: string): string {
+  let shown = key;
+  if (key.length > NAME_LENGTH) {
+    // Never half of a surrogate pair at the cut.
+    const code = key.charCodeAt(NAME_LENGTH - 1);
+    shown = key.slice(0, code >= 0xd800 && code <= 0xdbff ? NAME_LENGTH - 1 : NAME_LENGTH) + '…';
+  }
+  return `'${shown.replace(ESCAPED, (c) => SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}'`;
+}
+
+// Values an enum's violation lists, at most: the schema's, but perhaps many.
+const LISTED_VALUES = 10;
+
+/** A schema's allowed values as JSON, cut to one description's length. */
+function listValues(values: unknown): string {
+  if (!Array.isArray(values)) return 'the allowed values';
+  const shown = values.slice(0, LISTED_VALUES).map((value) => {
+    try {
+      return JSON.stringify(value) ?? String(value);
+    } catch {
+      return String(value);
+    }
+  });
+  return cut(shown.join(', ') + (values.length > LISTED_VALUES ? ', …' : ''));
 }
 
 /** The violations in one line, as an error message lists them. */

@@ -2,9 +2,10 @@
 // CloudEvents rule, or the module's own key function). The first delivery claims the key in the
 // store and runs, its claim renewed while it runs; a delivery while it runs is answered 429 (the
 // broker tries again later); once it has answered 2xx or 4xx, later deliveries within the window
-// get that answer again, byte for byte, without running the function. A 5xx, a timeout (once the
-// function has finished), a 408 or 429, or an answer not kept (too large, or streamed) releases
-// the key, so that the next delivery runs. Another event under the same source and id is a 409. A
+// get that answer again, byte for byte (an event in it written again in their own mode, binary
+// or structured), without running the function. A 5xx, a timeout (once the function has
+// finished), a 408 or 429, or an answer not kept (too large, or streamed) releases the key, so
+// that the next delivery runs. Another event under the same source and id is a 409. A
 // store that cannot be reached answers 503: an event is never run without its claim. Outcomes the
 // store did not take are written again until it does, and a stop waits for them (close()).
 //

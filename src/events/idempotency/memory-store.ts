@@ -9,11 +9,18 @@ export interface Answer {
   headers: [string, OutgoingHttpHeader][];
   /** As send() wrote it: text is kept as text (its bytes are made only for a store outside the process). */
   body: Buffer | string;
+  /** The mode of the event it carries, as funcrun wrote it; undefined when it carries none (or the function wrote it). */
+  mode?: EventMode;
 }
 
-/** An answer as bytes, for a store outside the process: its head as JSON (the event's digest in it), then the body as it was. */
+export type EventMode = 'binary' | 'structured';
+
+/**
+ * An answer as bytes, for a store outside the process: its head as JSON (the event's digest and
+ * mode in it, `mode: null` for no event), then the body as it was.
+ */
 export function encodeAnswer(answer: Answer, digest: string): Buffer {
-  const head = Buffer.from(JSON.stringify({ status: answer.status, headers: answer.headers, ...(digest === '' ? {} : { digest }) }));
+  const head = Buffer.from(JSON.stringify({ status: answer.status, headers: answer.headers, ...(digest === '' ? {} : { digest }), mode: answer.mode ?? null }));
   const length = Buffer.alloc(4);
   length.writeUInt32BE(head.length);
   return Buffer.concat([length, head, typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body]);
@@ -22,8 +29,24 @@ export function encodeAnswer(answer: Answer, digest: string): Buffer {
 /** An answer and the digest of the event it answered ('' when none was kept with it). */
 export function decodeAnswer(bytes: Buffer): { answer: Answer; digest: string } {
   const length = bytes.readUInt32BE(0);
-  const { status, headers, digest } = JSON.parse(bytes.subarray(4, 4 + length).toString()) as Omit<Answer, 'body'> & { digest?: unknown };
-  return { answer: { status, headers, body: bytes.subarray(4 + length) }, digest: typeof digest === 'string' ? digest : '' };
+  const head = JSON.parse(bytes.subarray(4, 4 + length).toString()) as Omit<Answer, 'body' | 'mode'> & { digest?: unknown; mode?: unknown };
+  const { status, headers, digest } = head;
+  const answer: Answer = { status, headers, body: bytes.subarray(4 + length) };
+  // An answer kept by a version that did not write the mode (no `mode` at all) is told by its headers.
+  const mode = 'mode' in head ? head.mode : keptMode(headers);
+  if (mode === 'binary' || mode === 'structured') answer.mode = mode;
+  return { answer, digest: typeof digest === 'string' ? digest : '' };
+}
+
+/** The mode of the event an answer's headers carry, as the HTTP binding tells it (structured by its media type, binary by `ce-*` headers). */
+function keptMode(headers: Answer['headers']): EventMode | undefined {
+  let binary = 0;
+  for (const [name, value] of headers) {
+    const lower = name.toLowerCase();
+    if (lower === 'content-type' && /^application\/cloudevents\+json\s*(;|$)/i.test(String(value))) return 'structured';
+    if (lower === 'ce-id' || lower === 'ce-specversion') binary++;
+  }
+  return binary === 2 ? 'binary' : undefined;
 }
 
 /**
