@@ -85,12 +85,12 @@ function freePort() {
 
 /**
  * Runs `node [...execArgv] lib/serve.js ...args` (or `script` in its place) as a user would. `env` is added to a clean copy of the
- * environment (without the FUNC_ and probe variables of the one running the specs).
+ * environment (without the FUNC_, PORT, LISTEN_ADDRESS and probe variables of the one running the specs).
  * Returns the child, its output so far, `exited` (resolves { code, signal }) and `stop(signal)`,
  * which sends the signal (SIGTERM) and resolves with `exited` (for `t.after(() => proc.stop())`).
  */
 function run(args, { env = {}, cwd, execArgv = [], script = SERVE } = {}) {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LIVENESS_URL$|READINESS_URL$)/.test(k)));
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FUNC_|PORT$|LISTEN_ADDRESS$|LIVENESS_URL$|READINESS_URL$)/.test(k)));
   const child = spawn(process.execPath, [...execArgv, script, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (c) => (out.stdout += c));

@@ -16,7 +16,7 @@ const TSC = require.resolve('typescript/bin/tsc');
 /** Options of start() that are not settings: no flag or variable gives them (a folder, a name, a function, a stream). */
 const NOT_SETTINGS = ['tempDir', 'config', 'name', 'logDestination', 'command', 'cors'];
 
-const startOptions = Object.keys(SETTINGS).filter((name) => !SETTINGS[name].serveOnly);
+const startOptions = Object.keys(SETTINGS).filter((name) => !SETTINGS[name].serveOnly && !SETTINGS[name].variableOnly);
 
 /** The members of `Options` in the built declarations, each with its doc comment. */
 function declaredOptions() {
@@ -86,6 +86,8 @@ describe("start()'s Options and the settings table", () => {
     for (const name of startOptions) assert.ok(declared.has(name), `Options has no member ${name}, which the settings table has`);
     for (const name of Object.keys(SETTINGS).filter((n) => SETTINGS[n].serveOnly))
       assert.ok(!declared.has(name), `${name} is serve's own setting, not an option of start()`);
+    for (const name of Object.keys(SETTINGS).filter((n) => SETTINGS[n].variableOnly))
+      assert.ok(!declared.has(name), `${name} is set by its variable alone, not an option of start()`);
     for (const name of declared.keys()) {
       assert.ok(Object.hasOwn(SETTINGS, name) || NOT_SETTINGS.includes(name), `Options has ${name}, which the settings table lacks`);
     }

@@ -57,7 +57,9 @@ describe('the settings table', () => {
       const row = rows.find((cells) => (setting.env ?? []).every((v) => cells[1].includes(`\`${v}\``)) && (setting.env?.length ?? 0) > 0);
       assert.ok(row, `no row of docs/options.md names the variables of ${name}: ${setting.env}`);
       for (const flag of setting.flags ?? []) assert.ok(row[0].includes(`\`${flag}\``), `the docs/options.md row for ${name} lacks the flag ${flag}`);
-      if (!setting.serveOnly) assert.ok(row[2].includes(`\`${name}\``), `the docs/options.md row for ${name} lacks the start() option`);
+      if (!setting.serveOnly && !setting.variableOnly)
+        assert.ok(row[2].includes(`\`${name}\``), `the docs/options.md row for ${name} lacks the start() option`);
+      if (setting.variableOnly) assert.equal(row[2], '', `${name} is set by its variable alone: the docs/options.md row names no start() option`);
     }
     // And nothing in the table that the table of settings does not know (probe and label variables aside).
     const known = new Set(Object.values(SETTINGS).flatMap((s) => s.env ?? []));

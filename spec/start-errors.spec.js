@@ -5,6 +5,7 @@
 // terminal).
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const { project, run, runServing } = require('./helpers');
@@ -184,6 +185,16 @@ describe('the command line and the machine', () => {
     assert.equal(warnings.length, 1, proc.out.stderr);
     assert.equal(warnings[0].level, 40);
     assert.match(warnings[0].msg, /^Node\.js 20\.19\.0 is not supported: funcrun runs on Node\.js 22 and 24/);
+    // It names the fix for each way an image gets its node: func's two builders, and a Dockerfile.
+    assert.match(warnings[0].msg, /Build on Node\.js 24 or 22: /);
+    assert.match(warnings[0].msg, /BP_NODE_VERSION=24\.\* in func\.yaml's build\.buildEnvs \(the pack builder\)/);
+    assert.match(
+      warnings[0].msg,
+      /build\.builderImages\.s2i: registry\.access\.redhat\.com\/ubi9\/nodejs-24-minimal \(the s2i builder, whose default image is Node\.js 20\)/,
+    );
+    assert.match(warnings[0].msg, /FROM node:24-alpine/);
+    assert.match(unsupportedNode('18.20.4'), /^Node\.js 18\.20\.4 is not supported: .*docs\/deploying\.md#nodejs-lines\)$/);
+    assert.match(fs.readFileSync(path.join(__dirname, '..', 'docs', 'deploying.md'), 'utf8'), /^## Node\.js lines$/m, 'the page the warning names');
     assert.equal(unsupportedNode('22.0.0'), undefined);
     assert.equal(unsupportedNode('24.11.1'), undefined);
   });

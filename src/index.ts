@@ -19,9 +19,9 @@ import type { CorsOrigin, Function as FunctionModule, Invokable } from './types'
 // rest (no member the table lacks, the same types both ways, each doc comment stating the
 // table's default).
 export interface Options {
-  /** TCP port; 0 picks a free one. Default 8080. */
+  /** TCP port; 0 picks a free one. It comes before LISTEN_ADDRESS, PORT and FUNC_PORT. Default 8080. */
   port?: number;
-  /** Address to listen on. Default: every address (`::`, and IPv4 through it). */
+  /** Address to listen on; `::` is every address. It comes before LISTEN_ADDRESS and FUNC_HOST. Default: every address (`::`, and IPv4 through it). */
   host?: string;
   /** fatal, error, warn, info, debug, trace or silent. Default info (warn in faas-js-runtime compatibility); else the module's `logLevel`. */
   logLevel?: LogLevel;

@@ -3,7 +3,8 @@
 // variable the same way, and the probe paths resolve in one order.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { SETTINGS, fromEnvironment, probePaths } = require('../../lib/start/settings.js');
+const { SETTINGS, fromEnvironment, listenPlace, probePaths } = require('../../lib/start/settings.js');
+const { parseListenAddress } = require('../../lib/start/func-yaml.js');
 const { checkEnv } = require('../../lib/tools/config-command.js');
 
 describe('the settings table: parsers and precedence', () => {
@@ -70,5 +71,31 @@ describe('the settings table: parsers and precedence', () => {
     assert.equal(paths({ FUNC_HEALTH_LIVENESS_PATH: '/full' }).liveness, '/full');
     assert.equal(paths({ LIVENESS_URL: '/url', FUNC_HEALTH_ROOT_PATH: '/q' }, { liveness: '/m' }).liveness, '/url');
     assert.throws(() => paths({ LIVENESS_URL: 'no-slash' }), /LIVENESS_URL/);
+  });
+
+  it('LISTEN_ADDRESS is read as Go reads it: host:port, [IPv6]:port, :port; nothing else', () => {
+    assert.deepEqual(parseListenAddress('[::]:8080', 'LISTEN_ADDRESS'), { host: '::', port: 8080 });
+    assert.deepEqual(parseListenAddress('127.0.0.1:0', 'LISTEN_ADDRESS'), { host: '127.0.0.1', port: 0 });
+    assert.deepEqual(parseListenAddress('[fe80::1%eth0]:80', 'LISTEN_ADDRESS'), { host: 'fe80::1%eth0', port: 80 });
+    assert.deepEqual(parseListenAddress('localhost:3000', 'LISTEN_ADDRESS'), { host: 'localhost', port: 3000 });
+    assert.deepEqual(parseListenAddress(':9000', 'LISTEN_ADDRESS'), { port: 9000 });
+    for (const bad of ['8080', ':', '[::]', '[::]:', '::1:80', '[]:80', '[::1]x:80', 'host:port', 'a/b:80', ':-1', ':65536', ':8080 8081']) {
+      assert.throws(
+        () => parseListenAddress(bad, 'LISTEN_ADDRESS'),
+        (err) => err.name === 'ConfigError' && err.message.startsWith('invalid LISTEN_ADDRESS '),
+        bad,
+      );
+    }
+  });
+
+  it('where to listen: the option, then LISTEN_ADDRESS, then PORT / FUNC_PORT and FUNC_HOST, each part on its own; :: is no host', () => {
+    const env = (vars) => fromEnvironment(vars);
+    assert.deepEqual(listenPlace({}, env({})), { port: 8080, host: undefined });
+    assert.deepEqual(listenPlace({}, env({ LISTEN_ADDRESS: '[::]:8080' })), { port: 8080, host: undefined });
+    assert.deepEqual(listenPlace({}, env({ LISTEN_ADDRESS: '127.0.0.1:7000', PORT: '9000', FUNC_HOST: '::1' })), { port: 7000, host: '127.0.0.1' });
+    assert.deepEqual(listenPlace({}, env({ LISTEN_ADDRESS: ':7000', PORT: '9000', FUNC_HOST: '::1' })), { port: 7000, host: '::1' });
+    assert.deepEqual(listenPlace({ port: 5000 }, env({ LISTEN_ADDRESS: '127.0.0.1:7000' })), { port: 5000, host: '127.0.0.1' });
+    assert.deepEqual(listenPlace({ host: '::' }, env({ LISTEN_ADDRESS: '127.0.0.1:7000' })), { port: 7000, host: undefined });
+    assert.deepEqual(listenPlace({}, env({ PORT: '9000', FUNC_PORT: '9001', FUNC_HOST: '::' })), { port: 9000, host: undefined });
   });
 });

@@ -13,9 +13,18 @@ export const EXIT = Object.freeze({
 /** The Node.js lines funcrun supports: LTS lines still maintained. */
 export const SUPPORTED_NODE = '22 and 24';
 
-/** A warning when this node is older than the oldest supported line, else undefined. */
+/**
+ * A warning when this node is older than the oldest supported line, else undefined. It names the
+ * fix where an old line usually comes from: Knative func's builders (its s2i builder's default
+ * image is Node 20; its pack builder takes BP_NODE_VERSION), or an image built FROM an old node.
+ */
 export function unsupportedNode(version: string = process.versions.node): string | undefined {
   const major = Number(version.split('.')[0]);
   if (major >= 22) return undefined;
-  return `Node.js ${version} is not supported: funcrun runs on Node.js ${SUPPORTED_NODE} (older lines are past their end of life), and may fail here`;
+  return (
+    `Node.js ${version} is not supported: funcrun runs on Node.js ${SUPPORTED_NODE} (older lines are past their end of life), and may fail here. ` +
+    "Build on Node.js 24 or 22: with func build, BP_NODE_VERSION=24.* in func.yaml's build.buildEnvs (the pack builder), or " +
+    'build.builderImages.s2i: registry.access.redhat.com/ubi9/nodejs-24-minimal (the s2i builder, whose default image is Node.js 20); ' +
+    "with a Dockerfile, FROM node:24-alpine, as funcrun's examples/deploy/Dockerfile (docs/deploying.md#nodejs-lines)"
+  );
 }

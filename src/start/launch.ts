@@ -15,7 +15,7 @@ import { useApplicationSdk } from '../cloudevents/cloudevent';
 import { loadTracing } from '../telemetry/otel';
 import type * as IdempotencyModule from '../events/idempotency/idempotency';
 import { behaviourOf, enteredAsFaasJsRuntime } from './compat';
-import { checkDistinct, fromEnvironment, probePaths, resolve, type StartOptionName, type Values } from './settings';
+import { checkDistinct, fromEnvironment, listenPlace, probePaths, resolve, type StartOptionName, type Values } from './settings';
 import type { MetricLabels } from '../telemetry/metrics';
 import type { Function as FunctionModule } from '../types';
 import type { Options } from '../index';
@@ -127,11 +127,16 @@ export async function launch(module: FunctionModule, options: Options, funcYaml:
 
   // Outside an invocation, `log` writes with this server's logger (init() and shutdown() included).
   setProcessLogger(log);
+  const place = listenPlace(options, env);
   await module.init?.({ log });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: value('port'), host: value('host') }, () => {
-      server.off('error', reject);
+    // A port LISTEN_ADDRESS gave is moved there, not with PORT, which it comes before: the start failure's hint says so.
+    const setBy = options.port === undefined && env.listenAddress !== undefined ? 'LISTEN_ADDRESS' : undefined;
+    const failed = (err: Error) => reject(setBy === undefined ? err : Object.assign(err, { setBy }));
+    server.once('error', failed);
+    // No host (`::` among them) is node's every address, both families where the machine has them.
+    server.listen(place.host === undefined ? { port: place.port } : place, () => {
+      server.off('error', failed);
       resolve();
     });
   });

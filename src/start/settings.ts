@@ -3,7 +3,18 @@
 // line and --help, and `funcrun config` (which refuses a value the server would refuse) all read
 // it, and a spec checks the options table of docs/options.md against it.
 import { parseCompat, type Compat } from './compat';
-import { checkLogLevel, ConfigError, parseBytes, parseCount, parseDuration, parsePort, parseSwitch, pathProblem } from './func-yaml';
+import {
+  checkLogLevel,
+  ConfigError,
+  parseBytes,
+  parseCount,
+  parseDuration,
+  parseListenAddress,
+  parsePort,
+  parseSwitch,
+  pathProblem,
+  type ListenAddress,
+} from './func-yaml';
 import type { LogLevel } from '../log/log';
 
 type Raw = string | number | boolean;
@@ -23,6 +34,8 @@ interface Setting<T> {
   help: string;
   /** Read by `serve` only: not an option of start(). */
   serveOnly?: boolean;
+  /** Set by its variable alone: neither a flag nor an option of start(), which reads it from the environment. */
+  variableOnly?: boolean;
   /** start() takes this number as a number alone: the others also as text (`'2mb'`, `'10s'`), as a variable gives them. */
   numberOnly?: boolean;
 }
@@ -39,7 +52,7 @@ export const SETTINGS = {
     env: ['PORT', 'FUNC_PORT'],
     default: 8080,
     parse: (v: Raw, w: string) => parsePort(text(v), w),
-    help: 'port to listen on',
+    help: 'port to listen on (LISTEN_ADDRESS, when set, comes before these variables)',
     numberOnly: true,
   },
   host: {
@@ -47,7 +60,16 @@ export const SETTINGS = {
     env: ['FUNC_HOST'],
     default: undefined as string | undefined,
     parse: (v: Raw) => text(v),
-    help: 'address to listen on (default: every address)',
+    help: 'address to listen on, :: for every one (default: every address; LISTEN_ADDRESS, when set, comes before the variable)',
+  },
+  // Knative func writes LISTEN_ADDRESS=[::]:8080 into the images it builds, and its Go runtime
+  // reads it before PORT: see listenPlace().
+  listenAddress: {
+    env: ['LISTEN_ADDRESS'],
+    default: undefined as ListenAddress | undefined,
+    parse: (v: Raw, w: string) => parseListenAddress(text(v), w),
+    help: 'host and port together, as Knative func sets it: host:port, [IPv6]:port or :port (the port alone)',
+    variableOnly: true,
   },
   logLevel: {
     flags: ['--log-level', '--logLevel'],
@@ -232,8 +254,10 @@ export const SETTINGS = {
 export type SettingName = keyof typeof SETTINGS;
 export type Values = { -readonly [K in SettingName]: ReturnType<(typeof SETTINGS)[K]['parse']> };
 
-/** The settings that are options of start() (not `serve`'s own). */
-export type StartOptionName = { [K in SettingName]: (typeof SETTINGS)[K] extends { serveOnly: true } ? never : K }[SettingName];
+/** The settings that are options of start() (not `serve`'s own, nor those a variable alone sets). */
+export type StartOptionName = {
+  [K in SettingName]: (typeof SETTINGS)[K] extends { serveOnly: true } | { variableOnly: true } ? never : K;
+}[SettingName];
 
 /**
  * The type start() takes each option as, by the table: its parser's value, and text too for a
@@ -270,6 +294,20 @@ export function resolve<K extends StartOptionName>(name: K, option: Partial<Opti
   if (option !== undefined) return setting.parse(option as Raw, name) as Values[K];
   if (env[name] !== undefined) return env[name] as Values[K];
   return (fallback === undefined ? setting.default : setting.parse(fallback as Raw, name)) as Values[K];
+}
+
+/**
+ * Where the server listens, each part on its own: start()'s option (serve's flag), then
+ * LISTEN_ADDRESS's part, then PORT, FUNC_PORT or FUNC_HOST, then the default. LISTEN_ADDRESS comes
+ * before the others as Knative func's Go runtime reads it (func-go's listenAddress()). A host of
+ * `::` is left to node, which listens on every address of both families then, and on IPv4's
+ * alone where the machine has no IPv6, as Go does with `[::]:8080`; naming it would fail there.
+ */
+export function listenPlace(options: Partial<Pick<OptionTypes, 'port' | 'host'>>, env: Partial<Values>): { port: number; host: string | undefined } {
+  const listen = env.listenAddress;
+  const port = resolve('port', options.port, { port: listen?.port ?? env.port });
+  const host = resolve('host', options.host, { host: listen?.host ?? env.host });
+  return { port, host: host === '::' ? undefined : host };
 }
 
 /** Refuses a variable's value that funcrun would refuse at start (`funcrun config envs add`). */
