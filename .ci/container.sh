@@ -12,7 +12,8 @@
 #   - `podman stop` (SIGTERM) lets a request in flight finish, and the exit status is 0;
 #   - its log lines are JSON;
 #   - a TypeScript CloudEvents project builds (tsc in the image) on the other line, Node 22
-#     (--build-arg NODE_VERSION=22), runs as node, answers an event with one, and stops with 0;
+#     (--build-arg NODE_VERSION=22), runs as node, answers an event with one, holds build/index.js
+#     and no test, and stops with 0;
 #   - a project moved from faas-js-runtime (Knative's TypeScript CloudEvents template with the
 #     one-line change of docs/migrating.md) builds, answers its event, and says it follows faas-js-runtime.
 # There is no Docker engine or registry here: podman builds and runs the image (as root, with
@@ -388,6 +389,13 @@ else
   fail "a CloudEvent: got $(tr '\n' ' ' <<<"$answer") ce-type $(cat "$work/ce-type.txt")"
 fi
 [ "$(podman exec "$container" id -u || true)" = 1000 ] && pass "it runs as uid 1000" || fail "it does not run as uid 1000"
+# The build is the function alone (tsconfig.build.json), and .dockerignore keeps test/ out.
+image_files=$(podman exec "$container" sh -c 'cd /app && ls -d test 2>/dev/null; find build -type f' || true)
+if [ "$image_files" = build/index.js ]; then
+  pass "the image holds the built function (build/index.js) and no test"
+else
+  fail "the image's tests and build: $(tr '\n' ' ' <<<"$image_files")"
+fi
 podman stop -t 10 "$container" >/dev/null || true
 exit_code=$(inspect '{{.State.ExitCode}}')
 [ "$exit_code" = 0 ] && pass "podman stop: exited 0" || fail "podman stop: exit code $exit_code"

@@ -74,7 +74,7 @@ after(() => registry.close());
 describe('funcrun create, then npm install, npm test and npm start', { concurrency: true }, () => {
   const expected = {
     node: ['func.yaml', 'index.js', 'package.json', 'README.md', 'test/unit.js', 'test/integration.js'],
-    typescript: ['func.yaml', 'package.json', 'src/index.ts', 'test/unit.ts', 'test/integration.ts', 'tsconfig.json', 'README.md'],
+    typescript: ['func.yaml', 'package.json', 'src/index.ts', 'test/unit.ts', 'test/integration.ts', 'tsconfig.json', 'tsconfig.build.json', 'README.md'],
   };
 
   for (const language of ['node', 'typescript']) {
@@ -156,10 +156,22 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
         assert.ok(!lines.some((line) => line.level >= 50), running.out.stdout);
 
         if (language === 'typescript' && template === 'http') {
-          // npm run build: what the image does; npm start then serves the build.
+          // npm run build: what the image does; npm start then serves the build. It compiles the
+          // function alone: no test in build/ (nor in the image), while typecheck checks the tests.
+          const unit = path.join(folder, 'test', 'unit.ts');
+          const tests = fs.readFileSync(unit, 'utf8');
+          fs.writeFileSync(unit, `${tests}\nexport const wrong: number = 'not a number';\n`);
+          const checked = await exec('npm', ['run', 'typecheck'], { cwd: folder, env });
+          assert.notEqual(checked.code, 0, 'typecheck checks the tests');
+          assert.match(checked.stdout + checked.stderr, /test\/unit\.ts\(\d+,\d+\): error TS2322/);
           const build = await exec('npm', ['run', 'build'], { cwd: folder, env });
           assert.equal(build.code, 0, build.stdout + build.stderr);
+          fs.writeFileSync(unit, tests);
+          assert.equal(manifest.main, 'build/index.js');
           assert.ok(fs.existsSync(path.join(folder, manifest.main)));
+          const built = fs.readdirSync(path.join(folder, 'build'), { recursive: true }).map((f) => f.split(path.sep).join('/'));
+          assert.deepEqual(built.sort(), ['index.js']);
+          assert.match(fs.readFileSync(path.join(folder, '.dockerignore'), 'utf8'), /^test$/m);
           const again = await npmStart(t, folder, { ...env, FUNC_LOG_LEVEL: 'debug' });
           const res = await fetch(again.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"built":true}' });
           assert.deepEqual(await res.json(), { received: { built: true } });
