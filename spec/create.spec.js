@@ -20,6 +20,13 @@ const TARBALL = `funcrun-${VERSION}.tgz`;
 
 const scratch = () => fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-create-'));
 
+/** A scratch folder to `npm install` a package into: with a package.json of its own, so that npm does not walk up to a parent's. */
+function installFolder() {
+  const folder = scratch();
+  fs.writeFileSync(path.join(folder, 'package.json'), '{ "private": true }\n');
+  return folder;
+}
+
 /** Runs a command to completion: { code, stdout, stderr }. */
 function exec(command, args, { cwd, env }) {
   return new Promise((resolve) => {
@@ -196,7 +203,7 @@ describe('funcrun create: how the project depends on funcrun', () => {
     t.after(() => withFuncrun.close());
     const env = withFuncrun.env;
     // The way a user gets the command: installed from the registry.
-    const tools = scratch();
+    const tools = installFolder();
     const install = await exec('npm', ['install', 'funcrun'], { cwd: tools, env });
     assert.equal(install.code, 0, install.stdout + install.stderr);
     const cli = path.join(tools, 'node_modules', 'funcrun', 'lib', 'tools', 'cli.js');
@@ -238,7 +245,7 @@ describe('funcrun create: how the project depends on funcrun', () => {
     const server = require('node:http').createServer((req, res) => res.end(fs.readFileSync(path.join(published, TARBALL))));
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
     t.after(() => server.close());
-    const tools = scratch();
+    const tools = installFolder();
     const url = `http://127.0.0.1:${server.address().port}/downloads/${TARBALL}`;
     const install = await exec('npm', ['install', url], { cwd: tools, env: registry.env });
     assert.equal(install.code, 0, install.stdout + install.stderr);
