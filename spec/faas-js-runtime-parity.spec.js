@@ -567,6 +567,11 @@ before(async () => {
     private: true,
     scripts: { start: 'FUNC_LOG_LEVEL=info faas-js-runtime ./index.js' },
     dependencies: { '@types/node': '^22.0.0', cloudevents: '^10.0.0', 'faas-js-runtime': '4.0.1' },
+    // faas-js-runtime 4.0.1 asks for cloudevents ^8, whose 8.0.3 ships the very code of 10.0.0
+    // (only its engines differ: Node 22 at most). The checkout installs 10.0.0 in its place, as its
+    // package.json's overrides say (no engine warning on Node 24), so the loopback registry holds
+    // only that version: the project says the same.
+    overrides: { cloudevents: '$cloudevents' },
   };
   const moved = { ...manifest, dependencies: { ...manifest.dependencies, 'faas-js-runtime': `file:${TARBALL}` } };
   const lines = (m) => JSON.stringify(m, null, 2).split('\n');

@@ -110,6 +110,81 @@ describe('an import of ./x.js where only ./x.ts exists names the .ts file', () =
   });
 });
 
+describe('a dependency whose entry file is missing is named as a package that is not built', () => {
+  // As npm installs a file: dependency: node_modules/greeter is a link to the package's own folder,
+  // whose package.json names lib/index.js, and only its TypeScript source is there.
+  function linkedUnbuilt(functionFiles, greeterFiles) {
+    const root = project({
+      ...Object.fromEntries(Object.entries(functionFiles).map(([name, content]) => [`fn/${name}`, content])),
+      ...Object.fromEntries(Object.entries(greeterFiles).map(([name, content]) => [`greeter/${name}`, content])),
+    });
+    fs.mkdirSync(path.join(root, 'fn', 'node_modules'));
+    fs.symlinkSync(path.join(root, 'greeter'), path.join(root, 'fn', 'node_modules', 'greeter'), 'dir');
+    return { root, fn: path.join(root, 'fn') };
+  }
+  const greeter = {
+    'package.json': '{"name":"greeter","version":"1.0.0","main":"lib/index.js","scripts":{"build":"tsc"}}',
+    'lib/index.ts': 'export const greet = (s: string): string => `hi ${s}`;\n',
+  };
+  const fnPackage = '{"name":"fn","dependencies":{"greeter":"file:../greeter"}}';
+
+  async function startFails(folder) {
+    const proc = run([folder, '--port', '0']);
+    assert.equal((await proc.exited).code, 1);
+    const lines = proc.out.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, proc.out.stderr);
+    return JSON.parse(lines[0]);
+  }
+
+  it('required from CommonJS, with lib/index.ts beside the missing lib/index.js: the package, not an import the user never wrote', async () => {
+    const { root, fn } = linkedUnbuilt(
+      { 'package.json': fnPackage, 'index.js': "const { greet } = require('greeter');\nmodule.exports = () => greet('x');\n" },
+      greeter,
+    );
+    const line = await startFails(fn);
+    assert.equal(
+      line.hint,
+      `the package 'greeter' (${path.join(fn, 'node_modules', 'greeter')}) is not built: it has no lib/index.js, the file its package.json names; build it (npm run build in ${fs.realpathSync(path.join(root, 'greeter'))}), then start again`,
+    );
+    assert.doesNotMatch(line.hint, /import '/);
+  });
+
+  it('imported from ESM, through main and through exports: the same hint', async () => {
+    for (const manifest of [greeter['package.json'], '{"name":"greeter","exports":{".":"./lib/index.js"},"scripts":{"build":"tsc"}}']) {
+      const { fn } = linkedUnbuilt(
+        {
+          'package.json': fnPackage.replace('{', '{"type":"module",'),
+          'index.js': "import { greet } from 'greeter';\nexport const handle = () => greet('x');\n",
+        },
+        { ...greeter, 'package.json': manifest },
+      );
+      const line = await startFails(fn);
+      assert.match(
+        line.hint,
+        /^the package 'greeter' \(.*node_modules\/greeter\) is not built: it has no lib\/index\.js, the file its package\.json names; build it/,
+      );
+    }
+  });
+
+  it('a copied package with src/index.ts and no build: the same; with no sources at all, to install it again', async () => {
+    const copied = project({
+      'package.json': fnPackage,
+      'index.js': "module.exports = require('greeter');\n",
+      'node_modules/greeter/package.json': '{"name":"greeter","main":"lib/index.js"}',
+      'node_modules/greeter/src/index.ts': 'export const handle = (): string => "hi";\n',
+    });
+    assert.match(
+      (await startFails(copied)).hint,
+      /^the package 'greeter' \(.*\) is not built: it has no lib\/index\.js, .*npm run build in .*node_modules\/greeter\)/,
+    );
+    fs.rmSync(path.join(copied, 'node_modules/greeter/src'), { recursive: true });
+    assert.match(
+      (await startFails(copied)).hint,
+      /^the package 'greeter' \(.*\) has no lib\/index\.js, the file its package\.json names: install it again \(npm install\)$/,
+    );
+  });
+});
+
 describe('TypeScript mistakes node makes hard to read', () => {
   it(
     'a type imported as a value, in source node runs without types: import type is suggested',

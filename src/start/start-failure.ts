@@ -1,8 +1,8 @@
 // A failed start, explained: what went wrong in one line (with file:line:column for a syntax
 // error), and what to do about it where funcrun knows (a `.ts` file imported as `.js`, a port in
 // use). serve.ts writes it as a JSON line, or as text on a terminal.
-import { existsSync } from 'node:fs';
-import { relative } from 'node:path';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from './func-yaml';
 import { describeThrown } from '../errors';
@@ -36,7 +36,7 @@ function explain(err: unknown): StartFailure {
   if (err instanceof LoadError) {
     const cause = err.cause;
     if (cause instanceof SyntaxError && err.file !== undefined) return syntaxError(cause, err.file);
-    const missing = missingModule(cause);
+    const missing = missingModule(cause, err.file);
     // Where node looked is in the message: its stack holds only node's own resolver.
     if (missing !== undefined) return { message: err.message, hint: missing };
     return { message: err.message, stack: cause };
@@ -112,20 +112,73 @@ function checkedSyntax(file: string): string {
 }
 
 /**
- * A relative import that names a file that is not there, when the TypeScript file it means is:
- * node runs the source as it is, so `./shout.js` must be written `./shout.ts` (tsc's
- * rewriteRelativeImportExtensions turns it back into `.js` in the build).
+ * A module node looked for and did not find. Inside another package (a dependency whose `main` or
+ * `exports` names a file that is not there, as in an unbuilt `file:` or workspace package), the
+ * package is named and said to be unbuilt. In the function's own files, a relative import that names
+ * a `.js` file when the TypeScript file it means is there: node runs the source as it is, so
+ * `./shout.js` must be written `./shout.ts` (tsc's rewriteRelativeImportExtensions turns it back
+ * into `.js` in the build).
  */
-function missingModule(cause: unknown): string | undefined {
+function missingModule(cause: unknown, importer: string | undefined): string | undefined {
   const code = (cause as NodeJS.ErrnoException | null)?.code;
   if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return undefined;
-  const named = /Cannot find module '([^']+)'/.exec(String((cause as Error).message))?.[1];
-  if (named === undefined || !named.startsWith('/')) return undefined;
+  // ESM says "Cannot find package" for a package whose main is missing, and "module" otherwise.
+  const named = /Cannot find (?:module|package) '([^']+)'/.exec(String((cause as Error).message))?.[1];
+  if (named === undefined || !isAbsolute(named)) return undefined;
+  const owner = packageRoot(dirname(named));
+  if (owner !== undefined && (importer === undefined || owner !== packageRoot(dirname(importer)))) return unbuiltPackage(owner, named);
   const asTypeScript = /\.(m|c)?js$/.test(named) ? named.replace(/\.(m|c)?js$/, '.$1ts') : `${named}.ts`;
   if (!existsSync(asTypeScript)) return undefined;
   const wrote = named.split('/').pop()!;
   const meant = asTypeScript.split('/').pop()!;
   return `import './${meant}', not './${wrote}': node runs the TypeScript source as it is, and the file is ${meant} (tsc's rewriteRelativeImportExtensions makes it .js in the build)`;
+}
+
+/** The folder of the nearest package.json at or above `folder`. */
+function packageRoot(folder: string): string | undefined {
+  for (let dir = folder; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+// A dependency's entry file is missing: with its sources there (a build script, a tsconfig.json,
+// a .ts file where the .js should be), it was installed without being built.
+function unbuiltPackage(root: string, missing: string): string {
+  let manifest: { name?: unknown; main?: unknown; exports?: unknown; scripts?: { build?: unknown } } = {};
+  try {
+    manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as typeof manifest;
+  } catch {
+    // An unreadable package.json: the package is still named by its folder.
+  }
+  const name = typeof manifest?.name === 'string' ? manifest.name.slice(0, 214) : root.split('/').pop()!;
+  const file = relative(root, missing);
+  const named = isEntry(manifest, file) ? `${file}, the file its package.json names` : file;
+  const where = `the package '${name}' (${relativeName(root)})`;
+  const sources =
+    typeof manifest?.scripts?.build === 'string' ||
+    existsSync(join(root, 'tsconfig.json')) ||
+    existsSync(missing.replace(/\.(m|c)?js$/, '.$1ts')) ||
+    existsSync(join(root, 'src', 'index.ts'));
+  if (!sources) return `${where} has no ${named}: install it again (npm install)`;
+  // A file: or workspace dependency is a link to its own folder: that is where it is built.
+  let source = root;
+  try {
+    source = realpathSync(root);
+  } catch {
+    // The folder as node found it.
+  }
+  return `${where} is not built: it has no ${named}; build it (npm run build in ${relativeName(source)}), then start again`;
+}
+
+function isEntry(manifest: { main?: unknown; exports?: unknown }, file: string): boolean {
+  const main = typeof manifest?.main === 'string' ? manifest.main.replace(/^\.\//, '') : undefined;
+  if (main === file || main === file.replace(/\.js$/, '')) return true;
+  try {
+    return JSON.stringify(manifest?.exports ?? null).includes(`"./${file}"`);
+  } catch {
+    return false;
+  }
 }
 
 function relativeName(file: string): string {

@@ -20,14 +20,25 @@ export async function invokeCommand(args: string[]): Promise<void> {
   for (const option of ['id', 'source', 'type', 'content-type'] as const) {
     if (values[option] !== undefined) headerValue(`--${option}`, values[option] as string);
   }
-  const target = targetOf((values.target as string | undefined) ?? 'http://localhost:8080');
+  let target = targetOf((values.target as string | undefined) ?? 'http://localhost:8080');
   const timeout = timeoutOf((values.timeout as string | undefined) ?? '30s');
   // --file and --field in the order given: a form's parts keep the command line's order, as curl's -F do.
   const given = (tokens ?? []).flatMap((t) =>
     t.kind === 'option' && (t.name === 'file' || t.name === 'field') && t.value !== undefined ? [{ name: t.name, value: t.value }] : [],
   );
   const contentType = values['content-type'] as string | undefined;
-  const data = await invokeBody(given, values.data as string | undefined, contentType, method);
+  let dataGiven = values.data as string | undefined;
+  if (method === 'GET') {
+    if (contentType !== undefined) throw new UsageError(`--content-type does not go with --request-type GET: GET sends no body`);
+    // GET sends no body: --data becomes the query string, the function contract's input of a GET.
+    if (dataGiven !== undefined) {
+      const query = queryOfData(dataGiven);
+      if (query !== '') target = withQuery(target, query);
+      process.stderr.write(`funcrun: GET sends no body: --data is sent as the query string (?${query})\n`);
+      dataGiven = undefined;
+    }
+  }
+  const data = await invokeBody(given, dataGiven, contentType, method);
   // Node 24's fetch (undici 7) leaves the read error of a file that changed while it was sent as
   // an unhandled rejection, rather than failing the request: without this, a stack trace.
   if (data instanceof FormData) process.on('unhandledRejection', fileChanged);
@@ -48,6 +59,37 @@ export async function invokeCommand(args: string[]): Promise<void> {
     process.stderr.write(`funcrun: the function answered ${result.status}\n`);
     process.exit(EXIT.FAILED);
   }
+}
+
+/**
+ * --data of a GET as a query string: `name=value` pairs as they are written (`a=1&b=x%20y`), or a
+ * JSON object of strings, numbers and booleans (`{"customerId":1}`) encoded; anything else has no
+ * query form and is bad use.
+ */
+function queryOfData(data: string): string {
+  const refused = `--data ${JSON.stringify(data.length > 60 ? `${data.slice(0, 60)}...` : data)} cannot be a query string, and --request-type GET sends no body: give name=value pairs (a=1&b=2) or a JSON object of strings, numbers and booleans, or send it with POST`;
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    // Not JSON: name=value pairs, each with a name, joined by &.
+    if (/^[^&=]+=[^&]*(?:&[^&=]+=[^&]*)*$/.test(data)) return data;
+    throw new UsageError(refused);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new UsageError(refused);
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(json)) {
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw new UsageError(refused);
+    query.append(name, String(value));
+  }
+  return query.toString();
+}
+
+/** `target` with `query` after the query it has. */
+function withQuery(target: string, query: string): string {
+  const url = new URL(target);
+  url.search = url.search.length > 1 ? `${url.search.slice(1)}&${query}` : query;
+  return url.href;
 }
 
 /** --format, else func.yaml's invoke in `folder`, else http. */
@@ -130,6 +172,8 @@ async function invokeBody(given: { name: string; value: string }[], data: string
   if (data !== undefined && bodyFiles.length === 1) throw new UsageError('give --data or --file, not both');
   if (data !== undefined && form !== undefined) throw new UsageError(`give --data or a form (${form}), not both`);
   if (form !== undefined) return formBody(parts, contentType, method);
+  if (bodyFiles.length === 1 && method !== 'POST')
+    throw new UsageError(`--file ${bodyFiles[0]} is a body, and --request-type ${method} sends none: send it with POST`);
   if (bodyFiles.length === 1) {
     const path = bodyFiles[0];
     try {

@@ -46,7 +46,8 @@ is above 299 or the function cannot be reached.
 
 Options:
       --target <url>        where the function runs, query parameters allowed (default http://localhost:8080)
-  -d, --data <text>         the body (default {"message":"Hello World"} for POST)
+  -d, --data <text>         the body (default {"message":"Hello World"} for POST); with GET, the
+                            query string: a=1&b=2, or a JSON object of strings, numbers, booleans
       --file <path>         the body, streamed from a file (a path with = in it is written ./a=b)
       --file <f>=<path>     a file in a multipart/form-data body, under field f; repeat for more;
                             its type from a suffix, 'photo=cat.png;type=image/png' (quoted: ; ends

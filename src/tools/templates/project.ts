@@ -79,9 +79,15 @@ function packageJson(name: string, ts: boolean, funcrun: string): string {
     private: true,
     // TypeScript projects are ES modules: node runs src/*.ts as they are, and tsc builds the same.
     ...(ts ? { type: 'module' } : {}),
-    main: ts ? 'build/src/index.js' : 'index.js',
+    main: ts ? 'build/index.js' : 'index.js',
     scripts: ts
-      ? { start: 'funcrun serve .', dev: 'funcrun serve --watch .', test: 'node --test test/*.ts', typecheck: 'tsc --noEmit', build: 'tsc' }
+      ? {
+          start: 'funcrun serve .',
+          dev: 'funcrun serve --watch .',
+          test: 'node --test test/*.ts',
+          typecheck: 'tsc --noEmit',
+          build: 'tsc -p tsconfig.build.json',
+        }
       : { start: 'funcrun serve .', dev: 'funcrun serve --watch .', test: 'node --test test/*.js' },
     dependencies: { funcrun },
     ...(ts ? { devDependencies: TYPESCRIPT_TOOLS } : {}),
@@ -118,8 +124,10 @@ ${
   ts
     ? `- No build step while developing: Node 22.18 and later run \`src/*.ts\` as they are (type
   stripping: types, no enums or namespaces; relative imports name the \`.ts\` file).
-  \`npm run typecheck\` checks the types; \`npm run build\` compiles to \`build/\`, which
-  \`npm start\` then serves, as the image does (funcrun warns when the source is newer).
+  \`npm run typecheck\` checks the types of the function and its tests (\`tsconfig.json\`);
+  \`npm run build\` compiles the function alone, \`src/\` into \`build/\`
+  (\`tsconfig.build.json\`), which \`npm start\` then serves, as the image does (funcrun warns
+  when the source is newer).
 `
     : ''
 }- \`Dockerfile\`, \`.dockerignore\`: the image, as funcrun ships them; non-root, production

@@ -2,19 +2,24 @@
 // node runs the source as it is and tsc builds the same code.
 import { eventIntegrationTests, HTTP_INTEGRATION_TESTS } from './integration-tests';
 
-/** tsconfig.json, the function and its unit and integration tests, by path. */
+/** tsconfig.json and tsconfig.build.json, the function and its unit and integration tests, by path. */
 export function typescriptFiles(name: string, events: boolean): Record<string, string> {
   return {
     'tsconfig.json': TSCONFIG,
+    'tsconfig.build.json': TSCONFIG_BUILD,
     'src/index.ts': events ? tsEventHandler(name) : TS_HTTP_HANDLER,
     'test/unit.ts': events ? tsEventUnit(name) : TS_HTTP_UNIT,
     'test/integration.ts': events ? tsEventIntegration(name) : TS_HTTP_INTEGRATION,
   };
 }
 
+// tsconfig.json checks the function and its tests (the editor, npm run typecheck) and emits
+// nothing; tsconfig.build.json (npm run build) compiles the function alone, src/ into build/.
 const TSCONFIG = `{
   // Only syntax node can strip (no enums, namespaces or parameter properties), and relative imports
   // that name the .ts file: node runs src/ and test/ as they are, and tsc builds the same code.
+  // This file checks src/ and test/ (the editor, npm run typecheck); npm run build compiles src/
+  // alone, by tsconfig.build.json, so that no test is in build/ or the image.
   "compilerOptions": {
     "target": "ES2022",
     "module": "nodenext",
@@ -25,10 +30,22 @@ const TSCONFIG = `{
     "erasableSyntaxOnly": true,
     "rewriteRelativeImportExtensions": true,
     "types": ["node"],
-    "rootDir": ".",
-    "outDir": "build"
+    "noEmit": true
   },
   "include": ["src/**/*.ts", "test/**/*.ts"]
+}
+`;
+
+const TSCONFIG_BUILD = `{
+  // npm run build: the function, src/ into build/ (build/index.js, package.json's main); the
+  // tests are checked by tsconfig.json and run from their source.
+  "extends": "./tsconfig.json",
+  "compilerOptions": {
+    "noEmit": false,
+    "rootDir": "src",
+    "outDir": "build"
+  },
+  "include": ["src/**/*.ts"]
 }
 `;
 
