@@ -39,6 +39,21 @@ describe('installing the checkout', () => {
     assert.doesNotMatch(`${ci.stdout}${ci.stderr}`, /EBADENGINE|Unsupported engine/);
   });
 
+  it("every package with an install script is decided in package.json's allowScripts: npm 11 lists none to review", () => {
+    // npm 11 skips a dependency's install scripts unless allowScripts says otherwise, and ends
+    // every install with a list of those not decided.
+    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+    const scripted = Object.entries(lock.packages)
+      .filter(([, entry]) => entry.hasInstallScript === true && !entry.link)
+      .map(([at]) => at.slice(at.lastIndexOf('node_modules/') + 'node_modules/'.length))
+      .filter((name) => name !== '');
+    assert.ok(scripted.length > 0, 'the lock records install scripts');
+    assert.deepEqual(
+      scripted.filter((name) => !(name in (manifest.allowScripts ?? {}))),
+      [],
+    );
+  });
+
   it("the faas-js-runtime peer's cloudevents is the checkout's own (package.json overrides)", () => {
     const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
     assert.equal(manifest.overrides.cloudevents, '$cloudevents');
