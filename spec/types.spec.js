@@ -85,7 +85,7 @@ describe('exported types', () => {
     compilesAsWritten(t, fs.readFileSync(path.join(ROOT, 'docs', 'uploads.md'), 'utf8'), 'docs-uploads.ts');
   });
 
-  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts']) {
+  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts', 'wrong-structured-returns.ts']) {
     it(`each mistake in ${fixture} is one error on its own line, with the code it is marked with`, () => {
       const { code, output, reported, marked } = errorsOf(fixture);
       assert.notEqual(code, 0);
@@ -99,4 +99,30 @@ describe('exported types', () => {
       }
     });
   }
+
+  it("a structured return's unknown key is refused by an error that names it: at the key, or as the property that does not fit", () => {
+    const fixture = 'wrong-structured-returns.ts';
+    const { output } = compile(`spec/types/${fixture}`);
+    const source = fs.readFileSync(path.join(__dirname, 'types', fixture), 'utf8').split('\n');
+    // Each error with the lines that elaborate it, by the line it is reported at.
+    const blocks = new Map();
+    for (const block of output.split(/\n(?=\S)/)) {
+      const at = new RegExp(`${fixture.replace('.', '\\.')}\\((\\d+),(\\d+)\\)`).exec(block);
+      if (at) blocks.set(Number(at[1]), { column: Number(at[2]), text: block });
+    }
+    const keyed = source.map((text, i) => [i + 1, /\/\/ error TS\d+ '([^']+)'/.exec(text)?.[1]]).filter(([, key]) => key !== undefined);
+    assert.ok(keyed.length >= 10);
+    for (const [line, key] of keyed) {
+      const error = blocks.get(line);
+      assert.ok(error, `line ${line} compiles:\n${output}`);
+      const atKey = source[line - 1]
+        .slice(error.column - 1)
+        .replace(/^'/, '')
+        .startsWith(key);
+      assert.ok(
+        atKey || error.text.includes(`roperty '${key}'`) || error.text.includes(`roperty ''${key}''`),
+        `line ${line}'s error does not name '${key}':\n${error.text}`,
+      );
+    }
+  });
 });

@@ -179,6 +179,7 @@ export type {
   ReturnedEvent,
   ReturnedObject,
   StructuredReturn,
+  ExactStructuredReturn,
   StreamingFunction,
   BodyStream,
   UploadedFile,
