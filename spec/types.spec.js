@@ -9,10 +9,25 @@ const path = require('node:path');
 const TSC = require.resolve('typescript/bin/tsc');
 const ROOT = path.join(__dirname, '..');
 
-function compile(file) {
+function compile(file, flags = []) {
   const result = spawnSync(
     process.execPath,
-    [TSC, '--noEmit', '--strict', '--target', 'ES2022', '--module', 'node16', '--moduleResolution', 'node16', '--skipLibCheck', '--types', 'node', file],
+    [
+      TSC,
+      '--noEmit',
+      '--strict',
+      '--target',
+      'ES2022',
+      '--module',
+      'node16',
+      '--moduleResolution',
+      'node16',
+      '--skipLibCheck',
+      '--types',
+      'node',
+      ...flags,
+      file,
+    ],
     {
       cwd: ROOT,
       encoding: 'utf8',
@@ -74,6 +89,33 @@ describe('exported types', () => {
   it("docs/cloudevents.md's TypeScript example of event contracts compiles as it is written", (t) => {
     const page = fs.readFileSync(path.join(ROOT, 'docs', 'cloudevents.md'), 'utf8');
     compilesAsWritten(t, page.slice(page.indexOf('## Event contracts'), page.indexOf('## Duplicates run once')), 'docs-event-contracts.ts');
+  });
+
+  it("docs/testing.md's handler of event contracts and its unit test compile as written, and the test passes", (t) => {
+    const page = fs.readFileSync(path.join(ROOT, 'docs', 'testing.md'), 'utf8');
+    const section = page.slice(page.indexOf('## createEventContext'), page.indexOf('## serve'));
+    const blocks = [...section.matchAll(/```ts\n\/\/ (\S+)\n([\s\S]*?)```/g)];
+    assert.deepEqual(
+      blocks.map(([, file]) => file),
+      ['src/index.ts', 'test/unit.ts'],
+    );
+    const project = path.join(ROOT, '.tmp', 'docs-event-test');
+    t.after(() => fs.rmSync(project, { recursive: true, force: true }));
+    for (const [, file, text] of blocks) {
+      fs.mkdirSync(path.dirname(path.join(project, file)), { recursive: true });
+      fs.writeFileSync(path.join(project, file), text);
+    }
+    const test = path.relative(ROOT, path.join(project, 'test', 'unit.ts'));
+    // As a project made by `funcrun create` compiles it: its tests import the source by its .ts name.
+    const { code, output } = compile(test, ['--allowImportingTsExtensions']);
+    assert.equal(code, 0, output);
+    if (!process.features.typescript) return;
+    // Without this run's NODE_TEST_CONTEXT, which would send the inner run's report to this one.
+    const env = { ...process.env };
+    delete env.NODE_TEST_CONTEXT;
+    const run = spawnSync(process.execPath, ['--test', '--test-reporter=tap', test], { cwd: ROOT, encoding: 'utf8', env });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /^# pass 1$/m);
   });
 
   it('uploaded files and streamed bodies are typed, and a module with them compiles', () => {
