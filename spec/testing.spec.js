@@ -83,6 +83,82 @@ describe('funcrun/testing', () => {
   });
 });
 
+describe('createEventContext', () => {
+  const { defineEvents } = require('funcrun');
+  const { createEventContext } = require('funcrun/testing');
+  const events = defineEvents({
+    types: {
+      'com.example.order.created': { type: 'object', properties: { id: { type: 'string' }, quantity: { type: 'integer' } }, required: ['id', 'quantity'] },
+      'com.example.order.cancelled': { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+    },
+  });
+  // What the handler saw of its context, with its answer, for comparing a unit test's call with a served request.
+  const handle = (context, data) => {
+    const event = context.cloudevent;
+    const seen = {
+      method: context.method,
+      type: event.type,
+      dataIsBody: data === context.body,
+      specversion: context.headers['ce-specversion'],
+      contentType: context.contentType,
+    };
+    if (event.type === 'com.example.order.created') return { ...seen, confirmed: data.id, quantity: data.quantity * 2 };
+    return { ...seen, cancelled: data.id };
+  };
+
+  it("makes the context an event handler takes: the declared type's event with the data, which the handler answers as it does when served", async (t) => {
+    const out = sink();
+    const context = createEventContext(events, 'com.example.order.created', { id: 'o-7', quantity: 2 }, { logDestination: out });
+    const event = context.cloudevent;
+    assert.ok(event instanceof CloudEvent);
+    assert.deepEqual([event.type, event.source, event.specversion, event.data], ['com.example.order.created', '/test', '1.0', { id: 'o-7', quantity: 2 }]);
+    assert.match(event.id, /^[0-9a-f-]{36}$/);
+    assert.equal(context.headers['ce-id'], event.id);
+    assert.equal(context.headers['ce-type'], 'com.example.order.created');
+    const unit = handle(context, event.data);
+    assert.deepEqual(unit, {
+      method: 'POST',
+      type: 'com.example.order.created',
+      dataIsBody: true,
+      specversion: '1.0',
+      contentType: 'application/json',
+      confirmed: 'o-7',
+      quantity: 4,
+    });
+    context.log.info('logged');
+    assert.equal(out.entries()[0].msg, 'logged');
+
+    // The same event sent to the same module, served: the handler answers the same.
+    const { url } = await serve(t, { handle, events });
+    const res = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'ce-specversion': '1.0', 'ce-id': event.id, 'ce-source': '/test', 'ce-type': 'com.example.order.created' },
+      body: JSON.stringify(event.data),
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json, unit);
+  });
+
+  it('takes the attributes and options given, and refuses a type the module does not declare unless it passes others through', () => {
+    const context = createEventContext(
+      events,
+      'com.example.order.cancelled',
+      { id: 'o-8' },
+      { attributes: { source: '/orders', id: '8', subject: 'o-8' }, url: '/hooks?from=broker' },
+    );
+    assert.deepEqual([context.cloudevent.source, context.cloudevent.id, context.cloudevent.subject], ['/orders', '8', 'o-8']);
+    assert.deepEqual([context.path, context.query.from, context.headers['ce-subject']], ['/hooks', 'broker', 'o-8']);
+    assert.deepEqual(handle(context, context.cloudevent.data).cancelled, 'o-8');
+    assert.throws(() => createEventContext(events, 'com.example.order.refunded', {}), {
+      name: 'TypeError',
+      message: "createEventContext: 'com.example.order.refunded' is not a declared event type ('com.example.order.created', 'com.example.order.cancelled')",
+    });
+    assert.throws(() => createEventContext(events, 'toString', {}), TypeError);
+    const open = defineEvents({ types: {}, passthrough: true });
+    assert.equal(createEventContext(open, 'com.example.ping', 42).cloudevent.data, 42);
+  });
+});
+
 describe('createLogSink', () => {
   it('collects the lines of a started function, at trace level, parsed as JSON', async (t) => {
     const { createLogSink } = require('funcrun/testing');

@@ -9,10 +9,25 @@ const path = require('node:path');
 const TSC = require.resolve('typescript/bin/tsc');
 const ROOT = path.join(__dirname, '..');
 
-function compile(file) {
+function compile(file, flags = []) {
   const result = spawnSync(
     process.execPath,
-    [TSC, '--noEmit', '--strict', '--target', 'ES2022', '--module', 'node16', '--moduleResolution', 'node16', '--skipLibCheck', '--types', 'node', file],
+    [
+      TSC,
+      '--noEmit',
+      '--strict',
+      '--target',
+      'ES2022',
+      '--module',
+      'node16',
+      '--moduleResolution',
+      'node16',
+      '--skipLibCheck',
+      '--types',
+      'node',
+      ...flags,
+      file,
+    ],
     {
       cwd: ROOT,
       encoding: 'utf8',
@@ -76,6 +91,33 @@ describe('exported types', () => {
     compilesAsWritten(t, page.slice(page.indexOf('## Event contracts'), page.indexOf('## Duplicates run once')), 'docs-event-contracts.ts');
   });
 
+  it("docs/testing.md's handler of event contracts and its unit test compile as written, and the test passes", (t) => {
+    const page = fs.readFileSync(path.join(ROOT, 'docs', 'testing.md'), 'utf8');
+    const section = page.slice(page.indexOf('## createEventContext'), page.indexOf('## serve'));
+    const blocks = [...section.matchAll(/```ts\n\/\/ (\S+)\n([\s\S]*?)```/g)];
+    assert.deepEqual(
+      blocks.map(([, file]) => file),
+      ['src/index.ts', 'test/unit.ts'],
+    );
+    const project = path.join(ROOT, '.tmp', 'docs-event-test');
+    t.after(() => fs.rmSync(project, { recursive: true, force: true }));
+    for (const [, file, text] of blocks) {
+      fs.mkdirSync(path.dirname(path.join(project, file)), { recursive: true });
+      fs.writeFileSync(path.join(project, file), text);
+    }
+    const test = path.relative(ROOT, path.join(project, 'test', 'unit.ts'));
+    // As a project made by `funcrun create` compiles it: its tests import the source by its .ts name.
+    const { code, output } = compile(test, ['--allowImportingTsExtensions']);
+    assert.equal(code, 0, output);
+    if (!process.features.typescript) return;
+    // Without this run's NODE_TEST_CONTEXT, which would send the inner run's report to this one.
+    const env = { ...process.env };
+    delete env.NODE_TEST_CONTEXT;
+    const run = spawnSync(process.execPath, ['--test', '--test-reporter=tap', test], { cwd: ROOT, encoding: 'utf8', env });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /^# pass 1$/m);
+  });
+
   it('uploaded files and streamed bodies are typed, and a module with them compiles', () => {
     const { code, output } = compile('spec/types/uploads.ts');
     assert.equal(code, 0, output);
@@ -85,7 +127,7 @@ describe('exported types', () => {
     compilesAsWritten(t, fs.readFileSync(path.join(ROOT, 'docs', 'uploads.md'), 'utf8'), 'docs-uploads.ts');
   });
 
-  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts']) {
+  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts', 'wrong-structured-returns.ts']) {
     it(`each mistake in ${fixture} is one error on its own line, with the code it is marked with`, () => {
       const { code, output, reported, marked } = errorsOf(fixture);
       assert.notEqual(code, 0);
@@ -99,4 +141,30 @@ describe('exported types', () => {
       }
     });
   }
+
+  it("a structured return's unknown key is refused by an error that names it: at the key, or as the property that does not fit", () => {
+    const fixture = 'wrong-structured-returns.ts';
+    const { output } = compile(`spec/types/${fixture}`);
+    const source = fs.readFileSync(path.join(__dirname, 'types', fixture), 'utf8').split('\n');
+    // Each error with the lines that elaborate it, by the line it is reported at.
+    const blocks = new Map();
+    for (const block of output.split(/\n(?=\S)/)) {
+      const at = new RegExp(`${fixture.replace('.', '\\.')}\\((\\d+),(\\d+)\\)`).exec(block);
+      if (at) blocks.set(Number(at[1]), { column: Number(at[2]), text: block });
+    }
+    const keyed = source.map((text, i) => [i + 1, /\/\/ error TS\d+ '([^']+)'/.exec(text)?.[1]]).filter(([, key]) => key !== undefined);
+    assert.ok(keyed.length >= 10);
+    for (const [line, key] of keyed) {
+      const error = blocks.get(line);
+      assert.ok(error, `line ${line} compiles:\n${output}`);
+      const atKey = source[line - 1]
+        .slice(error.column - 1)
+        .replace(/^'/, '')
+        .startsWith(key);
+      assert.ok(
+        atKey || error.text.includes(`roperty '${key}'`) || error.text.includes(`roperty ''${key}''`),
+        `line ${line}'s error does not name '${key}':\n${error.text}`,
+      );
+    }
+  });
 });

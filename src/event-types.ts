@@ -100,6 +100,9 @@ export type EventsOf<D extends EventDeclaration> =
   | { [T in keyof TypesOf<D> & string]: TypedEvent<T, DataOf<TypesOf<D>[T]>> }[keyof TypesOf<D> & string]
   | (D extends { readonly passthrough: true } ? CloudEvent<unknown> : never);
 
+/** The CloudEvent types declared by D: the keys of its `types`. */
+export type EventType<D extends EventDeclaration> = keyof TypesOf<D> & string;
+
 /** The one event of declared type T: for a named function that takes the whole event (`cloudEvent: true`). */
 export type EventOf<D extends EventDeclaration, T extends keyof TypesOf<D> & string> = TypedEvent<T, DataFor<D, T>>;
 

@@ -155,7 +155,18 @@ export { HttpError } from './errors';
 export { retry, drop, Outcome, type RetryOptions } from './cloudevents/outcomes';
 export { defineEvents } from './event-types';
 export { streamed } from './body/body-stream';
-export type { DataFor, EventContext, EventDeclaration, EventHandler, EventOf, EventSchema, EventsOf, FromSchema, StandardSchemaV1 } from './event-types';
+export type {
+  DataFor,
+  EventContext,
+  EventDeclaration,
+  EventHandler,
+  EventOf,
+  EventSchema,
+  EventsOf,
+  EventType,
+  FromSchema,
+  StandardSchemaV1,
+} from './event-types';
 export type { LogDestination } from './log/log';
 export type {
   CloudEvent,
@@ -179,6 +190,7 @@ export type {
   ReturnedEvent,
   ReturnedObject,
   StructuredReturn,
+  ExactStructuredReturn,
   StreamingFunction,
   BodyStream,
   UploadedFile,

@@ -16,12 +16,16 @@ export type { Context, Logger, LogLevel, CloudEventResponse, CloudEvent, ErrorBo
 /** Response headers: a repeated header is an array. */
 export type ResponseHeaders = Record<string, string | string[] | number>;
 
-/** A response spelled out: status, headers and body. With no body and no status, 204. */
-export interface StructuredReturn {
+/**
+ * A response spelled out: status, headers and body, and no other key (funcrun would ignore it:
+ * `{ statusCod: 201, body }` is a 200). With no body and no status, 204. A type literal, not an
+ * interface, so that a value of this type is also an ExactStructuredReturn, as handlers return it.
+ */
+export type StructuredReturn = {
   statusCode?: number;
   headers?: ResponseHeaders;
   body?: ResponseBody | number | boolean;
-}
+};
 
 export type ResponseBody = string | object | Buffer | Uint8Array;
 
@@ -31,20 +35,56 @@ export interface DidYouMean<Key extends string> {
   readonly [misspelt]: Key;
 }
 
+/** The type of any other key of a structured return: no value has it, and the error says why. */
+export interface NotAStructuredReturnKey {
+  readonly [misspelt]: 'a structured return has statusCode, headers and body only';
+}
+
+// A structured return's other keys. TypeScript checks no excess keys of an arrow function's
+// returned object literal (`const handle: HTTPFunction = () => ({ ... })`), so they are refused
+// by index signatures whose key patterns match every key but the three: a pattern per place a
+// key can leave them (`${'a' | 'c' | ...}${string}`, `s${'a' | 'b' | ...}${string}`, ...), over
+// printable ASCII, and the keys that stop short of one (`header`, `statusCod`), each with the
+// key meant. Kept apart from StructuredReturn, where an interface extending it or a mapped type
+// of it (`Partial<StructuredReturn>`) would be checked against these thousands of signatures
+// pairwise, which takes tsc 30 s or more: a value of such a type has only its own keys to check.
+type Characters<Text extends string, Found extends string = never> = Text extends `${infer C}${infer Rest}` ? Characters<Rest, Found | C> : Found;
+type Printable = Characters<' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~'>;
+/** The keys that begin with Prefix and then leave Rest, or go on past its end. */
+type Leaving<Prefix extends string, Rest extends string> = Rest extends `${infer C}${infer More}`
+  ? `${Prefix}${Exclude<Printable, C>}${string}` | Leaving<`${Prefix}${C}`, More>
+  : `${Prefix}${Printable}${string}`;
+/** The keys that stop short of Key: its beginnings. */
+type ShortOf<Key extends string, Prefix extends string = ''> = Key extends `${Prefix}${infer C}${string}`
+  ? (Prefix extends '' ? never : Prefix) | ShortOf<Key, `${Prefix}${C}`>
+  : never;
+type OtherKey = `${Exclude<Printable, 's' | 'h' | 'b'>}${string}` | Leaving<'s', 'tatusCode'> | Leaving<'h', 'eaders'> | Leaving<'b', 'ody'>;
+type OtherKeys = { readonly [K in OtherKey]?: NotAStructuredReturnKey };
+type Truncated<Key extends string> = { readonly [K in ShortOf<Key>]?: DidYouMean<Key> };
+
 /**
- * Any other object a handler returns: data sent as JSON, or, with `statusCode`, `headers` or
- * `body`, a structured return, so those three are typed as StructuredReturn's. Buffers, byte
- * arrays and streams are objects without these keys, so they are ReturnedObjects too.
+ * A structured return as a handler returns it: StructuredReturn, and no other key. An object
+ * literal or a value of a type literal (`StructuredReturn`, `Partial<StructuredReturn>`) is one
+ * when its keys are the three; a value of an interface is not (it has no index signature to check).
+ */
+export type ExactStructuredReturn = StructuredReturn & OtherKeys & Truncated<'statusCode'> & Truncated<'headers'> & Truncated<'body'>;
+
+/**
+ * Any other object a handler returns: data sent as JSON. An object with `headers` or `body` is a
+ * structured return, never this (its keys are StructuredReturn's); one with a `statusCode` alone
+ * is data sent with that status (faas-js-runtime's `{ statusCode: 451, statusMessage }`), so its
+ * other keys are free. Buffers, byte arrays and streams are objects without these keys, so they
+ * are ReturnedObjects too.
  */
 export interface ReturnedObject {
   // `any`, not `unknown`: only an `any` index signature admits interfaces and class instances,
-  // which TypeScript gives no implicit index signature. For the same reason keys cannot be
+  // which TypeScript gives no implicit index signature. For the same reason data keys cannot be
   // matched by a pattern (`[k: \`statusC${string}\`]: never` would refuse every interface), so
-  // misspellings are listed one by one: those that are hardly ever data.
+  // misspellings of a lone `statusCode` are listed one by one: those that are hardly ever data.
   [key: string]: any;
   statusCode?: number;
-  headers?: ResponseHeaders;
-  body?: ResponseBody | number | boolean;
+  headers?: never;
+  body?: never;
   /** @deprecated misspelt: `statusCode` */
   statusCod?: DidYouMean<'statusCode'>;
   /** @deprecated misspelt: `statusCode` */
@@ -68,9 +108,27 @@ export interface ReturnedObject {
  */
 export interface ReturnedEvent<T = unknown> extends Pick<CloudEvent<T>, 'specversion' | 'id' | 'type' | 'source' | 'data' | 'validate'> {}
 
+/**
+ * A returned SDK `Message` (`HTTP.binary(event)`), a structured return too. An interface, so it
+ * cannot be held to the keys as an object literal is: a literal with both `headers` and `body`
+ * fits it whatever its other keys, unless it has a `statusCode`.
+ */
+export type ReturnedMessage = Message & { statusCode?: never };
+
 /** What a handler may return, an event carrying data of type T. */
 export type Returned<T = unknown> =
-  Outcome | StructuredReturn | ReturnedObject | ReturnedEvent<T> | CloudEventResponse<T> | Message | string | number | boolean | null | undefined | void;
+  | Outcome
+  | ExactStructuredReturn
+  | ReturnedObject
+  | ReturnedEvent<T>
+  | CloudEventResponse<T>
+  | ReturnedMessage
+  | string
+  | number
+  | boolean
+  | null
+  | undefined
+  | void;
 
 export type HTTPFunctionReturn = Returned;
 

@@ -112,3 +112,26 @@ export const refused: HTTPFunction = () => {
   throw new HttpError(404, 'no such order');
 };
 export const served = start(module, { port: 0 });
+
+// A structured return has statusCode, headers and body only, in every form; data keeps any keys,
+// as does an object with a statusCode alone (faas-js-runtime's way: the object is sent with it).
+declare const answer: StructuredReturn;
+export const allThree: HTTPFunction = () => ({ statusCode: 201, headers: { location: '/orders/7', 'set-cookie': ['a=1'] }, body: order });
+export const allThreeAsync: HTTPFunction = async () => ({ statusCode: 200, headers: { 'content-type': 'text/csv' }, body: 'a,b' });
+export const bufferBody: HTTPFunction = () => ({ statusCode: 200, body: Buffer.from('x') });
+export const bytesBody: HTTPFunction = async () => ({ body: new Uint8Array(2), headers: { 'content-type': 'image/png' } });
+export const streamBody: HTTPFunction = () => ({ headers: { 'content-type': 'text/plain' }, body: Readable.from(['x']) });
+export const responseBody: HTTPFunction = async () => ({ statusCode: 200, body: new Response('x') });
+export const scalarBody: HTTPFunction = () => ({ body: 7 });
+export const typedAnswer: HTTPFunction = async () => answer;
+declare const partial: Partial<StructuredReturn>;
+declare const noHeaders: Omit<StructuredReturn, 'headers'>;
+type Created = StructuredReturn & { statusCode: 201 };
+export const mappedAnswers: HTTPFunction = (context) => (context.method === 'HEAD' ? partial : noHeaders);
+export const narrowed = async (): Promise<Created> => ({ statusCode: 201, body: order });
+export const narrowedType: HTTPFunction = narrowed;
+export const satisfied = { statusCode: 204 } satisfies StructuredReturn;
+export const dataWithLookalikes: HTTPFunction = () => ({ header: 'Orders', status: 'open', Body: 'x' });
+export const statusWithData: HTTPFunction = () => ({ statusCode: 451, statusMessage: 'Unavailable For Legal Reasons', header: 'x' });
+export const eventAnswer: CloudEventFunction<Order, Receipt> = () => ({ statusCode: 202, headers: { 'retry-after': 5 }, body: { total: 1 } });
+export const sdkMessageLiteral: HTTPFunction = () => ({ headers: { 'ce-id': '1' }, body: '{}' });

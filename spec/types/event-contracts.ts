@@ -2,6 +2,7 @@
 // Schema or a Standard Schema, and its handler gets each event typed by its `type`. All of it must
 // compile; the mistakes the same types refuse are in wrong-event-contracts.ts.
 import { defineEvents } from 'funcrun';
+import { createEventContext } from 'funcrun/testing';
 import type { Context, DataFor, EventContext, EventHandler, EventOf, EventsOf, FromSchema, Function, NamedFunction, StandardSchemaV1 } from 'funcrun';
 
 // A Standard Schema written out, as Zod, Valibot and ArkType make them: text in, a Date out.
@@ -104,6 +105,28 @@ export const openHandler: EventHandler<typeof open> = (context) => {
   return { type: event.type };
 };
 export const openModule: Function = { handle: openHandler, events: open };
+
+// A unit test of the handler: createEventContext makes the context an EventHandler<typeof events>
+// takes, its event of the type named and its data typed by the type's schema (a Standard Schema's
+// output); with `passthrough`, any other type with data of any shape.
+export const created = createEventContext(events, 'com.example.order.created', {
+  id: 'o-7',
+  total: 12.5,
+  status: 'new',
+  lines: [{ sku: 'a-1', quantity: 2 }],
+  coupon: null,
+  payment: { method: 'card', card: '4242' },
+  version: 2,
+});
+same<typeof created.cloudevent.type, 'com.example.order.created'>(true);
+same<typeof created.cloudevent.data, DataFor<typeof events, 'com.example.order.created'>>(true);
+export const answered = handle(created, created.cloudevent.data);
+const cancelled = createEventContext(events, 'com.example.order.cancelled', new Date(), { attributes: { source: '/orders', id: '7' }, method: 'POST' });
+export const answeredCancelled = handle(cancelled, cancelled.cloudevent.data);
+const pinged = createEventContext(open, 'com.example.ping', { at: 'now' });
+const other = createEventContext(open, 'com.example.other', 42);
+export const answeredOpen = [openHandler(pinged, pinged.cloudevent.data), openHandler(other, other.cloudevent.data)];
+same<typeof other.cloudevent.data, unknown>(true);
 
 // The types a handler is made of, each on its own.
 same<DataFor<typeof events, 'com.example.order.cancelled'>, Date>(true);

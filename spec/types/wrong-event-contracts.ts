@@ -3,6 +3,7 @@
 // correct forms are in event-contracts.ts.
 import { defineEvents } from 'funcrun';
 import type { EventHandler, Function, StandardSchemaV1 } from 'funcrun';
+import { CloudEvent, createContext, createEventContext } from 'funcrun/testing';
 
 declare const timestamp: StandardSchemaV1<string, Date>;
 
@@ -55,3 +56,16 @@ export const numericKey = defineEvents({ idempotency: { key: (event) => event.ti
 
 // 10. An event handler as a route: routes get no event contracts, so its events would be untyped.
 export const routed: Function = { routes: { 'POST /orders': handle }, events }; // error TS2322
+
+// 11. A unit test's context for a type the module does not declare.
+export const undeclared = createEventContext(events, 'com.example.order.refunded', { id: 'o-1' }); // error TS2345
+
+// 12. A unit test's context with data of another shape than the type's.
+export const wrongData = createEventContext(events, 'com.example.order.created', { id: 7, total: 12.5 }); // error TS2322
+
+// 13. A unit test's context for a Standard Schema's type with its input (text), not its output.
+export const inputData = createEventContext(events, 'com.example.order.cancelled', '2026-01-01'); // error TS2345
+
+// 14. A context of createContext, whose event may be absent and of any type, given to an event handler.
+const shippedEvent = new CloudEvent({ source: '/test', type: 'com.example.order.shipped', data: { carrier: 'post' } });
+export const untyped = handle(createContext({ method: 'POST', cloudevent: shippedEvent }), shippedEvent.data); // error TS2345

@@ -1,10 +1,12 @@
 // `funcrun/testing`: what a function's own tests use. `startFunction` serves a module on a free
 // port for integration tests, and `serve` does so for one test, closing it after; `createContext`
-// builds the handler's first argument for unit tests that call `handle` directly; `createLogSink`
-// collects the log lines either writes.
+// builds the handler's first argument for unit tests that call `handle` directly, and
+// `createEventContext` an event handler's, typed by its contracts; `createLogSink` collects the
+// log lines either writes.
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
-import type { CloudEvent as Event } from 'cloudevents';
+import { randomUUID } from 'node:crypto';
+import { CloudEvent as Event } from 'cloudevents';
 import { Context, contentTypeOf } from '../context';
 import { responseDefaults } from '../cloudevents/cloudevent';
 import { createLogger, type LogDestination, type LogLevel } from '../log/log';
@@ -12,9 +14,10 @@ import { loadFunction } from '../start/loader';
 import { queryOf, readTarget } from '../http/target';
 import { start, stop, type Options } from '../index';
 import type { Function as FunctionModule, Invokable } from '../types';
+import type { DataFor, EventContext, EventDeclaration, EventOf, EventType } from '../event-types';
 
 /** The SDK's CloudEvent, for building events in tests without depending on the SDK directly. */
-export { CloudEvent } from 'cloudevents';
+export { Event as CloudEvent };
 
 export interface RunningFunction {
   /** `http://127.0.0.1:<port>`, no trailing slash. */
@@ -133,4 +136,52 @@ export function createContext<Data = unknown>(options: ContextOptions<Data> = {}
     body: event?.data ?? options.body,
     event,
   });
+}
+
+/** The event types createEventContext takes for D: those declared, and with `passthrough: true` any other. */
+export type TestedEventType<D extends EventDeclaration> = EventType<D> | (D extends { readonly passthrough: true } ? string : never);
+
+/** The data of an event of type T, as the handler gets it (a Standard Schema's output); `unknown` for one passed through. */
+export type TestedData<D extends EventDeclaration, T extends string> = T extends EventType<D> ? DataFor<D, T> : unknown;
+
+/** The context createEventContext makes: an EventHandler<D>'s, its `cloudevent` the one event of type T. */
+export type TestEventContext<D extends EventDeclaration, T extends string> = EventContext<D> & {
+  cloudevent: T extends EventType<D> ? EventOf<D, T> : Event<unknown>;
+};
+
+export interface EventContextOptions extends Omit<ContextOptions, 'cloudevent' | 'body'> {
+  /**
+   * The event's other attributes (`source`, `id`, `subject`, `time`, extensions); by default
+   * `source` is `/test` and `id` a random UUID.
+   */
+  attributes?: Record<string, string | number | boolean>;
+}
+
+/**
+ * A context for calling an event handler directly: `createEventContext(events, type, data)` makes
+ * the CloudEvent of that declared type with that data, and the context an `EventHandler<typeof
+ * events>` takes, as funcrun would after the contract's check (a POST in binary mode). A type
+ * that is not declared, or data of another shape, fails `tsc`; an undeclared type also throws,
+ * unless the declaration has `passthrough: true`.
+ */
+export function createEventContext<const D extends EventDeclaration, const T extends TestedEventType<D>>(
+  events: D,
+  type: T,
+  data: TestedData<D, T>,
+  options: EventContextOptions = {},
+): TestEventContext<D, T> {
+  const declared = events?.types !== undefined && Object.prototype.hasOwnProperty.call(events.types, type);
+  if (!declared && events?.passthrough !== true) {
+    const types = Object.keys(events?.types ?? {});
+    throw new TypeError(
+      `createEventContext: '${String(type)}' is not a declared event type (${types.length > 0 ? types.map((t) => `'${t}'`).join(', ') : 'none declared'})`,
+    );
+  }
+  const cloudevent = new Event({ source: '/test', id: randomUUID(), ...options.attributes, type, data });
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  for (const [name, value] of Object.entries(cloudevent.toJSON())) {
+    if (name !== 'data' && name !== 'data_base64' && name !== 'datacontenttype' && value !== undefined) headers[`ce-${name}`] = String(value);
+  }
+  const context = createContext({ method: 'POST', ...options, headers: { ...headers, ...options.headers }, cloudevent });
+  return context as unknown as TestEventContext<D, T>;
 }
