@@ -307,6 +307,23 @@ describe('eventResponse() makes a Response the SDK reads back', () => {
   });
 });
 
+describe('loading', () => {
+  it("require('funcrun') and eventResponse() load no SDK; the first readEvent() loads it", () => {
+    const script = `
+      const sdk = () => Object.keys(require.cache).some((f) => /node_modules[\\\\/]cloudevents[\\\\/]/.test(f));
+      const { readEvent, eventResponse } = require(${JSON.stringify(require.resolve('../lib/index.js'))});
+      const seen = [sdk()];
+      eventResponse({ type: 't', source: '/s', data: { a: 1 } }, { mode: 'structured' });
+      seen.push(sdk());
+      readEvent(new Request('http://x/', { method: 'POST', headers: ${JSON.stringify(BINARY)} })).then((e) => {
+        seen.push(sdk(), e.id);
+        process.stdout.write(JSON.stringify(seen));
+      });`;
+    const { stdout, stderr } = require('node:child_process').spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    assert.deepEqual(JSON.parse(stdout || 'null'), [false, false, true, '1'], stderr);
+  });
+});
+
 describe('docs/cloudevents.md', () => {
   it("the fetch handler of 'CloudEvents in a fetch handler' reads an event and answers with one, as written", async () => {
     const page = require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'docs', 'cloudevents.md'), 'utf8');

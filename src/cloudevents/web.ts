@@ -7,7 +7,7 @@ import { BATCH, detectMode, isUriReference, SPEC_VERSIONS, type EventHeaders, ty
 import { readEvent as readFrom } from './read';
 import { encodeEvent } from './reply';
 import { refusedEncoding } from '../body/body';
-import { parseMediaType } from '../body/media-type';
+import { parseMediaType, type MediaType } from '../body/media-type';
 import { runtimeError } from '../errors';
 import { emptyBody } from '../input';
 import { randomUUID } from '../util/random';
@@ -50,7 +50,7 @@ async function read(request: Request, batch: boolean): Promise<CloudEvent<unknow
  * The body's bytes, read once (the fetch handler's body stream is already held to the body
  * limit); a request without bytes is read as a `handle` function's request without a body is.
  */
-async function bodyOf(request: Request, media: ReturnType<typeof parseMediaType>): Promise<Buffer | undefined> {
+async function bodyOf(request: Request, media: MediaType | undefined): Promise<Buffer | undefined> {
   if (request.bodyUsed) throw new TypeError("readEvent(): the request's body has already been read");
   if (request.body === null) return emptyBody(request.method, media);
   // The ArrayBuffer's own memory, not a copy.
