@@ -123,6 +123,16 @@ describe('exported types', () => {
     assert.equal(code, 0, output);
   });
 
+  it("a fetch handler's CloudEvents helpers are typed with the WHATWG Request and Response and the SDK's CloudEvent, and a use of them compiles", () => {
+    const { code, output } = compile('spec/types/web-events.ts');
+    assert.equal(code, 0, output);
+  });
+
+  it("docs/cloudevents.md's TypeScript fetch handler reading and answering events compiles as it is written", (t) => {
+    const page = fs.readFileSync(path.join(ROOT, 'docs', 'cloudevents.md'), 'utf8');
+    compilesAsWritten(t, page.slice(page.indexOf('## CloudEvents in a fetch handler'), page.indexOf('## Event contracts')), 'docs-web-events.ts');
+  });
+
   it('uploaded files and streamed bodies are typed, and a module with them compiles', () => {
     const { code, output } = compile('spec/types/uploads.ts');
     assert.equal(code, 0, output);
@@ -132,7 +142,7 @@ describe('exported types', () => {
     compilesAsWritten(t, fs.readFileSync(path.join(ROOT, 'docs', 'uploads.md'), 'utf8'), 'docs-uploads.ts');
   });
 
-  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts', 'wrong-structured-returns.ts']) {
+  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts', 'wrong-structured-returns.ts', 'wrong-web-events.ts']) {
     it(`each mistake in ${fixture} is one error on its own line, with the code it is marked with`, () => {
       const { code, output, reported, marked } = errorsOf(fixture);
       assert.notEqual(code, 0);

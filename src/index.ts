@@ -151,6 +151,7 @@ export { log } from './log/scope';
 export { parseBytes, parseCount, parseDuration, parseSwitch } from './start/func-yaml';
 export { Context } from './context';
 export { CloudEventResponse } from './cloudevents/cloudevent';
+export { readEvent, readEvents, eventResponse, type EventAttributes, type EventResponseInit } from './cloudevents/web';
 export { HttpError } from './errors';
 export { retry, drop, Outcome, type RetryOptions } from './cloudevents/outcomes';
 export { defineEvents } from './event-types';

@@ -52,6 +52,11 @@ export interface Input extends RequestHead, RequestInput {
 const SENDS_BODY = new Set(['POST', 'PUT', 'PATCH']);
 const EMPTY = Buffer.alloc(0);
 
+/** What a request without a body is read as: an empty one for a method that sends one with a Content-Type, else none. */
+export function emptyBody(method: string, media: MediaType | undefined): Buffer | undefined {
+  return media !== undefined && SENDS_BODY.has(method) ? EMPTY : undefined;
+}
+
 // A request that sent `Expect: 100-continue` and waits for the go-ahead before its body.
 const AWAITS_CONTINUE = Symbol('funcrun awaits 100-continue');
 type ContinueRequest = IncomingMessage & { [AWAITS_CONTINUE]?: boolean };
@@ -82,8 +87,7 @@ export function describeRequest(p: Pipeline, x: Exchange, destination: FunctionD
 export function readInput(p: Pipeline, x: Exchange, destination: FunctionDestination, head: RequestHead): Input | Promise<Input> | Promise<Buffer> {
   const req = x.req;
   if (destination.streamBody) return streamInput(p, x, head);
-  // Without a body: an empty one for a method that sends one with a Content-Type, else none.
-  if (!hasBody(req)) return parseInput(p, x, head, head.media !== undefined && SENDS_BODY.has(x.method) ? EMPTY : undefined);
+  if (!hasBody(req)) return parseInput(p, x, head, emptyBody(x.method, head.media));
   // In faas-js-runtime compatibility a multipart body is bytes, as it was there.
   if (head.media?.type === MULTIPART && head.mode === undefined && !p.behaviour.fastifyBodyParsers) return multipartInput(p, x, head);
   return readBody(req, allowBody(x, p.settings.bodyLimit, 'bodyLimit'));

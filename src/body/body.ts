@@ -89,11 +89,13 @@ export function refusedCoding(req: IncomingMessage): HttpError | undefined {
       `Transfer-Encoding '${coding.slice(0, 40)}' is not supported; send the body chunked or with a Content-Length`,
     );
   }
-  const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-    return runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
-  }
-  return undefined;
+  return refusedEncoding(req.headers['content-encoding']);
+}
+
+/** The 415 for a compressed body (a Content-Encoding other than identity), or undefined. */
+export function refusedEncoding(encoding: string | undefined | null): HttpError | undefined {
+  if (encoding === undefined || encoding === null || encoding.toLowerCase() === 'identity') return undefined;
+  return runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
 }
 
 /** The 413 for a body over its limit, naming the setting that sets it. */

@@ -1,7 +1,6 @@
 // The CloudEvents binding: which SDK copy makes events, which mode a request is in and which one
 // its answer goes in, the response chain, and recognising a returned event. Reading an event
 // strictly is read.ts; writing one back, reply.ts.
-import type { IncomingHttpHeaders } from 'node:http';
 import { randomUUID } from '../util/random';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -89,6 +88,12 @@ function applicationSdk(path: string | undefined): Sdk | undefined {
 
 export type Mode = 'binary' | 'structured' | 'batch';
 
+/** A request's headers by lowercase name, as node gives them (`IncomingHttpHeaders` is one). */
+export interface EventHeaders {
+  readonly 'content-type'?: string;
+  readonly [name: string]: string | string[] | undefined;
+}
+
 export const STRUCTURED = 'application/cloudevents+json';
 export const BATCH = 'application/cloudevents-batch+json';
 export const SPEC_VERSIONS = new Set(['1.0', '0.3']);
@@ -106,7 +111,7 @@ export function isUriReference(source: string): boolean {
  * only with `ce-id`, as the SDK tells (faas-js-runtime's way); else any of the required
  * attributes' headers makes it binary, and a missing one is then refused by name.
  */
-export function detectMode(headers: IncomingHttpHeaders, media: MediaType | undefined, byId = false): Mode | undefined {
+export function detectMode(headers: EventHeaders, media: MediaType | undefined, byId = false): Mode | undefined {
   if (media !== undefined && media.type.startsWith('application/cloudevents')) {
     return media.type.startsWith('application/cloudevents-batch') ? 'batch' : 'structured';
   }

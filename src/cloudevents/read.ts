@@ -2,21 +2,21 @@
 // SDK's own objects; what the SDK leaves loose on the way in (it invents a missing id, and accepts
 // any time) is checked here first, so a bad event gets a 400 naming the attribute instead of
 // made-up values.
-import type { IncomingHttpHeaders } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
-import { BATCH, isUriReference, loadedSdk, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type Mode } from './cloudevent';
+import { BATCH, isUriReference, loadedSdk, SPEC_VERSIONS, STRUCTURED, URI_REFERENCE, type EventHeaders, type Mode } from './cloudevent';
 import { HttpError, runtimeError } from '../errors';
 import { bodyKind, parseMediaType, type MediaType } from '../body/media-type';
 import { decodeText, fastifyParsing, MAX_XML_NODES, parseBody, parseForm, parseJson, parseXml, type XmlBudget } from '../body/body';
 import { decodeComponent } from '../routing/router';
 
 /**
- * Reads the event (or, in batch mode, the events) a request carries. Throws 400 or 415.
- * `base64AsUint8Array`: `data_base64` decoded as the SDK decodes it, to a plain Uint8Array.
+ * Reads the event (or, in batch mode, the events) a request carries, from its headers (lowercase
+ * names: node's request's, or a WHATWG Request's as web.ts copies them) and its body's bytes.
+ * Throws 400 or 415. `reading`: how the data is read (below).
  */
 export function readEvent(
   mode: Mode,
-  headers: IncomingHttpHeaders,
+  headers: EventHeaders,
   body: Buffer | undefined,
   media: MediaType | undefined,
   reading: DataReading = BY_CONTENT_TYPE,
@@ -73,8 +73,9 @@ const HEADER_ATTRIBUTES: Record<string, string> = Object.assign(Object.create(nu
   'ce-tracestate': 'tracestate',
 });
 
-function binaryEvent(headers: IncomingHttpHeaders, body: Buffer | undefined, media: MediaType | undefined, reading: DataReading): CloudEvent<unknown> {
-  const attributes: Record<string, unknown> = {};
+function binaryEvent(headers: EventHeaders, body: Buffer | undefined, media: MediaType | undefined, reading: DataReading): CloudEvent<unknown> {
+  // No prototype: a `ce-__proto__` header is an attribute refused by its name, not a setter that drops it.
+  const attributes: Record<string, unknown> = Object.create(null);
   for (const name in headers) {
     if (name.charCodeAt(0) !== 0x63 || !name.startsWith('ce-')) continue;
     // In binary mode datacontenttype is the Content-Type header (HTTP binding 3.1.1). Clients
