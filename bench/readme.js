@@ -52,6 +52,10 @@ method, then the tables of the run that wrote this page. Do not edit it by hand.
   started per workload and its requests go to ${code('/')}) and Google's **functions-framework** 3
   (${code('bench/peers/gcf.js')}, an HTTP function: it takes no CloudEvents, so its event rows are empty), installed
   with npm into a scratch folder (${code('funcrun-bench-peers')} in the system's temporary folder) on first use.
+- **Hono rows** (with ${code('--peers')}): one Hono app (${code('bench/function-hono')}: a JSON GET with a path parameter,
+  a JSON POST echoed) served by funcrun as a fetch handler, with its probes, limits and JSON-lines logs on, and
+  by Hono's own Node adapter ${code('@hono/node-server')} 2 (${code('bench/peers/hono-node-server.js')}); measured against
+  each other, rounds alternating as above, not against raw.
 - Every server listens on every address (no host given), as a function in a container does. A host given
   costs node's listen a lookup of it and the first run of its IPv6 pattern, some 10 ms of a start on this machine.
 

@@ -113,8 +113,24 @@ const ALL_WORKLOADS = [
     body: '<order><customer>1</customer><product>2</product></order>',
   },
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {}, target: 0.95 },
+  // A Hono app (bench/function-hono) served by funcrun and by Hono's own Node adapter: measured
+  // against each other, not against raw (with --peers, which installs the adapter).
+  { name: 'hono-get', label: 'Hono: JSON GET with a path parameter', path: '/items/42', method: 'GET', headers: {}, hono: true },
+  {
+    name: 'hono-post',
+    label: 'Hono: JSON POST echoed',
+    path: '/echo',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: order,
+    hono: true,
+  },
 ];
-const WORKLOADS = ALL_WORKLOADS.filter((w) => !args.only || args.only.split(',').includes(w.name));
+const chosen = (w) => !args.only || args.only.split(',').includes(w.name);
+const WORKLOADS = ALL_WORKLOADS.filter((w) => !w.hono && chosen(w));
+const HONO_WORKLOADS = ALL_WORKLOADS.filter((w) => w.hono && chosen(w));
+// funcrun serving a Hono app, as a share of @hono/node-server serving it.
+const HONO_TARGET = 1;
 
 // The servers: command lines by name. Peers are installed into a scratch folder with --peers.
 function servers(peersDir) {
@@ -247,16 +263,72 @@ async function coldStart(make) {
   return ms;
 }
 
+// The Hono rows' two servers: the same app (bench/function-hono) served by funcrun and by
+// @hono/node-server, both listening on every address.
+function honoServers(peersDir) {
+  return {
+    '@hono/node-server': (port) => ['node', [path.join(__dirname, 'peers', 'hono-node-server.js')], { PORT: String(port), BENCH_PEERS: peersDir }],
+    funcrun: (port) => ['node', [path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function-hono'), '--port', String(port)], {}],
+  };
+}
+
+/** Each Hono workload's rounds, the two servers back to back in alternating order: { workload: { server: [run] } }. */
+async function measureHono(peersDir) {
+  const makers = honoServers(peersDir);
+  const running = {};
+  const results = {};
+  try {
+    for (const name of Object.keys(makers)) running[name] = await startServer(makers[name]);
+    for (const workload of HONO_WORKLOADS) {
+      results[workload.name] = {};
+      for (const name of Object.keys(makers)) {
+        load(running[name], workload, 1); // warm up
+        results[workload.name][name] = [];
+      }
+      for (let round = 0; round < ROUNDS; round++) {
+        const turn = round % 2 === 0 ? Object.keys(makers) : Object.keys(makers).reverse();
+        for (const name of turn) results[workload.name][name].push(load(running[name], workload, DURATION));
+      }
+      process.stderr.write(`${workload.label}: done\n`);
+    }
+  } finally {
+    for (const name of Object.keys(running)) await running[name].stop();
+  }
+  return results;
+}
+
+/** The Hono rows' table and their verdicts. */
+function honoTable(results) {
+  const lines = [
+    `| Hono app (\`bench/function-hono\`) | @hono/node-server req/s | funcrun req/s | funcrun / @hono/node-server (rounds' range) | target | p50 (ms) | p99 (ms) |`,
+    '|---|---|---|---|---|---|---|',
+  ];
+  const verdicts = [];
+  for (const workload of HONO_WORKLOADS) {
+    const r = results[workload.name];
+    const m = (name, key) => median(r[name].map((x) => x[key]));
+    const pairs = r.funcrun.map((x, i) => x.rps / r['@hono/node-server'][i].rps);
+    const ratio = median(pairs);
+    verdicts.push({ what: workload.label, ok: ratio >= HONO_TARGET });
+    lines.push(
+      `| ${workload.label} | ${fmt(m('@hono/node-server', 'rps'))} | ${fmt(m('funcrun', 'rps'))} | **${fmt(ratio, 2)}** (${fmt(Math.min(...pairs), 2)}–${fmt(Math.max(...pairs), 2)}) | ≥ ${fmt(HONO_TARGET, 2)} | ${fmt(m('@hono/node-server', 'p50'), 2)} / ${fmt(m('funcrun', 'p50'), 2)} | ${fmt(m('@hono/node-server', 'p99'), 2)} / ${fmt(m('funcrun', 'p99'), 2)} |`,
+    );
+  }
+  return { lines, verdicts };
+}
+
 function installPeers() {
   const dir = path.join(os.tmpdir(), 'funcrun-bench-peers');
   fs.mkdirSync(dir, { recursive: true });
   if (
     !fs.existsSync(path.join(dir, 'node_modules', 'faas-js-runtime')) ||
-    !fs.existsSync(path.join(dir, 'node_modules', '@google-cloud', 'functions-framework'))
+    !fs.existsSync(path.join(dir, 'node_modules', '@google-cloud', 'functions-framework')) ||
+    !fs.existsSync(path.join(dir, 'node_modules', '@hono', 'node-server'))
   ) {
     fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}');
-    process.stderr.write(`installing faas-js-runtime and @google-cloud/functions-framework into ${dir}\n`);
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', 'faas-js-runtime@4.0.1', '@google-cloud/functions-framework@^3'], { cwd: dir, stdio: 'ignore' });
+    process.stderr.write(`installing faas-js-runtime, @google-cloud/functions-framework and @hono/node-server into ${dir}\n`);
+    const peers = ['faas-js-runtime@4.0.1', '@google-cloud/functions-framework@^3', '@hono/node-server@^2'];
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', ...peers], { cwd: dir, stdio: 'ignore' });
   }
   return dir;
 }
@@ -329,6 +401,8 @@ async function main() {
     for (const name of Object.keys(running)) await running[name].stop();
   }
 
+  const hono = peersDir && HONO_WORKLOADS.length > 0 ? await measureHono(peersDir) : undefined;
+
   const cold = {};
   for (const name of names) {
     if (name === 'control' || makers[name].noColdStart) continue;
@@ -391,6 +465,11 @@ async function main() {
       `Event contracts and idempotency (\`bench/function-contracts\`: a JSON Schema for the event's type, \`idempotency: true\`, the memory store), on the workload whose events each have a new id: **${fmt(median(pairs), 2)}** of funcrun without them (rounds' range ${fmt(Math.min(...pairs), 2)}–${fmt(Math.max(...pairs), 2)}; ${fmt(median(contracts.map((x) => x.rps)))} req/s; target ≥ ${CONTRACTS_TARGET}).`,
     );
   }
+  if (hono) {
+    const table = honoTable(hono);
+    lines.push('', ...table.lines);
+    verdicts.push(...table.verdicts);
+  }
   lines.push('');
   lines.push(`| | raw node:http | funcrun | funcrun vs raw | target |${peerNames.map((p) => ` ${p} |`).join('')}`);
   lines.push(`|---|---|---|---|---|${peerNames.map(() => '---|').join('')}`);
@@ -432,7 +511,9 @@ async function main() {
   if (args.markdown) {
     const targets = `${ALL_WORKLOADS.filter((w) => w.target)
       .map((w) => `${w.label} ≥ ${w.target} of raw`)
-      .join(', ')}; cold start ≤ ×${COLD_START_TARGET} raw's; RSS after load ≤ raw's + ${RSS_TARGET_MB} MB; instructions per request ≥ 0.95 of raw's`;
+      .join(
+        ', ',
+      )}; the Hono rows ≥ ${HONO_TARGET} of @hono/node-server's; cold start ≤ ×${COLD_START_TARGET} raw's; RSS after load ≤ raw's + ${RSS_TARGET_MB} MB; instructions per request ≥ 0.95 of raw's`;
     const history = [...JSON.parse(fs.readFileSync(HISTORY, 'utf8')), { ...figures, ...(args.note ? { note: args.note } : {}) }];
     fs.writeFileSync(HISTORY, JSON.stringify(history, null, 2) + '\n');
     const file = path.join(__dirname, 'README.md');
