@@ -112,7 +112,7 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
           // A fetch handler: no handle; in TypeScript typed by funcrun's types and the DOM library's Request and Response.
           const source = fs.readFileSync(path.join(folder, language === 'node' ? 'index.js' : 'src/index.ts'), 'utf8');
           assert.match(source, /async fetch\(request, env, ctx\)|async fetch\(request: Request, env: FetchEnv, ctx: FetchContext\): Promise<Response>/);
-          assert.doesNotMatch(source, /handle/);
+          assert.doesNotMatch(source, /\bhandle\b/);
           assert.match(fs.readFileSync(path.join(folder, language === 'node' ? 'test/unit.js' : 'test/unit.ts'), 'utf8'), /createFetchContext\(\)/);
           if (language === 'typescript')
             assert.match(fs.readFileSync(path.join(folder, 'tsconfig.json'), 'utf8'), /"lib": \["ES2022", "DOM", "DOM.Iterable"\]/);
