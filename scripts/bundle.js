@@ -26,6 +26,7 @@ const ON_DEMAND = {
   events: 'event contracts and idempotency: loaded at start by a module that declares `events` or turns idempotency on',
   uploads: 'multipart/form-data: loaded by the first request with such a body',
   xml: 'XML bodies: loaded by the first XML body',
+  fetch: 'fetch handlers and web answers: loaded by a module with fetch, or the first Response or web ReadableStream a function returns',
 };
 
 /** Dependencies loaded from node_modules, each where it is first needed. */

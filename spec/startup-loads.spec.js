@@ -1,6 +1,6 @@
 'use strict';
 // A function loads only what its shape uses: a plain HTTP function's start loads funcrun's core
-// bundle and nothing of event contracts, idempotency, uploads, XML or the funcrun command, and no
+// bundle and nothing of event contracts, idempotency, uploads, XML, fetch handlers or the funcrun command, and no
 // dependency; each of those parts loads when a function or a request first needs it.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
@@ -86,5 +86,21 @@ describe('what a start loads', () => {
     assert.ok(own.includes('runtime-events.js'), own.join(', '));
     assert.ok(!own.includes('runtime-uploads.js'), own.join(', '));
     assert.ok(packages.includes('ajv'), packages.join(', '));
+  });
+
+  it('a fetch handler loads the fetch part with its first request, and no dependency', async (t) => {
+    const files = { 'index.js': 'module.exports = { fetch: async (request) => Response.json({ got: await request.text() }) };\n' };
+    const { own, packages, statuses } = await loadsOf(t, files, [{ body: 'hi' }]);
+    assert.deepEqual(statuses, [200]);
+    assert.ok(own.includes('runtime-fetch.js'), own.join(', '));
+    for (const part of ['runtime-events.js', 'runtime-uploads.js', 'runtime-xml.js']) assert.ok(!own.includes(part), own.join(', '));
+    assert.deepEqual(packages, []);
+  });
+
+  it('a handle function returning a Response loads the fetch part', async (t) => {
+    const files = { 'index.js': "module.exports = { handle: () => new Response('web') };\n" };
+    const { own, statuses } = await loadsOf(t, files, [{}]);
+    assert.deepEqual(statuses, [200]);
+    assert.ok(own.includes('runtime-fetch.js'), own.join(', '));
   });
 });

@@ -23,7 +23,7 @@ import type * as ContractsModule from './events/contracts';
 import type * as IdempotencyModule from './events/idempotency/idempotency';
 import type { IdempotencySettings } from './events/idempotency/idempotency';
 import { awaitContinue, onRequest, type Pipeline } from './request';
-import type { Function as FunctionModule } from './types';
+import type { FetchEnv, Function as FunctionModule } from './types';
 import type { MultipartLimits } from './uploads/multipart';
 import type * as UploadFolderModule from './uploads/upload-folder';
 import type { UploadFolder } from './uploads/upload-folder';
@@ -64,6 +64,8 @@ export interface Settings {
   tracing?: Tracing;
   /** With idempotency on: its store and limits (idempotency.ts). */
   idempotency?: IdempotencySettings;
+  /** A fetch handler's `env`: the process environment, read by the entry point (launch.ts). */
+  env?: FetchEnv;
 }
 
 export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
@@ -100,7 +102,11 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     settings,
     behaviour,
     module,
-    routes: buildRoutes(module, { livenessPath: settings.livenessPath, readinessPath: settings.readinessPath, metricsPath: settings.metrics?.path }),
+    routes: buildRoutes(
+      module,
+      { livenessPath: settings.livenessPath, readinessPath: settings.readinessPath, metricsPath: settings.metrics?.path },
+      settings.env,
+    ),
     log,
     runtime,
     metrics,

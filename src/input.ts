@@ -149,13 +149,21 @@ async function multipartInput(p: Pipeline, x: Exchange, head: RequestHead): Prom
 
 /** A body the function reads itself: nothing is read ahead of it. */
 function streamInput(p: Pipeline, x: Exchange, head: RequestHead): Input {
+  const stream = openBodyStream(p, x);
+  return made(x.req, head, stream, undefined, undefined, undefined, stream);
+}
+
+/**
+ * The request's body as a stream, unread, counted against the upload limit as it is read (a
+ * streamed body's, and a fetch handler's Request's): a declared length over it is a 413 now.
+ */
+export function openBodyStream(p: Pipeline, x: Exchange): BodyStream {
   const limit = p.settings.uploads.limits.body;
   if (Number(x.req.headers['content-length']) > limit) throw tooLarge(limit, 'uploadLimit');
   const refused = refusedCoding(x.req);
   if (refused !== undefined) throw refused;
   const options = { limit, idleLimit: p.settings.requestTimeout, minRate: p.settings.uploads.minRate, onFirstRead: () => continueBody(x) };
-  const stream = new BodyStream(x.req, options);
-  return made(x.req, head, stream, undefined, undefined, undefined, stream);
+  return new BodyStream(x.req, options);
 }
 
 function parseInput(p: Pipeline, x: Exchange, head: RequestHead, bytes: Buffer | undefined): Input {

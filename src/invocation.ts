@@ -94,7 +94,7 @@ export function callFunction(p: Pipeline, x: Exchange, destination: FunctionDest
   const events = input.events;
   // Every context is made before the call, so queueing ends here.
   if (events === undefined) {
-    const ctx = singleContext(p, x, input, destination, otel, undefined);
+    const ctx = singleContext(p, x, input, destination.route, otel, undefined);
     if (metrics !== undefined) metrics.queued((now() - x.began) / 1000);
     x.invoked = true;
     return p.invoke(destination.fn, ctx, input.data, x.deadline);
@@ -105,8 +105,24 @@ export function callFunction(p: Pipeline, x: Exchange, destination: FunctionDest
     const contexts: Context[] = (x.contexts = []);
     return batch({ p, x, input, destination, events, contexts, otel, spans: [] });
   }
-  const ctx = singleContext(p, x, input, destination, otel, events);
+  const ctx = singleContext(p, x, input, destination.route, otel, events);
   return p.invoke(destination.fn, ctx, behaviour.eventAsArgument ? events : events.data, x.deadline);
+}
+
+// A fetch handler's invocation has no body read (its Request carries the body): its context's
+// parts from the request are empty.
+const NO_INPUT = Object.freeze({ query: Object.freeze({}), params: Object.freeze({}) }) as unknown as Input;
+
+/**
+ * A fetch handler's invocation (fetch/serve.ts): one context, as a `handle` function's, whose
+ * waitUntil, signal, logger and scope the handler's `ctx` and Request are made of; called with
+ * `p.invoke`, within the request's timeout.
+ */
+export function fetchContext(p: Pipeline, x: Exchange): Context {
+  const ctx = singleContext(p, x, NO_INPUT, undefined, p.tracing?.active() === true ? p.tracing : undefined, undefined);
+  if (p.metrics !== undefined) p.metrics.queued((now() - x.began) / 1000);
+  x.invoked = true;
+  return ctx;
 }
 
 /**
@@ -143,13 +159,13 @@ function singleContext(
   p: Pipeline,
   x: Exchange,
   input: Input,
-  destination: FunctionDestination,
+  route: string | undefined,
   otel: Tracing | undefined,
   event: CloudEvent<unknown> | undefined,
 ): Context {
   let own: Trace | undefined;
   if (otel !== undefined) {
-    own = otel.begin(x.method, x.path, destination.route, x.req.headers, event);
+    own = otel.begin(x.method, x.path, route, x.req.headers, event);
     if (own !== undefined) otel.endWith(x.res, [own]);
   }
   // An event brings its trace in its attributes, when the request had none.

@@ -31,9 +31,10 @@ import type { Contracts } from './events/contracts';
 import type { Idempotency, Settle } from './events/idempotency/idempotency';
 import { Outcome, settleOutcome } from './cloudevents/outcomes';
 import type * as AdmitEvents from './events/admit-events';
+import type * as ServeFetch from './fetch/serve';
 import { describeRequest, inputOf, readInput, type Input } from './input';
 import type { Match } from './routing/router';
-import type { Destination, FunctionDestination, RouteTable } from './routing/routes';
+import type { Destination, FetchDestination, FunctionDestination, RouteTable } from './routing/routes';
 import type { Function as FunctionModule, RequestInfo } from './types';
 import type { Settings } from './http-server';
 
@@ -145,7 +146,13 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     }
     const destination = destinationOf(p, x, match);
     // 5. Probes and metrics are answered by the runtime itself.
-    if (destination.kind !== 'function') return await answerRuntime(p, x, destination);
+    if (destination.kind === 'probe' || destination.kind === 'metrics') return await answerRuntime(p, x, destination);
+    // 6 to 9, for a fetch handler: its Request made, its Response sent (fetch/serve.ts, loaded for such a module only).
+    if (destination.kind === 'fetch') {
+      sent = await (require('./fetch/serve') as typeof ServeFetch).serveFetch(p, x, destination);
+      if (sent !== undefined) answered(p, x, sent);
+      return;
+    }
     // 6. The body, within its limit, read into the request's Input (input.ts).
     const head = describeRequest(p, x, destination, match);
     const reading = readInput(p, x, destination, head);
@@ -240,13 +247,15 @@ function destinationOf(p: Pipeline, x: Exchange, match: Match<Destination>): Des
   if (match.kind === 'method')
     throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`, { headers: { allow: match.allow.join(', ') } });
   const rootOnly = p.behaviour.rootOnly;
-  if (p.routes.fallback !== undefined && (!rootOnly || (path === '/' && ROOT_METHODS.has(method)))) return p.routes.fallback;
+  const fallback = p.routes.fallback;
+  // A fetch handler takes every path and method, whatever the compatibility.
+  if (fallback !== undefined && (fallback.kind === 'fetch' || !rootOnly || (path === '/' && ROOT_METHODS.has(method)))) return fallback;
   // fastify's own 404, as faas-js-runtime answers a path or method it has no route for.
   if (rootOnly) throw runtimeError('FUNCRUN_NOT_FOUND', `Route ${method}:${x.req.url} not found`);
   throw runtimeError('FUNCRUN_NOT_FOUND', `no route for ${method} ${path}`);
 }
 
-function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destination, FunctionDestination>): Promise<void> | void {
+function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destination, FunctionDestination | FetchDestination>): Promise<void> | void {
   if (destination.kind === 'probe') return answerProbe(x.req, x.res, destination, p.runtime, p.probeOptions, x.log);
   // The metrics route is in the table only with metrics on (routes.ts).
   send(x.req, x.res, 200, { 'content-type': METRICS_TYPE }, p.metrics?.render());

@@ -14,6 +14,7 @@ import { safeHeaders, type Dropped } from './http/headers';
 import { isInstance, isPartOf, type RequestInput } from './body/provenance';
 import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
 import { kindOf } from './util/kind';
+import type * as WebResponse from './fetch/web-response';
 
 /**
  * A response already made (a named function's JSON output): sent as it is, not read again as a
@@ -27,7 +28,10 @@ export class Prepared {
 export interface Reply {
   status: number;
   headers?: OutgoingHttpHeaders;
-  body?: string | Buffer | Readable;
+  /** A web ReadableStream: a returned Response's body, or a returned stream (fetch/web-response.ts). */
+  body?: string | Buffer | Readable | ReadableStream<unknown>;
+  /** The reason phrase a returned Response gave (its statusText). */
+  reason?: string;
   /** Headers of the function's that were left out (framing, or refused by node). */
   dropped?: Dropped[];
   /** The mode of the event the answer carries, as funcrun wrote it: a replay is written again in its request's (answers.ts). */
@@ -65,9 +69,27 @@ export function respond(to: ReplyContext, value: unknown): Reply | Promise<Reply
     discard(value);
     throw err;
   }
-  if (reply.body instanceof Readable) return stream(to, reply, reply.body);
-  send(to.req, to.res, reply.status, reply.headers, reply.body);
+  const body = reply.body;
+  if (body instanceof Readable) return stream(to, reply, body);
+  if (typeof body === 'object' && !Buffer.isBuffer(body)) return web().sendWeb(to.req, to.res, reply, body);
+  send(to.req, to.res, reply.status, reply.headers, body);
   return reply;
+}
+
+/** Web answers (Response, ReadableStream): loaded with the first (scripts/bundle.js ON_DEMAND). */
+function web(): typeof WebResponse {
+  return require('./fetch/web-response') as typeof WebResponse;
+}
+
+/** Whether a value is a Response or a web ReadableStream, by its tag first: the globals are only looked at for such a value. */
+function webAnswer(value: object): 'response' | 'stream' | undefined {
+  let tag: unknown;
+  try {
+    tag = (value as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag];
+  } catch {
+    return undefined;
+  }
+  return tag === 'Response' || tag === 'ReadableStream' ? web().webKind(value) : undefined;
 }
 
 /**
@@ -83,7 +105,7 @@ export function discard(value: unknown): void {
     if (body instanceof Readable && !body.destroyed) {
       body.on('error', ignore);
       body.destroy();
-    }
+    } else if (webAnswer(value) !== undefined) web().discardWeb(value);
   } catch {
     // A value whose properties cannot be read holds nothing we could close.
   }
@@ -141,7 +163,15 @@ export function toReply(value: unknown, to: ReplyContext): Reply {
   }
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': bytesType }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
+  const web = webAnswer(object);
+  if (web === 'response') return webReply(object as Response);
+  if (web === 'stream') return { status: 200, headers: { 'content-type': bytesType }, body: object as ReadableStream<unknown> };
   return plainReply(object, to);
+}
+
+/** A returned Response, sent as it says (fetch/web-response.ts). */
+function webReply(response: Response): Reply {
+  return web().responseReply(response);
 }
 
 /** An object that is none of the kinds above: a spelled-out response, or data sent as JSON. */

@@ -156,8 +156,43 @@ export interface HealthCheck {
 /** A CORS origin: an exact origin such as `https://example.com`, `*` for any, or a pattern. */
 export type CorsOrigin = string | RegExp;
 
+/**
+ * What a fetch handler's `env` holds: the process environment (`process.env`), as a Workers
+ * `env` holds the Worker's variables.
+ */
+export type FetchEnv = Record<string, string | undefined>;
+
+/** A fetch handler's third argument: the request's own services, in the shape Workers code expects. */
+export interface FetchContext {
+  /**
+   * Work to finish after the answer, as `context.waitUntil`: it counts as in flight (a SIGTERM's
+   * drain waits for it), and its failure is logged with the request's reqId.
+   */
+  waitUntil(promise: PromiseLike<unknown>): void;
+  /** Kept for Workers code: does nothing, as there is no origin to pass the request through to. */
+  passThroughOnException(): void;
+  /** The request's logger: its lines carry `reqId`. */
+  readonly log: Logger;
+  /** The request's id, as its log lines carry it. */
+  readonly reqId: number;
+}
+
+/**
+ * A web-standard handler, the shape of a Hono app, a Cloudflare Worker, Bun's and Deno's servers:
+ * every request (but funcrun's probes and metrics) is handed to `fetch` as a WHATWG `Request`, and
+ * the `Response` it returns is sent, its body streamed as it is produced.
+ */
+export interface FetchHandler {
+  fetch(request: Request, env: FetchEnv, ctx: FetchContext): Response | Promise<Response>;
+}
+
 /** The exported module of a function project. */
 export interface Function {
+  /**
+   * A fetch handler's `fetch`, with the handler as `this` (the loader binds it): a module whose
+   * export, or default export, has `fetch` and no `handle` or `functions` is one (a Hono app).
+   */
+  fetch?: FetchHandler['fetch'];
   /**
    * Takes every request no route matches: an Invokable, or with `events` an EventHandler.
    * A method, not an `Invokable` property, so that its parameters are compared both ways: an

@@ -109,6 +109,8 @@ export async function launch(module: FunctionModule, options: Options, funcYaml:
       name,
       timeout,
       idempotency,
+      // A fetch handler's `env` (FetchEnv).
+      env: process.env,
       maxEventLoopDelay: value('maxEventLoopDelay'),
       metrics: value('metrics')
         ? { path: value('metricsPath'), labels: metricLabels(options.name ?? funcYaml?.name, identityOf(process.env), behaviour.faasMetricLabels) }

@@ -32,7 +32,7 @@ export interface LoadedFunction {
   misspelled: string[];
 }
 
-const EXPECTED = 'expected a handler: export a function, or an object with handle(), routes or functions';
+const EXPECTED = 'expected a handler: export a function, or an object with handle(), routes, functions or fetch()';
 
 export interface Entry {
   /** The function project's folder (where func.yaml is looked for). */
@@ -288,10 +288,40 @@ export function toFunction(exported: unknown): FunctionModule | undefined {
   }
   const named: Record<string, unknown> = {};
   for (const key of PROPERTIES) if (ns[key] !== undefined) named[key] = ns[key];
-  if (typeof exported === 'function') return collect(exported, {});
+  if (typeof exported === 'function') return isFetchHandler(exported) ? fetchModule(exported, {}) : collect(exported, {});
+  // A fetch handler (a Hono app, `{ fetch }`), as the default export or as the module itself.
+  if (named.handle === undefined && named.functions === undefined) {
+    if (isFetchHandler(main)) return fetchModule(main, named);
+    if (main === undefined && isFetchHandler(ns)) return fetchModule(ns, named);
+  }
   if (typeof main === 'function') return collect(main, named);
   if (main !== null && typeof main === 'object' && hasHandler(main)) return { ...named, ...pick(main as Record<string, unknown>) };
   return hasHandler(named) ? (named as FunctionModule) : undefined;
+}
+
+// What a fetch module may declare beside its handler: its lifecycle, never routes, functions or events.
+const FETCH_HOOKS = ['init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'errorBody', 'authorize'] as const;
+
+/** An object (or function object) with a `fetch` method and no `handle` or `functions`: a Hono app, a Worker. */
+function isFetchHandler(value: unknown): value is { fetch: NonNullable<FunctionModule['fetch']> } & Record<string, unknown> {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  const { fetch, handle, functions } = value as Record<string, unknown>;
+  return typeof fetch === 'function' && handle === undefined && functions === undefined;
+}
+
+/**
+ * A fetch handler's module: `fetch` bound to its handler, and the lifecycle hooks from the
+ * module's named exports, else the handler's own (`module.exports = app; module.exports.init = ...`).
+ * A Hono app's `routes` is its own route list, never read as funcrun's route table.
+ */
+function fetchModule(handler: { fetch: NonNullable<FunctionModule['fetch']> } & Record<string, unknown>, named: Record<string, unknown>): FunctionModule {
+  const out: Record<string, unknown> = {};
+  for (const key of FETCH_HOOKS) {
+    const value = named[key] ?? handler[key];
+    if (value !== undefined) out[key] = value;
+  }
+  out.fetch = handler.fetch.bind(handler);
+  return out as FunctionModule;
 }
 
 function pick(source: Record<string, unknown>): FunctionModule {
@@ -311,7 +341,7 @@ export function checkFunction(module: FunctionModule, file: string): void {
   const fail = (message: string): never => {
     throw new LoadError(`${relativeName(file)}: ${message}`);
   };
-  for (const key of ['handle', 'init', 'shutdown', 'liveness', 'readiness', 'cors', 'errorBody', 'authorize'] as const) {
+  for (const key of ['handle', 'fetch', 'init', 'shutdown', 'liveness', 'readiness', 'cors', 'errorBody', 'authorize'] as const) {
     if (module[key] !== undefined && typeof module[key] !== 'function') fail(`'${key}' must be a function, found ${kindOf(module[key])}`);
   }
   if (module.logLevel !== undefined && !isLogLevel(module.logLevel)) {

@@ -1,0 +1,459 @@
+'use strict';
+// A fetch handler (`{ fetch(request, env, ctx) }`, a Hono app's shape): every path and method
+// reaches it as a WHATWG Request, its Response is sent as it is produced, and funcrun keeps what
+// it owns: probes, the body limit, the timeout, logs with reqId, faults, waitUntil and the drain.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const http = require('node:http');
+const fs = require('node:fs');
+const path = require('node:path');
+const { serve, request, project, runServing } = require('./helpers');
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A promise and its resolve, for a handler that waits on the test. */
+function gate() {
+  let open;
+  const opened = new Promise((resolve) => (open = resolve));
+  return { opened, open };
+}
+
+/** A raw node:http request: resolves with the response once its head arrives. */
+function rawRequest(url, options = {}, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, options, resolve);
+    req.on('error', reject);
+    if (body === undefined) req.end();
+    else req.end(body);
+  });
+}
+
+const encoder = new TextEncoder();
+
+describe('a fetch handler: requests', () => {
+  it('takes every path and method, while funcrun answers its probes', async (t) => {
+    const seen = [];
+    const server = await serve(t, {
+      fetch(request) {
+        seen.push(`${request.method} ${new URL(request.url).pathname}`);
+        return new Response(`handled ${request.method}`);
+      },
+    });
+    for (const [method, at] of [
+      ['GET', '/'],
+      ['POST', '/items/7'],
+      ['DELETE', '/a/b/c'],
+      ['PATCH', '/x'],
+      ['OPTIONS', '/y'],
+    ]) {
+      const res = await request(server.url + at, { method });
+      assert.equal(res.status, 200);
+      assert.equal(res.text, `handled ${method}`);
+    }
+    const ready = await request(`${server.url}/health/readiness`);
+    assert.equal(ready.status, 200);
+    assert.notEqual(ready.text, 'handled GET');
+    assert.deepEqual(seen, ['GET /', 'POST /items/7', 'DELETE /a/b/c', 'PATCH /x', 'OPTIONS /y']);
+  });
+
+  it('makes request.url absolute from the Host header, and from the listening address when Host names no host', async (t) => {
+    const server = await serve(t, { fetch: (request) => new Response(request.url) });
+    const read = async (host) => {
+      const res = await rawRequest(`${server.url}/p/q?x=1&y=%20`, { headers: { host } });
+      let text = '';
+      for await (const chunk of res) text += chunk;
+      return text;
+    };
+    assert.equal(await read('example.test:8080'), 'http://example.test:8080/p/q?x=1&y=%20');
+    assert.equal(await read('[::1]:9'), 'http://[::1]:9/p/q?x=1&y=%20');
+    assert.equal(await read('evil.test/other?'), `http://127.0.0.1:${server.port}/p/q?x=1&y=%20`);
+    assert.equal(await read('a@b'), `http://127.0.0.1:${server.port}/p/q?x=1&y=%20`);
+  });
+
+  it('hands over the method, the headers and the body as text, JSON and bytes', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        const kind = new URL(request.url).searchParams.get('as');
+        const body = kind === 'json' ? await request.json() : kind === 'bytes' ? [...new Uint8Array(await request.arrayBuffer())] : await request.text();
+        return Response.json({ method: request.method, custom: request.headers.get('x-custom'), body });
+      },
+    });
+    const post = (as, body, headers = {}) => request(`${server.url}/?as=${as}`, { method: 'POST', body, headers: { 'x-custom': 'yes', ...headers } });
+    assert.deepEqual((await post('text', 'hello')).json, { method: 'POST', custom: 'yes', body: 'hello' });
+    assert.deepEqual((await post('json', '{"a":[1,2]}', { 'content-type': 'application/json' })).json, { method: 'POST', custom: 'yes', body: { a: [1, 2] } });
+    assert.deepEqual((await post('bytes', new Uint8Array([0, 255, 7]))).json, { method: 'POST', custom: 'yes', body: [0, 255, 7] });
+    // A body sent in chunks, without a length, arrives whole.
+    const chunked = new ReadableStream({
+      async start(controller) {
+        controller.enqueue(encoder.encode('one,'));
+        await sleep(20);
+        controller.enqueue(encoder.encode('two'));
+        controller.close();
+      },
+    });
+    assert.equal((await request(`${server.url}/?as=text`, { method: 'PUT', body: chunked, duplex: 'half' })).json.body, 'one,two');
+    // GET has no body.
+    assert.deepEqual((await request(`${server.url}/?as=text`)).json, { method: 'GET', custom: null, body: '' });
+  });
+
+  it('a body over the limit makes text() reject inside the handler and is answered 413 with its code', async (t) => {
+    let rejected;
+    const server = await serve(
+      t,
+      {
+        async fetch(request) {
+          try {
+            await request.text();
+          } catch (err) {
+            rejected = err;
+          }
+          return new Response('read it all');
+        },
+      },
+      { uploadLimit: 1000 },
+    );
+    // Without a Content-Length, the limit is met while the handler reads.
+    const body = new ReadableStream({
+      async start(controller) {
+        for (let i = 0; i < 5; i++) {
+          controller.enqueue(new Uint8Array(400));
+          await sleep(5);
+        }
+        controller.close();
+      },
+    });
+    const res = await request(server.url, { method: 'POST', body, duplex: 'half' });
+    assert.equal(rejected?.code, 'FUNCRUN_BODY_TOO_LARGE', 'text() rejected with the limit');
+    assert.equal(res.status, 413);
+    assert.equal(res.json.code, 'FUNCRUN_BODY_TOO_LARGE');
+    // A declared length over the limit is refused before the handler runs.
+    const declared = await request(server.url, { method: 'POST', body: 'x'.repeat(2000) });
+    assert.equal(declared.status, 413);
+    assert.equal(declared.json.code, 'FUNCRUN_BODY_TOO_LARGE');
+  });
+
+  it('request.signal aborts when the client goes away', async (t) => {
+    const started = gate();
+    const aborted = gate();
+    const server = await serve(t, {
+      fetch(request) {
+        request.signal.addEventListener('abort', () => aborted.open(request.signal.reason));
+        started.open();
+        return new Promise(() => {});
+      },
+    });
+    const req = http.request(server.url);
+    req.on('error', () => {});
+    req.end();
+    await started.opened;
+    req.destroy();
+    const reason = await Promise.race([aborted.opened, sleep(2000).then(() => 'not aborted')]);
+    assert.notEqual(reason, 'not aborted');
+  });
+
+  it('at the timeout, request.signal aborts and funcrun answers 504 with its code', async (t) => {
+    let reason;
+    const server = await serve(
+      t,
+      {
+        fetch(request) {
+          return new Promise((resolve) => {
+            request.signal.addEventListener('abort', () => {
+              reason = request.signal.reason;
+              setTimeout(() => resolve(new Response('too late')), 10);
+            });
+          });
+        },
+      },
+      { timeout: 150 },
+    );
+    const res = await request(server.url);
+    assert.equal(res.status, 504);
+    assert.equal(res.json.code, 'FUNCRUN_TIMEOUT');
+    assert.ok(reason !== undefined, 'the signal aborted');
+  });
+
+  it('ctx.log lines carry the reqId, ctx.reqId is it, and env is the process environment', async (t) => {
+    const server = await serve(
+      t,
+      {
+        fetch(request, env, ctx) {
+          ctx.log.info({ from: 'handler' }, 'hello');
+          ctx.passThroughOnException();
+          return Response.json({ reqId: ctx.reqId, path: env.PATH === process.env.PATH });
+        },
+      },
+      { logLevel: 'info' },
+    );
+    const res = await request(server.url);
+    const line = server.log.entries().find((l) => l.msg === 'hello');
+    assert.equal(line.from, 'handler');
+    assert.equal(line.reqId, res.json.reqId);
+    assert.equal(typeof line.reqId, 'number');
+    assert.equal(res.json.path, true);
+  });
+
+  it('ctx.waitUntil work runs after the answer, and its failure is logged with the reqId', async (t) => {
+    const server = await serve(
+      t,
+      {
+        fetch(request, env, ctx) {
+          ctx.waitUntil(sleep(100).then(() => ctx.log.info('later')));
+          ctx.waitUntil(Promise.reject(new Error('report failed')));
+          return new Response('now');
+        },
+      },
+      { logLevel: 'info' },
+    );
+    const res = await request(server.url);
+    assert.equal(res.text, 'now');
+    assert.equal(
+      server.log.entries().find((l) => l.msg === 'later'),
+      undefined,
+    );
+    await sleep(250);
+    const later = server.log.entries().find((l) => l.msg === 'later');
+    const failed = server.log.entries().find((l) => l.msg === 'waitUntil: the work failed');
+    assert.equal(typeof later.reqId, 'number');
+    assert.equal(failed.level, 50);
+    assert.equal(failed.reqId, later.reqId);
+    assert.equal(failed.err.message, 'report failed');
+  });
+});
+
+describe('a fetch handler: faults', () => {
+  it('a throw is a JSON 500 without its message, logged', async (t) => {
+    const server = await serve(t, {
+      fetch() {
+        throw new Error('the database password is hunter2');
+      },
+    });
+    const res = await request(server.url);
+    assert.equal(res.status, 500);
+    assert.match(res.headers.get('content-type'), /^application\/json/);
+    assert.equal(res.json.statusCode, 500);
+    assert.ok(!res.text.includes('hunter2'));
+    const line = server.log.entries().find((l) => l.msg === 'request failed');
+    assert.equal(line.err.message, 'the database password is hunter2');
+  });
+
+  it('a value that is not a Response is a JSON 500, logged with what it was', async (t) => {
+    const server = await serve(t, { fetch: async () => ({ status: 200, body: 'hi' }) });
+    const res = await request(server.url);
+    assert.equal(res.status, 500);
+    assert.equal(res.json.statusCode, 500);
+    const line = server.log.entries().find((l) => l.msg === 'request failed');
+    assert.match(line.err.message, /^fetch must return a Response, got /);
+  });
+});
+
+describe('a fetch handler: answers', () => {
+  it('sends the status, reason phrase and headers, each Set-Cookie apart', async (t) => {
+    const server = await serve(t, {
+      fetch() {
+        const headers = new Headers({ 'x-one': '1', 'content-type': 'text/plain' });
+        headers.append('set-cookie', 'a=1; Path=/');
+        headers.append('set-cookie', 'b=2; HttpOnly');
+        return new Response('made', { status: 201, statusText: 'Made It', headers });
+      },
+    });
+    const res = await rawRequest(server.url);
+    let text = '';
+    for await (const chunk of res) text += chunk;
+    assert.equal(res.statusCode, 201);
+    assert.equal(res.statusMessage, 'Made It');
+    assert.equal(res.headers['x-one'], '1');
+    assert.deepEqual(res.headers['set-cookie'], ['a=1; Path=/', 'b=2; HttpOnly']);
+    assert.equal(res.headers['content-length'], '4');
+    assert.equal(text, 'made');
+  });
+
+  it('HEAD sends no body, and a null body is an empty answer', async (t) => {
+    const server = await serve(t, {
+      fetch(request) {
+        return new URL(request.url).pathname === '/none' ? new Response(null, { status: 202 }) : new Response('a body');
+      },
+    });
+    const head = await rawRequest(server.url, { method: 'HEAD' });
+    let bytes = 0;
+    for await (const chunk of head) bytes += chunk.length;
+    assert.equal(head.statusCode, 200);
+    assert.equal(bytes, 0);
+    const none = await request(`${server.url}/none`);
+    assert.equal(none.status, 202);
+    assert.equal(none.text, '');
+  });
+
+  it('streams a body as it is produced: the first chunk arrives while the stream is still open', async (t) => {
+    const last = gate();
+    const server = await serve(t, {
+      fetch() {
+        const body = new ReadableStream({
+          async start(controller) {
+            controller.enqueue(encoder.encode('first;'));
+            await last.opened;
+            controller.enqueue(encoder.encode('last'));
+            controller.close();
+          },
+        });
+        return new Response(body, { headers: { 'content-type': 'text/plain' } });
+      },
+    });
+    const res = await fetch(server.url);
+    const reader = res.body.getReader();
+    const first = await Promise.race([reader.read(), sleep(2000).then(() => 'no first chunk while the stream was open')]);
+    assert.equal(new TextDecoder().decode(first.value), 'first;');
+    last.open();
+    let rest = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+    assert.equal(rest, 'last');
+    assert.equal(res.headers.get('transfer-encoding'), 'chunked');
+  });
+
+  it('streams server-sent events one by one', async (t) => {
+    const next = [gate(), gate()];
+    const server = await serve(t, {
+      fetch() {
+        const body = new ReadableStream({
+          async start(controller) {
+            for (let i = 0; i < 3; i++) {
+              controller.enqueue(encoder.encode(`data: ${i}\n\n`));
+              if (i < 2) await next[i].opened;
+            }
+            controller.close();
+          },
+        });
+        return new Response(body, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } });
+      },
+    });
+    const res = await fetch(server.url);
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    const events = [];
+    for (let i = 0; i < 3; i++) {
+      const read = await Promise.race([reader.read(), sleep(2000).then(() => ({ value: 'event not streamed' }))]);
+      events.push(read.value);
+      if (i < 2) next[i].open();
+    }
+    assert.deepEqual(events, ['data: 0\n\n', 'data: 1\n\n', 'data: 2\n\n']);
+  });
+
+  it('a stream that fails after its first chunk cuts the connection (the client sees an incomplete answer) and is logged', async (t) => {
+    const server = await serve(t, {
+      fetch() {
+        const body = new ReadableStream({
+          async pull(controller) {
+            if (this.sent) throw new Error('the source broke');
+            this.sent = true;
+            controller.enqueue(encoder.encode('partial'));
+            await sleep(30);
+          },
+        });
+        return new Response(body);
+      },
+    });
+    const res = await rawRequest(server.url);
+    assert.equal(res.statusCode, 200);
+    const outcome = await new Promise((resolve) => {
+      res.on('data', () => {});
+      res.on('end', () => resolve('complete'));
+      res.on('aborted', () => resolve('aborted'));
+      res.on('error', () => resolve('error'));
+    });
+    assert.notEqual(outcome, 'complete');
+    await sleep(20);
+    const line = server.log.entries().find((l) => l.level === 50 && l.err?.message === 'the source broke');
+    assert.ok(line, 'the failure is logged');
+    assert.equal(typeof line.reqId, 'number');
+  });
+
+  it('a stream whose first read fails is a JSON 500', async (t) => {
+    const server = await serve(t, {
+      fetch: () =>
+        new Response(
+          new ReadableStream({
+            pull() {
+              throw new Error('no bytes at all');
+            },
+          }),
+        ),
+    });
+    const res = await request(server.url);
+    assert.equal(res.status, 500);
+    assert.equal(res.json.statusCode, 500);
+    assert.ok(!res.text.includes('no bytes'));
+  });
+
+  it('the client going away cancels the stream and aborts request.signal', async (t) => {
+    const cancelled = gate();
+    const aborted = gate();
+    const server = await serve(t, {
+      fetch(request) {
+        request.signal.addEventListener('abort', () => aborted.open(true));
+        let i = 0;
+        const body = new ReadableStream({
+          async pull(controller) {
+            controller.enqueue(encoder.encode(`chunk ${i++}\n`));
+            await sleep(20);
+          },
+          cancel() {
+            cancelled.open(true);
+          },
+        });
+        return new Response(body);
+      },
+    });
+    const res = await rawRequest(server.url);
+    await new Promise((resolve) => res.once('data', resolve));
+    res.destroy();
+    assert.equal(await Promise.race([cancelled.opened, sleep(2000).then(() => false)]), true, 'cancel() ran');
+    assert.equal(await Promise.race([aborted.opened, sleep(2000).then(() => false)]), true, 'the signal aborted');
+  });
+});
+
+describe('a fetch handler: modules', () => {
+  it('CommonJS module.exports = { fetch } with init beside it; an object with its own routes array (a Hono app) starts', async (t) => {
+    const folder = project({
+      'index.js': `
+class App {
+  routes = [{ method: 'GET', path: '/x' }];
+  fetch = (request) => new Response('app ' + new URL(request.url).pathname + ' ' + this.ready);
+}
+const app = new App();
+module.exports = app;
+module.exports.init = () => { app.ready = 'initialised'; };
+`,
+    });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const proc = await runServing([folder]);
+    t.after(() => proc.stop());
+    const res = await request(`${proc.url}/any/where`);
+    assert.equal(res.text, 'app /any/where initialised');
+  });
+
+  it('an ES module whose default export is { fetch }, with named lifecycle exports; the drain waits for ctx.waitUntil', async (t) => {
+    const folder = project({
+      'package.json': '{ "type": "module" }',
+      'index.js': `
+import { appendFileSync } from 'node:fs';
+export const readiness = () => true;
+export function shutdown() { appendFileSync(process.env.TRACE_FILE, 'shutdown\\n'); }
+export default {
+  fetch(request, env, ctx) {
+    ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, 300)).then(() => appendFileSync(env.TRACE_FILE, 'work done\\n')));
+    return new Response('esm ' + request.method);
+  },
+};
+`,
+    });
+    const traceFile = path.join(folder, 'trace.txt');
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const proc = await runServing([folder], { env: { TRACE_FILE: traceFile } });
+    t.after(() => proc.stop());
+    const res = await request(`${proc.url}/`, { method: 'PUT' });
+    assert.equal(res.text, 'esm PUT');
+    const { code } = await proc.stop();
+    assert.equal(code, 0);
+    assert.equal(fs.readFileSync(traceFile, 'utf8'), 'work done\nshutdown\n');
+  });
+});

@@ -1,0 +1,107 @@
+// Steps 6 to 9 of a request (request.ts) for a fetch handler: its body is not read but handed over
+// as the Request's stream (web-request.ts), the handler called once with the Request, `env` and
+// `ctx`, within the request's timeout (invocation.ts), and the Response it returns sent as it is
+// produced (web-response.ts). Loaded by a module with `fetch` only (scripts/bundle.js ON_DEMAND).
+import { hasBody } from '../body/body';
+import type { BodyStream } from '../body/body-stream';
+import type { Context } from '../context';
+import { allowAnyOrigin } from '../http/cors';
+import { closeAfter, lingerAfter } from '../http/connections';
+import { openBodyStream } from '../input';
+import { fetchContext, inInvocation } from '../invocation';
+import { now } from '../lifecycle/deadline';
+import type { Exchange, Pipeline } from '../request';
+import type { Reply } from '../respond';
+import type { FetchDestination } from '../routing/routes';
+import type { FetchContext, FetchEnv, Logger } from '../types';
+import { kindOf } from '../util/kind';
+import { discardWeb, responseReply, sendWeb } from './web-response';
+import { toRequest } from './web-request';
+
+/** The handler's `ctx`: the invocation's waitUntil, logger and reqId, in the shape Workers code expects. */
+class ExecutionContext implements FetchContext {
+  readonly #ctx: Context;
+  readonly reqId: number;
+
+  constructor(ctx: Context, reqId: number) {
+    this.#ctx = ctx;
+    this.reqId = reqId;
+  }
+
+  waitUntil(promise: PromiseLike<unknown>): void {
+    this.#ctx.waitUntil(promise);
+  }
+
+  passThroughOnException(): void {}
+
+  get log(): Logger {
+    return this.#ctx.log;
+  }
+}
+
+/** What `p.invoke` hands the handler's call: the Request, and what `fetch` is called with beside it. */
+interface FetchCall {
+  readonly destination: FetchDestination;
+  readonly request: Request;
+  readonly reqId: number;
+}
+
+// Called by p.invoke as a handle function is (in the invocation's scope, within its timeout): `fetch` with its handler as `this`.
+function callFetch(ctx: Context, call: FetchCall): unknown {
+  const { destination } = call;
+  return destination.fetch(call.request, destination.env as FetchEnv, new ExecutionContext(ctx, call.reqId));
+}
+
+/** The request served by the fetch handler: what was sent, or undefined when a fault was answered already. */
+export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDestination): Promise<Reply | undefined> {
+  const { req, res } = x;
+  if (p.metrics !== undefined) x.began = now();
+  const body = hasBody(req) && x.method !== 'GET' && x.method !== 'HEAD' ? openBodyStream(p, x) : undefined;
+  // Its failure (a client gone, the limit) reaches whoever reads it: unread, it is nobody's to throw.
+  body?.on('error', ignore);
+  try {
+    const ctx = fetchContext(p, x);
+    const request = toRequest(req, x.target, body, ctx.signal);
+    const value = await p.invoke(callFetch as never, ctx, { destination, request, reqId: x.reqId } satisfies FetchCall, x.deadline);
+    // A body over its limit is the answer (413), whatever the handler made of the failed read.
+    if (body?.refused !== undefined) {
+      discard(value);
+      throw body.refused;
+    }
+    // A fault in the invocation was answered 500 already (faults.ts).
+    if (res.writableEnded) return void discard(value);
+    if (!(value instanceof Response)) {
+      discard(value);
+      throw new Error(`fetch must return a Response, got ${kindOf(value)}`);
+    }
+    const reply = responseReply(value);
+    closeAfter(req, res, p.runtime.draining);
+    if (p.corsForEveryOrigin) allowAnyOrigin(res);
+    // A body still coming that the handler did not read leaves the connection unusable after the answer.
+    if (!req.complete && hasBody(req) && (body === undefined || !body.readableDidRead)) closeUnread(x);
+    // The body's own code (a stream's pull() that logs or fails) runs as part of the invocation.
+    return await inInvocation(ctx, sendWeb, req, res, reply, reply.body as ReadableStream<unknown> | undefined);
+  } finally {
+    if (body !== undefined) done(body);
+  }
+}
+
+function closeUnread(x: Exchange): void {
+  x.res.setHeader('connection', 'close');
+  lingerAfter(x.req);
+}
+
+// However the request ended, a body still streaming stops.
+function done(body: BodyStream): void {
+  if (!body.readableEnded && !body.destroyed) body.destroy();
+}
+
+function ignore(): void {}
+
+function discard(value: unknown): void {
+  try {
+    if (value !== null && typeof value === 'object') discardWeb(value);
+  } catch {
+    // A value whose class cannot be read holds nothing we could cancel.
+  }
+}

@@ -1,0 +1,135 @@
+// A web-standard answer written: a Response (a fetch handler's, or a `handle` function's) or a web
+// ReadableStream a `handle` function returned. Its body is written as it is produced: each chunk
+// when it is read, the next read only once node has taken it ('drain'), so server-sent events
+// stream. A body that fails after its status was sent cuts the connection (the client sees an
+// incomplete answer); one that fails before is a throw, answered by sendError().
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { safeHeaders, type Dropped } from '../http/headers';
+import type { Reply } from '../respond';
+import { send } from '../send';
+
+type Read = Awaited<ReturnType<ReadableStreamDefaultReader<unknown>['read']>>;
+
+// What a race against the next turn of the event loop gives when the read has not settled by then.
+const PENDING = Symbol('pending');
+
+/** A Response as a Reply: its status, reason phrase, headers (each Set-Cookie kept apart) and body. */
+export function responseReply(response: Response): Reply {
+  if (response.type === 'error') throw new Error('the function returned Response.error(), which is no answer');
+  const dropped: Dropped[] = [];
+  // Iterating Headers gives each Set-Cookie apart (the Fetch standard's "sort and combine").
+  const headers = safeHeaders(response.headers, dropped);
+  const reply: Reply = { status: response.status, headers };
+  if (response.statusText !== '') reply.reason = response.statusText;
+  if (response.body !== null) reply.body = response.body;
+  if (dropped.length > 0) reply.dropped = dropped;
+  return reply;
+}
+
+/** Whether a value is a web Response or ReadableStream: told by its class, as node's own. */
+export function webKind(value: object): 'response' | 'stream' | undefined {
+  if (value instanceof Response) return 'response';
+  if (value instanceof ReadableStream) return 'stream';
+  return undefined;
+}
+
+/** A web answer that will not be sent (a late result, a refused one): its body is cancelled. */
+export function discardWeb(value: object): void {
+  const body = value instanceof Response ? value.body : value instanceof ReadableStream ? value : null;
+  if (body !== null && !body.locked) body.cancel().catch(ignore);
+}
+
+function ignore(): void {}
+
+/**
+ * Sends a Reply whose body is a web ReadableStream, or none. A body that is one chunk (a Response made of a
+ * string or bytes) is sent whole, with its Content-Length; any other is sent chunked as it comes.
+ * Resolves once sent, or once the client has gone (the stream is then cancelled); rejects when
+ * the stream fails or produces something other than bytes or text.
+ */
+export async function sendWeb(req: IncomingMessage, res: ServerResponse, reply: Reply, body: ReadableStream<unknown> | undefined): Promise<Reply> {
+  if (reply.reason !== undefined) res.statusMessage = reply.reason;
+  if (body === undefined) {
+    send(req, res, reply.status, reply.headers, undefined);
+    return reply;
+  }
+  if (req.method === 'HEAD' || res.destroyed || reply.status === 204 || reply.status === 304) {
+    if (!body.locked) body.cancel().catch(ignore);
+    if (res.destroyed) return reply;
+    res.writeHead(reply.status, reply.headers);
+    res.end();
+    return reply;
+  }
+  const reader = body.getReader();
+  let first: Buffer;
+  let coming: Promise<Read>;
+  try {
+    const read = await reader.read();
+    if (read.done) {
+      send(req, res, reply.status, reply.headers, undefined);
+      return reply;
+    }
+    first = bytesOf(read.value);
+    coming = reader.read();
+    const next = await Promise.race([coming, nextTurn()]);
+    // The whole body was there at once: one write, with its length.
+    if (next !== PENDING && next.done) {
+      send(req, res, reply.status, reply.headers, first);
+      return reply;
+    }
+  } catch (err) {
+    reader.cancel().catch(ignore);
+    throw err;
+  }
+  return pump(res, reply, reader, first, coming);
+}
+
+/** The rest of the body, chunked: the head and the first chunk now, then each chunk as it is read. */
+async function pump(res: ServerResponse, reply: Reply, reader: ReadableStreamDefaultReader<unknown>, first: Buffer, coming: Promise<Read>): Promise<Reply> {
+  // The client going away cancels the stream: a pending read then ends, and nothing more is produced.
+  const onClose = () => {
+    if (!res.writableFinished) reader.cancel(new Error('the client closed the connection')).catch(ignore);
+  };
+  res.once('close', onClose);
+  try {
+    res.writeHead(reply.status, reply.headers);
+    let writable = res.write(first);
+    for (let read = await coming; !read.done; read = await reader.read()) {
+      if (!writable) await drained(res);
+      if (res.destroyed) break;
+      writable = res.write(bytesOf(read.value));
+    }
+    if (!res.destroyed) res.end();
+    return reply;
+  } catch (err) {
+    reader.cancel().catch(ignore);
+    // The client went away first: nothing failed that anyone could see.
+    if (res.destroyed) return reply;
+    throw err;
+  } finally {
+    res.off('close', onClose);
+  }
+}
+
+function nextTurn(): Promise<typeof PENDING> {
+  return new Promise((resolve) => setImmediate(resolve, PENDING));
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** A chunk as bytes: Uint8Array (without a copy) or text; anything else is the function's mistake. */
+function bytesOf(chunk: unknown): Buffer {
+  if (chunk instanceof Uint8Array) return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  if (typeof chunk === 'string') return Buffer.from(chunk);
+  throw new TypeError(`the response body's stream produced a chunk that is not bytes or text (${chunk === null ? 'null' : typeof chunk})`);
+}
