@@ -12,9 +12,9 @@ const { runServing, request } = require('./helpers');
 const EXAMPLES = path.join(__dirname, '..', 'examples');
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-/** Serves examples/<name> with node lib/serve.js for the test `t`: a 1 KiB body limit, access lines on. */
+/** Serves examples/<name> with node lib/serve.js for the test `t`: a 1 KiB limit on the (streamed) body, access lines on. */
 async function example(t, name, env = {}) {
-  const proc = await runServing([path.join(EXAMPLES, name)], { env: { FUNC_BODY_LIMIT: '1kb', FUNC_ACCESS_LOG: 'true', ...env } });
+  const proc = await runServing([path.join(EXAMPLES, name)], { env: { FUNC_UPLOAD_LIMIT: '1kb', FUNC_ACCESS_LOG: 'true', ...env } });
   t.after(() => proc.stop());
   return proc;
 }
@@ -73,9 +73,23 @@ for (const name of ['hono', 'fetch']) {
     it("a body past the limit is funcrun's JSON 413, with its stable code", async (t) => {
       const { url } = await example(t, name);
       const big = JSON.stringify({ text: 'x'.repeat(4096) });
-      const res = await request(`${url}/echo`, { method: 'POST', headers: JSON_HEADERS, body: big });
-      assert.equal(res.status, 413);
-      assert.equal(res.json.code, 'FUNCRUN_BODY_TOO_LARGE');
+      // A Content-Length over the limit, refused before the app runs.
+      const declared = await request(`${url}/echo`, { method: 'POST', headers: JSON_HEADERS, body: big });
+      assert.equal(declared.status, 413);
+      assert.equal(declared.json.code, 'FUNCRUN_BODY_TOO_LARGE');
+      // Chunked, without a length: the limit is met while the app reads it (its json() rejects).
+      const chunked = new ReadableStream({
+        async start(controller) {
+          for (let at = 0; at < big.length; at += 512) {
+            controller.enqueue(new TextEncoder().encode(big.slice(at, at + 512)));
+            await new Promise((resolve) => setTimeout(resolve, 5));
+          }
+          controller.close();
+        },
+      });
+      const read = await request(`${url}/echo`, { method: 'POST', headers: JSON_HEADERS, body: chunked, duplex: 'half' });
+      assert.equal(read.status, 413);
+      assert.equal(read.json.code, 'FUNCRUN_BODY_TOO_LARGE');
       // Just under the limit still reaches the app.
       const small = JSON.stringify({ text: 'x'.repeat(900) });
       assert.deepEqual((await request(`${url}/echo`, { method: 'POST', headers: JSON_HEADERS, body: small })).json, { received: JSON.parse(small) });
