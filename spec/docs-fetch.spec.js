@@ -64,6 +64,17 @@ describe('fetch handlers in the docs', () => {
     assert.deepEqual((await request(`${object.url}/`, { method: 'POST', headers: JSON_HEADERS, body: '{"b":2}' })).json, { received: { b: 2 } });
   });
 
+  it('the hooks beside fetch are read: properties of a CommonJS app, named exports beside an ES default', async (t) => {
+    const app = "const { Hono } = require('hono');\nconst app = new Hono();\napp.get('/', (c) => c.text('app'));\n";
+    const cjs = await serve(t, folder(t, { 'index.js': `${app}module.exports = app;\nmodule.exports.readiness = () => false;\n` }));
+    assert.equal((await request(`${cjs.url}/health/readiness`)).status, 503);
+    assert.equal((await request(cjs.url)).text, 'app');
+    const esm = `import { Hono } from 'hono';\nconst app = new Hono();\napp.get('/', (c) => c.text('esm'));\nexport default app;\nexport const readiness = () => false;\n`;
+    const served = await serve(t, path.join(folder(t, { 'index.mjs': esm }), 'index.mjs'));
+    assert.equal((await request(`${served.url}/health/readiness`)).status, 503);
+    assert.equal((await request(served.url)).text, 'esm');
+  });
+
   it('the streaming example sends its ticks as they are made', async (t) => {
     const code = blockWith(PAGE, 'js', 'streamSSE');
     const { url } = await serve(t, folder(t, { 'index.js': code }));
