@@ -221,6 +221,46 @@ describe('a fetch handler: requests', () => {
   });
 });
 
+describe('a fetch handler: what funcrun keeps before it', () => {
+  it('authorize() runs first: a refusal is answered 403 without calling fetch', async (t) => {
+    let called = 0;
+    const server = await serve(t, {
+      authorize: ({ headers }) => headers.authorization === 'Bearer ok',
+      fetch() {
+        called++;
+        return new Response('in');
+      },
+    });
+    const refused = await request(`${server.url}/x`, { method: 'POST', body: 'data' });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.json.code, 'FUNCRUN_NOT_AUTHORIZED');
+    assert.equal(called, 0);
+    const allowed = await request(`${server.url}/x`, { headers: { authorization: 'Bearer ok' } });
+    assert.equal(allowed.text, 'in');
+    assert.equal(called, 1);
+  });
+
+  it('CORS: a preflight from an allowed origin is answered by funcrun, and the answer carries the origin', async (t) => {
+    let called = 0;
+    const server = await serve(t, {
+      cors: () => ['https://app.example'],
+      fetch() {
+        called++;
+        return new Response('cross');
+      },
+    });
+    const preflight = await request(server.url, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'PUT' },
+    });
+    assert.equal(preflight.status, 204);
+    assert.equal(called, 0);
+    const res = await request(server.url, { headers: { origin: 'https://app.example' } });
+    assert.equal(res.text, 'cross');
+    assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example');
+  });
+});
+
 describe('a fetch handler: faults', () => {
   it('a throw is a JSON 500 without its message, logged', async (t) => {
     const server = await serve(t, {
@@ -455,5 +495,47 @@ export default {
     const { code } = await proc.stop();
     assert.equal(code, 0);
     assert.equal(fs.readFileSync(traceFile, 'utf8'), 'work done\nshutdown\n');
+  });
+});
+
+describe('a fetch handler: a Hono app', () => {
+  it('serves a real Hono app exported as the module: its routes, params, JSON bodies and 404s', async (t) => {
+    const folder = project({
+      'index.js': `
+const { Hono } = require(${JSON.stringify(require.resolve('hono'))});
+const app = new Hono();
+app.get('/items/:id', (c) => c.json({ id: c.req.param('id') }));
+app.post('/echo', async (c) => c.json(await c.req.json(), 201));
+module.exports = app;
+`,
+    });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const proc = await runServing([folder]);
+    t.after(() => proc.stop());
+    assert.deepEqual((await request(`${proc.url}/items/42`)).json, { id: '42' });
+    const echoed = await request(`${proc.url}/echo`, { method: 'POST', body: '{"a":1}', headers: { 'content-type': 'application/json' } });
+    assert.equal(echoed.status, 201);
+    assert.deepEqual(echoed.json, { a: 1 });
+    assert.equal((await request(`${proc.url}/nowhere`)).status, 404);
+    assert.equal((await request(`${proc.url}/health/liveness`)).status, 200);
+    // Nothing at start mistook the app's own properties for funcrun's.
+    assert.equal(proc.lines().filter((l) => l.level >= 40).length, 0, proc.out.stdout);
+  });
+});
+
+describe('a fetch handler: the docs', () => {
+  it("docs/functions.md's fetch handler example runs as the page says", async (t) => {
+    const page = fs.readFileSync(path.join(__dirname, '..', 'docs', 'functions.md'), 'utf8');
+    const section = page.slice(page.indexOf('### A fetch handler'));
+    const code = /```js\n([\s\S]*?)```/.exec(section)[1];
+    const folder = project({ 'index.js': code });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const proc = await runServing([folder], { env: { FUNC_LOG_LEVEL: 'info' } });
+    t.after(() => proc.stop());
+    const res = await request(`${proc.url}/orders/7?x=1`, { method: 'POST', body: 'x' });
+    assert.deepEqual(res.json, { method: 'POST', path: '/orders/7' });
+    const line = await proc.waitFor((l) => l.msg === 'hello');
+    assert.equal(line.path, '/orders/7');
+    assert.equal(typeof line.reqId, 'number');
   });
 });

@@ -76,6 +76,11 @@ describe('exported types', () => {
     compilesAsWritten(t, page.slice(page.indexOf('## Event contracts'), page.indexOf('## Duplicates run once')), 'docs-event-contracts.ts');
   });
 
+  it('a fetch handler is typed by FetchHandler, FetchEnv and FetchContext, and a handle function may return a Response or a ReadableStream', () => {
+    const { code, output } = compile('spec/types/fetch-handler.ts');
+    assert.equal(code, 0, output);
+  });
+
   it('uploaded files and streamed bodies are typed, and a module with them compiles', () => {
     const { code, output } = compile('spec/types/uploads.ts');
     assert.equal(code, 0, output);

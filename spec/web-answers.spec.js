@@ -110,3 +110,31 @@ describe('a handle function returning web answers', () => {
     assert.ok(!res.text.includes('broken source'));
   });
 });
+
+describe('a handle function returning web answers: its stream runs in its invocation', () => {
+  it("a Response body's pull() logs with the request's reqId", async (t) => {
+    const { log } = require('../lib/index.js');
+    const server = await serve(
+      t,
+      () =>
+        new Response(
+          new ReadableStream(
+            {
+              pull(controller) {
+                log.info('pulled');
+                controller.enqueue(encoder.encode('x'));
+                controller.close();
+              },
+            },
+            // Pulled only when read: as the answer is sent, after the function returned.
+            { highWaterMark: 0 },
+          ),
+        ),
+      { logLevel: 'info' },
+    );
+    const res = await request(server.url);
+    assert.equal(res.text, 'x');
+    const line = server.log.entries().find((l) => l.msg === 'pulled');
+    assert.equal(typeof line.reqId, 'number');
+  });
+});

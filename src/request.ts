@@ -369,11 +369,14 @@ function outliving(x: Exchange): PromiseLike<unknown> | undefined {
   return undefined;
 }
 
-/** Whether a returned value is, or holds as its body, a stream (read after the function returned). */
+/** Whether a returned value is, or holds as its body, a stream (read after the function returned): a web one is a class instance with its tag. */
 function streams(value: unknown): boolean {
   if (value === null || typeof value !== 'object') return false;
   try {
-    return value instanceof Readable || (value as { body?: unknown }).body instanceof Readable;
+    if (value instanceof Readable || (value as { body?: unknown }).body instanceof Readable) return true;
+    if (Object.getPrototypeOf(value) === Object.prototype) return false;
+    const tag = (value as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag];
+    return tag === 'Response' || tag === 'ReadableStream';
   } catch {
     // A Proxy's trap or a getter threw: respond() reads the value again and answers the failure.
     return false;

@@ -43,8 +43,9 @@ export interface ReturnedObject {
   // misspellings are listed one by one: those that are hardly ever data.
   [key: string]: any;
   statusCode?: number;
-  headers?: ResponseHeaders;
-  body?: ResponseBody | number | boolean;
+  // A web Response is one too: its Headers and its body (a ReadableStream, or null) are sent as it says.
+  headers?: ResponseHeaders | Headers;
+  body?: ResponseBody | number | boolean | null;
   /** @deprecated misspelt: `statusCode` */
   statusCod?: DidYouMean<'statusCode'>;
   /** @deprecated misspelt: `statusCode` */

@@ -1,0 +1,20 @@
+// A fetch handler typed with funcrun's FetchHandler, FetchEnv and FetchContext, and a handle
+// function returning web answers: all of it must compile.
+import type { FetchContext, FetchEnv, FetchHandler, Function, HTTPFunction } from 'funcrun';
+
+export const handler: FetchHandler = {
+  async fetch(request: Request, env: FetchEnv, ctx: FetchContext): Promise<Response> {
+    const url = new URL(request.url);
+    ctx.waitUntil(Promise.resolve());
+    ctx.passThroughOnException();
+    ctx.log.info({ reqId: ctx.reqId, path: url.pathname, api: env.API_URL }, 'hello');
+    return Response.json({ method: request.method, body: await request.text() });
+  },
+};
+
+// Lifecycle hooks beside fetch.
+export const module: Function = { fetch: handler.fetch, init: () => undefined, readiness: () => true };
+
+// A handle function may return a Response or a web ReadableStream.
+export const web: HTTPFunction = () => new Response('hi', { status: 201 });
+export const stream: HTTPFunction = () => new ReadableStream<Uint8Array>();
