@@ -61,7 +61,7 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
   body?.on('error', ignore);
   try {
     const ctx = fetchContext(p, x);
-    const request = toRequest(req, x.target, body, ctx.signal);
+    const request = toRequest(req, x.target, body, ctx);
     const value = await p.invoke(callFetch as never, ctx, { destination, request, reqId: x.reqId } satisfies FetchCall, x.deadline);
     // A body over its limit is the answer (413), whatever the handler made of the failed read.
     if (body?.refused !== undefined) {

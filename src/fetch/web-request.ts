@@ -15,20 +15,49 @@ const HOST = /^(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9._-]{1,253})(?::[0-9]{1,5})?
 
 type RequestInitWithDuplex = RequestInit & { duplex?: 'half' };
 
+/** Where a Request's signal comes from: the invocation's context, which makes it on first use. */
+export interface SignalSource {
+  readonly signal: AbortSignal;
+}
+
+const SOURCE = Symbol('funcrun signal source');
+
+/**
+ * A Request whose `signal` is the invocation's, made only if the handler looks at it: a Request
+ * given a signal of its own to follow costs as much again as the Request itself.
+ */
+class IncomingRequest extends Request {
+  readonly [SOURCE]: SignalSource;
+
+  constructor(url: string, init: RequestInitWithDuplex, source: SignalSource) {
+    super(url, init);
+    this[SOURCE] = source;
+  }
+}
+
+// On the prototype, over Request's own accessor (the DOM types call it a property).
+Object.defineProperty(IncomingRequest.prototype, 'signal', {
+  get(this: IncomingRequest): AbortSignal {
+    return this[SOURCE].signal;
+  },
+  configurable: true,
+});
+
 /**
  * The Request: absolute URL (scheme from the connection, host from Host, else the listening
  * address), method and headers as received, the body as a stream (none for GET and HEAD), and
- * `signal`, the invocation's (aborted by the client going away, the timeout and the drain's cut).
+ * `signal`, the invocation's (aborted by the client going away, the timeout and the drain's cut),
+ * read from `signal.signal` when the handler first asks for it.
  */
-export function toRequest(req: IncomingMessage, target: Target, body: Readable | undefined, signal: AbortSignal): Request {
+export function toRequest(req: IncomingMessage, target: Target, body: Readable | undefined, signal: SignalSource): Request {
   const method = req.method ?? 'GET';
   if (FORBIDDEN.has(method)) throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${target.path}`);
-  const init: RequestInitWithDuplex = { method, headers: headersOf(req), signal };
+  const init: RequestInitWithDuplex = { method, headers: headersOf(req) };
   if (body !== undefined && method !== 'GET' && method !== 'HEAD') {
     init.body = webStream(body);
     init.duplex = 'half';
   }
-  return new Request(urlOf(req, target), init);
+  return new IncomingRequest(urlOf(req, target), init, signal);
 }
 
 /** The headers as node parsed them: a repeated header is one value (a request's Set-Cookie aside, which node keeps apart). */
