@@ -7,6 +7,7 @@ const assert = require('node:assert/strict');
 const http = require('node:http');
 const fs = require('node:fs');
 const path = require('node:path');
+const { stop } = require('../lib/index.js');
 const { serve, request, project, runServing } = require('./helpers');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -495,6 +496,27 @@ export default {
     const { code } = await proc.stop();
     assert.equal(code, 0);
     assert.equal(fs.readFileSync(traceFile, 'utf8'), 'work done\nshutdown\n');
+  });
+});
+
+describe('a fetch handler: the drain', () => {
+  it("request.signal aborts when the drain's grace period ends and cuts the connection", async (t) => {
+    const started = gate();
+    const aborted = gate();
+    const server = await serve(t, {
+      fetch(request) {
+        request.signal.addEventListener('abort', () => aborted.open(true));
+        started.open();
+        return new Promise(() => {});
+      },
+    });
+    const req = http.request(`${server.url}/slow`);
+    req.on('error', () => {});
+    req.end();
+    await started.opened;
+    const drain = await stop(server.server, 200);
+    assert.equal(drain.cut, 1);
+    assert.equal(await Promise.race([aborted.opened, sleep(1000).then(() => false)]), true, 'the signal aborted');
   });
 });
 
