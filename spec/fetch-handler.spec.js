@@ -69,6 +69,8 @@ describe('a fetch handler: requests', () => {
     assert.equal(await read('[::1]:9'), 'http://[::1]:9/p/q?x=1&y=%20');
     assert.equal(await read('evil.test/other?'), `http://127.0.0.1:${server.port}/p/q?x=1&y=%20`);
     assert.equal(await read('a@b'), `http://127.0.0.1:${server.port}/p/q?x=1&y=%20`);
+    assert.equal(await read('999.999.999.999'), `http://127.0.0.1:${server.port}/p/q?x=1&y=%20`);
+    assert.equal(await read('h:99999'), `http://127.0.0.1:${server.port}/p/q?x=1&y=%20`);
   });
 
   it('hands over the method, the headers and the body as text, JSON and bytes', async (t) => {

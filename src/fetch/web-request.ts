@@ -57,7 +57,13 @@ export function toRequest(req: IncomingMessage, target: Target, body: Readable |
     init.body = webStream(body);
     init.duplex = 'half';
   }
-  return new IncomingRequest(urlOf(req, target), init, signal);
+  try {
+    return new IncomingRequest(urlOf(req, target), init, signal);
+  } catch (err) {
+    // A Host the URL standard refuses (`999.999.999.999`): the listening address, as for none.
+    if (!(err instanceof TypeError) || req.headers.host === undefined) throw err;
+    return new IncomingRequest(urlOf(req, target, false), init, signal);
+  }
 }
 
 /** The headers as node parsed them: a repeated header is one value (a request's Set-Cookie aside, which node keeps apart). */
@@ -74,11 +80,11 @@ function headersOf(req: IncomingMessage): Record<string, string> | [string, stri
 }
 
 /** The absolute URL: the scheme of the connection, the host its Host header names, the target as sent. */
-export function urlOf(req: IncomingMessage, target: Target): string {
+export function urlOf(req: IncomingMessage, target: Target, byHost = true): string {
   const socket = req.socket as TLSSocket | undefined;
   const scheme = socket?.encrypted === true ? 'https' : 'http';
   const host = req.headers.host;
-  const authority = host !== undefined && HOST.test(host) && portOk(host) ? host : listeningAddress(req);
+  const authority = byHost && host !== undefined && HOST.test(host) && portOk(host) ? host : listeningAddress(req);
   const sent = req.url ?? '/';
   // The origin-form target (`/path?query`) as sent; an absolute-form one by its path and query.
   const rest = sent.startsWith('/') ? sent : `${target.path.startsWith('/') ? '' : '/'}${target.path}${target.search === undefined ? '' : `?${target.search}`}`;
