@@ -57,6 +57,16 @@ describe('a fetch handler: requests', () => {
     assert.deepEqual(seen, ['GET /', 'POST /items/7', 'DELETE /a/b/c', 'PATCH /x', 'OPTIONS /y']);
   });
 
+  it('calls fetch with its object as this', async (t) => {
+    const server = await serve(t, {
+      greeting: 'hello from the object',
+      fetch() {
+        return new Response(this.greeting);
+      },
+    });
+    assert.equal((await request(server.url)).text, 'hello from the object');
+  });
+
   it('makes request.url absolute from the Host header, and from the listening address when Host names no host', async (t) => {
     const server = await serve(t, { fetch: (request) => new Response(request.url) });
     const read = async (host) => {
