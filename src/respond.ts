@@ -71,7 +71,7 @@ export function respond(to: ReplyContext, value: unknown): Reply | Promise<Reply
   }
   const body = reply.body;
   if (body instanceof Readable) return stream(to, reply, body);
-  if (typeof body === 'object' && !Buffer.isBuffer(body)) return web().sendWeb(to.req, to.res, reply, body);
+  if (body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) return web().sendWeb(to.req, to.res, reply, body);
   send(to.req, to.res, reply.status, reply.headers, body);
   return reply;
 }
