@@ -307,6 +307,9 @@ describe('a fetch handler: answers', () => {
         const headers = new Headers({ 'x-one': '1', 'content-type': 'text/plain' });
         headers.append('set-cookie', 'a=1; Path=/');
         headers.append('set-cookie', 'b=2; HttpOnly');
+        // An upstream's framing, passed on: funcrun writes its own.
+        headers.set('content-length', '999');
+        headers.set('connection', 'upgrade');
         return new Response('made', { status: 201, statusText: 'Made It', headers });
       },
     });
@@ -319,6 +322,11 @@ describe('a fetch handler: answers', () => {
     assert.deepEqual(res.headers['set-cookie'], ['a=1; Path=/', 'b=2; HttpOnly']);
     assert.equal(res.headers['content-length'], '4');
     assert.equal(text, 'made');
+    assert.equal(res.headers.connection, 'keep-alive');
+    assert.equal(
+      server.log.entries().find((l) => l.msg === 'response headers left out'),
+      undefined,
+    );
   });
 
   it('HEAD sends no body, and a null body is an empty answer', async (t) => {

@@ -22,7 +22,10 @@ export function responseReply(response: Response): Reply {
   const reply: Reply = { status: response.status, headers };
   if (response.statusText !== '') reply.reason = response.statusText;
   if (response.body !== null) reply.body = response.body;
-  if (dropped.length > 0) reply.dropped = dropped;
+  // A Response's framing headers (an upstream's Content-Length and Connection, passed on) are
+  // funcrun's to write: left out without a warning. Headers node refuses are still logged.
+  const refused = dropped.filter((header) => header.reason !== 'framing');
+  if (refused.length > 0) reply.dropped = refused;
   return reply;
 }
 
