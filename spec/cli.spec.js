@@ -73,7 +73,8 @@ describe('funcrun', () => {
       [['--prot', '8080'], "unknown command '--prot': did you mean funcrun serve --port? (funcrun serve --help lists the options)"],
       [['config', 'envs', 'ad', '--name', 'X'], "unknown config envs action 'ad': did you mean add? (expected add, remove or list)"],
       [['config', 'helth'], "unknown config 'helth': did you mean health? (expected envs or health)"],
-      [['create', 'x', '--template', 'cloudevent'], "unknown --template 'cloudevent': did you mean cloudevents? (expected http or cloudevents)"],
+      [['create', 'x', '--template', 'cloudevent'], "unknown --template 'cloudevent': did you mean cloudevents? (expected http, cloudevents or fetch)"],
+      [['create', 'x', '--template', 'fecth'], "unknown --template 'fecth': did you mean fetch? (expected http, cloudevents or fetch)"],
       [['invoke', '--format', 'cloudevents'], "unknown --format 'cloudevents': did you mean cloudevent? (expected http or cloudevent)"],
       [['create', 'x', '--language', 'cobol'], "unknown --language 'cobol': expected node or typescript"],
     ]) {

@@ -77,7 +77,7 @@ before(async () => {
 });
 after(() => registry.close());
 
-// The four projects are independent (own folders): their installs and tests, the slow part, overlap.
+// The six projects are independent (own folders): their installs and tests, the slow part, overlap.
 describe('funcrun create, then npm install, npm test and npm start', { concurrency: true }, () => {
   const expected = {
     node: ['func.yaml', 'index.js', 'package.json', 'README.md', 'test/unit.js', 'test/integration.js'],
@@ -85,7 +85,7 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
   };
 
   for (const language of ['node', 'typescript']) {
-    for (const template of ['http', 'cloudevents']) {
+    for (const template of ['http', 'cloudevents', 'fetch']) {
       it(`${language} ${template}`, async (t) => {
         const parent = scratch();
         const name = `my-${language}-${template}`;
@@ -107,7 +107,16 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
         const yaml = require('yaml').parse(fs.readFileSync(path.join(folder, 'func.yaml'), 'utf8'));
         assert.equal(yaml.name, name);
         assert.equal(yaml.runtime, language);
-        assert.equal(yaml.invoke, template === 'http' ? 'http' : 'cloudevent');
+        assert.equal(yaml.invoke, template === 'cloudevents' ? 'cloudevent' : 'http');
+        if (template === 'fetch') {
+          // A fetch handler: no handle; in TypeScript typed by funcrun's types and the DOM library's Request and Response.
+          const source = fs.readFileSync(path.join(folder, language === 'node' ? 'index.js' : 'src/index.ts'), 'utf8');
+          assert.match(source, /async fetch\(request, env, ctx\)|async fetch\(request: Request, env: FetchEnv, ctx: FetchContext\): Promise<Response>/);
+          assert.doesNotMatch(source, /\bhandle\b/);
+          assert.match(fs.readFileSync(path.join(folder, language === 'node' ? 'test/unit.js' : 'test/unit.ts'), 'utf8'), /createFetchContext\(\)/);
+          if (language === 'typescript')
+            assert.match(fs.readFileSync(path.join(folder, 'tsconfig.json'), 'utf8'), /"lib": \["ES2022", "DOM", "DOM.Iterable"\]/);
+        }
         assert.deepEqual(yaml.run.envs, [{ name: 'FUNC_LOG_LEVEL', value: 'info' }]);
         assert.deepEqual(yaml.deploy.healthEndpoints, { liveness: '/health/liveness', readiness: '/health/readiness' });
         const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'package.json'), 'utf8'));
@@ -136,7 +145,7 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
 
         // npm start: serves the function (TypeScript from its source: nothing is built).
         const running = await npmStart(t, folder, env);
-        if (template === 'http') {
+        if (template !== 'cloudevents') {
           const res = await fetch(running.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message":"hello"}' });
           assert.equal(res.status, 200);
           assert.deepEqual(await res.json(), { received: { message: 'hello' } });
@@ -162,7 +171,7 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
         );
         assert.ok(!lines.some((line) => line.level >= 50), running.out.stdout);
 
-        if (language === 'typescript' && template === 'http') {
+        if (language === 'typescript' && template !== 'cloudevents') {
           // npm run build: what the image does; npm start then serves the build. It compiles the
           // function alone: no test in build/ (nor in the image), while typecheck checks the tests.
           const unit = path.join(folder, 'test', 'unit.ts');

@@ -69,7 +69,7 @@ describe("func.yaml against Knative func's schema", () => {
   });
 
   for (const language of ['node', 'typescript']) {
-    for (const template of ['http', 'cloudevents']) {
+    for (const template of ['http', 'cloudevents', 'fetch']) {
       it(`funcrun create's ${language} ${template} func.yaml is valid, with specVersion, runtime and its creation time`, () => {
         const created = new Date('2026-11-22T10:20:30.456Z');
         const text = projectFiles('my-function', { language, template, funcrun: '^0.1.0' }, created)['func.yaml'];
@@ -78,7 +78,7 @@ describe("func.yaml against Knative func's schema", () => {
         assert.equal(parsed.specVersion, '0.36.0');
         assert.equal(parsed.created, '2026-11-22T10:20:30.456Z');
         assert.equal(parsed.runtime, language);
-        assert.equal(parsed.invoke, template === 'http' ? 'http' : 'cloudevent');
+        assert.equal(parsed.invoke, template === 'cloudevents' ? 'cloudevent' : 'http');
       });
     }
   }

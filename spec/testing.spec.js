@@ -179,3 +179,57 @@ describe('createLogSink', () => {
     assert.equal(sink.lines.length, sink.entries().length);
   });
 });
+
+describe('fetch handlers in funcrun/testing', () => {
+  it('createFetchContext: the ctx funcrun gives fetch, whose waitUntil keeps its promises and whose log carries reqId', async () => {
+    const { createFetchContext, createLogSink } = require('funcrun/testing');
+    const lines = createLogSink();
+    const ctx = createFetchContext({ reqId: 7, logDestination: lines });
+    const handler = {
+      prefix: 'item',
+      async fetch(request, env, c) {
+        const id = new URL(request.url).pathname.split('/').pop();
+        c.log.info({ id }, 'read');
+        c.waitUntil(Promise.resolve('audited'));
+        c.waitUntil(Promise.reject(new Error('audit failed')));
+        c.passThroughOnException();
+        return Response.json({ name: `${this.prefix} ${id}`, region: env.REGION, reqId: c.reqId });
+      },
+    };
+    const res = await handler.fetch(new Request('http://localhost/items/3'), { REGION: 'eu' }, ctx);
+    assert.deepEqual(await res.json(), { name: 'item 3', region: 'eu', reqId: 7 });
+    assert.equal(ctx.waitedFor.length, 2);
+    const outcomes = await ctx.settled();
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['fulfilled', 'rejected'],
+    );
+    assert.equal(outcomes[1].reason.message, 'audit failed');
+    const [line] = lines.entries();
+    assert.equal(line.msg, 'read');
+    assert.equal(line.reqId, 7);
+    assert.equal(line.id, '3');
+    // Silent by default, and a fresh list each time.
+    const quiet = createFetchContext();
+    quiet.log.info('nowhere');
+    assert.equal(quiet.reqId, 1);
+    assert.deepEqual(quiet.waitedFor, []);
+  });
+
+  it("serve serves a { fetch } object: every path and method reaches it, and the probes stay funcrun's", async (t) => {
+    const seen = [];
+    const running = await serve(t, {
+      async fetch(request) {
+        seen.push(`${request.method} ${new URL(request.url).pathname}`);
+        return new Response(request.body === null ? 'no body' : await request.text(), { status: 202, headers: { 'x-app': 'yes' } });
+      },
+    });
+    const put = await request(`${running.url}/a/b?c=1`, { method: 'PUT', body: 'sent' });
+    assert.equal(put.status, 202);
+    assert.equal(put.text, 'sent');
+    assert.equal(put.headers.get('x-app'), 'yes');
+    assert.equal((await request(`${running.url}/`)).text, 'no body');
+    assert.equal((await request(`${running.url}/health/readiness`)).text, 'OK');
+    assert.deepEqual(seen, ['PUT /a/b', 'GET /']);
+  });
+});

@@ -18,11 +18,13 @@ export function create(args: string[]): void {
   const template = (values.template ?? 'http') as string;
   const funcrun = (values.funcrun ?? defaultDependency()) as string;
   if (language !== 'node' && language !== 'typescript') throw new UsageError(notOneOf('--language', language, ['node', 'typescript']));
-  if (template !== 'http' && template !== 'cloudevents') throw new UsageError(notOneOf('--template', template, ['http', 'cloudevents']));
+  if (template !== 'http' && template !== 'cloudevents' && template !== 'fetch')
+    throw new UsageError(notOneOf('--template', template, ['http', 'cloudevents', 'fetch']));
   if (funcrun.trim() === '') throw new UsageError('--funcrun is empty: give a version range, an npm specifier or pack');
   const folder = resolve(positionals[0]);
   const files = createProject(folder, { language: language as Language, template: template as Template, funcrun });
-  const kind = `${template === 'http' ? 'an HTTP' : 'a CloudEvent'} function in ${language === 'node' ? 'JavaScript' : 'TypeScript'}`;
+  const what = { http: 'an HTTP function', cloudevents: 'a CloudEvent function', fetch: 'a web-standard (fetch) handler' }[template];
+  const kind = `${what} in ${language === 'node' ? 'JavaScript' : 'TypeScript'}`;
   process.stdout.write(
     `Created ${kind} in ${folder}:\n${files.map((f) => `  ${f}`).join('\n')}\n` +
       `Next: cd ${shellWord(positionals[0])} && npm install && npm test && npm start\n` +

@@ -15,7 +15,7 @@ export const VERSION = (JSON.parse(readFileSync(join(__dirname, '..', '..', 'pac
 export const USAGE = `Usage: funcrun <command> [options]
 
 Commands:
-  create <folder>     write a new function project (--language node|typescript, --template http|cloudevents)
+  create <folder>     write a new function project (--language node|typescript, --template http|cloudevents|fetch)
   invoke              send a request or a CloudEvent to a running function
   config envs ...     add, remove or list run.envs in func.yaml
   config health       set the health endpoints in func.yaml
@@ -33,7 +33,8 @@ package.json depends on that file, so npm install works where funcrun is not pub
 
 Options:
   -l, --language <l>   node (JavaScript, default) or typescript
-  -t, --template <t>   http (default) or cloudevents
+  -t, --template <t>   http (default), cloudevents, or fetch (a web-standard fetch(request)
+                       handler returning a Response, the shape of Hono and Workers)
       --funcrun <spec> the dependency on funcrun: a version range (^${VERSION}), a file: or other
                        npm specifier, or pack (this copy, packed into the project); default:
                        ^${VERSION} when this funcrun was installed from a registry, else pack

@@ -1,8 +1,8 @@
 // `funcrun/testing`: what a function's own tests use. `startFunction` serves a module on a free
 // port for integration tests, and `serve` does so for one test, closing it after; `createContext`
 // builds the handler's first argument for unit tests that call `handle` directly, and
-// `createEventContext` an event handler's, typed by its contracts; `createLogSink` collects the
-// log lines either writes.
+// `createEventContext` an event handler's, typed by its contracts, and `createFetchContext` a fetch
+// handler's third; `createLogSink` collects the log lines any of them writes.
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
@@ -13,7 +13,7 @@ import { createLogger, type LogDestination, type LogLevel } from '../log/log';
 import { loadFunction } from '../start/loader';
 import { queryOf, readTarget } from '../http/target';
 import { start, stop, type Options } from '../index';
-import type { Function as FunctionModule, Invokable } from '../types';
+import type { FetchContext, Function as FunctionModule, Invokable } from '../types';
 import type { DataFor, EventContext, EventDeclaration, EventOf, EventType } from '../event-types';
 
 /** The SDK's CloudEvent, for building events in tests without depending on the SDK directly. */
@@ -32,8 +32,8 @@ export interface RunningFunction {
 }
 
 /**
- * Serves a function on 127.0.0.1 and a free port: a module object, a handler, or a path to a
- * project folder or module file. Logs are silent unless a `logDestination` (such as a
+ * Serves a function on 127.0.0.1 and a free port: a module object (a fetch handler such as a Hono
+ * app among them), a handler, or a path to a project folder or module file. Logs are silent unless a `logDestination` (such as a
  * `createLogSink()`) is given, then at `trace` level, as `createContext` does; `logLevel` overrides.
  */
 export async function startFunction(func: FunctionModule | Invokable | string, options: Options = {}): Promise<RunningFunction> {
@@ -184,4 +184,42 @@ export function createEventContext<const D extends EventDeclaration, const T ext
   }
   const context = createContext({ method: 'POST', ...options, headers: { ...headers, ...options.headers }, cloudevent });
   return context as unknown as TestEventContext<D, T>;
+
+export interface FetchContextOptions {
+  /** The request's id, which the log's lines carry; default 1. */
+  reqId?: number;
+  /** Where `ctx.log` writes; default nowhere. */
+  logDestination?: LogDestination;
+  logLevel?: LogLevel;
+}
+
+/** A fetch handler's `ctx` for a unit test, which also keeps what was handed to `waitUntil`. */
+export interface TestFetchContext extends FetchContext {
+  /** Every promise handed to `waitUntil`, in order. */
+  readonly waitedFor: PromiseLike<unknown>[];
+  /** Resolves once every promise handed to `waitUntil` so far has settled (as the drain waits), with their outcomes. */
+  settled(): Promise<PromiseSettledResult<unknown>[]>;
+}
+
+/**
+ * The third argument funcrun gives a fetch handler, for calling it directly:
+ * `await handler.fetch(new Request('http://localhost/items/7'), {}, createFetchContext())`.
+ * `waitUntil` keeps its promises (`ctx.waitedFor`, `await ctx.settled()`), `passThroughOnException`
+ * does nothing (as on funcrun), `log` is silent unless a `logDestination` is given.
+ */
+export function createFetchContext(options: FetchContextOptions = {}): TestFetchContext {
+  const reqId = options.reqId ?? 1;
+  const silent = options.logDestination === undefined;
+  const log = createLogger(silent ? 'silent' : (options.logLevel ?? 'trace'), options.logDestination ?? { write: () => true }).forRequest(reqId);
+  const waitedFor: PromiseLike<unknown>[] = [];
+  return {
+    reqId,
+    log,
+    waitedFor,
+    waitUntil(promise: PromiseLike<unknown>) {
+      waitedFor.push(promise);
+    },
+    passThroughOnException() {},
+    settled: () => Promise.allSettled(waitedFor),
+  };
 }

@@ -1,9 +1,12 @@
-// A JavaScript project's function and its tests (CommonJS, as node runs them): for HTTP, or for
-// CloudEvents answered with an event of the function's name.
+// A JavaScript project's function and its tests (CommonJS, as node runs them): for HTTP, for
+// CloudEvents answered with an event of the function's name, or a web-standard fetch handler.
 import { eventIntegrationTests, HTTP_INTEGRATION_TESTS } from './integration-tests';
+import type { Template } from './project';
 
 /** The function and its unit and integration tests, by path. */
-export function javascriptFiles(name: string, events: boolean): Record<string, string> {
+export function javascriptFiles(name: string, template: Template): Record<string, string> {
+  if (template === 'fetch') return { 'index.js': JS_FETCH_HANDLER, 'test/unit.js': JS_FETCH_UNIT, 'test/integration.js': JS_HTTP_INTEGRATION };
+  const events = template === 'cloudevents';
   return {
     'index.js': events ? jsEventHandler(name) : JS_HTTP_HANDLER,
     'test/unit.js': events ? jsEventUnit(name) : JS_HTTP_UNIT,
@@ -44,6 +47,50 @@ test('POST answers with the body it received', () => {
   const body = { message: 'hello' };
   const result = handle(createContext({ method: 'POST', body }), body);
   assert.deepEqual(result, { received: body });
+});
+`;
+
+const JS_FETCH_HANDLER = `'use strict';
+
+/**
+ * A web-standard (fetch) handler: funcrun calls fetch once per request, for every path and method
+ * but its own probes, with a Request and the process environment, and sends the Response back.
+ * A Hono app (\`module.exports = app\`) is served the same way.
+ *
+ * @type {import('funcrun').FetchHandler}
+ */
+module.exports = {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    ctx.log.info(\`\${request.method} \${url.pathname}\`);
+    if (request.method === 'GET') return Response.json({ query: Object.fromEntries(url.searchParams) });
+    const text = await request.text();
+    try {
+      return Response.json({ received: text === '' ? null : JSON.parse(text) });
+    } catch {
+      return Response.json({ error: 'the body is not JSON' }, { status: 400 });
+    }
+  },
+};
+`;
+
+const JS_FETCH_UNIT = `'use strict';
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { createFetchContext } = require('funcrun/testing');
+const handler = require('../index.js');
+
+test('GET answers with the query', async () => {
+  const res = await handler.fetch(new Request('http://localhost/?name=tiger'), {}, createFetchContext());
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { query: { name: 'tiger' } });
+});
+
+test('POST answers with the body it received; a body that is not JSON is a 400', async () => {
+  const post = (body) => new Request('http://localhost/', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const res = await handler.fetch(post('{"message":"hello"}'), {}, createFetchContext());
+  assert.deepEqual(await res.json(), { received: { message: 'hello' } });
+  assert.equal((await handler.fetch(post('{'), {}, createFetchContext())).status, 400);
 });
 `;
 

@@ -1,13 +1,14 @@
 // A new project's files, by the function contract's layouts (JavaScript or TypeScript, HTTP or
-// CloudEvents): func.yaml, package.json, the README, the deploy files funcrun ships, and the
-// function with its tests (javascript.ts, typescript.ts). Text only: create-command.ts writes it.
+// CloudEvents) or as a web-standard fetch handler: func.yaml, package.json, the README, the deploy
+// files funcrun ships, and the function with its tests (javascript.ts, typescript.ts). Text only:
+// create-command.ts writes it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { javascriptFiles } from './javascript';
 import { typescriptFiles } from './typescript';
 
 export type Language = 'node' | 'typescript';
-export type Template = 'http' | 'cloudevents';
+export type Template = 'http' | 'cloudevents' | 'fetch';
 
 export interface ProjectOptions {
   language: Language;
@@ -28,11 +29,11 @@ export function projectFiles(name: string, { language, template, funcrun }: Proj
   const files: Record<string, string> = {
     'func.yaml': funcYaml(name, language, events, created),
     'package.json': packageJson(name, ts, funcrun),
-    'README.md': readme(name, ts, events, funcrun),
+    'README.md': readme(name, ts, template, funcrun),
     '.gitignore': ts ? 'node_modules/\nbuild/\n' : 'node_modules/\n',
   };
   for (const file of DEPLOY_FILES) files[file] = readFileSync(join(DEPLOY, file), 'utf8');
-  return { ...files, ...(ts ? typescriptFiles(name, events) : javascriptFiles(name, events)) };
+  return { ...files, ...(ts ? typescriptFiles(name, template) : javascriptFiles(name, template)) };
 }
 
 // What Knative func writes at the top of a new func.yaml. Its schema requires specVersion, the
@@ -97,14 +98,21 @@ function packageJson(name: string, ts: boolean, funcrun: string): string {
   return JSON.stringify(manifest, null, 2) + '\n';
 }
 
-function readme(name: string, ts: boolean, events: boolean, funcrun: string): string {
+function readme(name: string, ts: boolean, template: Template, funcrun: string): string {
+  const events = template === 'cloudevents';
+  const fetch = template === 'fetch';
   const call = events
     ? `npx funcrun invoke --format cloudevent --type dev.example.${name} --data '{"message": "hello"}'`
     : `curl -H 'content-type: application/json' -d '{"message": "hello"}' http://localhost:8080/`;
   const tarball = funcrun.startsWith('file:') && funcrun.endsWith('.tgz') ? funcrun.slice('file:'.length) : undefined;
+  const what = events ? 'A CloudEvent function' : fetch ? 'A web-standard (fetch) handler' : 'An HTTP function';
+  const edit = fetch
+    ? 'Edit `fetch`: it takes a web `Request` and returns a `Response`, for every path and method\n  but the probes (a Hono app exported as it is is served the same way).'
+    : 'Edit `handle`.';
+  const unit = fetch ? '`fetch` with a `Request` and a `createFetchContext()`' : '`handle` with a context';
   return `# ${name}
 
-${events ? 'A CloudEvent' : 'An HTTP'} function in ${ts ? 'TypeScript' : 'JavaScript'}, served by funcrun.
+${what} in ${ts ? 'TypeScript' : 'JavaScript'}, served by funcrun.
 
 \`\`\`sh
 npm install
@@ -115,10 +123,10 @@ npm run dev               # the same, restarting when a file changes
 docker build -t ${name} . && docker run --rm -p 8080:8080 ${name}
 \`\`\`
 
-- \`${ts ? 'src/index.ts' : 'index.js'}\`: the function. Edit \`handle\`.
+- \`${ts ? 'src/index.ts' : 'index.js'}\`: the function. ${edit}
 - \`func.yaml\`: \`run.envs\` (such as \`FUNC_LOG_LEVEL\`) and the health endpoints; edit it with
   \`npx funcrun config envs add --name NAME --value VALUE\` and \`npx funcrun config health\`.
-- \`test/unit.${ts ? 'ts' : 'js'}\` calls \`handle\` with a context from \`funcrun/testing\`;
+- \`test/unit.${ts ? 'ts' : 'js'}\` calls ${unit} from \`funcrun/testing\`;
   \`test/integration.${ts ? 'ts' : 'js'}\` serves the function on a free port and calls it over HTTP.
 ${
   ts

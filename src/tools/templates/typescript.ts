@@ -1,9 +1,20 @@
 // A TypeScript project's tsconfig.json, function and tests: only syntax node can strip, so that
 // node runs the source as it is and tsc builds the same code.
 import { eventIntegrationTests, HTTP_INTEGRATION_TESTS } from './integration-tests';
+import type { Template } from './project';
 
 /** tsconfig.json and tsconfig.build.json, the function and its unit and integration tests, by path. */
-export function typescriptFiles(name: string, events: boolean): Record<string, string> {
+export function typescriptFiles(name: string, template: Template): Record<string, string> {
+  if (template === 'fetch') {
+    return {
+      'tsconfig.json': TSCONFIG_FETCH,
+      'tsconfig.build.json': TSCONFIG_BUILD,
+      'src/index.ts': TS_FETCH_HANDLER,
+      'test/unit.ts': TS_FETCH_UNIT,
+      'test/integration.ts': TS_HTTP_INTEGRATION,
+    };
+  }
+  const events = template === 'cloudevents';
   return {
     'tsconfig.json': TSCONFIG,
     'tsconfig.build.json': TSCONFIG_BUILD,
@@ -35,6 +46,10 @@ const TSCONFIG = `{
   "include": ["src/**/*.ts", "test/**/*.ts"]
 }
 `;
+
+// A fetch handler's Request and Response are the web's: the DOM library's types, which node's
+// globals implement.
+const TSCONFIG_FETCH = TSCONFIG.replace('"types": ["node"],', '"lib": ["ES2022", "DOM", "DOM.Iterable"],\n    "types": ["node"],');
 
 const TSCONFIG_BUILD = `{
   // npm run build: the function, src/ into build/ (build/index.js, package.json's main); the
@@ -73,6 +88,50 @@ test('POST answers with the body it received', async () => {
   const body = { message: 'hello' };
   const result = await handle(createContext({ method: 'POST', body }), body);
   assert.deepEqual(result, { received: body });
+});
+`;
+
+const TS_FETCH_HANDLER = `import type { FetchContext, FetchEnv, FetchHandler } from 'funcrun';
+
+/**
+ * A web-standard (fetch) handler: funcrun calls fetch once per request, for every path and method
+ * but its own probes, with a Request and the process environment, and sends the Response back.
+ * A Hono app (\`export default app\`) is served the same way.
+ */
+const handler: FetchHandler = {
+  async fetch(request: Request, env: FetchEnv, ctx: FetchContext): Promise<Response> {
+    const url = new URL(request.url);
+    ctx.log.info(\`\${request.method} \${url.pathname}\`);
+    if (request.method === 'GET') return Response.json({ query: Object.fromEntries(url.searchParams) });
+    const text = await request.text();
+    try {
+      return Response.json({ received: text === '' ? null : (JSON.parse(text) as unknown) });
+    } catch {
+      return Response.json({ error: 'the body is not JSON' }, { status: 400 });
+    }
+  },
+};
+
+export default handler;
+`;
+
+const TS_FETCH_UNIT = `import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createFetchContext } from 'funcrun/testing';
+import handler from '../src/index.ts';
+
+const post = (body: string) => new Request('http://localhost/', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+
+test('GET answers with the query', async () => {
+  const res = await handler.fetch(new Request('http://localhost/?name=tiger'), {}, createFetchContext());
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { query: { name: 'tiger' } });
+});
+
+test('POST answers with the body it received; a body that is not JSON is a 400', async () => {
+  const res = await handler.fetch(post('{"message":"hello"}'), {}, createFetchContext());
+  assert.deepEqual(await res.json(), { received: { message: 'hello' } });
+  assert.equal((await handler.fetch(post('{'), {}, createFetchContext())).status, 400);
 });
 `;
 
