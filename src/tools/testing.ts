@@ -184,6 +184,7 @@ export function createEventContext<const D extends EventDeclaration, const T ext
   }
   const context = createContext({ method: 'POST', ...options, headers: { ...headers, ...options.headers }, cloudevent });
   return context as unknown as TestEventContext<D, T>;
+}
 
 export interface FetchContextOptions {
   /** The request's id, which the log's lines carry; default 1. */
