@@ -172,6 +172,17 @@ describe('funcrun invoke', () => {
     assert.deepEqual(last().query, { name: 'Ann Lee', tag: ['x', 'y'] });
   });
 
+  it('--request-type GET percent-encodes the control characters of name=value pairs, and its note is escaped and cut', async () => {
+    const res = await funcrun(['invoke', '--target', server.url, '--request-type', 'GET', '-d', 'a=1\nb=2\t\u0085&c=\u007f']);
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(last().query, { a: '1\nb=2\t\u0085', c: '\u007f' });
+    assert.equal(res.stderr, 'funcrun: GET sends no body: --data is sent as the query string (?a=1%0Ab=2%09%C2%85&c=%7F)\n');
+    const long = await funcrun(['invoke', '--target', server.url, '--request-type', 'GET', '-d', `a=${'x'.repeat(5000)}`]);
+    assert.equal(long.code, 0, long.stderr);
+    assert.equal(long.stderr, `funcrun: GET sends no body: --data is sent as the query string (?a=${'x'.repeat(58)}...)\n`);
+    assert.equal(last().query.a.length, 5000);
+  });
+
   it('--request-type GET refuses what has no query form: nested JSON, plain text, --file, --content-type; exit 2, nothing sent', async () => {
     const before = received.length;
     const folder = project({ 'data.bin': 'x' });
@@ -183,6 +194,10 @@ describe('funcrun invoke', () => {
       [['-d', '[1,2]'], /cannot be a query string/],
       [['-d', 'plain words'], /cannot be a query string/],
       [['-d', '{"a":null}'], /cannot be a query string/],
+      [['-d', '{"a":1e400}'], /cannot be a query string/],
+      [['-d', '{"":"v"}'], /cannot be a query string/],
+      [['-d', '=x'], /cannot be a query string/],
+      [['-d', `\u001b[2J\u009b${'y'.repeat(500)}`], /^funcrun: --data "\\u001b\[2J\\u009by{55}\.\.\." cannot be a query string/],
       [['--file', path.join(folder, 'data.bin')], /^funcrun: --file .*data\.bin is a body, and --request-type GET sends none: send it with POST$/],
       [['-d', 'a=1', '--content-type', 'text/plain'], /^funcrun: --content-type does not go with --request-type GET: GET sends no body$/],
     ]) {

@@ -72,6 +72,26 @@ describe('CloudEvent attributes as the spec defines them', () => {
     }
   });
 
+  it('an invalid attribute name is quoted in the 400 cut at 40 characters and escaped, in the message and the attribute', async () => {
+    const long = await request(server.url, structured(event({ [`Bad${'x'.repeat(500_000)}`]: 'v' })));
+    assert.equal(long.status, 400);
+    assert.ok(long.text.length < 1000, `${long.text.length} characters`);
+    assert.equal(long.json.attribute, `Bad${'x'.repeat(37)}…`);
+    assert.match(long.json.message, /invalid attribute name 'Badx{37}…': only a-z and 0-9 are allowed/);
+    const hostile = await request(server.url, structured(event({ 'bad\nname\u001b[2J\u0085\u202e': 'v' })));
+    assert.equal(hostile.status, 400);
+    assert.equal(hostile.json.attribute, 'bad\\nname\\u001b[2J\\u0085\\u202e');
+    assert.ok(hostile.json.message.includes("'bad\\nname\\u001b[2J\\u0085\\u202e'"), hostile.json.message);
+    assert.ok(!/[\n\u001b\u0085\u202e]/.test(hostile.text), hostile.text);
+  });
+
+  it('a long extension attribute name of a wrong type is quoted cut in the 400', async () => {
+    const answer = await request(server.url, structured(event({ [`e${'x'.repeat(100_000)}`]: 1.5 })));
+    assert.equal(answer.status, 400);
+    assert.ok(answer.text.length < 1000, `${answer.text.length} characters`);
+    assert.equal(answer.json.attribute, `e${'x'.repeat(39)}…`);
+  });
+
   it('integer extensions are 32-bit: 2^31 is a 400, 2^31 - 1 and -2^31 pass', async () => {
     assert.equal((await request(server.url, structured(event({ big: 2 ** 31 })))).status, 400);
     assert.equal((await request(server.url, structured(event({ big: 2 ** 31 - 1, small: -(2 ** 31) })))).status, 200);

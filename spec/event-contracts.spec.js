@@ -123,6 +123,21 @@ describe('event contracts', () => {
     assert.doesNotMatch(hostile.json.message, /[\u0000-\u001f\u2028]/);
   });
 
+  it("a field (the path of the sender's keys) and a quoted key escape control, C1 and bidi characters, in the field and the message", async (t) => {
+    const numbers = { type: 'object', additionalProperties: { type: 'number' } };
+    const strict = { type: 'object', properties: {}, additionalProperties: false };
+    const { url } = await serve(t, { events: { types: { numbers, strict } }, handle: () => 'ok' });
+    const byPath = await post(url, event('numbers', { 'a\nb"c\'d\u001b\u0085\u202e\u200b\u2066': 'x' }));
+    assert.equal(byPath.status, 400);
+    assert.equal(byPath.json.violations[0].field, 'a\\nb"c\'d\\u001b\\u0085\\u202e\\u200b\\u2066');
+    assert.ok(byPath.json.message.includes('a\\nb"c\'d\\u001b\\u0085\\u202e\\u200b\\u2066 must be number'), byPath.json.message);
+    assert.doesNotMatch(byPath.text, /[\u0000-\u001f\u0085\u202e\u200b\u2066]/);
+    const byName = await post(url, event('strict', { 'x\u009b\u2069\u200f': 1 }));
+    assert.equal(byName.json.violations[0].description, "must NOT have additional property 'x\\u009b\\u2069\\u200f'");
+    const long = await post(url, event('numbers', { [`${'p'.repeat(200)}\n`]: 'x' }));
+    assert.equal(long.json.violations[0].field, `${'p'.repeat(80)}…`);
+  });
+
   it("a Standard Schema validator's issues name their paths, and its output is the data the function gets", async (t) => {
     const seen = [];
     const { url } = await serve(t, contractFunction(seen));

@@ -107,6 +107,27 @@ describe('LISTEN_ADDRESS', () => {
     assert.equal(line.hint, `serve on another port: LISTEN_ADDRESS=127.0.0.1:${port + 1} (or --port ${port + 1})`);
   });
 
+  it('a host that does not resolve: the error names where the host was set, not the port', async () => {
+    const port = String(await freePort());
+    const fromFlag = run([folder, '--host', 'nonexistent.invalid'], { env: { LISTEN_ADDRESS: `:${port}` } });
+    assert.equal((await fromFlag.exited).code, 1);
+    const flagLine = JSON.parse(fromFlag.out.stderr.trim().split('\n').pop());
+    assert.equal(flagLine.err.code, 'ENOTFOUND', fromFlag.out.stderr);
+    assert.equal(flagLine.err.setBy, '--host');
+    const fromVariable = run([folder, '--port', port], { env: { LISTEN_ADDRESS: 'nonexistent.invalid:1' } });
+    assert.equal((await fromVariable.exited).code, 1);
+    const variableLine = JSON.parse(fromVariable.out.stderr.trim().split('\n').pop());
+    assert.equal(variableLine.err.code, 'ENOTFOUND', fromVariable.out.stderr);
+    assert.equal(variableLine.err.setBy, 'LISTEN_ADDRESS');
+  });
+
+  it('a host longer than a host name can be stops the start, echoed cut', async () => {
+    const proc = run([folder, '--host', 'h'.repeat(100_000)]);
+    assert.equal((await proc.exited).code, 2);
+    assert.ok(proc.out.stderr.length < 600, proc.out.stderr.slice(0, 300));
+    assert.match(JSON.parse(proc.out.stderr).msg, /^invalid --host "h{80}…": longer than a host name can be/);
+  });
+
   it('a malformed value stops the start with exit code 2 and a line naming LISTEN_ADDRESS', async () => {
     const cases = {
       8080: /a port alone has a colon before it \(:8080\)/,
@@ -116,6 +137,7 @@ describe('LISTEN_ADDRESS', () => {
       '127.0.0.1:65536': /the port is past 65535/,
       'a host:80': /"a host" is not a host name or an IPv4 address/,
       '[::1]': /not an address and port/,
+      'http://0.0.0.0:1': /"http:\/\/0\.0\.0\.0:1": that is a URL, not an address/,
     };
     await Promise.all(
       Object.entries(cases).map(async ([value, why]) => {

@@ -233,17 +233,40 @@ describe('the command line and the machine', () => {
     );
   });
 
-  it('a port in use suggests PORT and --port', async (t) => {
+  it('a port in use: the hint moves the port where it was set, with --port or PORT', async (t) => {
     const busy = net.createServer().listen(0, '127.0.0.1');
     await new Promise((resolve) => busy.once('listening', resolve));
     t.after(() => busy.close());
     const { port } = busy.address();
     const folder = project({ 'index.js': 'module.exports = () => 1;' });
-    const proc = run([folder, '--port', String(port), '--host', '127.0.0.1']);
-    assert.equal((await proc.exited).code, 1);
-    const line = JSON.parse(proc.out.stderr);
+    const byFlag = run([folder, '--port', String(port), '--host', '127.0.0.1']);
+    assert.equal((await byFlag.exited).code, 1);
+    const line = JSON.parse(byFlag.out.stderr);
     assert.equal(line.msg, `port ${port} is already in use`);
-    assert.equal(line.hint, `serve on another port: PORT=${port + 1} (or --port ${port + 1})`);
+    assert.equal(line.hint, `serve on another port: --port ${port + 1}`);
+    const byVariable = run([folder, '--host', '127.0.0.1'], { env: { PORT: String(port) } });
+    assert.equal((await byVariable.exited).code, 1);
+    const viaEnv = JSON.parse(byVariable.out.stderr);
+    assert.equal(viaEnv.hint, `serve on another port: PORT=${port + 1} (or --port ${port + 1})`);
+  });
+
+  it('a hostile setting value is echoed cut at 80 characters, control characters escaped', async () => {
+    const folder = project({ 'index.js': 'module.exports = () => 1;' });
+    const long = `\u001b[2J\u0085\u202e${'9'.repeat(100_000)}`;
+    for (const [variable, start] of [
+      ['PORT', "invalid PORT '\\u001b[2J\\u0085\\u202e"],
+      ['FUNC_TIMEOUT', "invalid FUNC_TIMEOUT '\\u001b[2J\\u0085\\u202e"],
+      ['FUNC_LOG_LEVEL', "invalid FUNC_LOG_LEVEL: unknown log level '\\u001b[2J\\u0085\\u202e"],
+      ['LISTEN_ADDRESS', 'invalid LISTEN_ADDRESS "\\u001b[2J\\u0085\\u202e'],
+    ]) {
+      const proc = run([folder], { env: { [variable]: long } });
+      assert.equal((await proc.exited).code, 2, variable);
+      assert.ok(proc.out.stderr.length < 600, `${variable}: ${proc.out.stderr.length} bytes`);
+      const { msg } = JSON.parse(proc.out.stderr);
+      assert.ok(msg.startsWith(start), msg);
+      assert.ok(msg.includes(`\\u202e${'9'.repeat(74)}…`), msg);
+      assert.ok(!/[\u0000-\u001f\u0085\u202e]/.test(msg), msg);
+    }
   });
 
   it('a node older than 22 gets one warning, and the function still starts', async (t) => {

@@ -8,6 +8,7 @@ import { HttpError, runtimeError } from '../errors';
 import { bodyKind, parseMediaType, type MediaType } from '../body/media-type';
 import { decodeText, fastifyParsing, MAX_XML_NODES, parseBody, parseForm, parseJson, parseXml, type XmlBudget } from '../body/body';
 import { decodeComponent } from '../routing/router';
+import { quoteName } from '../routing/schema';
 
 /**
  * Reads the event (or, in batch mode, the events) a request carries, from its headers (lowercase
@@ -231,13 +232,16 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
         if (typeof value !== 'string' || value === '') throw invalid(`${where}attribute '${name}' must be a non-empty string`, name);
         break;
       default:
-        if (!ATTRIBUTE_NAME.test(name)) throw invalid(`${where}invalid attribute name '${name}': only a-z and 0-9 are allowed`, name);
+        // The name is the sender's, of any length and any characters: quoted cut and escaped, in the message and the details.
+        if (!ATTRIBUTE_NAME.test(name)) {
+          throw invalid(`${where}invalid attribute name ${quoteName(name)}: only a-z and 0-9 are allowed`, quoteName(name).slice(1, -1));
+        }
         // An attribute named like a method of the event (`validate`, `emit`, `constructor`) would
         // hide that method on `context.cloudevent`.
         if (loadedSdk().reserved.has(name)) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
         // Extension attributes take the CloudEvents type system's scalar values.
         if (typeof value !== 'string' && typeof value !== 'boolean' && !isInt32(value)) {
-          throw invalid(`${where}extension attribute '${name}' must be a string, a 32-bit integer or a boolean`, name);
+          throw invalid(`${where}extension attribute ${quoteName(name)} must be a string, a 32-bit integer or a boolean`, quoteName(name).slice(1, -1));
         }
     }
   }

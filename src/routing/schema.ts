@@ -60,7 +60,7 @@ export function violationsOf(errors: readonly SchemaError[]): Violation[] {
     if (violations.length === MAX_VIOLATIONS) break;
     if (typeof e.propertyName === 'string') badNames.add(`${e.instancePath}/${e.propertyName}`);
     else if (e.keyword === 'propertyNames' && badNames.has(`${e.instancePath}/${String(e.params.propertyName)}`)) continue;
-    violations.push({ field: cut(e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.')), description: describe(e) });
+    violations.push({ field: fieldOf(e.instancePath === '' ? '(input)' : e.instancePath.slice(1).replace(/\//g, '.')), description: describe(e) });
   }
   return violations;
 }
@@ -98,9 +98,15 @@ function describe(e: SchemaError): string {
 // Characters of a key a message quotes, at most: a key is the client's, as long as it likes (a
 // 1 MB key must not make a 1 MB message or log line). A longer key is cut, and ends in '…'.
 const NAME_LENGTH = 40;
-// Escaped in a quoted key: the quote and backslash, control characters, the line and paragraph
-// separators, and half a surrogate pair, so that the message is one line of well-formed text.
-const ESCAPED = /['\\\u0000-\u001f\u007f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+// Escaped in a quoted key: the quote and backslash, control characters (C0, DEL, C1), the line and
+// paragraph separators, bidi controls and invisible marks (U+200B-U+200F, U+202A-U+202E,
+// U+2066-U+2069), and half a surrogate pair, so that the message is one line of well-formed text
+// that reads as it is.
+const ESCAPED =
+  /['\\\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+// The same in a field (a path of keys), but for the quote and backslash: a field is not quoted.
+const UNPRINTABLE =
+  /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 const SHORT_ESCAPES: Record<string, string> = { "'": "\\'", '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /** A key in single quotes, escaped as JSON escapes a string (and `'` too), cut at NAME_LENGTH. */
@@ -111,7 +117,17 @@ export function quoteName(key: string): string {
     const code = key.charCodeAt(NAME_LENGTH - 1);
     shown = key.slice(0, code >= 0xd800 && code <= 0xdbff ? NAME_LENGTH - 1 : NAME_LENGTH) + '…';
   }
-  return `'${shown.replace(ESCAPED, (c) => SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}'`;
+  return `'${shown.replace(ESCAPED, escapeOne)}'`;
+}
+
+/** One character as JSON escapes it (`\n`, `\u001b`). */
+function escapeOne(c: string): string {
+  return SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+}
+
+/** A field (the path to a value, made of the sender's keys): cut at 80 characters like any echo of input, unprintable characters escaped. */
+function fieldOf(path: string): string {
+  return cut(path).replace(UNPRINTABLE, escapeOne);
 }
 
 // Values an enum's violation lists, at most: the schema's, but perhaps many.

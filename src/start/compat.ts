@@ -5,7 +5,7 @@
 // FUNC_COMPAT says otherwise. It is read once at start into this table of plain flags: the
 // request path tests a boolean, never the mode.
 import { basename, join } from 'node:path';
-import { ConfigError } from './func-yaml';
+import { ConfigError, shownValue } from './func-yaml';
 import type { LogLevel } from '../log/log';
 
 /** What differs between the two behaviours. Each flag is one row of the migration table. */
@@ -128,7 +128,7 @@ export function parseCompat(value: string, what: string): Compat | undefined {
   if (text === '') return undefined;
   if (text === 'none' || text === 'funcrun') return 'none';
   if (text === 'faas-js-runtime') return text;
-  throw new ConfigError(`invalid ${what} '${value}': expected faas-js-runtime or none`);
+  throw new ConfigError(`invalid ${what} '${shownValue(value)}': expected faas-js-runtime or none`);
 }
 
 /**

@@ -34,6 +34,18 @@ export class ConfigError extends Error {
   }
 }
 
+// Characters of a setting's value a message shows, at most: a variable may hold anything, of any length.
+const SHOWN_VALUE = 80;
+// Escaped in a shown value: control characters (C0, DEL, C1), the line and paragraph separators and bidi controls.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+/** A setting's value for a message (every start error echoes through this): cut at 80 characters with '…', unprintable characters escaped as \uXXXX. */
+export function shownValue(value: string | number | boolean): string {
+  const text = String(value);
+  const cut = text.length > SHOWN_VALUE ? `${text.slice(0, SHOWN_VALUE)}…` : text;
+  return cut.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 type YamlModule = typeof import('yaml');
 
 /**
@@ -205,13 +217,13 @@ export function parseBytes(value: string | number, what = 'body limit'): number 
       if (bytes > 0) return bytes;
     }
   }
-  throw new ConfigError(`invalid ${what} '${value}': expected a number of bytes, or with a unit such as 512kb or 2mb`);
+  throw new ConfigError(`invalid ${what} '${shownValue(value)}': expected a number of bytes, or with a unit such as 512kb or 2mb`);
 }
 
 /** A whole number of at least 1, from text or a number. */
 export function parseCount(value: string | number, what: string): number {
   const count = typeof value === 'number' ? value : /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(count) || count < 1) throw new ConfigError(`invalid ${what} '${value}': expected a whole number of at least 1`);
+  if (!Number.isSafeInteger(count) || count < 1) throw new ConfigError(`invalid ${what} '${shownValue(value)}': expected a whole number of at least 1`);
   return count;
 }
 
@@ -219,7 +231,7 @@ export function parseCount(value: string | number, what: string): number {
 export function parsePort(value: string | number, what: string): number {
   const port = typeof value === 'number' ? value : /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigError(`invalid ${what} '${value}': expected a port number from 0 to 65535`);
+    throw new ConfigError(`invalid ${what} '${shownValue(value)}': expected a port number from 0 to 65535`);
   }
   return port;
 }
@@ -235,11 +247,12 @@ export interface ListenAddress {
  * Anything else stops the start: a port alone (`8080`), an IPv6 address without brackets, no port.
  */
 export function parseListenAddress(value: string, what: string): ListenAddress {
-  const bad = (why: string) => new ConfigError(`invalid ${what} ${JSON.stringify(value)}: ${why}; expected host:port, [IPv6]:port or :port, such as [::]:8080`);
+  const bad = (why: string) => new ConfigError(`invalid ${what} "${shownValue(value)}": ${why}; expected host:port, [IPv6]:port or :port, such as [::]:8080`);
   const parts = /^(?:\[([^\]]*)\]|([^:[\]]*)):(\d+)$/.exec(value.trim());
   if (parts === null) {
     const trimmed = value.trim();
     if (/^\d+$/.test(trimmed)) throw bad('a port alone has a colon before it (:8080)');
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed)) throw bad('that is a URL, not an address: give the host and port alone');
     throw bad(
       !trimmed.includes('[') && trimmed.indexOf(':') !== trimmed.lastIndexOf(':') ? 'an IPv6 address goes in brackets ([::1]:8080)' : 'not an address and port',
     );
@@ -249,11 +262,11 @@ export function parseListenAddress(value: string, what: string): ListenAddress {
   if (port > 65535) throw bad('the port is past 65535');
   // `::`, every address, as func writes it, is not checked: node's IPv6 check costs its first call 15 to 25 ms.
   if (v6 !== undefined) {
-    if (v6 !== '::' && !isIPv6(v6)) throw bad(`${JSON.stringify(v6)} is not an IPv6 address`);
+    if (v6 !== '::' && !isIPv6(v6)) throw bad(`"${shownValue(v6)}" is not an IPv6 address`);
     return { host: v6, port };
   }
   if (name === '') return { port };
-  if (!/^[A-Za-z0-9.-]+$/.test(name) || name.length > 253) throw bad(`${JSON.stringify(name)} is not a host name or an IPv4 address`);
+  if (!/^[A-Za-z0-9.-]+$/.test(name) || name.length > 253) throw bad(`"${shownValue(name)}" is not a host name or an IPv4 address`);
   return { host: name, port };
 }
 
@@ -263,7 +276,7 @@ export function parseSwitch(value: string | boolean, what: string): boolean {
   const text = value.trim().toLowerCase();
   if (['true', '1', 'yes', 'on', ''].includes(text)) return true;
   if (['false', '0', 'no', 'off'].includes(text)) return false;
-  throw new ConfigError(`invalid ${what} '${value}': expected true or false`);
+  throw new ConfigError(`invalid ${what} '${shownValue(value)}': expected true or false`);
 }
 
 /** A duration in milliseconds from a number (milliseconds) or text such as `500ms`, `10s`, `2m`. */
@@ -273,9 +286,9 @@ export function parseDuration(value: string | number, what: string): number {
   const m = typeof value === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(value) : null;
   if (m) ms = Number(m[1]) * (m[2] === 's' ? 1000 : m[2] === 'm' ? 60_000 : 1);
   // A timer longer than 2^31 - 1 ms fires at once (node warns and uses 1 ms): refused, not a 504 for every request.
-  if (ms > MAX_TIMER) throw new ConfigError(`invalid ${what} '${value}': at most ${MAX_TIMER} ms (about 24 days)`);
+  if (ms > MAX_TIMER) throw new ConfigError(`invalid ${what} '${shownValue(value)}': at most ${MAX_TIMER} ms (about 24 days)`);
   if (ms >= 0) return ms;
-  throw new ConfigError(`invalid ${what} '${value}': expected milliseconds, or a duration such as 10s`);
+  throw new ConfigError(`invalid ${what} '${shownValue(value)}': expected milliseconds, or a duration such as 10s`);
 }
 
 const MAX_TIMER = 2 ** 31 - 1;
@@ -283,8 +296,9 @@ const MAX_TIMER = 2 ** 31 - 1;
 export function checkLogLevel(value: string, what: string): LogLevel {
   try {
     return parseLogLevel(value);
-  } catch (err) {
-    throw new ConfigError(`invalid ${what}: ${(err as Error).message}`);
+  } catch {
+    // The level's own message quotes the value whole: shown cut here instead.
+    throw new ConfigError(`invalid ${what}: unknown log level '${shownValue(value)}': expected one of fatal, error, warn, info, debug, trace, silent`);
   }
 }
 

@@ -129,12 +129,15 @@ export async function launch(module: FunctionModule, options: Options, funcYaml:
 
   // Outside an invocation, `log` writes with this server's logger (init() and shutdown() included).
   setProcessLogger(log);
-  const place = listenPlace(options, env);
+  const { portFrom, hostFrom, ...place } = listenPlace(options, env, process.env);
   await module.init?.({ log });
   await new Promise<void>((resolve, reject) => {
-    // A port LISTEN_ADDRESS gave is moved there, not with PORT, which it comes before: the start failure's hint says so.
-    const setBy = options.port === undefined && env.listenAddress !== undefined ? 'LISTEN_ADDRESS' : undefined;
-    const failed = (err: Error) => reject(setBy === undefined ? err : Object.assign(err, { setBy }));
+    // The error names where what failed was set: the port for a port in use or refused (the start
+    // failure's hint moves it there), else the host (one that does not resolve, say).
+    const failed = (err: NodeJS.ErrnoException) => {
+      const setBy = err.code === 'EADDRINUSE' || err.code === 'EACCES' ? portFrom : hostFrom;
+      reject(setBy === undefined ? err : Object.assign(err, { setBy }));
+    };
     server.once('error', failed);
     // No host (`::` among them) is node's every address, both families where the machine has them.
     server.listen(place.host === undefined ? { port: place.port } : place, () => {

@@ -13,6 +13,7 @@ import {
   parsePort,
   parseSwitch,
   pathProblem,
+  shownValue,
   type ListenAddress,
 } from './func-yaml';
 import type { LogLevel } from '../log/log';
@@ -59,7 +60,7 @@ export const SETTINGS = {
     flags: ['--host'],
     env: ['FUNC_HOST'],
     default: undefined as string | undefined,
-    parse: (v: Raw) => text(v),
+    parse: (v: Raw, w: string) => parseHost(text(v), w),
     help: 'address to listen on, :: for every one (default: every address; LISTEN_ADDRESS, when set, comes before the variable)',
   },
   // Knative func writes LISTEN_ADDRESS=[::]:8080 into the images it builds, and its Go runtime
@@ -303,11 +304,32 @@ export function resolve<K extends StartOptionName>(name: K, option: Partial<Opti
  * `::` is left to node, which listens on every address of both families then, and on IPv4's
  * alone where the machine has no IPv6, as Go does with `[::]:8080`; naming it would fail there.
  */
-export function listenPlace(options: Partial<Pick<OptionTypes, 'port' | 'host'>>, env: Partial<Values>): { port: number; host: string | undefined } {
+export function listenPlace(
+  options: Partial<Pick<OptionTypes, 'port' | 'host'>>,
+  env: Partial<Values>,
+  variables: NodeJS.ProcessEnv = {},
+): { port: number; host: string | undefined; portFrom?: string; hostFrom?: string } {
   const listen = env.listenAddress;
   const port = resolve('port', options.port, { port: listen?.port ?? env.port });
   const host = resolve('host', options.host, { host: listen?.host ?? env.host });
-  return { port, host: host === '::' ? undefined : host };
+  // Where each part came from, for a start error (undefined: the default): a flag, or the variable set.
+  const portFrom =
+    options.port !== undefined ? '--port' : listen !== undefined ? 'LISTEN_ADDRESS' : env.port !== undefined ? variableOf('port', variables) : undefined;
+  const hostFrom =
+    options.host !== undefined ? '--host' : listen?.host !== undefined ? 'LISTEN_ADDRESS' : env.host !== undefined ? variableOf('host', variables) : undefined;
+  return { port, host: host === '::' ? undefined : host, portFrom, hostFrom };
+}
+
+/** The variable that set `name` in `variables`: the first of its setting's that is set. */
+function variableOf(name: SettingName, variables: NodeJS.ProcessEnv): string | undefined {
+  const setting: Setting<unknown> = SETTINGS[name];
+  return setting.env?.find((v) => variables[v] !== undefined && variables[v] !== '');
+}
+
+/** A host: any text a resolver may take, but no longer than a host name can be (a start error echoes it). */
+function parseHost(value: string, what: string): string {
+  if (value.length > 253) throw new ConfigError(`invalid ${what} "${shownValue(value)}": longer than a host name can be (253 characters)`);
+  return value;
 }
 
 /** Refuses a variable's value that funcrun would refuse at start (`funcrun config envs add`). */
@@ -386,13 +408,13 @@ function parseStore(value: string, what: string): string {
 
 function checkPath(value: string, what: string): string {
   const problem = pathProblem(value);
-  if (problem !== undefined) throw new ConfigError(`invalid ${what} ${JSON.stringify(value)}: ${problem}`);
+  if (problem !== undefined) throw new ConfigError(`invalid ${what} "${shownValue(value)}": ${problem}`);
   return value;
 }
 
 function relativePath(value: string, what: string): string {
   if (!/^[\w.~!$&'()*+,;=:@%-]+(\/[\w.~!$&'()*+,;=:@%-]+)*$/.test(value)) {
-    throw new ConfigError(`invalid ${what} '${value}': expected a relative path such as ${what.includes('LIVENESS') ? 'liveness' : 'readiness'}`);
+    throw new ConfigError(`invalid ${what} '${shownValue(value)}': expected a relative path such as ${what.includes('LIVENESS') ? 'liveness' : 'readiness'}`);
   }
   return value;
 }

@@ -47,18 +47,24 @@ function explain(err: unknown): StartFailure {
     const other = typeof port === 'number' && port > 0 && port < 65535 ? port + 1 : 8081;
     return {
       message: code === 'EADDRINUSE' ? `port ${String(port)} is already in use` : `not allowed to listen on port ${String(port)}`,
-      hint: `serve on another port: ${variableFor(err as { setBy?: unknown; address?: unknown }, other)} (or --port ${other})${code === 'EACCES' ? '; ports below 1024 need privileges' : ''}`,
+      hint: `serve on another port: ${moveTo(err as { setBy?: unknown; address?: unknown }, other)}${code === 'EACCES' ? '; ports below 1024 need privileges' : ''}`,
     };
   }
   // Anything else (a throwing init(), say) is the function's own: its message, and its stack in the log.
   return { message: err instanceof Error ? err.message : `the function failed to start: it threw ${describeThrown(err)}`, stack: err };
 }
 
-/** The variable that moves the port: LISTEN_ADDRESS, with the same host, when it gave the port (PORT comes after it). */
-function variableFor({ setBy, address }: { setBy?: unknown; address?: unknown }, port: number): string {
-  if (setBy !== 'LISTEN_ADDRESS') return `PORT=${port}`;
-  const host = typeof address !== 'string' || address === '::' ? '' : address.includes(':') ? `[${address}]` : address;
-  return `LISTEN_ADDRESS=${host}:${port}`;
+/**
+ * How to move the port, with what set it: the flag, LISTEN_ADDRESS with the same host (it comes
+ * before PORT), or the variable (PORT or FUNC_PORT); PORT, or the flag, when the port was the default.
+ */
+function moveTo({ setBy, address }: { setBy?: unknown; address?: unknown }, port: number): string {
+  if (setBy === '--port') return `--port ${port}`;
+  if (setBy === 'LISTEN_ADDRESS') {
+    const host = typeof address !== 'string' || address === '::' ? '' : address.includes(':') ? `[${address}]` : address;
+    return `LISTEN_ADDRESS=${host}:${port} (or --port ${port})`;
+  }
+  return `${setBy === 'FUNC_PORT' ? 'FUNC_PORT' : 'PORT'}=${port} (or --port ${port})`;
 }
 
 // V8 prints a syntax error's place at the top of its stack for CommonJS and TypeScript:

@@ -34,7 +34,7 @@ export async function invokeCommand(args: string[]): Promise<void> {
     if (dataGiven !== undefined) {
       const query = queryOfData(dataGiven);
       if (query !== '') target = withQuery(target, query);
-      process.stderr.write(`funcrun: GET sends no body: --data is sent as the query string (?${query})\n`);
+      process.stderr.write(`funcrun: GET sends no body: --data is sent as the query string (?${shown(query, false)})\n`);
       dataGiven = undefined;
     }
   }
@@ -62,27 +62,39 @@ export async function invokeCommand(args: string[]): Promise<void> {
 }
 
 /**
- * --data of a GET as a query string: `name=value` pairs as they are written (`a=1&b=x%20y`), or a
- * JSON object of strings, numbers and booleans (`{"customerId":1}`) encoded; anything else has no
- * query form and is bad use.
+ * --data of a GET as a query string: `name=value` pairs as they are written (`a=1&b=x%20y`), their
+ * control characters percent-encoded (the URL parser would drop a tab or a line break unseen), or
+ * a JSON object of strings, finite numbers and booleans (`{"customerId":1}`) encoded; every name
+ * non-empty. Anything else has no query form and is bad use.
  */
 function queryOfData(data: string): string {
-  const refused = `--data ${JSON.stringify(data.length > 60 ? `${data.slice(0, 60)}...` : data)} cannot be a query string, and --request-type GET sends no body: give name=value pairs (a=1&b=2) or a JSON object of strings, numbers and booleans, or send it with POST`;
+  const refused = `--data ${shown(data, true)} cannot be a query string, and --request-type GET sends no body: give name=value pairs (a=1&b=2) or a JSON object of strings, finite numbers and booleans, each with a name, or send it with POST`;
   let json: unknown;
   try {
     json = JSON.parse(data);
   } catch {
     // Not JSON: name=value pairs, each with a name, joined by &.
-    if (/^[^&=]+=[^&]*(?:&[^&=]+=[^&]*)*$/.test(data)) return data;
+    if (/^[^&=]+=[^&]*(?:&[^&=]+=[^&]*)*$/.test(data)) return data.replace(CONTROL, encodeURIComponent);
     throw new UsageError(refused);
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new UsageError(refused);
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(json)) {
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw new UsageError(refused);
+    // A name is needed, as in the pairs form; 1e400 parses as Infinity, which is no number to send.
+    const sendable = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+    if (name === '' || !sendable) throw new UsageError(refused);
     query.append(name, String(value));
   }
   return query.toString();
+}
+
+// Control characters: C0, DEL and C1.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** `text` for a message: cut at 60 characters, its control characters escaped, in double quotes if `quoted`. */
+function shown(text: string, quoted: boolean): string {
+  const cut = text.length > 60 ? `${text.slice(0, 60)}...` : text;
+  return (quoted ? JSON.stringify(cut) : cut).replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** `target` with `query` after the query it has. */
