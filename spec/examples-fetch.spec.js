@@ -14,7 +14,7 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /** Serves examples/<name> with node lib/serve.js for the test `t`: a 1 KiB limit on the (streamed) body, access lines on. */
 async function example(t, name, env = {}) {
-  const proc = await runServing([path.join(EXAMPLES, name)], { env: { FUNC_UPLOAD_LIMIT: '1kb', FUNC_ACCESS_LOG: 'true', ...env } });
+  const proc = await runServing([path.join(EXAMPLES, name)], { env: { FUNC_BODY_LIMIT: '1kb', FUNC_ACCESS_LOG: 'true', ...env } });
   t.after(() => proc.stop());
   return proc;
 }

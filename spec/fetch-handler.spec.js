@@ -123,7 +123,7 @@ describe('a fetch handler: requests', () => {
           return new Response('read it all');
         },
       },
-      { uploadLimit: 1000 },
+      { bodyLimit: 1000 },
     );
     // Without a Content-Length, the limit is met while the handler reads.
     const body = new ReadableStream({

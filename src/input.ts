@@ -158,15 +158,20 @@ function streamInput(p: Pipeline, x: Exchange, head: RequestHead): Input {
 }
 
 /**
- * The request's body as a stream, unread, counted against the upload limit as it is read (a
- * streamed body's, and a fetch handler's Request's): a declared length over it is a 413 now.
+ * The request's body as a stream, unread, counted against a limit as it is read (a streamed
+ * body's, uploadLimit; a fetch handler's Request's, bodyLimit, as for a body funcrun reads: the
+ * handler's text() or json() holds it whole): a declared length over it is a 413 now.
  */
-export function openBodyStream(p: Pipeline, x: Exchange): BodyStream {
-  const limit = p.settings.uploads.limits.body;
-  if (Number(x.req.headers['content-length']) > limit) throw tooLarge(limit, 'uploadLimit');
+export function openBodyStream(
+  p: Pipeline,
+  x: Exchange,
+  limit = p.settings.uploads.limits.body,
+  setting: 'uploadLimit' | 'bodyLimit' = 'uploadLimit',
+): BodyStream {
+  if (Number(x.req.headers['content-length']) > limit) throw tooLarge(limit, setting);
   const refused = refusedCoding(x.req);
   if (refused !== undefined) throw refused;
-  const options = { limit, idleLimit: p.settings.requestTimeout, minRate: p.settings.uploads.minRate, onFirstRead: () => continueBody(x) };
+  const options = { limit, setting, idleLimit: p.settings.requestTimeout, minRate: p.settings.uploads.minRate, onFirstRead: () => continueBody(x) };
   return new BodyStream(x.req, options);
 }
 

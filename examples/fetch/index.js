@@ -16,7 +16,7 @@ async function fetch(request, env, ctx) {
     return Response.json({ id: Number(item[1]), name: `item ${item[1]}` });
   }
   if (request.method === 'POST' && url.pathname === '/echo') {
-    // Past funcrun's limit of a streamed body (FUNC_UPLOAD_LIMIT), request.json() rejects and
+    // Past funcrun's body limit (FUNC_BODY_LIMIT), request.json() rejects and
     // funcrun answers 413.
     return Response.json({ received: await request.json() });
   }

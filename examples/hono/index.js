@@ -15,7 +15,7 @@ app.get('/items/:id', (c) => {
   return c.json({ id: Number(id), name: `item ${id}` });
 });
 
-// A JSON POST, echoed. A body past funcrun's limit of a streamed body (FUNC_UPLOAD_LIMIT) makes
+// A JSON POST, echoed. A body past funcrun's body limit (FUNC_BODY_LIMIT) makes
 // c.req.json() reject, and funcrun answers 413.
 app.post('/echo', async (c) => c.json({ received: await c.req.json() }));
 

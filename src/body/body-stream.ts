@@ -12,8 +12,10 @@ import type { HTTPFunctionReturn, StreamingFunction } from '../types';
 const STREAMED = Symbol('funcrun body stream');
 
 export interface BodyStreamOptions {
-  /** Bytes at most (uploadLimit). */
+  /** Bytes at most: uploadLimit for a streamed body, bodyLimit for a fetch handler's Request. */
   limit: number;
+  /** The setting the limit comes from, named in the 413. */
+  setting: 'uploadLimit' | 'bodyLimit';
   /** How long the client may send nothing while the function waits (the request timeout); 0 is no bound. */
   idleLimit: number;
   /** Past the request timeout, bytes per second the client sends at least while the function waits (minBodyRate). */
@@ -39,6 +41,7 @@ export class BodyStream extends Readable {
   #pace: NodeJS.Timeout | undefined;
   readonly #req: IncomingMessage;
   readonly #limit: number;
+  readonly #setting: 'uploadLimit' | 'bodyLimit';
   readonly #idleLimit: number;
   readonly #minRate: number;
   /** Called when the function first reads: `100 Continue`, for a client that waits for it. */
@@ -48,6 +51,7 @@ export class BodyStream extends Readable {
     super();
     this.#req = req;
     this.#limit = options.limit;
+    this.#setting = options.setting;
     this.#idleLimit = options.idleLimit;
     this.#minRate = options.minRate;
     this.#onFirstRead = options.onFirstRead;
@@ -108,7 +112,7 @@ export class BodyStream extends Readable {
 
   #onData = (chunk: Buffer): void => {
     this.#received += chunk.length;
-    if (this.#received > this.#limit) return this.#refuse(tooLarge(this.#limit, 'uploadLimit'));
+    if (this.#received > this.#limit) return this.#refuse(tooLarge(this.#limit, this.#setting));
     if (!this.push(chunk)) {
       if (this.#waitingSince !== undefined) this.#waited += now() - this.#waitingSince;
       this.#waitingSince = undefined;

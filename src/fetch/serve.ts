@@ -56,7 +56,7 @@ function callFetch(ctx: Context, call: FetchCall): unknown {
 export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDestination): Promise<Reply | undefined> {
   const { req, res } = x;
   if (p.metrics !== undefined) x.began = now();
-  const body = hasBody(req) && x.method !== 'GET' && x.method !== 'HEAD' ? openBodyStream(p, x) : undefined;
+  const body = hasBody(req) && x.method !== 'GET' && x.method !== 'HEAD' ? openBodyStream(p, x, p.settings.bodyLimit, 'bodyLimit') : undefined;
   // Its failure (a client gone, the limit) reaches whoever reads it: unread, it is nobody's to throw.
   body?.on('error', ignore);
   try {
