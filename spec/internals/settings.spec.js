@@ -90,12 +90,27 @@ describe('the settings table: parsers and precedence', () => {
 
   it('where to listen: the option, then LISTEN_ADDRESS, then PORT / FUNC_PORT and FUNC_HOST, each part on its own; :: is no host', () => {
     const env = (vars) => fromEnvironment(vars);
-    assert.deepEqual(listenPlace({}, env({})), { port: 8080, host: undefined });
-    assert.deepEqual(listenPlace({}, env({ LISTEN_ADDRESS: '[::]:8080' })), { port: 8080, host: undefined });
-    assert.deepEqual(listenPlace({}, env({ LISTEN_ADDRESS: '127.0.0.1:7000', PORT: '9000', FUNC_HOST: '::1' })), { port: 7000, host: '127.0.0.1' });
-    assert.deepEqual(listenPlace({}, env({ LISTEN_ADDRESS: ':7000', PORT: '9000', FUNC_HOST: '::1' })), { port: 7000, host: '::1' });
-    assert.deepEqual(listenPlace({ port: 5000 }, env({ LISTEN_ADDRESS: '127.0.0.1:7000' })), { port: 5000, host: '127.0.0.1' });
-    assert.deepEqual(listenPlace({ host: '::' }, env({ LISTEN_ADDRESS: '127.0.0.1:7000' })), { port: 7000, host: undefined });
-    assert.deepEqual(listenPlace({}, env({ PORT: '9000', FUNC_PORT: '9001', FUNC_HOST: '::' })), { port: 9000, host: undefined });
+    // Where to listen; where each part came from is checked below.
+    const place = (options, values) => {
+      const { port, host } = listenPlace(options, values);
+      return { port, host };
+    };
+    assert.deepEqual(place({}, env({})), { port: 8080, host: undefined });
+    assert.deepEqual(place({}, env({ LISTEN_ADDRESS: '[::]:8080' })), { port: 8080, host: undefined });
+    assert.deepEqual(place({}, env({ LISTEN_ADDRESS: '127.0.0.1:7000', PORT: '9000', FUNC_HOST: '::1' })), { port: 7000, host: '127.0.0.1' });
+    assert.deepEqual(place({}, env({ LISTEN_ADDRESS: ':7000', PORT: '9000', FUNC_HOST: '::1' })), { port: 7000, host: '::1' });
+    assert.deepEqual(place({ port: 5000 }, env({ LISTEN_ADDRESS: '127.0.0.1:7000' })), { port: 5000, host: '127.0.0.1' });
+    assert.deepEqual(place({ host: '::' }, env({ LISTEN_ADDRESS: '127.0.0.1:7000' })), { port: 7000, host: undefined });
+    assert.deepEqual(place({}, env({ PORT: '9000', FUNC_PORT: '9001', FUNC_HOST: '::' })), { port: 9000, host: undefined });
+    // Each part's source, for a start error: the flag, LISTEN_ADDRESS, or the variable that was set.
+    const sources = (options, vars) => {
+      const { portFrom, hostFrom } = listenPlace(options, env(vars), vars);
+      return { portFrom, hostFrom };
+    };
+    assert.deepEqual(sources({}, {}), { portFrom: undefined, hostFrom: undefined });
+    assert.deepEqual(sources({}, { LISTEN_ADDRESS: ':7000', FUNC_HOST: '::1' }), { portFrom: 'LISTEN_ADDRESS', hostFrom: 'FUNC_HOST' });
+    assert.deepEqual(sources({ host: '::1' }, { LISTEN_ADDRESS: '127.0.0.1:7000' }), { portFrom: 'LISTEN_ADDRESS', hostFrom: '--host' });
+    assert.deepEqual(sources({ port: 5000 }, { FUNC_PORT: '9001' }), { portFrom: '--port', hostFrom: undefined });
+    assert.deepEqual(sources({}, { FUNC_PORT: '9001' }), { portFrom: 'FUNC_PORT', hostFrom: undefined });
   });
 });
