@@ -565,6 +565,39 @@ module.exports = app;
   });
 });
 
+describe("a fetch handler: funcrun's errors inside an app that catches everything", () => {
+  it("a Hono app without onError answers readEvent()'s refusal as funcrun does: its JSON 400, status and code (HttpError's getResponse)", async (t) => {
+    const folder = project({
+      'index.js': `
+const { Hono } = require(${JSON.stringify(require.resolve('hono'))});
+const { readEvent } = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'index.js'))});
+const app = new Hono();
+app.post('/event', async (c) => c.json({ type: (await readEvent(c.req.raw)).type }));
+app.get('/boom', () => { throw new Error('the database at db.internal is down'); });
+module.exports = app;
+`,
+    });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const proc = await runServing([folder]);
+    t.after(() => proc.stop());
+    const refused = await request(`${proc.url}/event`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    assert.equal(refused.status, 400);
+    assert.match(refused.headers.get('content-type'), /^application\/json/);
+    assert.equal(refused.json.code, 'FUNCRUN_EVENT_REQUIRED');
+    assert.equal(refused.json.statusCode, 400);
+    const event = await request(`${proc.url}/event`, {
+      method: 'POST',
+      body: '{"a":1}',
+      headers: { 'content-type': 'application/json', 'ce-id': '1', 'ce-source': '/s', 'ce-type': 'com.example.t', 'ce-specversion': '1.0' },
+    });
+    assert.deepEqual(event.json, { type: 'com.example.t' });
+    // Any other error is still the app's to answer (Hono's own 500), with nothing of funcrun's.
+    const boom = await request(`${proc.url}/boom`);
+    assert.equal(boom.status, 500);
+    assert.doesNotMatch(boom.text, /db\.internal/);
+  });
+});
+
 describe('a fetch handler: the docs', () => {
   it("docs/functions.md's fetch handler example runs as the page says", async (t) => {
     const page = fs.readFileSync(path.join(__dirname, '..', 'docs', 'functions.md'), 'utf8');

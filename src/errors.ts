@@ -33,6 +33,21 @@ export class HttpError extends Error {
     this.headers = options?.headers;
     this.code = options?.code;
   }
+
+  /**
+   * The error as a web Response: funcrun's JSON error body, status and headers. Frameworks that
+   * answer whatever a handler throws ask an error for its own answer this way (Hono's default
+   * error handler answers an error with `getResponse()` as it would its HTTPException), so that a
+   * fetch handler's app that catches everything still answers readEvent()'s 400 or a body limit's
+   * 413 as funcrun does. The module's errorBody() does not apply: the app sends it, not funcrun.
+   */
+  getResponse(): Response {
+    const headers = new Headers();
+    // Only those node would send (a Response refuses others, and this must not throw).
+    for (const [name, value] of Object.entries(safeHeaders(this.headers))) if (typeof value === 'string') headers.set(name, value);
+    headers.set('content-type', JSON_TYPE);
+    return new Response(JSON.stringify(errorBody(this.statusCode, this)), { status: this.statusCode, headers });
+  }
 }
 brand(HttpError, 'HttpError');
 

@@ -235,6 +235,8 @@ export interface FetchContext {
   readonly log: Logger;
   /** The request's id, as its log lines carry it. */
   readonly reqId: number;
+  /** Workers' `ctx.props` (what a binding passes on): always empty here; typed so that a Hono app is a FetchHandler. */
+  readonly props: Readonly<Record<string, unknown>>;
 }
 
 /**

@@ -1,6 +1,7 @@
 // A fetch handler typed with funcrun's FetchHandler, FetchEnv and FetchContext, and a handle
 // function returning web answers: all of it must compile.
 import type { FetchContext, FetchEnv, FetchHandler, Function, HTTPFunction } from 'funcrun';
+import { Hono } from 'hono';
 
 export const handler: FetchHandler = {
   async fetch(request: Request, env: FetchEnv, ctx: FetchContext): Promise<Response> {
@@ -18,3 +19,7 @@ export const module: Function = { fetch: handler.fetch, init: () => undefined, r
 // A handle function may return a Response or a web ReadableStream.
 export const web: HTTPFunction = () => new Response('hi', { status: 201 });
 export const stream: HTTPFunction = () => new ReadableStream<Uint8Array>();
+
+// A Hono app is a FetchHandler, and funcrun's ctx is the ExecutionContext it takes.
+export const app: FetchHandler = new Hono();
+export const called = (request: Request, ctx: FetchContext): Response | Promise<Response> => new Hono().fetch(request, {}, ctx);

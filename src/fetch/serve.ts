@@ -18,6 +18,8 @@ import { kindOf } from '../util/kind';
 import { discardWeb, responseReply, sendWeb } from './web-response';
 import { toRequest } from './web-request';
 
+const NO_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
+
 /** The handler's `ctx`: the invocation's waitUntil, logger and reqId, in the shape Workers code expects. */
 class ExecutionContext implements FetchContext {
   readonly #ctx: Context;
@@ -33,6 +35,11 @@ class ExecutionContext implements FetchContext {
   }
 
   passThroughOnException(): void {}
+
+  /** Workers' props (what a binding passes on): none here, the same empty object for every request. */
+  get props(): Readonly<Record<string, unknown>> {
+    return NO_PROPS;
+  }
 
   get log(): Logger {
     return this.#ctx.log;

@@ -221,6 +221,7 @@ export function createFetchContext(options: FetchContextOptions = {}): TestFetch
       waitedFor.push(promise);
     },
     passThroughOnException() {},
+    props: Object.freeze({}),
     settled: () => Promise.allSettled(waitedFor),
   };
 }
