@@ -188,7 +188,7 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
 function arrive(p: Pipeline, req: IncomingMessage, res: ServerResponse): Exchange {
   const x = new Exchange(p, req, res, ++p.requests, requestTrace(req.headers));
   requestArrived(req);
-  p.runtime.inFlight.set(req, x.reqId);
+  p.runtime.inFlight.set(res, x.reqId);
   if (p.accessLevel !== undefined) logWhenAnswered(x, p.accessLevel);
   return x;
 }
