@@ -540,6 +540,41 @@ describe('a fetch handler: the drain', () => {
   });
 });
 
+describe('the signal at the drain of a serve.js process', () => {
+  // The process exits right after the cut: the signal must abort before, not at the socket's 'close'.
+  const handlers = {
+    "a fetch handler's request.signal": `module.exports = { fetch(request) { return wait(request.signal); } };`,
+    "a handle function's context.signal": `module.exports = function handle(context) { return wait(context.signal); };`,
+  };
+  for (const [which, source] of Object.entries(handlers)) {
+    it(`${which} aborts when SIGTERM's grace period cuts the request, before the process exits`, async (t) => {
+      const folder = project({
+        'index.js': `
+const fs = require('node:fs');
+const path = require('node:path');
+function wait(signal) {
+  signal.addEventListener('abort', () => fs.appendFileSync(path.join(__dirname, 'aborted.txt'), String(signal.reason.message) + '\\n'));
+  fs.writeFileSync(path.join(__dirname, 'started.txt'), '');
+  return new Promise((resolve) => setTimeout(resolve, 20000));
+}
+${source}
+`,
+      });
+      t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+      const proc = await runServing([folder], { env: { FUNC_GRACE_PERIOD: '300ms' } });
+      t.after(() => proc.child.kill('SIGKILL'));
+      const req = http.request(`${proc.url}/`);
+      req.on('error', () => {});
+      req.end();
+      while (!fs.existsSync(path.join(folder, 'started.txt'))) await sleep(20);
+      const { code } = await proc.stop('SIGTERM');
+      assert.equal(code, 3, 'the drain was incomplete');
+      assert.ok(proc.lines().some((l) => l.msg.startsWith('request cut at the end of the grace period')));
+      assert.equal(fs.readFileSync(path.join(folder, 'aborted.txt'), 'utf8'), 'the request was cut at the end of the grace period\n');
+    });
+  }
+});
+
 describe('a fetch handler: a Hono app', () => {
   it('serves a real Hono app exported as the module: its routes, params, JSON bodies and 404s', async (t) => {
     const folder = project({

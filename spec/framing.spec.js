@@ -10,6 +10,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const { serve, startServer, project, runServing } = require('./helpers');
 const { exchange, firstResponse, statuses } = require('./raw');
+const { streamed } = require('../lib/index.js');
 
 describe('funcrun owns the framing', () => {
   let server;
@@ -279,6 +280,40 @@ describe('a request whose body goes wrong', () => {
       const answer = firstResponse(text);
       assert.equal(answer.status, status, text);
       assert.equal(JSON.parse(answer.body).statusCode, status);
+    });
+  }
+});
+
+// A body left unread closes the connection after its answer; node's parser reads that body only
+// after the answer was decided, then dispatches what was pipelined behind it: those requests must
+// not run, as their answers could never be sent (by HTTP, the client retries them).
+describe('a request pipelined behind an answer that closes the connection', () => {
+  const pipelined = 'POST /noread HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloPOST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi';
+  const functions = {
+    'a fetch handler that does not read the body': (ran) => ({
+      fetch(request) {
+        ran.push(new URL(request.url).pathname);
+        return new Response('did not read');
+      },
+    }),
+    'a streamed handle function that does not read the body': (ran) =>
+      streamed((context) => {
+        ran.push(context.path);
+        return 'did not read';
+      }),
+  };
+  for (const [what, make] of Object.entries(functions)) {
+    it(`${what}: the first answer arrives whole, the second request is not run, the connection closes`, async (t) => {
+      const ran = [];
+      const server = await serve(t, make(ran));
+      const { text, timedOut } = await exchange(server.server.address().port, pipelined, { wait: 5000 });
+      assert.equal(timedOut, false, 'the connection closed');
+      assert.deepEqual(statuses(text), [200]);
+      const answer = firstResponse(text);
+      assert.equal(answer.headers.connection, 'close');
+      assert.equal(answer.body, 'did not read');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.deepEqual(ran, ['/noread'], 'the pipelined request did not reach the function');
     });
   }
 });

@@ -258,6 +258,12 @@ export class Context<Data = unknown> {
 // One 'close' listener per response, however many contexts (a batch's events) ask for a signal.
 const watching = new WeakMap<ServerResponse, Set<AbortController>>();
 
+/** The invocations of `res`'s request whose signal was asked for are aborted now, with `reason` (the drain cuts the request). */
+export function abortInvocations(res: ServerResponse, reason: Error): void {
+  const controllers = watching.get(res);
+  if (controllers !== undefined) for (const c of controllers) c.abort(reason);
+}
+
 function abortWhenClientGoes(res: ServerResponse, controller: AbortController): void {
   if (res.writableFinished) return;
   const gone = () => new Error('the client closed the connection');

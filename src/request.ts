@@ -25,7 +25,7 @@ import { METRICS_TYPE, type Metrics } from './telemetry/metrics';
 import { requestDone, type Runtime } from './lifecycle/lifecycle';
 import { answerProbe, type ProbeOptions } from './lifecycle/probes';
 import { beforeDeadline, callFunction, inInvocation, type Invoke } from './invocation';
-import { closeAfter, lingerAfter, requestArrived } from './http/connections';
+import { closeAfter, closeUnread, lastAnswer, requestArrived } from './http/connections';
 import { isThenable, now } from './lifecycle/deadline';
 import type { Contracts } from './events/contracts';
 import type { Idempotency, Settle } from './events/idempotency/idempotency';
@@ -126,6 +126,8 @@ export class Exchange {
 }
 
 export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // Pipelined behind an answer that closes the connection: not run (connections.ts).
+  if (!requestArrived(req)) return;
   const x = arrive(p, req, res);
   // What the steps hand on that a failure's answer and finish() read: declared out here, so that a
   // throw still finds what was read by then (provenance.ts) and what was sent.
@@ -187,8 +189,7 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
 /** 0. The request is counted on its connection and among those in flight, with a reqId and a logger. */
 function arrive(p: Pipeline, req: IncomingMessage, res: ServerResponse): Exchange {
   const x = new Exchange(p, req, res, ++p.requests, requestTrace(req.headers));
-  requestArrived(req);
-  p.runtime.inFlight.set(req, x.reqId);
+  p.runtime.inFlight.set(res, x.reqId);
   if (p.accessLevel !== undefined) logWhenAnswered(x, p.accessLevel);
   return x;
 }
@@ -201,7 +202,7 @@ function checkHttp(x: Exchange): void {
   }
   // funcrun upgrades nothing, and node has handed the rest of this connection's bytes to the
   // upgrade: answer this request, then close, rather than leave requests behind it unanswered.
-  if (req.headers.upgrade !== undefined) x.res.setHeader('connection', 'close');
+  if (req.headers.upgrade !== undefined) lastAnswer(req, x.res);
 }
 
 /** True when the request was answered here: a preflight, or OPTIONS under faas-js-runtime's blanket CORS. */
@@ -275,12 +276,6 @@ async function bodyDone(x: Exchange, input: Input, value: unknown): Promise<void
     throw stream.refused;
   }
   if (!x.req.complete && !x.res.headersSent) closeUnread(x.req, x.res);
-}
-
-/** The answer closes the connection, whose request's body is still coming: lingering, so the client reads the answer. */
-function closeUnread(req: IncomingMessage, res: ServerResponse): void {
-  res.setHeader('connection', 'close');
-  lingerAfter(req);
 }
 
 /** Whether the request's invocations handed work to waitUntil: their files stay until it settles. */

@@ -6,7 +6,7 @@ import { hasBody } from '../body/body';
 import type { BodyStream } from '../body/body-stream';
 import type { Context } from '../context';
 import { allowAnyOrigin } from '../http/cors';
-import { closeAfter, lingerAfter } from '../http/connections';
+import { closeAfter, closeUnread } from '../http/connections';
 import { openBodyStream } from '../input';
 import { fetchContext, inInvocation } from '../invocation';
 import { now } from '../lifecycle/deadline';
@@ -85,17 +85,12 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
     closeAfter(req, res, p.runtime.draining);
     if (p.corsForEveryOrigin) allowAnyOrigin(res);
     // A body still coming that the handler did not read leaves the connection unusable after the answer.
-    if (!req.complete && hasBody(req) && (body === undefined || !body.readableDidRead)) closeUnread(x);
+    if (!req.complete && hasBody(req) && (body === undefined || !body.readableDidRead)) closeUnread(req, res);
     // The body's own code (a stream's pull() that logs or fails) runs as part of the invocation.
     return await inInvocation(ctx, sendWeb, req, res, reply, reply.body as ReadableStream<unknown> | undefined);
   } finally {
     if (body !== undefined) done(body);
   }
-}
-
-function closeUnread(x: Exchange): void {
-  x.res.setHeader('connection', 'close');
-  lingerAfter(x.req);
 }
 
 // However the request ended, a body still streaming stops.

@@ -15,18 +15,41 @@ const CLOSING = Symbol('funcrun closing');
 const LATEST = Symbol('funcrun latest request');
 // Set once an error answer was written straight to the socket: it is closing, lingering.
 const ANSWERED = Symbol('funcrun answered raw');
-type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage; [ANSWERED]?: boolean };
+// Set once an answer on it says `connection: close`: the requests node dispatches on it afterwards are not run.
+const LAST = Symbol('funcrun last answer');
+type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage; [ANSWERED]?: boolean; [LAST]?: boolean };
 
 // Responses counted as answered by the fault handler, which answers a crashed request while its
 // onRequest may still finish later. (A set beside them, not a property: adding one to every
 // response would give node's own code two shapes of them.)
 const answeredEarly = new WeakSet<ServerResponse>();
 
-/** A request has arrived on its connection: its answer is pending until requestAnswered. */
-export function requestArrived(req: IncomingMessage): void {
+/**
+ * A request has arrived on its connection: its answer is pending until requestAnswered. False
+ * when an answer on the connection already said `connection: close` (lastAnswer): node's parser
+ * still dispatches the requests pipelined behind it (a body left unread is parsed only after its
+ * answer was decided), but that answer closes the connection before theirs could be sent. Such a
+ * request is not run, and not answered: by HTTP, a request after a `connection: close` answer was
+ * not processed, and the client may retry it, even when it is not idempotent.
+ */
+export function requestArrived(req: IncomingMessage): boolean {
   const socket = req.socket as CountedSocket;
+  if (socket[LAST] === true) return false;
   socket[PENDING] = (socket[PENDING] ?? 0) + 1;
   socket[LATEST] = req;
+  return true;
+}
+
+/** The answer `res` closes its connection: the requests node dispatches on it from now on are not run (requestArrived). */
+export function lastAnswer(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('connection', 'close');
+  (req.socket as CountedSocket)[LAST] = true;
+}
+
+/** The answer closes the connection, whose request's body is still coming: lingering, so the client reads the answer. */
+export function closeUnread(req: IncomingMessage, res: ServerResponse): void {
+  lastAnswer(req, res);
+  lingerAfter(req);
 }
 
 /**
@@ -57,7 +80,7 @@ function answered(socket: CountedSocket): void {
  */
 export function closeAfter(req: IncomingMessage, res: ServerResponse, draining: boolean): void {
   const socket = req.socket as CountedSocket;
-  if ((draining || socket[CLOSING] === true) && !res.headersSent && socket[PENDING] === 1) res.setHeader('connection', 'close');
+  if ((draining || socket[CLOSING] === true) && !res.headersSent && socket[PENDING] === 1) lastAnswer(req, res);
 }
 
 /**

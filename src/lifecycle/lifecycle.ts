@@ -5,6 +5,7 @@ import { isError, type Logger, type RootLogger } from '../log/log';
 import { describeThrown, pathOf } from '../errors';
 import type { Metrics } from '../telemetry/metrics';
 import { destroyAll, requestAnswered } from '../http/connections';
+import { abortInvocations } from '../context';
 import { settleWithin } from './deadline';
 import { SETTINGS } from '../start/settings';
 import type { Function as FunctionModule } from '../types';
@@ -33,8 +34,8 @@ export interface Runtime {
   readonly background: Set<Promise<void>>;
   /** With idempotency on: the claims this process holds. */
   readonly claims: Claims | undefined;
-  /** Requests not yet answered, with their reqId: those the grace period cuts are logged by it. */
-  readonly inFlight: Map<IncomingMessage, number>;
+  /** Requests not yet answered (by their response), with their reqId: those the grace period cuts are logged by it. */
+  readonly inFlight: Map<ServerResponse, number>;
   /**
    * Runs a callback in the async context the server was made in: shutdown() must not run as part
    * of whichever invocation happened to close the last connection (its reqId, trace, span).
@@ -65,7 +66,7 @@ export function keepInFlight(runtime: Runtime | undefined, work: unknown, log: L
  * connection open. `early`: said by the fault handler, before the request's own last step.
  */
 export function requestDone(runtime: Runtime, req: IncomingMessage, res: ServerResponse, early = false): void {
-  runtime.inFlight.delete(req);
+  runtime.inFlight.delete(res);
   requestAnswered(req, res, early);
 }
 
@@ -98,14 +99,17 @@ async function backgroundDone(runtime: Runtime, limit: number): Promise<number> 
   return left;
 }
 
-// The end of the grace period: each request still unanswered is logged, then every socket
-// destroyed; answers a slow reader had not read whole are cut with them, and counted.
+// The end of the grace period: each request still unanswered is logged and its invocations'
+// signals aborted (now, not at its socket's 'close': the process may exit before that), then every
+// socket destroyed; answers a slow reader had not read whole are cut with them, and counted.
 function cutConnections(server: Server, runtime: Runtime): number {
   const cut = runtime.inFlight.size;
-  for (const [req, reqId] of runtime.inFlight) {
+  for (const [res, reqId] of runtime.inFlight) {
+    const { req } = res;
     runtime.log
       .forRequest(reqId)
       .error({ method: req.method, path: pathOf(req.url) }, 'request cut at the end of the grace period: its connection is closed unanswered');
+    abortInvocations(res, new Error('the request was cut at the end of the grace period'));
   }
   const unwritten = destroyAll(server);
   if (unwritten > 0) runtime.log.error({ connections: unwritten }, 'answers cut at the end of the grace period: their clients had not read them whole');

@@ -2,6 +2,7 @@
 // itself: draining, and an event loop running late.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorJson, readThrown, runtimeError } from '../errors';
+import { lastAnswer } from '../http/connections';
 import { isThenable, settleWithin } from './deadline';
 import type { Runtime } from './lifecycle';
 import type { Logger } from '../log/log';
@@ -47,7 +48,7 @@ export async function answerProbe(
   // Checked after the module's own check, which may have been in flight when draining began.
   if (target.readiness && runtime.draining) {
     healthy = false;
-    res.setHeader('connection', 'close');
+    lastAnswer(req, res);
   }
   // Something the function's events need is missing: said in the answer, so that operators see why.
   let why: string | undefined;
