@@ -142,7 +142,14 @@ describe('exported types', () => {
     compilesAsWritten(t, fs.readFileSync(path.join(ROOT, 'docs', 'uploads.md'), 'utf8'), 'docs-uploads.ts');
   });
 
-  for (const fixture of ['wrong-function.ts', 'common-mistakes.ts', 'wrong-event-contracts.ts', 'wrong-uploads.ts', 'wrong-structured-returns.ts', 'wrong-web-events.ts']) {
+  for (const fixture of [
+    'wrong-function.ts',
+    'common-mistakes.ts',
+    'wrong-event-contracts.ts',
+    'wrong-uploads.ts',
+    'wrong-structured-returns.ts',
+    'wrong-web-events.ts',
+  ]) {
     it(`each mistake in ${fixture} is one error on its own line, with the code it is marked with`, () => {
       const { code, output, reported, marked } = errorsOf(fixture);
       assert.notEqual(code, 0);
