@@ -7,7 +7,8 @@ import type { LogDestination, LogLevel } from './log/log';
 import { stop } from './lifecycle/lifecycle';
 import type { Compat } from './start/compat';
 import { launch } from './start/launch';
-import { PROBE_DEFAULTS, SETTINGS } from './start/settings';
+import { PROBE_DEFAULTS } from './start/probe-paths';
+import { SETTINGS } from './start/settings';
 import type { CorsOrigin, Function as FunctionModule, Invokable } from './types';
 
 // Written out, not derived from the settings table (src/start/settings.ts): users read this type

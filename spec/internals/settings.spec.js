@@ -3,7 +3,8 @@
 // variable the same way, and the probe paths resolve in one order.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { SETTINGS, fromEnvironment, listenPlace, probePaths } = require('../../lib/start/settings.js');
+const { SETTINGS, fromEnvironment, listenPlace } = require('../../lib/start/settings.js');
+const { probePaths } = require('../../lib/start/probe-paths.js');
 const { parseListenAddress } = require('../../lib/start/func-yaml.js');
 const { checkEnv } = require('../../lib/tools/config-command.js');
 
