@@ -11,7 +11,7 @@
 // stderr), so the bundle imports an ESM function through importModule(), here.
 //
 // A cache holds funcrun's file and V8's code for it, never data the code later read (func.yaml's
-// values stay in func.yaml). It lives in the folder the entry point chose for node's compile cache
+// values stay in func.yaml; start/func-yaml-cache.ts keeps their places). It lives in the folder the entry point chose for node's compile cache
 // (compile-cache.ts), never a shared one, named for the node that made it.
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isAscii } from 'node:buffer';
@@ -77,29 +77,16 @@ export function requireCached(file: string): unknown {
   return module.exports;
 }
 
-// A cache file: the length of the code it was made from (4 bytes), that code, a checksum of V8's
-// data (4 bytes), then V8's data. V8 itself checks only the code's length: a file changed to
-// another of the same length (a rebuild that turns one digit into another) would run as the old
-// one. So the code is kept and compared (a read and a memcmp). V8 checks its data's length but not
-// its bytes (its checksum is on in debug builds only): a damaged byte ran as other code, or
-// crashed every start before the cache could be replaced. So the data is kept with a checksum.
-// Against damage, not an attacker: whoever can write this folder can write funcrun itself. Not
-// SHA-256 or CRC-32: loading node:crypto or node:zlib costs a start more than this loop does.
-const CHECKSUM_LENGTH = 4;
-
-/** FNV-1a over the data's 32-bit words (then its last bytes): each step is a bijection of the sum, so any one changed word changes it. */
-function checksumOf(data: Buffer): Buffer {
-  const whole = data.length >>> 2;
-  // Copied to an aligned buffer: the data sits at any offset of the file read.
-  const words = new Int32Array(whole);
-  new Uint8Array(words.buffer).set(data.subarray(0, whole * 4));
-  let sum = 0x811c9dc5 | 0;
-  for (let i = 0; i < whole; i++) sum = Math.imul(sum ^ words[i], 0x01000193);
-  for (let i = whole * 4; i < data.length; i++) sum = Math.imul(sum ^ data[i], 0x01000193);
-  const checksum = Buffer.alloc(CHECKSUM_LENGTH);
-  checksum.writeInt32LE(sum);
-  return checksum;
-}
+// A cache file: the length of the code it was made from (4 bytes), that code, then V8's data twice.
+// V8 itself checks only the code's length: a file changed to another of the same length (a
+// rebuild that turns one digit into another) would run as the old one. So the code is kept and
+// compared (a read and a memcmp). V8 checks its data's length but not its bytes (its checksum is
+// on in debug builds only): a damaged byte ran as other code, or crashed every start before the
+// cache could be replaced. So the data is kept twice, and the two copies compared: a byte damaged
+// in either makes them differ. Against damage, not an attacker: whoever can write this folder can
+// write funcrun itself. A copy compared, not a checksum: a memcmp of the data costs a start some
+// microseconds, where a checksum loop in JavaScript cost it 13 million instructions (5-8 ms),
+// and loading node:crypto or node:zlib for theirs costs as much.
 
 /**
  * The most V8 data a cache of `length` bytes of code is read with: 8 times the code, and 64 KiB
@@ -110,13 +97,14 @@ const maxDataLength = (length: number) => 8 * length + 64 * 1024;
 
 function cacheFor(cacheFile: string, code: Buffer): Buffer | undefined {
   // No cache yet (this start makes it), or nothing a cache can be.
-  const kept = regularFile(cacheFile, 4 + code.length + CHECKSUM_LENGTH + maxDataLength(code.length));
+  const kept = regularFile(cacheFile, 4 + code.length + 2 * maxDataLength(code.length));
   if (kept === undefined || kept.length < 4) return undefined;
   const length = kept.readUInt32LE(0);
-  const data = 4 + length + CHECKSUM_LENGTH;
-  if (length !== code.length || kept.length <= data || !kept.subarray(4, 4 + length).equals(code)) return undefined;
-  const cachedData = kept.subarray(data);
-  return checksumOf(cachedData).equals(kept.subarray(4 + length, data)) ? cachedData : undefined;
+  const copies = kept.length - 4 - length;
+  if (length !== code.length || copies <= 0 || copies % 2 !== 0 || !kept.subarray(4, 4 + length).equals(code)) return undefined;
+  const half = 4 + length + copies / 2;
+  const cachedData = kept.subarray(4 + length, half);
+  return cachedData.equals(kept.subarray(half)) ? cachedData : undefined;
 }
 
 // Opened without following a link (keepCompiled renames a file there, never a link: one is not its
@@ -129,7 +117,7 @@ const OPEN_CACHE = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants
  * memory. It is then replaced as a missing cache is (keepCompiled's rename replaces the entry, and
  * never writes through it).
  */
-function regularFile(path: string, limit: number): Buffer | undefined {
+export function regularFile(path: string, limit: number): Buffer | undefined {
   let fd: number;
   try {
     fd = openSync(path, OPEN_CACHE);
@@ -160,15 +148,24 @@ export function keepCompiled(file: string): void {
   const entry = codeCaches.unsaved.get(file);
   if (entry === undefined) return;
   codeCaches.unsaved.delete(file);
-  // Whole or not at all: another process starting beside this one reads either file entire.
-  const partial = `${entry.cacheFile}.${process.pid}`;
-  try {
-    mkdirSync(dirname(entry.cacheFile), { recursive: true });
+  writeCacheFile(entry.cacheFile, () => {
     const length = Buffer.alloc(4);
     length.writeUInt32LE(entry.code.length);
     const cachedData = entry.script.createCachedData();
-    writeFileSync(partial, Buffer.concat([length, entry.code, checksumOf(cachedData), cachedData]));
-    renameSync(partial, entry.cacheFile);
+    return Buffer.concat([length, entry.code, cachedData, cachedData]);
+  });
+}
+
+/**
+ * Writes a file of the cache folder whole or not at all (another process starting beside this one
+ * reads either file entire), readable by this user alone; a write that fails is given up.
+ */
+export function writeCacheFile(cacheFile: string, bytes: () => Buffer | string): void {
+  const partial = `${cacheFile}.${process.pid}`;
+  try {
+    mkdirSync(dirname(cacheFile), { recursive: true });
+    writeFileSync(partial, bytes(), { mode: 0o600 });
+    renameSync(partial, cacheFile);
   } catch {
     // A folder that cannot be written (a read-only image): starts compile as before. What was
     // written of the file goes: a full disk, or a folder where the cache goes, would otherwise

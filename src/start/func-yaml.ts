@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { isIPv6 } from 'node:net';
 import { parseLogLevel, type LogLevel } from '../log/log';
 import { keepCompiled, requireCached, YAML_PARSER } from '../boot/code-cache';
+import { keepFuncYaml, keptFuncYaml, placeOf, type Place } from './func-yaml-cache';
 
 /**
  * A `run.envs` entry as Knative func reads it. An entry without a name imports every key of a
@@ -62,10 +63,17 @@ export function readFuncYaml(folder: string): FuncYaml | undefined {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new ConfigError(`${file}: ${(err as Error).message}`);
   }
-  return parseFuncYaml(file, text);
+  const kept = keptFuncYaml(file, text);
+  if (kept !== undefined) return kept;
+  const places: (Place | undefined)[] = [];
+  const config = parseFuncYaml(file, text, places);
+  keepFuncYaml(file, text, config, places);
+  return config;
 }
 
-function parseFuncYaml(file: string, text: string): FuncYaml {
+/** func.yaml's values, checked; `places` gets where each run.envs value is written out in `text`, where it is. */
+function parseFuncYaml(file: string, text: string, places: (Place | undefined)[]): FuncYaml {
+  const source = text;
   // Only functions with a func.yaml load the YAML parser: the yaml package bundled at build time
   // into one file (lib/yaml.js), which loads in a third of the time of its sixty modules, with
   // the code its first parse compiled (code-cache.ts).
@@ -108,8 +116,10 @@ function parseFuncYaml(file: string, text: string): FuncYaml {
     for (const item of (envs as import('yaml').YAMLSeq).items.map(resolved)) {
       const at = (item as { range?: number[] }).range?.[0];
       if (!isMap(item)) fail('each run.envs entry must be a mapping with name and value', at);
+      let range: number[] | undefined;
       const text = (key: string): string | undefined => {
         const node = resolved((item as import('yaml').YAMLMap).get(key, true));
+        range = (node as { range?: number[] } | null | undefined)?.range;
         if (node === undefined || node === null) return undefined;
         if (!isScalar(node)) return fail(`run.envs ${key} must be text, not a list or mapping`, (node as { range?: number[] }).range?.[0]);
         // As func's YAML reader gives it: a number or a boolean as written (`1.0`, not `1`); null is no value.
@@ -118,6 +128,7 @@ function parseFuncYaml(file: string, text: string): FuncYaml {
       };
       const name = text('name');
       const value = text('value');
+      const valueRange = range;
       const problem = envProblem(name, value);
       if (problem !== undefined) fail(problem, at);
       if (name !== undefined) {
@@ -126,6 +137,7 @@ function parseFuncYaml(file: string, text: string): FuncYaml {
         seen.set(name, lines.linePos(at ?? 0).line);
       }
       config.envs.push(name === undefined ? { value: value! } : { name, value: value! });
+      places.push(placeOf(source, value!, valueRange));
     }
   }
   for (const probe of ['liveness', 'readiness'] as const) {

@@ -2,7 +2,8 @@
 // funcrun loads, for this node, its V8 flags and the user running it, so that an image can carry
 // them (examples/deploy/Dockerfile runs it as the function's user while the image is built).
 // It serves a function of its own on loopback, not the project's: building an image runs none of
-// the function's code, and reads none of its settings. The caches hold funcrun's code only.
+// the function's code. The caches hold funcrun's code, and what the project's func.yaml says
+// without the values of its variables (their places in the file).
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cacheFileOf, codeCacheFolder, keepCompiled, RUNTIME, YAML_PARSER } from '../boot/code-cache';
 import { defaults, start, stop } from '../index';
+import { readFuncYaml } from '../start/func-yaml';
+import { forgetFuncYaml } from '../start/func-yaml-cache';
 import { loadFunction, resolveEntry } from '../start/loader';
 
 // The requests a function behind a Knative Broker or a route answers most: their way through
@@ -26,7 +29,7 @@ const REQUESTS = [
 ];
 
 /** Writes the caches; the folder they are in. Fails when this user cannot write them there. */
-export async function writeCaches(): Promise<string> {
+export async function writeCaches(cwd: string): Promise<string> {
   const folder = codeCacheFolder();
   if (folder === undefined) {
     throw new Error(
@@ -51,8 +54,12 @@ export async function writeCaches(): Promise<string> {
     }
   } finally {
     rmSync(project, { recursive: true, force: true });
+    forgetFuncYaml(join(project, 'func.yaml'));
   }
   keepCompiled(RUNTIME);
+  // What the project's own func.yaml says, kept without its values (start/func-yaml-cache.ts): a
+  // start of the image then needs no YAML parser. A malformed one fails here, as its start would.
+  if (existsSync(join(cwd, 'func.yaml'))) readFuncYaml(cwd);
   // The parts loaded on demand (lib/runtime-events.js, ...): node's compile cache keeps them as it
   // loads them, so a function that uses one finds it compiled too.
   const lib = join(__dirname, '..');

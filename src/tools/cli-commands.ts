@@ -98,7 +98,7 @@ function refusedAsUsage<T>(write: () => T): T {
 export async function cacheCommand(args: string[]): Promise<void> {
   const { values } = options(args, {}, false, 'cache');
   if (values.help) help(CACHE_USAGE);
-  const folder = await writeCaches();
+  const folder = await writeCaches(process.cwd());
   process.stdout.write(`funcrun: the code caches are in ${folder}\n`);
 }
 
