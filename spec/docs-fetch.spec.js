@@ -119,6 +119,43 @@ describe('fetch handlers in the docs', () => {
     assert.equal(typeof error?.reqId, 'number');
   });
 
+  it('the event contracts example: an event is checked before fetch runs, drop() is a 204, a duplicate is replayed', async (t) => {
+    const code = blockWith(PAGE, 'js', "drop('an empty order')");
+    const { url } = await serve(t, folder(t, { 'index.js': code }));
+    const send = (data, id = 'e1') =>
+      request(url, {
+        method: 'POST',
+        headers: { ...JSON_HEADERS, 'ce-specversion': '1.0', 'ce-id': id, 'ce-source': '/shop', 'ce-type': 'com.example.order.created' },
+        body: JSON.stringify(data),
+      });
+    const first = await send({ id: 'o1', total: 5 });
+    assert.deepEqual(first.json, { accepted: 'o1' });
+    // The same event again: the kept answer (its data changed would be another event, a 409).
+    assert.deepEqual((await send({ id: 'o1', total: 5 })).json, { accepted: 'o1' });
+    assert.equal((await send({ id: 'o1', total: 6 })).status, 409);
+    assert.equal((await send({ id: 'o2', total: 0 }, 'e2')).status, 204);
+    const refused = await send({ id: 'o3' }, 'e3');
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json.code, 'FUNCRUN_INVALID_EVENT_DATA');
+  });
+
+  it("docs/cloudevents.md's Hono app with events: an admitted payment is answered, drop() thrown from its route is a 204, data its contract breaks a 400", async (t) => {
+    const page = fs.readFileSync(path.join(ROOT, 'docs', 'cloudevents.md'), 'utf8');
+    const code = blockWith(page.slice(page.indexOf('## CloudEvents in a fetch handler'), page.indexOf('## Event contracts')), 'js', 'throw drop(');
+    const { url } = await serve(t, folder(t, { 'index.js': code }));
+    const pay = (amount, id) =>
+      request(url, {
+        method: 'POST',
+        headers: { ...JSON_HEADERS, 'ce-specversion': '1.0', 'ce-id': id, 'ce-source': '/bank', 'ce-type': 'com.example.payment.received' },
+        body: JSON.stringify({ amount }),
+      });
+    assert.deepEqual((await pay(12, 'p1')).json, { paid: 12 });
+    assert.equal((await pay(0, 'p2')).status, 204);
+    const refused = await pay('twelve', 'p3');
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json.code, 'FUNCRUN_INVALID_EVENT_DATA');
+  });
+
   it("the TypeScript example compiles against funcrun's FetchHandler, FetchEnv and FetchContext", (t) => {
     const code = blockWith(PAGE, 'ts', 'FetchHandler');
     const dir = folder(t, { 'handler.ts': code });

@@ -32,6 +32,9 @@ export interface RequestHead {
   readonly contentType: string | undefined;
 }
 
+/** How a destination takes its body: read here, or handed over unread (a fetch handler's events are read as a function's). */
+export type BodyReading = Pick<FunctionDestination, 'streamBody'>;
+
 /** The request as read: its head, and its body parsed, read as events, or handed over unread. */
 export interface Input extends RequestHead, RequestInput {
   readonly query: Record<string, string | string[]>;
@@ -67,7 +70,7 @@ export function awaitContinue(req: IncomingMessage): void {
 }
 
 /** The request's head: its media type, CloudEvents mode, query, params and content type. Starts the metrics' clock. */
-export function describeRequest(p: Pipeline, x: Exchange, destination: FunctionDestination, match: Match<Destination>): RequestHead {
+export function describeRequest(p: Pipeline, x: Exchange, destination: BodyReading, match: Match<Destination>): RequestHead {
   if (p.metrics !== undefined) x.began = now();
   const headers = x.req.headers;
   const media = parseMediaType(headers['content-type']);
@@ -84,7 +87,7 @@ export function describeRequest(p: Pipeline, x: Exchange, destination: FunctionD
  * The body read, or handed over unread: the Input, or a promise while the body is read, of a
  * multipart body's Input or of the bytes that inputOf() parses.
  */
-export function readInput(p: Pipeline, x: Exchange, destination: FunctionDestination, head: RequestHead): Input | Promise<Input> | Promise<Buffer> {
+export function readInput(p: Pipeline, x: Exchange, destination: BodyReading, head: RequestHead): Input | Promise<Input> | Promise<Buffer> {
   const req = x.req;
   if (destination.streamBody) return streamInput(p, x, head);
   if (!hasBody(req)) return parseInput(p, x, head, emptyBody(x.method, head.media));

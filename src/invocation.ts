@@ -116,10 +116,10 @@ const NO_INPUT = Object.freeze({ query: Object.freeze({}), params: Object.freeze
 /**
  * A fetch handler's invocation (fetch/serve.ts): one context, as a `handle` function's, whose
  * waitUntil, signal, logger and scope the handler's `ctx` and Request are made of; called with
- * `p.invoke`, within the request's timeout.
+ * `p.invoke`, within the request's timeout. `event`: the single event admitted before it (fetch/events.ts), whose trace it runs in.
  */
-export function fetchContext(p: Pipeline, x: Exchange): Context {
-  const ctx = singleContext(p, x, NO_INPUT, undefined, p.tracing?.active() === true ? p.tracing : undefined, undefined);
+export function fetchContext(p: Pipeline, x: Exchange, event?: CloudEvent<unknown>): Context {
+  const ctx = singleContext(p, x, NO_INPUT, undefined, p.tracing?.active() === true ? p.tracing : undefined, event);
   if (p.metrics !== undefined) p.metrics.queued((now() - x.began) / 1000);
   x.invoked = true;
   return ctx;

@@ -242,10 +242,11 @@ export interface FetchContext {
 /**
  * A web-standard handler, the shape of a Hono app, a Cloudflare Worker, Bun's and Deno's servers:
  * every request (but funcrun's probes and metrics) is handed to `fetch` as a WHATWG `Request`, and
- * the `Response` it returns is sent, its body streamed as it is produced.
+ * the `Response` it returns is sent, its body streamed as it is produced. It may return (or throw)
+ * `retry()` or `drop()` instead: the event's outcome, answered 503 (or 429) with Retry-After, or 204.
  */
 export interface FetchHandler {
-  fetch(request: Request, env: FetchEnv, ctx: FetchContext): Response | Promise<Response>;
+  fetch(request: Request, env: FetchEnv, ctx: FetchContext): Response | Outcome | Promise<Response | Outcome>;
 }
 
 /** The exported module of a function project. */
@@ -267,8 +268,8 @@ export interface Function {
   /** Named functions, served as `POST /<name>`, `GET /<name>?...` and CloudEvents by type. */
   functions?: Record<string, NamedFunction>;
   /**
-   * The event contracts of `handle` (or of `functions`), made with `defineEvents`: per CloudEvent
-   * `type`, the schema its data must meet.
+   * The event contracts of `handle` (or of `functions`, or of `fetch`: checked before it runs), made
+   * with `defineEvents`: per CloudEvent `type`, the schema its data must meet.
    */
   events?: EventDeclaration;
   /** Runs before the server listens, with the runtime's logger; may be async. A throw stops the start. */

@@ -1,6 +1,8 @@
 // A fetch handler typed with funcrun's FetchHandler, FetchEnv and FetchContext, and a handle
-// function returning web answers: all of it must compile.
-import type { FetchContext, FetchEnv, FetchHandler, Function, HTTPFunction } from 'funcrun';
+// function returning web answers; fetch handlers returning or throwing retry() and drop(), with
+// events declared beside them: all of it must compile.
+import type { FetchContext, FetchEnv, FetchHandler, Function, HTTPFunction, Outcome } from 'funcrun';
+import { defineEvents, drop, readEvent, readEvents, retry } from 'funcrun';
 import { Hono } from 'hono';
 
 export const handler: FetchHandler = {
@@ -23,3 +25,21 @@ export const stream: HTTPFunction = () => new ReadableStream<Uint8Array>();
 // A Hono app is a FetchHandler, and funcrun's ctx is the ExecutionContext it takes.
 export const app: FetchHandler = new Hono();
 export const called = (request: Request, ctx: FetchContext): Response | Promise<Response> => new Hono().fetch(request, {}, ctx);
+
+// A fetch handler may return retry() or drop() (the event's outcome); a Hono route throws them.
+export const outcomes: FetchHandler = {
+  async fetch(request: Request): Promise<Response | Outcome> {
+    const event = await readEvent(request);
+    if (event.type === 'order.later') return retry('the stock service is down', { after: 30 });
+    if (event.type === 'order.unknown') return drop('no such order');
+    return Response.json({ id: event.id });
+  },
+};
+const withOutcomes = new Hono();
+withOutcomes.post('/', async (c) => {
+  const events = await readEvents(c.req.raw);
+  if (events.length === 0) throw drop('an empty batch');
+  throw retry('not yet', { status: 429 });
+});
+export const honoWithOutcomes: FetchHandler = withOutcomes;
+export const declared: Function = { fetch: outcomes.fetch, events: defineEvents({ types: { 'order.created': { type: 'object' } } }) };

@@ -28,7 +28,23 @@ export async function readEvents(request: Request): Promise<CloudEvent<unknown>[
   return Array.isArray(events) ? events : [events];
 }
 
+// On the Request a fetch handler is handed after its events were admitted (fetch/events.ts): those
+// events, as their contracts gave them, read without parsing the body again.
+const ADMITTED = Symbol('funcrun admitted events');
+type Admitted = CloudEvent<unknown> | CloudEvent<unknown>[];
+
+/** Marks `request` as carrying `events`, admitted already: readEvent() and readEvents() give them. */
+export function withAdmittedEvents(request: Request, events: Admitted): Request {
+  (request as Request & { [ADMITTED]?: Admitted })[ADMITTED] = events;
+  return request;
+}
+
 async function read(request: Request, batch: boolean): Promise<CloudEvent<unknown> | CloudEvent<unknown>[]> {
+  const admitted = (request as Request & { [ADMITTED]?: Admitted })[ADMITTED];
+  if (admitted !== undefined) {
+    if (Array.isArray(admitted) && !batch) throw notOne();
+    return admitted;
+  }
   const headers = headersOf(request.headers);
   const media = parseMediaType(headers['content-type']);
   const mode = detectMode(headers, media);
@@ -38,12 +54,14 @@ async function read(request: Request, batch: boolean): Promise<CloudEvent<unknow
       'this endpoint takes a CloudEvent: binary (ce-specversion, ce-id, ce-source, ce-type headers) or structured (application/cloudevents+json)',
     );
   }
-  if (mode === 'batch' && !batch) {
-    throw runtimeError('FUNCRUN_UNSUPPORTED_EVENT_FORMAT', `this endpoint takes one CloudEvent, not a batch (${BATCH})`);
-  }
+  if (mode === 'batch' && !batch) throw notOne();
   const refused = refusedEncoding(request.headers.get('content-encoding'));
   if (refused !== undefined) throw refused;
   return readFrom(mode, headers, await bodyOf(request, media), media);
+}
+
+function notOne(): Error {
+  return runtimeError('FUNCRUN_UNSUPPORTED_EVENT_FORMAT', `this endpoint takes one CloudEvent, not a batch (${BATCH})`);
 }
 
 /**

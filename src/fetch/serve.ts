@@ -1,7 +1,9 @@
 // Steps 6 to 9 of a request (request.ts) for a fetch handler: its body is not read but handed over
 // as the Request's stream (web-request.ts), the handler called once with the Request, `env` and
 // `ctx`, within the request's timeout (invocation.ts), and the Response it returns sent as it is
-// produced (web-response.ts). Loaded by a module with `fetch` only (scripts/bundle.js ON_DEMAND).
+// produced (web-response.ts). With event contracts or idempotency, a request that carries
+// CloudEvents has them read and admitted first, as a `handle` function's are (events.ts).
+// Loaded by a module with `fetch` only (scripts/bundle.js ON_DEMAND).
 import { hasBody } from '../body/body';
 import type { BodyStream } from '../body/body-stream';
 import type { Context } from '../context';
@@ -17,6 +19,8 @@ import type { FetchContext, FetchEnv, Logger } from '../types';
 import { kindOf } from '../util/kind';
 import { discardWeb, responseReply, sendWeb } from './web-response';
 import { toRequest } from './web-request';
+import { Outcome, settleOutcome } from '../cloudevents/outcomes';
+import { admitFetchEvents, admittedRequest, sendKept } from './events';
 
 const NO_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
 
@@ -63,13 +67,17 @@ function callFetch(ctx: Context, call: FetchCall): unknown {
 export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDestination): Promise<Reply | undefined> {
   const { req, res } = x;
   if (p.metrics !== undefined) x.began = now();
-  const body = hasBody(req) && x.method !== 'GET' && x.method !== 'HEAD' ? openBodyStream(p, x, p.settings.bodyLimit, 'bodyLimit') : undefined;
+  // 6 and 7, with event contracts or idempotency: a request's events admitted before fetch runs, as a `handle` function's (events.ts).
+  const admitted = p.contracts === undefined && p.idempotency === undefined ? undefined : await admitFetchEvents(p, x);
+  if (admitted === null) return undefined;
+  const body =
+    admitted === undefined && hasBody(req) && x.method !== 'GET' && x.method !== 'HEAD' ? openBodyStream(p, x, p.settings.bodyLimit, 'bodyLimit') : undefined;
   // Its failure (a client gone, the limit) reaches whoever reads it: unread, it is nobody's to throw.
   body?.on('error', ignore);
   try {
-    const ctx = fetchContext(p, x);
-    const request = toRequest(req, x.target, body, ctx);
-    const value = await p.invoke(callFetch as never, ctx, { destination, request, reqId: x.reqId } satisfies FetchCall, x.deadline);
+    const ctx = fetchContext(p, x, admitted === undefined || Array.isArray(admitted.events) ? undefined : admitted.events);
+    const request = admitted === undefined ? toRequest(req, x.target, body, ctx) : admittedRequest(x, admitted, ctx);
+    let value = await invokeFetch(p, ctx, { destination, request, reqId: x.reqId }, x.deadline);
     // A body over its limit is the answer (413), whatever the handler made of the failed read.
     if (body?.refused !== undefined) {
       discard(value);
@@ -77,6 +85,8 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
     }
     // A fault in the invocation was answered 500 already (faults.ts).
     if (res.writableEnded) return void discard(value);
+    // retry() and drop(), returned or thrown: a retry is thrown as its 503 (or 429), a drop is a 204.
+    if (value instanceof Outcome) value = settleOutcome(p.metrics, ctx.log, value, ctx.cloudevent) ?? new Response(null, { status: 204 });
     if (!(value instanceof Response)) {
       discard(value);
       throw new Error(`fetch must return a Response, got ${kindOf(value)}`);
@@ -87,9 +97,21 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
     // A body still coming that the handler did not read leaves the connection unusable after the answer.
     if (!req.complete && hasBody(req) && (body === undefined || !body.readableDidRead)) closeUnread(req, res);
     // The body's own code (a stream's pull() that logs or fails) runs as part of the invocation.
+    // With an event's claim held, a body that comes whole within the answer limit is kept for duplicates (events.ts).
+    if (x.settleClaim !== undefined) return await inInvocation(ctx, sendKept, req, res, reply, p.idempotency!.settings.answerLimit);
     return await inInvocation(ctx, sendWeb, req, res, reply, reply.body as ReadableStream<unknown> | undefined);
   } finally {
     if (body !== undefined) done(body);
+  }
+}
+
+/** The handler called by p.invoke; retry() or drop() thrown (an app that answers every Error itself lets others through) is its value. */
+async function invokeFetch(p: Pipeline, ctx: Context, call: FetchCall, deadline: number): Promise<unknown> {
+  try {
+    return await p.invoke(callFetch as never, ctx, call, deadline);
+  } catch (err) {
+    if (err instanceof Outcome) return err;
+    throw err;
   }
 }
 

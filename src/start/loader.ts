@@ -299,8 +299,8 @@ export function toFunction(exported: unknown): FunctionModule | undefined {
   return hasHandler(named) ? (named as FunctionModule) : undefined;
 }
 
-// What a fetch module may declare beside its handler: its lifecycle, never routes, functions or events.
-const FETCH_HOOKS = ['init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'errorBody', 'authorize'] as const;
+// What a fetch module may declare beside its handler: its lifecycle and its event contracts, never routes or functions.
+const FETCH_HOOKS = ['init', 'shutdown', 'liveness', 'readiness', 'logLevel', 'cors', 'errorBody', 'authorize', 'events'] as const;
 
 /** An object (or function object) with a `fetch` method and no `handle` or `functions`: a Hono app, a Worker. */
 function isFetchHandler(value: unknown): value is { fetch: NonNullable<FunctionModule['fetch']> } & Record<string, unknown> {
@@ -310,7 +310,7 @@ function isFetchHandler(value: unknown): value is { fetch: NonNullable<FunctionM
 }
 
 /**
- * A fetch handler's module: `fetch` bound to its handler, and the lifecycle hooks from the
+ * A fetch handler's module: `fetch` bound to its handler, and the lifecycle hooks and `events` from the
  * module's named exports, else the handler's own (`module.exports = app; module.exports.init = ...`).
  * A Hono app's `routes` is its own route list, never read as funcrun's route table.
  */
