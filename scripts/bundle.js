@@ -56,9 +56,9 @@ function bundled() {
 /** The entry esbuild bundles: `modules`, each module's exports by its path. */
 function entry(names) {
   const imports = names.map((name, i) => `import * as m${i} from './${name}';`);
-  // The public entry (index.ts) turns request scoping on when its `log` is read (log/scope.ts).
-  const scoping = names.includes('index') ? ["import { withScopingOnLog } from './log/scope';"] : [];
-  const members = names.map((name, i) => `  ${JSON.stringify(name)}: ${name === 'index' ? `withScopingOnLog(m${i})` : `m${i}`},`);
+  // The public entry (index.ts) turns request scoping on when its `log` or `eventResponse` is read (log/scope.ts).
+  const scoping = names.includes('index') ? ["import { withScopingOnUse } from './log/scope';"] : [];
+  const members = names.map((name, i) => `  ${JSON.stringify(name)}: ${name === 'index' ? `withScopingOnUse(m${i})` : `m${i}`},`);
   return [...imports, ...scoping, 'export const modules = {', ...members, '};', ''].join('\n');
 }
 

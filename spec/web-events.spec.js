@@ -7,7 +7,7 @@ const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { HTTP, CloudEvent } = require('cloudevents');
 const { readEvent, readEvents, eventResponse, HttpError } = require('../lib/index.js');
-const { startServer, request } = require('./helpers');
+const { serve, startServer, request } = require('./helpers');
 
 const BINARY = { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/spec', 'ce-type': 'spec.test' };
 const STRUCTURED = { 'content-type': 'application/cloudevents+json' };
@@ -304,6 +304,65 @@ describe('eventResponse() makes a Response the SDK reads back', () => {
     assert.throws(() => eventResponse({ type: 't', source: '/s', big: 2 ** 31 }), /attribute 'big' must be a string, a 32-bit integer or a boolean/);
     assert.throws(() => eventResponse({ type: 't', source: '/s' }, { mode: 'batch' }), /mode must be/);
     assert.throws(() => eventResponse(null), TypeError);
+  });
+});
+
+describe("eventResponse() in a fetch handler carries the invocation's trace, as a handle function's answered event does", () => {
+  const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const TRACEPARENT = `00-${TRACE_ID}-00f067aa0ba902b7-01`;
+  const TRACESTATE = 'congo=t61rcWkgMzE';
+  const OWN = `00-${'c'.repeat(32)}-${'d'.repeat(16)}-01`;
+  const answering = {
+    fetch(request, env, ctx) {
+      const url = new URL(request.url);
+      ctx.log.info('answering');
+      const own = url.searchParams.has('own') ? { traceparent: OWN } : {};
+      return eventResponse({ type: 'com.example.done', source: '/spec', ...own }, { mode: url.searchParams.get('mode') ?? 'binary' });
+    },
+  };
+
+  it("binary and structured: the request's trace, with the invocation's span, and its tracestate", async (t) => {
+    const server = await serve(t, answering, { logLevel: 'info' });
+    const binary = await fetch(server.url, { headers: { traceparent: TRACEPARENT, tracestate: TRACESTATE } });
+    const { span_id: span } = server.log.entries().find((line) => line.msg === 'answering');
+    assert.equal(binary.headers.get('ce-traceparent'), `00-${TRACE_ID}-${span}-01`);
+    assert.equal(binary.headers.get('ce-tracestate'), TRACESTATE);
+    const structured = await sdkRead(await fetch(`${server.url}?mode=structured`, { headers: { traceparent: TRACEPARENT } }));
+    assert.match(structured.traceparent, new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
+  });
+
+  it('an event with a traceparent of its own keeps it; a request without a trace answers an event without one', async (t) => {
+    const server = await serve(t, answering);
+    const own = await fetch(`${server.url}?own=1`, { headers: { traceparent: TRACEPARENT } });
+    assert.equal(own.headers.get('ce-traceparent'), OWN);
+    const untraced = await fetch(server.url);
+    assert.equal(untraced.status, 200);
+    assert.equal(untraced.headers.get('ce-traceparent'), null);
+  });
+
+  it('outside an invocation it adds none', () => {
+    assert.equal(eventResponse({ type: 't', source: '/s' }).headers.get('ce-traceparent'), null);
+  });
+
+  it("where request scoping is off until used (Node 22's AsyncLocalStorage), taking eventResponse from funcrun turns it on", () => {
+    // Node 24's cheap AsyncLocalStorage is turned off by a flag: the process then runs as Node 22 does.
+    const slowScopeFlag = '_enable' in require('node:async_hooks').AsyncLocalStorage.prototype ? [] : ['--no-async-context-frame'];
+    const script = `
+      const { start, stop, eventResponse } = require(${JSON.stringify(require.resolve('../lib/index.js'))});
+      (async () => {
+        const server = await start({ fetch: () => eventResponse({ type: 't', source: '/s' }) }, { port: 0, host: '127.0.0.1', logLevel: 'silent' });
+        const res = await fetch('http://127.0.0.1:' + server.address().port + '/', { headers: { traceparent: '${TRACEPARENT}' } });
+        const slow = '_enable' in require('node:async_hooks').AsyncLocalStorage.prototype;
+        process.stdout.write(JSON.stringify({ slow, traceparent: res.headers.get('ce-traceparent') }));
+        await stop(server);
+      })();`;
+    const { stdout, stderr } = require('node:child_process').spawnSync(process.execPath, [...slowScopeFlag, '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    const seen = JSON.parse(stdout || 'null');
+    assert.equal(seen?.slow, true, stderr);
+    assert.match(seen.traceparent ?? '', new RegExp(`^00-${TRACE_ID}-[0-9a-f]{16}-01$`));
   });
 });
 

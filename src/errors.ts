@@ -10,6 +10,7 @@ import type { Logger } from './log/log';
 import { isInstance, isPartOf, isReceived, type RequestInput } from './body/provenance';
 import { JSON_TYPE, send, TEXT } from './send';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
+import { cutAnswer, lastAnswer } from './http/connections';
 
 /** An error with an HTTP status. Its message is shown to the client when the status is below 500. */
 export class HttpError extends Error {
@@ -259,8 +260,9 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     else quietly(() => log.debug({ ...request, message: loggedMessage(facts.message, req.url) }, 'request rejected'));
     if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));
     if (res.headersSent || res.destroyed) {
-      // Part of another answer is on the wire: the only honest signal left is a cut connection.
-      res.destroy();
+      // Part of another answer is on the wire: the only honest signal left is a cut connection,
+      // once what was written of it has reached the client (connections.ts).
+      cutAnswer(res);
       return undefined;
     }
     for (const name of res.getHeaderNames()) {
@@ -318,14 +320,19 @@ function loggedMessage(message: string | undefined, url: string | undefined): st
   return message.slice(0, at) + withoutQueryValues(message.slice(at, end)) + message.slice(end);
 }
 
-/** When answering failed: a bare 500 if nothing was written yet, else a cut connection. Never throws. */
+/**
+ * When answering failed: a bare 500 if nothing was written yet, else a cut connection. Either
+ * closes the connection, as its last answer: a request pipelined behind it is not run
+ * (connections.ts). Never throws.
+ */
 export function lastResort(res: ServerResponse, log: Logger, err: unknown): void {
   quietly(() => log.error(err instanceof Error ? err : { thrown: describeThrown(err) }, 'answering the request failed'));
   try {
-    if (res.headersSent || res.destroyed) return void res.destroy();
+    if (res.headersSent || res.destroyed) return void cutAnswer(res);
     for (const name of res.getHeaderNames()) res.removeHeader(name);
     res.statusMessage = '';
-    res.writeHead(500, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(INTERNAL), connection: 'close' });
+    lastAnswer(res.req, res);
+    res.writeHead(500, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(INTERNAL) });
     res.end(INTERNAL);
   } catch {
     quietly(() => res.destroy());

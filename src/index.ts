@@ -2,9 +2,9 @@
 // defaults, and the types function authors use.
 import type { Server } from 'node:http';
 import { ConfigError, readFuncYaml } from './start/func-yaml';
-import { checkFunction, LoadError, toFunction } from './start/loader';
+import { checkFunction, LoadError, shapeChosen, toFunction } from './start/loader';
 import type { LogDestination, LogLevel } from './log/log';
-import { stop } from './lifecycle/lifecycle';
+import { loggerOf, stop } from './lifecycle/lifecycle';
 import type { Compat } from './start/compat';
 import { launch } from './start/launch';
 import { PROBE_DEFAULTS } from './start/probe-paths';
@@ -142,7 +142,11 @@ export async function start(func: Invokable | FunctionModule, options: Options =
   const module = toFunction(func);
   if (module === undefined) throw new TypeError('start() needs a handler: a function, or an object with handle(), routes or functions');
   checkFunction(module, '<start()>');
-  return launch(module, options, options.config === undefined ? undefined : readFuncYaml(options.config));
+  const server = await launch(module, options, options.config === undefined ? undefined : readFuncYaml(options.config));
+  // A module with a fetch beside handle: which one is served, said once (serve says it for the module it loads).
+  const chosen = shapeChosen(func, module);
+  if (chosen !== undefined) loggerOf(server).warn(chosen);
+  return server;
 }
 
 export { stop, ConfigError, LoadError };

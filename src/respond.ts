@@ -32,6 +32,8 @@ export interface Reply {
   body?: string | Buffer | Readable | ReadableStream<unknown>;
   /** The reason phrase a returned Response gave (its statusText). */
   reason?: string;
+  /** The Content-Length a returned Response gave, when valid: sent on a HEAD answer only (fetch/web-response.ts). */
+  declaredLength?: number;
   /** Headers of the function's that were left out (framing, or refused by node). */
   dropped?: Dropped[];
   /** The mode of the event the answer carries, as funcrun wrote it: a replay is written again in its request's (answers.ts). */

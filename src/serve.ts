@@ -229,6 +229,7 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   let entry;
   let module;
   let misspelled: string[] = [];
+  let shapeChosen: string | undefined;
   try {
     // func.yaml's envs are set before the module loads: its top level may read them.
     entry = resolveEntry(target, { preferSource });
@@ -240,6 +241,7 @@ export async function serve(argv: string[], command?: string): Promise<void> {
     const loaded = await loadFunction(entry.file);
     module = loaded.module;
     misspelled = loaded.misspelled;
+    shapeChosen = loaded.shapeChosen;
     const pretty = flags.pretty ?? env.pretty ?? SETTINGS.pretty.default;
     // serve's own settings stay here; the rest are start()'s options, from the flags.
     const { gracePeriod: _grace, pretty: _pretty, ...options } = flags;
@@ -258,6 +260,7 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   else if (entry.note !== undefined) log.warn({ file: entry.file }, entry.note);
   log.debug({ file: entry.file }, 'loaded the function');
   for (const warning of misspelled) log.warn({ file: entry.file }, warning);
+  if (shapeChosen !== undefined) log.warn({ file: entry.file }, shapeChosen);
   if (entry.newerSource !== undefined) {
     log.warn({ file: entry.file, source: entry.newerSource }, 'the build is older than the source: serving the build (npm run build, or --from-source)');
   }

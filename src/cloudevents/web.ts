@@ -11,6 +11,9 @@ import { parseMediaType, type MediaType } from '../body/media-type';
 import { runtimeError } from '../errors';
 import { emptyBody } from '../input';
 import { randomUUID } from '../util/random';
+import { invocationTrace } from '../context';
+import { currentInvocation } from '../log/scope';
+import type { Trace } from '../telemetry/trace';
 
 /**
  * The event a request carries, in binary or structured mode, checked as a `handle` function's
@@ -115,14 +118,22 @@ export interface EventResponseInit {
  * body), or structured. An event without `id`, `time` or `specversion` gets them as funcrun's own
  * answers do (a new UUID, the time now, 1.0); an attributes object without `datacontenttype`
  * gets `application/json` (`application/octet-stream` for bytes), as `cloudEventResponse` does.
+ * Called within an invocation (a fetch handler's), an event without a `traceparent` of its own
+ * carries the invocation's trace, as a `handle` function's answered event does.
  */
 export function eventResponse(event: CloudEvent<unknown> | EventAttributes, init: EventResponseInit = {}): Response {
   const mode: Mode = init.mode ?? 'binary';
   if (mode !== 'binary' && mode !== 'structured') throw new TypeError(`eventResponse(): mode must be 'binary' or 'structured'`);
-  const encoded = encodeEvent(completed(event), mode);
+  const encoded = encodeEvent(completed(event), mode, callersTrace());
   const headers = new Headers(init.headers);
   for (const name of Object.keys(encoded.headers)) headers.set(name, encoded.headers[name]);
   return new Response(encoded.body ?? null, { status: init.status ?? 200, headers });
+}
+
+/** The trace of the invocation the caller runs in (its request's trace context, or its span), if any. */
+function callersTrace(): Trace | undefined {
+  const ctx = currentInvocation()?.context;
+  return ctx === undefined ? undefined : invocationTrace(ctx);
 }
 
 // The extension attributes and their names a plain object may give (as read.ts accepts them).

@@ -26,7 +26,15 @@ export function responseReply(response: Response): Reply {
   // funcrun's to write: left out without a warning. Headers node refuses are still logged.
   const refused = dropped.filter((header) => header.reason !== 'framing');
   if (refused.length > 0) reply.dropped = refused;
+  const length = declaredLength(response.headers.get('content-length'));
+  if (length !== undefined) reply.declaredLength = length;
   return reply;
+}
+
+/** A Content-Length the Response gave, when it is one number (several joined, or anything else: none). */
+function declaredLength(value: string | null): number | undefined {
+  if (value === null || !/^\d{1,15}$/.test(value)) return undefined;
+  return Number(value);
 }
 
 /** Whether a value is a web Response or ReadableStream: told by its class, as node's own. */
@@ -52,11 +60,12 @@ function ignore(): void {}
  */
 export async function sendWeb(req: IncomingMessage, res: ServerResponse, reply: Reply, body: ReadableStream<unknown> | undefined): Promise<Reply> {
   if (reply.reason !== undefined) res.statusMessage = reply.reason;
+  if (req.method === 'HEAD') return sendHead(res, reply, body);
   if (body === undefined) {
     send(req, res, reply.status, reply.headers, undefined);
     return reply;
   }
-  if (req.method === 'HEAD' || res.destroyed || reply.status === 204 || reply.status === 304) {
+  if (res.destroyed || reply.status === 204 || reply.status === 304) {
     if (!body.locked) body.cancel().catch(ignore);
     if (res.destroyed) return reply;
     res.writeHead(reply.status, reply.headers);
@@ -74,7 +83,8 @@ export async function sendWeb(req: IncomingMessage, res: ServerResponse, reply: 
     }
     first = bytesOf(read.value);
     coming = reader.read();
-    const next = await Promise.race([coming, nextTurn()]);
+    // A read failing after the first chunk is a stream failing midway: what it produced is sent first (pump).
+    const next = await Promise.race([coming, nextTurn()]).catch((): typeof PENDING => PENDING);
     // The whole body was there at once: one write, with its length.
     if (next !== PENDING && next.done) {
       send(req, res, reply.status, reply.headers, first);
@@ -111,6 +121,39 @@ async function pump(res: ServerResponse, reply: Reply, reader: ReadableStreamDef
     throw err;
   } finally {
     res.off('close', onClose);
+  }
+}
+
+/**
+ * A HEAD answer: the head a GET would have, without a body. A body whole at once (a string or
+ * bytes, as sendWeb sends with its length) gives the Content-Length a GET would have; any other,
+ * or none (a Hono app answers HEAD with a null body), the Response's own valid Content-Length, if
+ * it gave one. The body is not waited for, and is cancelled.
+ */
+async function sendHead(res: ServerResponse, reply: Reply, body: ReadableStream<unknown> | undefined): Promise<Reply> {
+  const length = (body === undefined ? undefined : await wholeLength(body)) ?? reply.declaredLength;
+  if (res.destroyed) return reply;
+  const headers = length === undefined || reply.status === 204 || reply.status === 304 ? reply.headers : { ...reply.headers, 'content-length': length };
+  res.writeHead(reply.status, headers);
+  res.end();
+  return reply;
+}
+
+/** The length of a body there whole at once (its chunk read, then its end, each by the next turn); undefined for any other. */
+async function wholeLength(body: ReadableStream<unknown>): Promise<number | undefined> {
+  if (body.locked) return undefined;
+  const reader = body.getReader();
+  try {
+    const first = await Promise.race([reader.read(), nextTurn()]);
+    if (first === PENDING) return undefined;
+    if (first.done) return 0;
+    const next = await Promise.race([reader.read(), nextTurn()]);
+    return next !== PENDING && next.done ? bytesOf(first.value).length : undefined;
+  } catch {
+    // A body that fails, or holds no bytes: a HEAD answer does not send it, and says no length.
+    return undefined;
+  } finally {
+    reader.cancel().catch(ignore);
   }
 }
 

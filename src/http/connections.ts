@@ -46,6 +46,29 @@ export function lastAnswer(req: IncomingMessage, res: ServerResponse): void {
   (req.socket as CountedSocket)[LAST] = true;
 }
 
+/**
+ * An answer that cannot be finished: its head and part of its body were written, and what was to
+ * follow failed (a streamed body's error). The connection is closed without the answer's end (no
+ * terminating chunk), so that a client tells an incomplete answer from a complete one; but only
+ * once what was written has been flushed (node holds a chunk back until the next tick, and
+ * destroying a socket drops what it still holds), so that the status and the chunks sent before
+ * the failure reach the client. No request behind it runs (requestArrived). A client that does not
+ * read is cut after LINGER_MS.
+ */
+export function cutAnswer(res: ServerResponse): void {
+  const socket = res.socket as (CountedSocket & { _httpMessage?: ServerResponse | null }) | null;
+  // An answer queued behind others on its connection holds its bytes itself: none of it can be sent.
+  if (socket === null || socket.destroyed || socket._httpMessage !== res) return void res.destroy();
+  socket[LAST] = true;
+  const cut = () => socket.destroy();
+  const linger = setTimeout(cut, LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+  socket.once('finish', cut);
+  // Ending the socket's side writes what it holds (uncorked), then closes it.
+  socket.end();
+}
+
 /** The answer closes the connection, whose request's body is still coming: lingering, so the client reads the answer. */
 export function closeUnread(req: IncomingMessage, res: ServerResponse): void {
   lastAnswer(req, res);

@@ -13,7 +13,7 @@
 // --experimental-async-context-frame), entering it costs next to nothing and it is always on.
 // Node 22's own is built on promise hooks, which slow every promise of the process (about 18% of a
 // small function's throughput, measured): there it is turned on only when a function reaches for
-// `log` (see withScopingOnLog), and faults are then attributed too.
+// `log` or `eventResponse` (see withScopingOnUse), and faults are then attributed too.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createLogger, snapshot, type ChildOptions, type Logger, type LogLevel, type RootLogger } from './log';
 import type { Context } from '../context';
@@ -116,9 +116,11 @@ export function useScope(): void {
 /**
  * The public entry as the bundle hands it out (scripts/bundle.js): index.ts's exports, but
  * reaching for `log` (`require('funcrun').log`, or an ESM import of funcrun, which reads every
- * name) turns scoping on.
+ * name) turns scoping on; so does reaching for `eventResponse`, which reads the invocation it is
+ * called in (its trace).
  */
-export function withScopingOnLog<T extends object>(entry: T): T {
+export function withScopingOnUse<T extends object>(entry: T): T {
+  const { eventResponse } = entry as { eventResponse?: unknown };
   return Object.defineProperties({} as T, {
     ...Object.getOwnPropertyDescriptors(entry),
     log: {
@@ -126,6 +128,13 @@ export function withScopingOnLog<T extends object>(entry: T): T {
       get() {
         useScope();
         return log;
+      },
+    },
+    eventResponse: {
+      enumerable: true,
+      get() {
+        useScope();
+        return eventResponse;
       },
     },
   });

@@ -30,6 +30,8 @@ export interface LoadedFunction {
   module: FunctionModule;
   /** Exports that look like a misspelled part of the function (`livness`), for a warning at start. */
   misspelled: string[];
+  /** Which of two handlers the module exports is served, and why (`handle` beside `fetch`), for a warning at start. */
+  shapeChosen?: string;
 }
 
 const EXPECTED = 'expected a handler: export a function, or an object with handle(), routes, functions or fetch()';
@@ -187,7 +189,27 @@ export async function loadFunction(target: string): Promise<LoadedFunction> {
   const module = toFunction(namespace);
   if (module === undefined) throw new LoadError(`${relativeName(file)}: ${EXPECTED}; ${foundInstead(namespace)}`, { file });
   checkFunction(module, file);
-  return { folder, file, module, misspelled: misspelledExports(namespace) };
+  return { folder, file, module, misspelled: misspelledExports(namespace), shapeChosen: shapeChosen(namespace, module) };
+}
+
+/**
+ * When a module exports a `fetch` beside a handler of the other shapes (`handle`, named functions,
+ * a function exported as the module), which one toFunction() serves and why, in one line.
+ */
+export function shapeChosen(exported: unknown, module: FunctionModule): string | undefined {
+  if (exported === null || (typeof exported !== 'object' && typeof exported !== 'function')) return undefined;
+  const ns = exported as Record<string, unknown>;
+  const main = ns.default;
+  const scopes = [ns, main].filter((value): value is Record<string, unknown> => value !== null && (typeof value === 'object' || typeof value === 'function'));
+  const fetchBeside = scopes.some((scope) => typeof scope.fetch === 'function');
+  if (module.fetch !== undefined) {
+    // The only other handler a fetch handler can stand beside: the module, or its default export, being a function.
+    const called = typeof exported === 'function' ? 'the exported function' : typeof main === 'function' ? 'the default export (a function)' : undefined;
+    return called === undefined ? undefined : `${called} has a fetch method: fetch is served, and ${called} is never called`;
+  }
+  if (!fetchBeside) return undefined;
+  const other = module.handle !== undefined ? 'handle' : module.functions !== undefined ? 'functions' : 'routes';
+  return `the module exports both ${other} and fetch: ${other} is served, and fetch is never called (a fetch handler has no handle or functions beside fetch); export one of them`;
 }
 
 /** `livness: fn` beside `handle`: an export near a name funcrun reads, that funcrun will never call. */
