@@ -118,7 +118,7 @@ describe('exported types', () => {
     assert.match(run.stdout, /^# pass 1$/m);
   });
 
-  it('a fetch handler is typed by FetchHandler, FetchEnv and FetchContext and may return retry() or drop(), and a handle function may return a Response or a ReadableStream', () => {
+  it('a fetch handler is typed by FetchHandler, FetchEnv and FetchContext and may throw retry() or drop(), and a handle function may return a Response or a ReadableStream', () => {
     const { code, output } = compile('spec/types/fetch-handler.ts');
     assert.equal(code, 0, output);
   });

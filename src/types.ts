@@ -242,11 +242,12 @@ export interface FetchContext {
 /**
  * A web-standard handler, the shape of a Hono app, a Cloudflare Worker, Bun's and Deno's servers:
  * every request (but funcrun's probes and metrics) is handed to `fetch` as a WHATWG `Request`, and
- * the `Response` it returns is sent, its body streamed as it is produced. It may return (or throw)
- * `retry()` or `drop()` instead: the event's outcome, answered 503 (or 429) with Retry-After, or 204.
+ * the `Response` it returns is sent, its body streamed as it is produced. It may throw `retry()`
+ * or `drop()` instead: the event's outcome, answered 503 (or 429) with Retry-After, or 204. (Typed
+ * to return a Response alone, so that a test's `(await app.fetch(...)).json()` compiles.)
  */
 export interface FetchHandler {
-  fetch(request: Request, env: FetchEnv, ctx: FetchContext): Response | Outcome | Promise<Response | Outcome>;
+  fetch(request: Request, env: FetchEnv, ctx: FetchContext): Response | Promise<Response>;
 }
 
 /** The exported module of a function project. */

@@ -1,6 +1,6 @@
 // A fetch handler typed with funcrun's FetchHandler, FetchEnv and FetchContext, and a handle
-// function returning web answers; fetch handlers returning or throwing retry() and drop(), with
-// events declared beside them: all of it must compile.
+// function returning web answers; fetch handlers throwing retry() and drop(), with events
+// declared beside them: all of it must compile.
 import type { FetchContext, FetchEnv, FetchHandler, Function, HTTPFunction, Outcome } from 'funcrun';
 import { defineEvents, drop, readEvent, readEvents, retry } from 'funcrun';
 import { Hono } from 'hono';
@@ -26,15 +26,18 @@ export const stream: HTTPFunction = () => new ReadableStream<Uint8Array>();
 export const app: FetchHandler = new Hono();
 export const called = (request: Request, ctx: FetchContext): Response | Promise<Response> => new Hono().fetch(request, {}, ctx);
 
-// A fetch handler may return retry() or drop() (the event's outcome); a Hono route throws them.
+// A fetch handler throws retry() or drop() (the event's outcome), as a Hono route does; its fetch
+// still returns a Response for whoever calls it.
 export const outcomes: FetchHandler = {
-  async fetch(request: Request): Promise<Response | Outcome> {
+  async fetch(request: Request): Promise<Response> {
     const event = await readEvent(request);
-    if (event.type === 'order.later') return retry('the stock service is down', { after: 30 });
-    if (event.type === 'order.unknown') return drop('no such order');
+    if (event.type === 'order.later') throw retry('the stock service is down', { after: 30 });
+    if (event.type === 'order.unknown') throw drop('no such order');
     return Response.json({ id: event.id });
   },
 };
+export const outcome: Outcome = retry('later');
+export const answered = async (): Promise<unknown> => (await outcomes.fetch(new Request('http://localhost/'), {}, {} as FetchContext)).json();
 const withOutcomes = new Hono();
 withOutcomes.post('/', async (c) => {
   const events = await readEvents(c.req.raw);
