@@ -35,8 +35,8 @@ export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], 
     const view = data as ArrayBufferView;
     return { headers, body: Buffer.from(view.buffer, view.byteOffset, view.byteLength) };
   }
-  headers['content-type'] ??= 'application/json';
-  const kind = bodyKind(parseMediaType(headers['content-type']));
+  const type = (headers['content-type'] ??= JSON_MEDIA);
+  const kind = type === JSON_MEDIA ? 'json' : bodyKind(parseMediaType(type));
   if (typeof data === 'string' && kind !== 'json') return { headers, body: data };
   if (kind === 'xml' && typeof (data as { nodeType?: unknown }).nodeType === 'number') {
     return { headers, body: String(data) };
@@ -94,33 +94,43 @@ function structuredJson(event: CloudEvent<unknown>, trace: Trace | undefined): R
  */
 function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Record<string, string> | undefined {
   const headers: Record<string, string> = {};
-  let attributes = event as unknown as Record<string, unknown>;
-  // The invocation's trace, for an event without one of its own: attributes like any other.
-  if (trace !== undefined && attributes.traceparent === undefined) {
-    attributes = { ...attributes, traceparent: trace.traceparent };
-    if (trace.traceState !== undefined) attributes.tracestate ??= trace.traceState;
-  }
+  const attributes = event as unknown as Record<string, unknown>;
   let size = 0;
   for (const name of Object.keys(attributes)) {
     const value = attributes[name];
     if (value === undefined || value === null || name === 'data' || name === 'data_base64') continue;
-    const text = typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value);
-    // Encoding only lengthens a value: one too long as it is goes structured without being encoded.
-    size += name.length + text.length + 6;
-    if (size > MAX_BINARY_HEADERS) return undefined;
-    if (name === 'datacontenttype') {
-      if (!PRINTABLE.test(text) || parseMediaType(text) === undefined) return undefined;
-      headers['content-type'] = text;
-    } else if (!ENCODED.test(text)) headers[HEADER_NAMES[name] ?? `ce-${name}`] = text;
-    else {
-      const encoded = text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27'));
-      size += encoded.length - text.length;
-      if (size > MAX_BINARY_HEADERS) return undefined;
-      headers[HEADER_NAMES[name] ?? `ce-${name}`] = encoded;
-    }
+    size = putHeader(headers, name, typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value), size);
+    if (size < 0) return undefined;
+  }
+  // The invocation's trace, for an event without one of its own: attributes like any other, last.
+  if (trace !== undefined && attributes.traceparent === undefined) {
+    size = putHeader(headers, 'traceparent', trace.traceparent, size);
+    if (size >= 0 && trace.traceState !== undefined && attributes.tracestate === undefined) size = putHeader(headers, 'tracestate', trace.traceState, size);
+    if (size < 0) return undefined;
   }
   return headers;
 }
+
+/** One attribute's header: the header block's size with it, or -1 when binary mode cannot carry it. */
+function putHeader(headers: Record<string, string>, name: string, text: string, size: number): number {
+  // Encoding only lengthens a value: one too long as it is goes structured without being encoded.
+  size += name.length + text.length + 6;
+  if (size > MAX_BINARY_HEADERS) return -1;
+  if (name === 'datacontenttype') {
+    // funcrun's own default needs no parse.
+    if (text !== JSON_MEDIA && (!PRINTABLE.test(text) || parseMediaType(text) === undefined)) return -1;
+    headers['content-type'] = text;
+  } else if (!ENCODED.test(text)) headers[HEADER_NAMES[name] ?? `ce-${name}`] = text;
+  else {
+    const encoded = text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27'));
+    size += encoded.length - text.length;
+    if (size > MAX_BINARY_HEADERS) return -1;
+    headers[HEADER_NAMES[name] ?? `ce-${name}`] = encoded;
+  }
+  return size;
+}
+
+const JSON_MEDIA = 'application/json';
 
 // What binary mode percent-encodes in a value: anything outside printable ASCII but space, `"` and `%`.
 const ENCODED = /[^\x21-\x7e]|["%]/;
