@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { order, ce, structuredEvent, batchWorkload, freePort, untilUp } = require('./common');
+const { order, ce, structuredEvent, batchWorkload, freePort, untilUp, installPeers } = require('./common');
 const { readme, withSummary } = require('./readme');
 
 const ROOT = path.join(__dirname, '..');
@@ -315,22 +315,6 @@ function honoTable(results) {
     );
   }
   return { lines, verdicts };
-}
-
-function installPeers() {
-  const dir = path.join(os.tmpdir(), 'funcrun-bench-peers');
-  fs.mkdirSync(dir, { recursive: true });
-  if (
-    !fs.existsSync(path.join(dir, 'node_modules', 'faas-js-runtime')) ||
-    !fs.existsSync(path.join(dir, 'node_modules', '@google-cloud', 'functions-framework')) ||
-    !fs.existsSync(path.join(dir, 'node_modules', '@hono', 'node-server'))
-  ) {
-    fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}');
-    process.stderr.write(`installing faas-js-runtime, @google-cloud/functions-framework and @hono/node-server into ${dir}\n`);
-    const peers = ['faas-js-runtime@4.0.1', '@google-cloud/functions-framework@^3', '@hono/node-server@^2'];
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', ...peers], { cwd: dir, stdio: 'ignore' });
-  }
-  return dir;
 }
 
 const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
