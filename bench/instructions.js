@@ -11,8 +11,9 @@
 // from the same window, read from V8's own GC trace (--trace-gc-nvp: each scavenge says how much
 // was allocated since the one before), in a run without valgrind.
 // The Hono rows (hono-get, hono-post) count the same app (bench/function-hono) served by funcrun and
-// by its own Node adapter, @hono/node-server (installed as bench/run.js --peers does), in raw's place.
-//   node bench/instructions.js [--requests 2000] [--warmup 30000] [--connections 4] [--only json,event-reply,hono-get]
+// by its own Node adapter, @hono/node-server (installed as bench/run.js --peers does), in raw's place:
+// with --peers, or when --only names them.
+//   node bench/instructions.js [--requests 2000] [--warmup 30000] [--connections 4] [--peers] [--only json,event-reply,hono-get]
 const { spawn, execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -27,6 +28,7 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '2000' },
     warmup: { type: 'string', default: '30000' },
     only: { type: 'string' },
+    peers: { type: 'boolean', default: false },
     connections: { type: 'string', default: '4' },
   },
 });
@@ -59,7 +61,7 @@ const WORKLOADS = [
     target: 1,
     hono: true,
   },
-].filter((w) => !args.only || args.only.split(',').includes(w.name));
+].filter((w) => (args.only ? args.only.split(',').includes(w.name) : !w.hono || args.peers));
 
 const SERVERS = {
   raw: (port) => [path.join(__dirname, 'raw.js'), { PORT: String(port) }],

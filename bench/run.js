@@ -481,7 +481,10 @@ async function main() {
   };
   if (args.instructions) {
     // Counted with the servers alone on the machine, after the load runs: its own table and verdicts.
-    const counted = execFileSync(process.execPath, [path.join(__dirname, 'instructions.js')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const counted = execFileSync(process.execPath, [path.join(__dirname, 'instructions.js'), ...(args.peers ? ['--peers'] : [])], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const table = counted.split('\n').filter((line) => line.startsWith('|') || line.startsWith('Measured') || line.startsWith('Instructions'));
     lines.push('', ...table.flatMap((line) => (line.startsWith('|') ? [line] : [line, ''])));
     figures.instructions = instructionsOf(table);
