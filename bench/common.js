@@ -1,6 +1,10 @@
 'use strict';
-// What bench/run.js and bench/instructions.js share: the request bodies, and the servers' ports.
+// What bench/run.js and bench/instructions.js share: the request bodies, the servers' ports, the peers.
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
 const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
 
 const order = JSON.stringify({ customerId: 1, productId: 2, name: 'a bench order' });
 const ce = { 'ce-id': 'b-1', 'ce-source': '/bench', 'ce-type': 'dev.bench.order', 'ce-specversion': '1.0' };
@@ -46,4 +50,21 @@ async function untilUp(port, child, every = 5) {
   }
 }
 
-module.exports = { order, ce, structuredEvent, batchWorkload, freePort, untilUp };
+/** The peers (faas-js-runtime, Google's Functions Framework, @hono/node-server) installed once into a scratch folder: its path. */
+function installPeers() {
+  const dir = path.join(os.tmpdir(), 'funcrun-bench-peers');
+  fs.mkdirSync(dir, { recursive: true });
+  if (
+    !fs.existsSync(path.join(dir, 'node_modules', 'faas-js-runtime')) ||
+    !fs.existsSync(path.join(dir, 'node_modules', '@google-cloud', 'functions-framework')) ||
+    !fs.existsSync(path.join(dir, 'node_modules', '@hono', 'node-server'))
+  ) {
+    fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}');
+    process.stderr.write(`installing faas-js-runtime, @google-cloud/functions-framework and @hono/node-server into ${dir}\n`);
+    const peers = ['faas-js-runtime@4.0.1', '@google-cloud/functions-framework@^3', '@hono/node-server@^2'];
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', ...peers], { cwd: dir, stdio: 'ignore' });
+  }
+  return dir;
+}
+
+module.exports = { order, ce, structuredEvent, batchWorkload, freePort, untilUp, installPeers };

@@ -10,14 +10,17 @@
 // 327k instructions per CloudEvent request were the optimising compiler's; 30,000: 13k of 160k). Bytes allocated on the JS heap per request come
 // from the same window, read from V8's own GC trace (--trace-gc-nvp: each scavenge says how much
 // was allocated since the one before), in a run without valgrind.
-//   node bench/instructions.js [--requests 2000] [--warmup 30000] [--connections 4] [--only json,event-reply]
+// The Hono rows (hono-get, hono-post) count the same app (bench/function-hono) served by funcrun and
+// by its own Node adapter, @hono/node-server (installed as bench/run.js --peers does), in raw's place:
+// with --peers, or when --only names them.
+//   node bench/instructions.js [--requests 2000] [--warmup 30000] [--connections 4] [--peers] [--only json,event-reply,hono-get]
 const { spawn, execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { order, ce, batchWorkload, freePort, untilUp } = require('./common');
+const { order, ce, batchWorkload, freePort, untilUp, installPeers } = require('./common');
 
 const ROOT = path.join(__dirname, '..');
 const { values: args } = parseArgs({
@@ -25,6 +28,7 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '2000' },
     warmup: { type: 'string', default: '30000' },
     only: { type: 'string' },
+    peers: { type: 'boolean', default: false },
     connections: { type: 'string', default: '4' },
   },
 });
@@ -45,11 +49,28 @@ const WORKLOADS = [
   },
   batchWorkload,
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {} },
-].filter((w) => !args.only || args.only.split(',').includes(w.name));
+  // funcrun serving a Hono app against @hono/node-server serving it (the reference in raw's column).
+  { name: 'hono-get', label: 'Hono: JSON GET with a path parameter', path: '/items/42', method: 'GET', headers: {}, target: 1, hono: true },
+  {
+    name: 'hono-post',
+    label: 'Hono: JSON POST echoed',
+    path: '/echo',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: order,
+    target: 1,
+    hono: true,
+  },
+].filter((w) => (args.only ? args.only.split(',').includes(w.name) : !w.hono || args.peers));
 
 const SERVERS = {
   raw: (port) => [path.join(__dirname, 'raw.js'), { PORT: String(port) }],
   funcrun: (port) => [[path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function'), '--port', String(port), '--host', '127.0.0.1'], {}],
+};
+// A Hono row's two servers, by the same names: its reference in raw's place.
+const HONO_SERVERS = {
+  raw: (port) => [path.join(__dirname, 'peers', 'hono-node-server.js'), { PORT: String(port), BENCH_PEERS: installPeers() }],
+  funcrun: (port) => [[path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function-hono'), '--port', String(port), '--host', '127.0.0.1'], {}],
 };
 
 /**
@@ -77,8 +98,8 @@ async function sendOn(agent, port, workload, count) {
   }
 }
 
-function serverArgv(name, port) {
-  const [argv, env] = SERVERS[name](port);
+function serverArgv(name, port, workload) {
+  const [argv, env] = (workload.hono ? HONO_SERVERS : SERVERS)[name](port);
   return { argv: Array.isArray(argv) ? argv : [argv], env: { ...process.env, ...env } };
 }
 
@@ -86,7 +107,7 @@ async function instructions(name, workload) {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-cg-'));
   const out = path.join(dir, 'callgrind.out');
-  const { argv, env } = serverArgv(name, port);
+  const { argv, env } = serverArgv(name, port, workload);
   // JIT-compiled code rewrites itself: all-non-file makes valgrind notice.
   // Uninstrumented until the warm-up is done (valgrind then runs the server at a few times its
   // usual cost, not fifty), then zeroed, counted over the window, and dumped.
@@ -141,7 +162,7 @@ function compilerInstructions(file) {
 
 async function allocated(name, workload) {
   const port = await freePort();
-  const { argv, env } = serverArgv(name, port);
+  const { argv, env } = serverArgv(name, port, workload);
   const child = spawn(process.execPath, ['--trace-gc-nvp', ...argv], { env, stdio: ['ignore', 'pipe', 'ignore'] });
   let stdout = '';
   child.stdout.on('data', (c) => (stdout += c));
@@ -186,7 +207,9 @@ async function main() {
     `Measured ${new Date().toISOString().slice(0, 10)}, Node.js ${process.version}, ${REQUESTS} requests after ${WARMUP} of warm-up, ${CONNECTIONS} keep-alive connection${CONNECTIONS === 1 ? '' : 's'}.`,
   );
   console.log('');
-  console.log("Instructions exclude V8's optimising compiler (its share, raw / funcrun, in the last column).");
+  console.log(
+    "Instructions exclude V8's optimising compiler (its share, raw / funcrun, in the last column). The Hono rows' reference, in raw's columns, is @hono/node-server serving the same app.",
+  );
   console.log('');
   console.log('| workload | raw instructions / request | funcrun | raw / funcrun | target | raw bytes allocated / request | funcrun | compiler |');
   console.log('|---|---|---|---|---|---|---|---|');

@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { order, ce, structuredEvent, batchWorkload, freePort, untilUp } = require('./common');
+const { order, ce, structuredEvent, batchWorkload, freePort, untilUp, installPeers } = require('./common');
 const { readme, withSummary } = require('./readme');
 
 const ROOT = path.join(__dirname, '..');
@@ -317,22 +317,6 @@ function honoTable(results) {
   return { lines, verdicts };
 }
 
-function installPeers() {
-  const dir = path.join(os.tmpdir(), 'funcrun-bench-peers');
-  fs.mkdirSync(dir, { recursive: true });
-  if (
-    !fs.existsSync(path.join(dir, 'node_modules', 'faas-js-runtime')) ||
-    !fs.existsSync(path.join(dir, 'node_modules', '@google-cloud', 'functions-framework')) ||
-    !fs.existsSync(path.join(dir, 'node_modules', '@hono', 'node-server'))
-  ) {
-    fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}');
-    process.stderr.write(`installing faas-js-runtime, @google-cloud/functions-framework and @hono/node-server into ${dir}\n`);
-    const peers = ['faas-js-runtime@4.0.1', '@google-cloud/functions-framework@^3', '@hono/node-server@^2'];
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', ...peers], { cwd: dir, stdio: 'ignore' });
-  }
-  return dir;
-}
-
 const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
 
 const HISTORY = path.join(__dirname, 'history.json');
@@ -497,7 +481,10 @@ async function main() {
   };
   if (args.instructions) {
     // Counted with the servers alone on the machine, after the load runs: its own table and verdicts.
-    const counted = execFileSync(process.execPath, [path.join(__dirname, 'instructions.js')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const counted = execFileSync(process.execPath, [path.join(__dirname, 'instructions.js'), ...(args.peers ? ['--peers'] : [])], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const table = counted.split('\n').filter((line) => line.startsWith('|') || line.startsWith('Measured') || line.startsWith('Instructions'));
     lines.push('', ...table.flatMap((line) => (line.startsWith('|') ? [line] : [line, ''])));
     figures.instructions = instructionsOf(table);

@@ -21,27 +21,107 @@ export interface SignalSource {
 }
 
 const SOURCE = Symbol('funcrun signal source');
+const BODY = Symbol('funcrun request body');
+const READ = Symbol('funcrun request body read whole');
 
 /**
  * A Request whose `signal` is the invocation's, made only if the handler looks at it: a Request
- * given a signal of its own to follow costs as much again as the Request itself.
+ * given a signal of its own to follow costs as much again as the Request itself. Its `text()`,
+ * `json()`, `arrayBuffer()` and `bytes()` read node's stream straight into one buffer, without
+ * the web stream between (which stays the Request's `body`, locked from then on, as after a read).
  */
 class IncomingRequest extends Request {
   readonly [SOURCE]: SignalSource;
+  readonly [BODY]: Readable | undefined;
+  /** Whether the body was read whole by one of the methods above. */
+  declare [READ]: boolean | undefined;
 
-  constructor(url: string, init: RequestInitWithDuplex, source: SignalSource) {
+  constructor(url: string, init: RequestInitWithDuplex, source: SignalSource, body: Readable | undefined) {
     super(url, init);
     this[SOURCE] = source;
+    this[BODY] = body;
   }
 }
 
-// On the prototype, over Request's own accessor (the DOM types call it a property).
+// On the prototype, over Request's own accessors (the DOM types call them properties).
 Object.defineProperty(IncomingRequest.prototype, 'signal', {
   get(this: IncomingRequest): AbortSignal {
     return this[SOURCE].signal;
   },
   configurable: true,
 });
+const nativeBodyUsed = Object.getOwnPropertyDescriptor(Request.prototype, 'bodyUsed')!.get!;
+const nativeBody = Object.getOwnPropertyDescriptor(Request.prototype, 'body')!.get!;
+Object.defineProperty(IncomingRequest.prototype, 'bodyUsed', {
+  get(this: IncomingRequest): boolean {
+    return this[READ] === true || (nativeBodyUsed.call(this) as boolean);
+  },
+  configurable: true,
+});
+const native = Request.prototype as unknown as Record<'text' | 'json' | 'arrayBuffer' | 'bytes', (this: Request) => Promise<unknown>>;
+const { text, json, arrayBuffer, bytes } = native;
+// Methods as undici's are: on the prototype, writable, not enumerable.
+for (const [name, method] of Object.entries({
+  text(this: IncomingRequest): Promise<unknown> {
+    const whole = readWhole(this);
+    return whole === undefined ? text.call(this) : whole.then(utf8Decoded);
+  },
+  json(this: IncomingRequest): Promise<unknown> {
+    const whole = readWhole(this);
+    return whole === undefined ? json.call(this) : whole.then((read) => JSON.parse(utf8Decoded(read)) as unknown);
+  },
+  arrayBuffer(this: IncomingRequest): Promise<unknown> {
+    const whole = readWhole(this);
+    return whole === undefined ? arrayBuffer.call(this) : whole.then((read) => read.buffer);
+  },
+  bytes(this: IncomingRequest): Promise<unknown> {
+    const whole = readWhole(this);
+    return whole === undefined ? bytes.call(this) : whole;
+  },
+})) {
+  Object.defineProperty(IncomingRequest.prototype, name, { value: method, writable: true, configurable: true, enumerable: false });
+}
+
+/**
+ * The body read whole from node's stream, as undici's own read would give it (the same errors:
+ * the stream's, a 413 past the limit); undefined where undici's own read is the answer (no body,
+ * or one already used: it rejects as the standard says). The web body is locked first, so that
+ * `clone()`, `new Request(request)` and `body.getReader()` find it used.
+ */
+function readWhole(request: IncomingRequest): Promise<Uint8Array<ArrayBuffer>> | undefined {
+  const body = request[BODY];
+  if (body === undefined) return undefined;
+  const stream = nativeBody.call(request) as ReadableStream<Uint8Array> | null;
+  if (stream === null || stream.locked || (nativeBodyUsed.call(request) as boolean)) return undefined;
+  stream.getReader();
+  request[READ] = true;
+  return collect(body);
+}
+
+async function collect(body: Readable): Promise<Uint8Array<ArrayBuffer>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    size += chunk.length;
+  }
+  // A copy of its own (as undici's): a Buffer may be a view of a larger pool.
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
+}
+
+const decoder = new TextDecoder();
+
+/** UTF-8 decoded as undici decodes a body: one byte order mark dropped, then the decoder's own rule. */
+function utf8Decoded(bytes: Uint8Array): string {
+  if (bytes.length === 0) return '';
+  return decoder.decode(bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes);
+}
 
 /**
  * The Request: absolute URL (scheme from the connection, host from Host, else the listening
@@ -58,11 +138,11 @@ export function toRequest(req: IncomingMessage, target: Target, body: Readable |
     init.duplex = 'half';
   }
   try {
-    return new IncomingRequest(urlOf(req, target), init, signal);
+    return new IncomingRequest(urlOf(req, target), init, signal, init.body === undefined ? undefined : body);
   } catch (err) {
     // A Host the URL standard refuses (`999.999.999.999`): the listening address, as for none.
     if (!(err instanceof TypeError) || req.headers.host === undefined) throw err;
-    return new IncomingRequest(urlOf(req, target, false), init, signal);
+    return new IncomingRequest(urlOf(req, target, false), init, signal, init.body === undefined ? undefined : body);
   }
 }
 
@@ -109,10 +189,12 @@ function listeningAddress(req: IncomingMessage): string {
  * and destroys it when cancelled.
  */
 function webStream(body: Readable): ReadableStream<Uint8Array> {
-  const chunks = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  // Made on the first read: a body read whole (text(), json()) is read without it.
+  let chunks: AsyncIterator<Buffer> | undefined;
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        chunks ??= body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
         const { value, done } = await chunks.next();
         if (done === true) controller.close();
         else controller.enqueue(value);

@@ -12,6 +12,8 @@ type Read = Awaited<ReturnType<ReadableStreamDefaultReader<unknown>['read']>>;
 
 // What a race against the next turn of the event loop gives when the read has not settled by then.
 const PENDING = Symbol('pending');
+// What a race against the promises already settled gives when the read has not settled yet.
+const PENDING_NOW: Promise<typeof PENDING> = Promise.resolve(PENDING);
 
 /** A Response as a Reply: its status, reason phrase, headers (each Set-Cookie kept apart) and body. */
 export function responseReply(response: Response): Reply {
@@ -83,8 +85,11 @@ export async function sendWeb(req: IncomingMessage, res: ServerResponse, reply: 
     }
     first = bytesOf(read.value);
     coming = reader.read();
-    // A read failing after the first chunk is a stream failing midway: what it produced is sent first (pump).
-    const next = await Promise.race([coming, nextTurn()]).catch((): typeof PENDING => PENDING);
+    // A Response made of a string or bytes has closed its stream already: its end is there now,
+    // without waiting for the next turn of the event loop (which is waited for otherwise). A read
+    // failing after the first chunk is a stream failing midway: what it produced is sent first (pump).
+    let next = await Promise.race([coming, PENDING_NOW]).catch((): typeof PENDING => PENDING);
+    if (next === PENDING) next = await Promise.race([coming, nextTurn()]).catch((): typeof PENDING => PENDING);
     // The whole body was there at once: one write, with its length.
     if (next !== PENDING && next.done) {
       send(req, res, reply.status, reply.headers, first);

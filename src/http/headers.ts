@@ -24,16 +24,19 @@ export function safeHeaders(input: unknown, dropped?: Dropped[]): OutgoingHttpHe
     if (rawValue === undefined || rawValue === null || typeof rawName !== 'string') return;
     const name = rawName.toLowerCase();
     if (FRAMING.has(name)) return void dropped?.push({ name, reason: 'framing' });
-    const values = Array.isArray(rawValue) ? rawValue.map(String) : [String(rawValue)];
+    // One value (a Headers' every value is one) without an array of its own.
+    const one = Array.isArray(rawValue) ? undefined : String(rawValue);
+    const values = one === undefined ? (rawValue as unknown[]).map(String) : undefined;
     try {
       validateHeaderName(name);
-      for (const value of values) validateHeaderValue(name, value);
+      if (one !== undefined) validateHeaderValue(name, one);
+      else for (const value of values!) validateHeaderValue(name, value);
     } catch {
       return void dropped?.push({ name: printable(name), reason: 'invalid' });
     }
     const previous = out[name];
-    if (previous === undefined) out[name] = values.length === 1 ? values[0] : values;
-    else out[name] = [...(Array.isArray(previous) ? previous : [String(previous)]), ...values];
+    if (previous === undefined) out[name] = one ?? (values!.length === 1 ? values![0] : values);
+    else out[name] = [...(Array.isArray(previous) ? previous : [String(previous)]), ...(values ?? [one!])];
   };
   try {
     if (input === null || typeof input !== 'object') return out;

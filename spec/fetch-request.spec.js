@@ -1,0 +1,200 @@
+'use strict';
+// A fetch handler's Request is node's global Request: `text()`, `json()`, `arrayBuffer()` and
+// `bytes()` read the body whole as undici would (the same results, the same errors), and leave
+// the Request used as undici's read does; before any read it passes on as any Request does
+// (`new Request(request)`, `clone()`, `fetch` with it as the init), body included.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const http = require('node:http');
+const { Hono } = require('hono');
+const { serve, request } = require('./helpers');
+
+/** A loopback server answering with what it received: method, path, one header and the body. */
+async function upstream(t) {
+  const server = http.createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ method: req.method, path: req.url, custom: req.headers['x-custom'] ?? null, body }));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  return `http://127.0.0.1:${server.address().port}`;
+}
+
+/** What a call or a promise gave: its value, or the class and message it threw. */
+async function outcome(fn) {
+  try {
+    return { value: await fn() };
+  } catch (err) {
+    return { threw: err.constructor.name, message: err.message };
+  }
+}
+
+describe("a fetch handler's Request: its body read whole", () => {
+  it('gives text, JSON, an ArrayBuffer of the body exactly, and bytes', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        const as = new URL(request.url).searchParams.get('as');
+        if (as === 'json') return Response.json({ json: await request.json() });
+        if (as === 'buffer') {
+          const buffer = await request.arrayBuffer();
+          return Response.json({ isArrayBuffer: buffer instanceof ArrayBuffer, byteLength: buffer.byteLength, bytes: [...new Uint8Array(buffer)] });
+        }
+        if (as === 'bytes') {
+          const bytes = await request.bytes();
+          return Response.json({ isUint8Array: bytes instanceof Uint8Array, bytes: [...bytes] });
+        }
+        return Response.json({ text: await request.text() });
+      },
+    });
+    const post = async (as, body) => (await request(`${server.url}/?as=${as}`, { method: 'POST', body })).json;
+    assert.deepEqual(await post('text', 'héllo'), { text: 'héllo' });
+    assert.deepEqual(await post('json', '{"a":[1,2]}'), { json: { a: [1, 2] } });
+    assert.deepEqual(await post('buffer', new Uint8Array([0, 255, 7])), { isArrayBuffer: true, byteLength: 3, bytes: [0, 255, 7] });
+    assert.deepEqual(await post('bytes', new Uint8Array([9, 8])), { isUint8Array: true, bytes: [9, 8] });
+    // Decoded as undici decodes: a leading byte order mark dropped, bytes that are not UTF-8 replaced.
+    assert.deepEqual(await post('text', new Uint8Array([0xef, 0xbb, 0xbf, 0x61, 0xff])), { text: 'a\ufffd' });
+    assert.deepEqual(await post('text', new Uint8Array([])), { text: '' });
+  });
+
+  it('leaves the Request used: a second read rejects, clone() and new Request(request) throw, its body is locked', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        const usedBefore = request.bodyUsed;
+        const text = await request.text();
+        return Response.json({
+          text,
+          usedBefore,
+          usedAfter: request.bodyUsed,
+          locked: request.body.locked,
+          again: await outcome(() => request.json()),
+          clone: await outcome(() => request.clone()),
+          copy: await outcome(() => new Request(request)),
+        });
+      },
+    });
+    const { json } = await request(server.url, { method: 'POST', body: 'once' });
+    assert.equal(json.text, 'once');
+    assert.equal(json.usedBefore, false);
+    assert.equal(json.usedAfter, true);
+    assert.equal(json.locked, true);
+    assert.equal(json.again.threw, 'TypeError');
+    assert.equal(json.clone.threw, 'TypeError');
+    assert.equal(json.copy.threw, 'TypeError');
+  });
+
+  it('rejects json() with a SyntaxError for a body that is not JSON, and reads a body read through its stream as before', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        if (request.headers.get('x-read') === 'stream') {
+          let text = '';
+          const decoder = new TextDecoder();
+          for await (const chunk of request.body) text += decoder.decode(chunk, { stream: true });
+          return Response.json({ text, used: request.bodyUsed, again: await outcome(() => request.text()) });
+        }
+        return Response.json(await outcome(() => request.json()));
+      },
+    });
+    assert.equal((await request(server.url, { method: 'POST', body: '{nope' })).json.threw, 'SyntaxError');
+    const streamed = (await request(server.url, { method: 'POST', body: 'by the stream', headers: { 'x-read': 'stream' } })).json;
+    assert.equal(streamed.text, 'by the stream');
+    assert.equal(streamed.used, true);
+    assert.equal(streamed.again.threw, 'TypeError');
+  });
+
+  it('a body over the limit makes json() reject with the limit, and the answer is 413', async (t) => {
+    let rejected;
+    const server = await serve(
+      t,
+      {
+        async fetch(request) {
+          try {
+            await request.json();
+          } catch (err) {
+            rejected = err;
+          }
+          return new Response('read');
+        },
+      },
+      { bodyLimit: 100 },
+    );
+    const body = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(`"${'x'.repeat(300)}"`));
+        controller.close();
+      },
+    });
+    const res = await request(server.url, { method: 'POST', body, duplex: 'half' });
+    assert.equal(rejected?.code, 'FUNCRUN_BODY_TOO_LARGE');
+    assert.equal(res.status, 413);
+  });
+
+  it('still reads formData() and blob() with the content type the request carries', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        if (new URL(request.url).pathname === '/blob') {
+          const blob = await request.blob();
+          return Response.json({ type: blob.type, text: await blob.text() });
+        }
+        const form = await request.formData();
+        return Response.json({ name: form.get('name'), n: form.getAll('n') });
+      },
+    });
+    const form = await request(server.url, { method: 'POST', body: new URLSearchParams('name=ann&n=1&n=2') });
+    assert.deepEqual(form.json, { name: 'ann', n: ['1', '2'] });
+    const blob = await request(`${server.url}/blob`, { method: 'POST', body: 'plain', headers: { 'content-type': 'text/x-spec' } });
+    assert.deepEqual(blob.json, { type: 'text/x-spec', text: 'plain' });
+  });
+});
+
+describe("a fetch handler's Request: passed on before it is read", () => {
+  it('is a Request: new Request(request) and clone() carry its method, URL, headers and body', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        const copy = new Request(request);
+        const clone = copy.clone();
+        return Response.json({
+          instance: request instanceof Request,
+          method: copy.method,
+          path: new URL(copy.url).pathname,
+          custom: copy.headers.get('x-custom'),
+          copy: await copy.text(),
+          clone: await clone.text(),
+          originalUsed: await outcome(() => request.text()),
+        });
+      },
+    });
+    const { json } = await request(`${server.url}/a/b`, { method: 'PUT', body: 'passed on', headers: { 'x-custom': 'yes' } });
+    assert.equal(json.instance, true);
+    assert.equal(json.method, 'PUT');
+    assert.equal(json.path, '/a/b');
+    assert.equal(json.custom, 'yes');
+    assert.equal(json.copy, 'passed on');
+    assert.equal(json.clone, 'passed on');
+    // Passed on, its body belongs to the copy.
+    assert.equal(json.originalUsed.threw, 'TypeError');
+  });
+
+  it('is sent on with fetch as the init of a request to another server, body included', async (t) => {
+    const to = await upstream(t);
+    const server = await serve(t, {
+      fetch: (request) => fetch(new Request(`${to}${new URL(request.url).pathname}`, request)),
+    });
+    const res = await request(`${server.url}/forwarded`, { method: 'POST', body: 'to upstream', headers: { 'x-custom': 'passed' } });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json, { method: 'POST', path: '/forwarded', custom: 'passed', body: 'to upstream' });
+  });
+
+  it('serves a Hono app that reads the body as JSON, and one that passes c.req.raw on', async (t) => {
+    const to = await upstream(t);
+    const app = new Hono();
+    app.post('/echo', async (c) => c.json({ got: await c.req.json(), raw: c.req.raw instanceof Request }));
+    app.post('/proxy', (c) => fetch(`${to}/proxied`, c.req.raw));
+    const server = await serve(t, app);
+    const echo = await request(`${server.url}/echo`, { method: 'POST', body: '{"n":1}', headers: { 'content-type': 'application/json' } });
+    assert.deepEqual(echo.json, { got: { n: 1 }, raw: true });
+    const proxied = await request(`${server.url}/proxy`, { method: 'POST', body: 'via hono', headers: { 'x-custom': 'h' } });
+    assert.deepEqual(proxied.json, { method: 'POST', path: '/proxied', custom: 'h', body: 'via hono' });
+  });
+});
