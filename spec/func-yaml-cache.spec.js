@@ -104,6 +104,47 @@ describe('what func.yaml says, kept for the next start', () => {
     }
   });
 
+  it('a record holding what no parse gives (a place outside the text, a bad name or probe path) is not used, however it was written', async (t) => {
+    const { folder, cache } = setUp(t, yamlWith(SECRET));
+    await start(folder, cache);
+    const [record] = records(cache);
+    const written = JSON.parse(fs.readFileSync(record, 'utf8'));
+    const kept = JSON.parse(written.kept);
+    // Its own digest made again, as whoever forges one would: the check below is of what it says.
+    const digestOf = (text) => {
+      let h1 = 0xdeadbeef;
+      let h2 = 0x41c6ce57;
+      for (let i = 0; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        h1 = Math.imul(h1 ^ c, 2654435761);
+        h2 = Math.imul(h2 ^ c, 1597334677);
+      }
+      h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
+      h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+      h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
+      h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+      return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+    };
+    const forged = (change) => {
+      const json = JSON.stringify(change(structuredClone(kept)));
+      fs.writeFileSync(record, JSON.stringify({ ...written, kept: json, check: digestOf(json) }));
+    };
+    forged((k) => k);
+    assert.deepEqual(await start(folder, cache), { answer: { token: SECRET, mode: 'fast' }, parsed: false }, 'a record made again as funcrun makes it is used');
+    for (const change of [
+      (k) => ((k.envs[0].at = [-5, -1]), k),
+      (k) => ((k.envs[0].at = [9999, 10000]), k),
+      (k) => ((k.envs[0].at = ['a', 'b']), k),
+      (k) => ((k.envs[0].name = '1 bad name'), k),
+      (k) => ((k.liveness = 'noslash'), k),
+      (k) => ((k.logLevel = 'loud'), k),
+      (k) => ((k.envs = 'x'), k),
+    ]) {
+      forged(change);
+      assert.deepEqual(await start(folder, cache), { answer: { token: SECRET, mode: 'fast' }, parsed: true }, String(change));
+    }
+  });
+
   it('a value not written as it reads (an escape) keeps no record: the file is parsed at every start', async (t) => {
     const { folder, cache } = setUp(t, yamlWith('"tab\\there"'));
     assert.deepEqual(await start(folder, cache), { answer: { token: 'tab\there', mode: 'fast' }, parsed: true });

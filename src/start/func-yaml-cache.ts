@@ -2,15 +2,22 @@
 // the next start of the same file needs no YAML parser: loading it and its first parse cost a
 // start some 24 million instructions (10-20 ms), a third of what funcrun adds to node's own start.
 //
-// The record is used only for the very text it was read from (its length and digest compared), and
+// The record is used only for the text it was read from (its length and a digest compared), and
 // holds no value of `run.envs`: each value is kept as its place in the text and read from func.yaml
-// itself, so that a secret written there is never copied elsewhere. A value that is not written out
-// as it is read (an escape in a quoted string, a folded line) has no such place: that file is parsed
-// at every start. No record is written where the code caches are off.
+// itself, so that a secret written there is never copied elsewhere. A value not written out as it
+// reads (most escapes in a quoted string, a folded line) has no such place: that file is parsed at
+// every start. No record is written where the code caches are off.
+//
+// The digest tells an edited func.yaml from the one read, not one made to collide with it: such a
+// file (found in seconds: the digest is no cryptographic hash, and node:crypto would cost a start
+// what the record saves) starts with the record's names and the values at its places, unchecked by
+// the YAML parser. Only whoever writes func.yaml can make it, and it sets nothing its author could
+// not set plainly: func.yaml decides the function's environment.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { codeCacheFolder, regularFile, writeCacheFile } from '../boot/code-cache';
-import type { EnvEntry, FuncYaml } from './func-yaml';
+import { isEnvName, pathProblem, type EnvEntry, type FuncYaml } from './func-yaml';
+import { isLogLevel } from '../log/levels';
 
 /** Where a run.envs value sits in func.yaml's text: [start, end) in UTF-16 code units. */
 export type Place = readonly [number, number];
@@ -39,6 +46,7 @@ export function keptFuncYaml(file: string, text: string): FuncYaml | undefined {
     // The text it was read from, and the record itself as written (a damaged byte is another record).
     if (record.file !== file || record.length !== text.length || record.digest !== digestOf(text) || record.check !== digestOf(record.kept)) return undefined;
     const kept = JSON.parse(record.kept) as Kept;
+    if (!wellFormed(kept, text.length)) return undefined;
     const envs: EnvEntry[] = kept.envs.map(({ name, at }) =>
       name === undefined ? { value: text.slice(at[0], at[1]) } : { name, value: text.slice(at[0], at[1]) },
     );
@@ -57,6 +65,23 @@ export function keepFuncYaml(file: string, text: string, config: FuncYaml, place
   writeCacheFile(recordFile(folder, file), () => {
     const json = JSON.stringify(kept);
     return JSON.stringify({ file, length: text.length, digest: digestOf(text), check: digestOf(json), kept: json });
+  });
+}
+
+/**
+ * Whether a record holds what a parse could have given: places within the text, names and values
+ * that pass func.yaml's own checks. A record is written by funcrun, but read from a folder, so it
+ * is checked as input is.
+ */
+function wellFormed(kept: Kept, length: number): boolean {
+  const text = (value: unknown) => value === undefined || typeof value === 'string';
+  if (typeof kept !== 'object' || kept === null || !Array.isArray(kept.envs) || ![kept.name, kept.invoke].every(text)) return false;
+  if (kept.logLevel !== undefined && !isLogLevel(kept.logLevel)) return false;
+  for (const path of [kept.liveness, kept.readiness]) if (path !== undefined && (typeof path !== 'string' || pathProblem(path) !== undefined)) return false;
+  return kept.envs.every((env) => {
+    const at = env?.at;
+    if (!Array.isArray(at) || at.length !== 2 || !Number.isInteger(at[0]) || !Number.isInteger(at[1])) return false;
+    return 0 <= at[0] && at[0] <= at[1] && at[1] <= length && (env.name === undefined || (typeof env.name === 'string' && isEnvName(env.name)));
   });
 }
 
