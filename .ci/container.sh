@@ -8,7 +8,8 @@
 #   - run read-only with a memory limit, the image's own user and PORT set: it becomes ready,
 #     its probes answer 200, a POST is echoed, /metrics serves Prometheus text;
 #   - the process is not root, the root filesystem is read-only, the memory limit is set;
-#   - it carries funcrun's code caches (`funcrun cache`, run while it was built) for its user;
+#   - it carries funcrun's code caches (`funcrun cache`, run while it was built) for its user,
+#     and the record of its func.yaml;
 #   - `podman stop` (SIGTERM) lets a request in flight finish, and the exit status is 0;
 #   - its log lines are JSON;
 #   - a TypeScript CloudEvents project builds (tsc in the image) on the other line, Node 22
@@ -373,6 +374,12 @@ caches=$(podman exec "$container" node -e '
     const kept = fs.readFileSync(file), code = fs.readFileSync(path.join(lib, name));
     if (!kept.subarray(4, 4 + kept.readUInt32LE(0)).equals(code)) problems.push(file + " was made from other code");
     if (fs.statSync(file).uid !== 0) problems.push(file + " is not root'"'"'s");
+  }
+  // What the project'"'"'s func.yaml says, kept by funcrun cache for a start without the YAML parser.
+  if (dir !== undefined) {
+    const records = fs.readdirSync(dir).filter((name) => /^func-yaml\..*\.json$/.test(name));
+    if (records.length !== 1) problems.push(records.length + " records of func.yaml");
+    else if (JSON.parse(fs.readFileSync(path.join(dir, records[0]), "utf8")).file !== "/app/func.yaml") problems.push("the record is not of /app/func.yaml");
   }
   console.log(problems.length === 0 ? "ok " + dir : problems.join("; "));
 ' 2>&1 || true)

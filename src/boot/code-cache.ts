@@ -158,13 +158,14 @@ export function keepCompiled(file: string): void {
 
 /**
  * Writes a file of the cache folder whole or not at all (another process starting beside this one
- * reads either file entire), readable by this user alone; a write that fails is given up.
+ * reads either file entire), with the mode of any new file (an image leaves the folder to root
+ * and runs as another user, who must read them); a write that fails is given up.
  */
 export function writeCacheFile(cacheFile: string, bytes: () => Buffer | string): void {
   const partial = `${cacheFile}.${process.pid}`;
   try {
     mkdirSync(dirname(cacheFile), { recursive: true });
-    writeFileSync(partial, bytes(), { mode: 0o600 });
+    writeFileSync(partial, bytes());
     renameSync(partial, cacheFile);
   } catch {
     // A folder that cannot be written (a read-only image): starts compile as before. What was
