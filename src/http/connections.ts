@@ -60,6 +60,9 @@ export function cutAnswer(res: ServerResponse): void {
   // An answer queued behind others on its connection holds its bytes itself: none of it can be sent.
   if (socket === null || socket.destroyed || socket._httpMessage !== res) return void res.destroy();
   socket[LAST] = true;
+  // Node 24.22 holds what an answer wrote in the answer itself while it is corked (until the next
+  // tick): uncorked here, it goes to the socket before the socket's side is ended.
+  while (res.writableCorked > 0) res.uncork();
   const cut = () => socket.destroy();
   const linger = setTimeout(cut, LINGER_MS);
   linger.unref();
