@@ -28,6 +28,29 @@ const batchWorkload = {
   body: batch,
 };
 
+/**
+ * The Hono rows: one Hono app (bench/function-hono) served by funcrun and by @hono/node-server,
+ * measured against each other (bench/run.js's load, bench/instructions.js's counts).
+ */
+const honoWorkloads = [
+  { name: 'hono-get', label: 'Hono: JSON GET with a path parameter', path: '/items/42', method: 'GET', headers: {}, target: 1, hono: true },
+  {
+    name: 'hono-post',
+    label: 'Hono: JSON POST echoed',
+    path: '/echo',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: order,
+    target: 1,
+    hono: true,
+  },
+];
+/**
+ * funcrun's setting in the Hono rows: the light global Request and Response that @hono/node-server
+ * installs by default (its overrideGlobalObjects), which funcrun leaves off unless asked (docs/fetch.md).
+ */
+const honoFuncrunEnv = { FUNC_LIGHT_WEB_GLOBALS: 'on' };
+
 function freePort() {
   return new Promise((resolve) => {
     const server = net.createServer().listen(0, '127.0.0.1', () => {
@@ -67,4 +90,4 @@ function installPeers() {
   return dir;
 }
 
-module.exports = { order, ce, structuredEvent, batchWorkload, freePort, untilUp, installPeers };
+module.exports = { order, ce, structuredEvent, batchWorkload, honoWorkloads, honoFuncrunEnv, freePort, untilUp, installPeers };

@@ -20,7 +20,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { order, ce, batchWorkload, freePort, untilUp, installPeers } = require('./common');
+const { order, ce, batchWorkload, honoWorkloads, honoFuncrunEnv, freePort, untilUp, installPeers } = require('./common');
 
 const ROOT = path.join(__dirname, '..');
 const { values: args } = parseArgs({
@@ -50,17 +50,7 @@ const WORKLOADS = [
   batchWorkload,
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {} },
   // funcrun serving a Hono app against @hono/node-server serving it (the reference in raw's column).
-  { name: 'hono-get', label: 'Hono: JSON GET with a path parameter', path: '/items/42', method: 'GET', headers: {}, target: 1, hono: true },
-  {
-    name: 'hono-post',
-    label: 'Hono: JSON POST echoed',
-    path: '/echo',
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: order,
-    target: 1,
-    hono: true,
-  },
+  ...honoWorkloads,
 ].filter((w) => (args.only ? args.only.split(',').includes(w.name) : !w.hono || args.peers));
 
 const SERVERS = {
@@ -70,7 +60,10 @@ const SERVERS = {
 // A Hono row's two servers, by the same names: its reference in raw's place.
 const HONO_SERVERS = {
   raw: (port) => [path.join(__dirname, 'peers', 'hono-node-server.js'), { PORT: String(port), BENCH_PEERS: installPeers() }],
-  funcrun: (port) => [[path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function-hono'), '--port', String(port), '--host', '127.0.0.1'], {}],
+  funcrun: (port) => [
+    [path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function-hono'), '--port', String(port), '--host', '127.0.0.1'],
+    honoFuncrunEnv,
+  ],
 };
 
 /**
@@ -208,7 +201,7 @@ async function main() {
   );
   console.log('');
   console.log(
-    "Instructions exclude V8's optimising compiler (its share, raw / funcrun, in the last column). The Hono rows' reference, in raw's columns, is @hono/node-server serving the same app.",
+    "Instructions exclude V8's optimising compiler (its share, raw / funcrun, in the last column). The Hono rows' reference, in raw's columns, is @hono/node-server serving the same app; funcrun serves it with FUNC_LIGHT_WEB_GLOBALS=on, the light globals @hono/node-server installs by default.",
   );
   console.log('');
   console.log('| workload | raw instructions / request | funcrun | raw / funcrun | target | raw bytes allocated / request | funcrun | compiler |');

@@ -55,7 +55,9 @@ method, then the tables of the run that wrote this page. Do not edit it by hand.
 - **Hono rows** (with ${code('--peers')}): one Hono app (${code('bench/function-hono')}: a JSON GET with a path parameter,
   a JSON POST echoed) served by funcrun as a fetch handler, with its probes, limits and JSON-lines logs on, and
   by Hono's own Node adapter ${code('@hono/node-server')} 2 (${code('bench/peers/hono-node-server.js')}); measured against
-  each other, rounds alternating as above, not against raw.
+  each other, rounds alternating as above, not against raw. funcrun runs them with ${code('FUNC_LIGHT_WEB_GLOBALS=on')}
+  (${code('bench/common.js')}): the light global ${code('Request')} and ${code('Response')} that ${code('@hono/node-server')} installs by
+  default, and funcrun only when asked (${code('docs/fetch.md')}).
 - Every server listens on every address (no host given), as a function in a container does. A host given
   costs node's listen a lookup of it and the first run of its IPv6 pattern, some 10 ms of a start on this machine.
 

@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { order, ce, structuredEvent, batchWorkload, freePort, untilUp, installPeers } = require('./common');
+const { order, ce, structuredEvent, batchWorkload, honoWorkloads, honoFuncrunEnv, freePort, untilUp, installPeers } = require('./common');
 const { readme, withSummary } = require('./readme');
 
 const ROOT = path.join(__dirname, '..');
@@ -115,16 +115,7 @@ const ALL_WORKLOADS = [
   { name: 'query', label: 'GET with a query', path: '/query?name=ann&page=2', method: 'GET', headers: {}, target: 0.95 },
   // A Hono app (bench/function-hono) served by funcrun and by Hono's own Node adapter: measured
   // against each other, not against raw (with --peers, which installs the adapter).
-  { name: 'hono-get', label: 'Hono: JSON GET with a path parameter', path: '/items/42', method: 'GET', headers: {}, hono: true },
-  {
-    name: 'hono-post',
-    label: 'Hono: JSON POST echoed',
-    path: '/echo',
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: order,
-    hono: true,
-  },
+  ...honoWorkloads,
 ];
 const chosen = (w) => !args.only || args.only.split(',').includes(w.name);
 const WORKLOADS = ALL_WORKLOADS.filter((w) => !w.hono && chosen(w));
@@ -268,7 +259,7 @@ async function coldStart(make) {
 function honoServers(peersDir) {
   return {
     '@hono/node-server': (port) => ['node', [path.join(__dirname, 'peers', 'hono-node-server.js')], { PORT: String(port), BENCH_PEERS: peersDir }],
-    funcrun: (port) => ['node', [path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function-hono'), '--port', String(port)], {}],
+    funcrun: (port) => ['node', [path.join(ROOT, 'lib', 'serve.js'), path.join(__dirname, 'function-hono'), '--port', String(port)], honoFuncrunEnv],
   };
 }
 

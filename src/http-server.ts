@@ -26,6 +26,8 @@ import { awaitContinue, onRequest, type Pipeline } from './request';
 import type { FetchEnv, Function as FunctionModule } from './types';
 import type { MultipartLimits } from './uploads/multipart';
 import type * as UploadFolderModule from './uploads/upload-folder';
+import type * as WebGlobals from './fetch/web-globals';
+import type * as ServeFetchModule from './fetch/serve';
 import type { UploadFolder } from './uploads/upload-folder';
 
 /** Settings resolved once at start (see `start` in index.ts for where each comes from). */
@@ -66,6 +68,8 @@ export interface Settings {
   idempotency?: IdempotencySettings;
   /** A fetch handler's `env`: the process environment, read by the entry point (launch.ts). */
   env?: FetchEnv;
+  /** A fetch handler's Request is a look-alike made lazily, and the globals are light (fetch/web-globals.ts). */
+  lightWebGlobals?: boolean;
 }
 
 export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
@@ -85,6 +89,15 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
       ? undefined
       : new (require('./events/idempotency/idempotency') as typeof IdempotencyModule).Idempotency(settings.idempotency, metrics);
   if (contracts !== undefined || idempotency !== undefined) metrics?.countEvents();
+  const routes = buildRoutes(
+    module,
+    { livenessPath: settings.livenessPath, readinessPath: settings.readinessPath, metricsPath: settings.metrics?.path },
+    settings.env,
+  );
+  // A fetch handler's part loads with its server (scripts/bundle.js ON_DEMAND); with lightWebGlobals,
+  // the globals are replaced before its first request (fetch/web-globals.ts).
+  const fetchPart = routes.fallback?.kind === 'fetch' ? (require('./fetch/serve') as typeof ServeFetchModule) : undefined;
+  if (fetchPart !== undefined && settings.lightWebGlobals === true) (require('./fetch/web-globals') as typeof WebGlobals).installWebGlobals();
   const runtime: Runtime = {
     module,
     log,
@@ -102,11 +115,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     settings,
     behaviour,
     module,
-    routes: buildRoutes(
-      module,
-      { livenessPath: settings.livenessPath, readinessPath: settings.readinessPath, metricsPath: settings.metrics?.path },
-      settings.env,
-    ),
+    routes,
     log,
     runtime,
     metrics,
@@ -130,6 +139,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         settings.uploads.tempDir,
         settings.uploads.diskLimit,
       )),
+    serveFetch: fetchPart?.serveFetch,
     requests: 0,
   };
   const errorStyle = { format: module.errorBody, withoutCodes: behaviour.withoutErrorCodes };

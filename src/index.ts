@@ -64,6 +64,11 @@ export interface Options {
   metrics?: boolean;
   /** Where metrics are served. Default /metrics. */
   metricsPath?: string;
+  /**
+   * For a fetch handler: replace the global Request, Response and fetch, for the process, by light
+   * ones, as Hono's Node adapter does (docs/fetch.md#light-web-globals). Default false.
+   */
+  lightWebGlobals?: boolean;
   /** Time a client has to send its headers (slowloris). Default 20s. */
   headersTimeout?: number | string;
   /** Time a client has to send its whole request. Default 60s. */

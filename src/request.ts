@@ -67,6 +67,8 @@ export interface Pipeline {
   /** Where temporary files of uploads go. */
   /** Made by the first multipart body, when the uploads part loads (scripts/bundle.js ON_DEMAND). */
   readonly uploadFolder: () => UploadFolder;
+  /** Steps 6 to 9 for a fetch handler (fetch/serve.ts): loaded when the server is made, for a module with `fetch` only. */
+  readonly serveFetch: typeof ServeFetch.serveFetch | undefined;
   /** The last reqId given out. */
   requests: number;
 }
@@ -151,7 +153,7 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     if (destination.kind === 'probe' || destination.kind === 'metrics') return await answerRuntime(p, x, destination);
     // 6 to 9, for a fetch handler: its Request made, its Response sent (fetch/serve.ts, loaded for such a module only).
     if (destination.kind === 'fetch') {
-      sent = await (require('./fetch/serve') as typeof ServeFetch).serveFetch(p, x, destination);
+      sent = await p.serveFetch!(p, x, destination);
       if (sent !== undefined) answered(p, x, sent);
       return;
     }

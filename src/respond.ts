@@ -73,7 +73,9 @@ export function respond(to: ReplyContext, value: unknown): Reply | Promise<Reply
   }
   const body = reply.body;
   if (body instanceof Readable) return stream(to, reply, body);
-  if (body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) return web().sendWeb(to.req, to.res, reply, body);
+  // A web answer's body, or its status text (a light Response's text body carries one too), is sendWeb()'s to write.
+  if ((body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) || reply.reason !== undefined)
+    return web().sendWeb(to.req, to.res, reply, body);
   send(to.req, to.res, reply.status, reply.headers, body);
   return reply;
 }

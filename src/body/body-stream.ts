@@ -46,6 +46,10 @@ export class BodyStream extends Readable {
   readonly #minRate: number;
   /** Called when the function first reads: `100 Continue`, for a client that waits for it. */
   readonly #onFirstRead: () => void;
+  /** While whole() reads: the chunks so far, and its promise's ends. */
+  #whole: { chunks: Buffer[]; resolve: (body: Buffer) => void; reject: (err: Error) => void } | undefined = undefined;
+  /** Whether whole() read the body to its end. */
+  #readWhole = false;
 
   constructor(req: IncomingMessage, options: BodyStreamOptions) {
     super();
@@ -89,6 +93,32 @@ export class BodyStream extends Readable {
   }
 
   override _read(): void {
+    this.#start();
+  }
+
+  /**
+   * The body read whole, without the stream between (a fetch handler's `text()`, `json()`, ...):
+   * counted, refused and paced as a read of the stream is; it fails as the stream would (a 413
+   * past the limit). Before the stream is read only: the stream is never read then.
+   */
+  whole(): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      this.#whole = { chunks: [], resolve, reject };
+      this.#start();
+    });
+  }
+
+  /** Whether the body began to be read, by the stream or by whole(). */
+  get started(): boolean {
+    return this.#reading;
+  }
+
+  /** Whether the body was read to its end, by the stream or by whole(). */
+  get finished(): boolean {
+    return this.#readWhole || this.readableEnded;
+  }
+
+  #start(): void {
     const req = this.#req;
     this.#waitingSince ??= now();
     if (!this.#reading) {
@@ -103,6 +133,11 @@ export class BodyStream extends Readable {
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    const whole = this.#whole;
+    if (whole !== undefined) {
+      this.#whole = undefined;
+      whole.reject(err ?? Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    }
     this.#stop();
     clearInterval(this.#pace);
     // Nothing more is read: whatever the client still sends is left unread (its connection closes).
@@ -113,6 +148,7 @@ export class BodyStream extends Readable {
   #onData = (chunk: Buffer): void => {
     this.#received += chunk.length;
     if (this.#received > this.#limit) return this.#refuse(tooLarge(this.#limit, this.#setting));
+    if (this.#whole !== undefined) return void this.#whole.chunks.push(chunk);
     if (!this.push(chunk)) {
       if (this.#waitingSince !== undefined) this.#waited += now() - this.#waitingSince;
       this.#waitingSince = undefined;
@@ -128,7 +164,11 @@ export class BodyStream extends Readable {
   #onEnd = (): void => {
     this.#stop();
     clearInterval(this.#pace);
-    this.push(null);
+    const whole = this.#whole;
+    if (whole === undefined) return void this.push(null);
+    this.#whole = undefined;
+    this.#readWhole = true;
+    whole.resolve(whole.chunks.length === 1 ? whole.chunks[0] : Buffer.concat(whole.chunks, this.#received));
   };
 
   #onClose = (): void => {

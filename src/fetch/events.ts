@@ -70,9 +70,11 @@ export async function sendKept(req: IncomingMessage, res: ServerResponse, reply:
  * or still being produced (streamed), the stream returned sends what was read and then the rest,
  * and the Reply keeps its stream (sent, not kept: the claim is released).
  */
-async function readAhead(reply: Reply, limit: number): Promise<ReadableStream<unknown> | undefined> {
-  const body = reply.body as ReadableStream<unknown> | undefined;
+async function readAhead(reply: Reply, limit: number): Promise<ReadableStream<unknown> | string | undefined> {
+  const body = reply.body as ReadableStream<unknown> | string | undefined;
   if (body === undefined) return undefined;
+  // A light Response's text (light-response.ts): whole already, kept when within the limit (answers.ts).
+  if (typeof body === 'string') return body;
   const reader = body.getReader();
   const chunks: unknown[] = [];
   let size = 0;

@@ -11,14 +11,16 @@ import { allowAnyOrigin } from '../http/cors';
 import { closeAfter, closeUnread } from '../http/connections';
 import { openBodyStream } from '../input';
 import { fetchContext, inInvocation } from '../invocation';
-import { now } from '../lifecycle/deadline';
+import { isThenable, now } from '../lifecycle/deadline';
 import type { Exchange, Pipeline } from '../request';
 import type { Reply } from '../respond';
 import type { FetchDestination } from '../routing/routes';
 import type { FetchContext, FetchEnv, Logger } from '../types';
 import { kindOf } from '../util/kind';
-import { discardWeb, responseReply, sendWeb } from './web-response';
+import { discardWeb, lightOf, lightReply, responseReply, sendWeb, sendWhole } from './web-response';
 import { toRequest } from './web-request';
+import { lazyRequest } from './light-request';
+import { NativeResponse } from './natives';
 import { Outcome, settleOutcome } from '../cloudevents/outcomes';
 import { admitFetchEvents, admittedRequest, sendKept } from './events';
 
@@ -76,8 +78,23 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
   body?.on('error', ignore);
   try {
     const ctx = fetchContext(p, x, admitted === undefined || Array.isArray(admitted.events) ? undefined : admitted.events);
-    const request = admitted === undefined ? toRequest(req, x.target, body, ctx) : admittedRequest(x, admitted, ctx);
-    let value = await invokeFetch(p, ctx, { destination, request, reqId: x.reqId }, x.deadline);
+    // With lightWebGlobals, a look-alike made lazily (light-request.ts); else undici's own.
+    const request =
+      admitted !== undefined
+        ? admittedRequest(x, admitted, ctx)
+        : p.settings.lightWebGlobals
+          ? lazyRequest(req, x.target, body, ctx)
+          : toRequest(req, x.target, body, ctx);
+    let value: unknown;
+    try {
+      value = p.invoke(callFetch as never, ctx, { destination, request, reqId: x.reqId }, x.deadline);
+      // A Response returned as it is (a Hono route that is not async) is sent without a turn of waiting.
+      if (isThenable(value)) value = await value;
+    } catch (err) {
+      // retry() or drop() thrown (an app that answers every Error itself lets others through) is the value.
+      if (!(err instanceof Outcome)) throw err;
+      value = err;
+    }
     // A body over its limit is the answer (413), whatever the handler made of the failed read.
     if (body?.refused !== undefined) {
       discard(value);
@@ -85,39 +102,40 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
     }
     // A fault in the invocation was answered 500 already (faults.ts).
     if (res.writableEnded) return void discard(value);
-    // retry() and drop(), returned or thrown: a retry is thrown as its 503 (or 429), a drop is a 204.
-    if (value instanceof Outcome) value = settleOutcome(p.metrics, ctx.log, value, ctx.cloudevent) ?? new Response(null, { status: 204 });
-    if (!(value instanceof Response)) {
-      discard(value);
-      throw new Error(`fetch must return a Response, got ${kindOf(value)}`);
-    }
-    const reply = responseReply(value);
+    const reply = replyOf(p, ctx, value);
     closeAfter(req, res, p.runtime.draining);
     if (p.corsForEveryOrigin) allowAnyOrigin(res);
     // A body still coming that the handler did not read leaves the connection unusable after the answer.
-    if (!req.complete && hasBody(req) && (body === undefined || !body.readableDidRead)) closeUnread(req, res);
+    if (!req.complete && hasBody(req) && (body === undefined || !body.started)) closeUnread(req, res);
     // The body's own code (a stream's pull() that logs or fails) runs as part of the invocation.
     // With an event's claim held, a body that comes whole within the answer limit is kept for duplicates (events.ts).
     if (x.settleClaim !== undefined) return await inInvocation(ctx, sendKept, req, res, reply, p.idempotency!.settings.answerLimit);
-    return await inInvocation(ctx, sendWeb, req, res, reply, reply.body as ReadableStream<unknown> | undefined);
+    const sent = reply.body as ReadableStream<unknown> | string | undefined;
+    // A body there whole (a light Response's text) or none runs no code of the function's: sent as it is.
+    if (typeof sent === 'string' || (sent === undefined && req.method !== 'HEAD')) return sendWhole(req, res, reply, sent);
+    return await inInvocation(ctx, sendWeb, req, res, reply, sent);
   } finally {
     if (body !== undefined) done(body);
   }
 }
 
-/** The handler called by p.invoke; retry() or drop() thrown (an app that answers every Error itself lets others through) is its value. */
-async function invokeFetch(p: Pipeline, ctx: Context, call: FetchCall, deadline: number): Promise<unknown> {
-  try {
-    return await p.invoke(callFetch as never, ctx, call, deadline);
-  } catch (err) {
-    if (err instanceof Outcome) return err;
-    throw err;
+/** The Response `fetch` gave as a Reply: a light one's parts as they are (light-response.ts); retry() and drop() their answers. */
+function replyOf(p: Pipeline, ctx: Context, returned: unknown): Reply {
+  const light = lightOf(returned);
+  if (light !== undefined) return lightReply(light);
+  let value = returned;
+  // retry() and drop(), returned or thrown: a retry is thrown as its 503 (or 429), a drop is a 204.
+  if (value instanceof Outcome) value = settleOutcome(p.metrics, ctx.log, value, ctx.cloudevent) ?? new Response(null, { status: 204 });
+  if (!(value instanceof NativeResponse)) {
+    discard(value);
+    throw new Error(`fetch must return a Response, got ${kindOf(value)}`);
   }
+  return responseReply(value);
 }
 
 // However the request ended, a body still streaming stops.
 function done(body: BodyStream): void {
-  if (!body.readableEnded && !body.destroyed) body.destroy();
+  if (!body.finished && !body.destroyed) body.destroy();
 }
 
 function ignore(): void {}

@@ -6,6 +6,8 @@ import type { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { runtimeError } from '../errors';
 import type { Target } from '../http/target';
+import { NativeRequest } from './natives';
+import { BodyStream } from '../body/body-stream';
 
 // Methods a Request refuses to carry (the Fetch standard's forbidden methods).
 const FORBIDDEN = new Set(['CONNECT', 'TRACE', 'TRACK']);
@@ -13,7 +15,7 @@ const FORBIDDEN = new Set(['CONNECT', 'TRACE', 'TRACK']);
 // change what `request.url` says. Linear: no two parts match the same characters.
 const HOST = /^(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9._-]{1,253})(?::[0-9]{1,5})?$/;
 
-type RequestInitWithDuplex = RequestInit & { duplex?: 'half' };
+export type RequestInitWithDuplex = RequestInit & { duplex?: 'half' };
 
 /** Where a Request's signal comes from: the invocation's context, which makes it on first use. */
 export interface SignalSource {
@@ -30,7 +32,7 @@ const READ = Symbol('funcrun request body read whole');
  * `json()`, `arrayBuffer()` and `bytes()` read node's stream straight into one buffer, without
  * the web stream between (which stays the Request's `body`, locked from then on, as after a read).
  */
-class IncomingRequest extends Request {
+class IncomingRequest extends NativeRequest {
   readonly [SOURCE]: SignalSource;
   readonly [BODY]: Readable | undefined;
   /** Whether the body was read whole by one of the methods above. */
@@ -50,15 +52,15 @@ Object.defineProperty(IncomingRequest.prototype, 'signal', {
   },
   configurable: true,
 });
-const nativeBodyUsed = Object.getOwnPropertyDescriptor(Request.prototype, 'bodyUsed')!.get!;
-const nativeBody = Object.getOwnPropertyDescriptor(Request.prototype, 'body')!.get!;
+const nativeBodyUsed = Object.getOwnPropertyDescriptor(NativeRequest.prototype, 'bodyUsed')!.get!;
+const nativeBody = Object.getOwnPropertyDescriptor(NativeRequest.prototype, 'body')!.get!;
 Object.defineProperty(IncomingRequest.prototype, 'bodyUsed', {
   get(this: IncomingRequest): boolean {
     return this[READ] === true || (nativeBodyUsed.call(this) as boolean);
   },
   configurable: true,
 });
-const native = Request.prototype as unknown as Record<'text' | 'json' | 'arrayBuffer' | 'bytes', (this: Request) => Promise<unknown>>;
+const native = NativeRequest.prototype as unknown as Record<'text' | 'json' | 'arrayBuffer' | 'bytes', (this: Request) => Promise<unknown>>;
 const { text, json, arrayBuffer, bytes } = native;
 // Methods as undici's are: on the prototype, writable, not enumerable.
 for (const [name, method] of Object.entries({
@@ -98,27 +100,30 @@ function readWhole(request: IncomingRequest): Promise<Uint8Array<ArrayBuffer>> |
   return collect(body);
 }
 
-async function collect(body: Readable): Promise<Uint8Array<ArrayBuffer>> {
+/**
+ * A body read whole: the stream's errors (a 413 past the limit) are the read's. funcrun's own
+ * stream of it is read without a stream between (BodyStream's whole()); the bytes may then be a
+ * view of a larger buffer.
+ */
+export function readAll(body: Readable): Promise<Uint8Array> {
+  return body instanceof BodyStream ? body.whole() : gather(body);
+}
+
+async function gather(body: Readable): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    chunks.push(chunk);
-    size += chunk.length;
-  }
-  // A copy of its own (as undici's): a Buffer may be a view of a larger pool.
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  return bytes;
+  for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/** A body read whole, into one buffer of its own (as undici's). */
+export async function collect(body: Readable): Promise<Uint8Array<ArrayBuffer>> {
+  return new Uint8Array(await readAll(body));
 }
 
 const decoder = new TextDecoder();
 
 /** UTF-8 decoded as undici decodes a body: one byte order mark dropped, then the decoder's own rule. */
-function utf8Decoded(bytes: Uint8Array): string {
+export function utf8Decoded(bytes: Uint8Array): string {
   if (bytes.length === 0) return '';
   return decoder.decode(bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes);
 }
@@ -130,8 +135,7 @@ function utf8Decoded(bytes: Uint8Array): string {
  * read from `signal.signal` when the handler first asks for it.
  */
 export function toRequest(req: IncomingMessage, target: Target, body: Readable | undefined, signal: SignalSource): Request {
-  const method = req.method ?? 'GET';
-  if (FORBIDDEN.has(method)) throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${target.path}`);
+  const method = methodOf(req, target);
   const init: RequestInitWithDuplex = { method, headers: headersOf(req) };
   if (body !== undefined && method !== 'GET' && method !== 'HEAD') {
     init.body = webStream(body);
@@ -146,8 +150,15 @@ export function toRequest(req: IncomingMessage, target: Target, body: Readable |
   }
 }
 
+/** The request's method; one a Request cannot carry is a 405. */
+export function methodOf(req: IncomingMessage, target: Target): string {
+  const method = req.method ?? 'GET';
+  if (FORBIDDEN.has(method)) throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${target.path}`);
+  return method;
+}
+
 /** The headers as node parsed them: a repeated header is one value (a request's Set-Cookie aside, which node keeps apart). */
-function headersOf(req: IncomingMessage): Record<string, string> | [string, string][] {
+export function headersOf(req: IncomingMessage): Record<string, string> | [string, string][] {
   const headers = req.headers;
   if (headers['set-cookie'] === undefined) return headers as Record<string, string>;
   const pairs: [string, string][] = [];
@@ -161,14 +172,23 @@ function headersOf(req: IncomingMessage): Record<string, string> | [string, stri
 
 /** The absolute URL: the scheme of the connection, the host its Host header names, the target as sent. */
 export function urlOf(req: IncomingMessage, target: Target, byHost = true): string {
-  const socket = req.socket as TLSSocket | undefined;
-  const scheme = socket?.encrypted === true ? 'https' : 'http';
+  return `${schemeOf(req)}://${authorityOf(req, byHost)}${pathOf(req, target)}`;
+}
+
+export function schemeOf(req: IncomingMessage): 'http' | 'https' {
+  return (req.socket as TLSSocket | undefined)?.encrypted === true ? 'https' : 'http';
+}
+
+/** The host (and port) the Host header names, when it names one; else the listening address. */
+export function authorityOf(req: IncomingMessage, byHost = true): string {
   const host = req.headers.host;
-  const authority = byHost && host !== undefined && HOST.test(host) && portOk(host) ? host : listeningAddress(req);
+  return byHost && host !== undefined && HOST.test(host) && portOk(host) ? host : listeningAddress(req);
+}
+
+/** The origin-form target (`/path?query`) as sent; an absolute-form one by its path and query. */
+export function pathOf(req: IncomingMessage, target: Target): string {
   const sent = req.url ?? '/';
-  // The origin-form target (`/path?query`) as sent; an absolute-form one by its path and query.
-  const rest = sent.startsWith('/') ? sent : `${target.path.startsWith('/') ? '' : '/'}${target.path}${target.search === undefined ? '' : `?${target.search}`}`;
-  return `${scheme}://${authority}${rest}`;
+  return sent.startsWith('/') ? sent : `${target.path.startsWith('/') ? '' : '/'}${target.path}${target.search === undefined ? '' : `?${target.search}`}`;
 }
 
 function portOk(host: string): boolean {
@@ -188,7 +208,7 @@ function listeningAddress(req: IncomingMessage): string {
  * of its own), ends as it ends, errors with its error (a 413 past the limit: `text()` rejects),
  * and destroys it when cancelled.
  */
-function webStream(body: Readable): ReadableStream<Uint8Array> {
+export function webStream(body: Readable): ReadableStream<Uint8Array> {
   // Made on the first read: a body read whole (text(), json()) is read without it.
   let chunks: AsyncIterator<Buffer> | undefined;
   return new ReadableStream<Uint8Array>(

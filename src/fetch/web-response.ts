@@ -7,6 +7,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { safeHeaders, type Dropped } from '../http/headers';
 import type { Reply } from '../respond';
 import { send } from '../send';
+import { LIGHT, type LightParts } from './light-response';
+import { NativeResponse } from './natives';
 
 type Read = Awaited<ReturnType<ReadableStreamDefaultReader<unknown>['read']>>;
 
@@ -17,6 +19,8 @@ const PENDING_NOW: Promise<typeof PENDING> = Promise.resolve(PENDING);
 
 /** A Response as a Reply: its status, reason phrase, headers (each Set-Cookie kept apart) and body. */
 export function responseReply(response: Response): Reply {
+  const light = lightOf(response);
+  if (light !== undefined) return lightReply(light);
   if (response.type === 'error') throw new Error('the function returned Response.error(), which is no answer');
   const dropped: Dropped[] = [];
   // Iterating Headers gives each Set-Cookie apart (the Fetch standard's "sort and combine").
@@ -33,6 +37,32 @@ export function responseReply(response: Response): Reply {
   return reply;
 }
 
+/** A light Response's parts (light-response.ts), or undefined for any other value. */
+export function lightOf(value: unknown): LightParts | undefined {
+  return value !== null && typeof value === 'object' ? (value as { [LIGHT]?: LightParts })[LIGHT] : undefined;
+}
+
+/**
+ * A light Response (light-response.ts) as a Reply: its text body as it is, sent whole with its
+ * length. Its headers were checked when it was made: without a framing header, and unless a
+ * Headers was made of them since, they are sent as they are (send() copies them).
+ */
+export function lightReply(light: LightParts): Reply {
+  let reply: Reply;
+  if (light.headers === undefined && !light.framing) reply = { status: light.status, headers: light.fields };
+  else {
+    const dropped: Dropped[] = [];
+    reply = { status: light.status, headers: safeHeaders(light.headers ?? light.fields, dropped) };
+    const refused = dropped.filter((header) => header.reason !== 'framing');
+    if (refused.length > 0) reply.dropped = refused;
+    const length = declaredLength(light.headers === undefined ? (light.fields['content-length'] ?? null) : light.headers.get('content-length'));
+    if (length !== undefined) reply.declaredLength = length;
+  }
+  if (light.statusText !== '') reply.reason = light.statusText;
+  if (light.body !== null) reply.body = light.body;
+  return reply;
+}
+
 /** A Content-Length the Response gave, when it is one number (several joined, or anything else: none). */
 function declaredLength(value: string | null): number | undefined {
   if (value === null || !/^\d{1,15}$/.test(value)) return undefined;
@@ -41,32 +71,41 @@ function declaredLength(value: string | null): number | undefined {
 
 /** Whether a value is a web Response or ReadableStream: told by its class, as node's own. */
 export function webKind(value: object): 'response' | 'stream' | undefined {
-  if (value instanceof Response) return 'response';
+  if (value instanceof NativeResponse) return 'response';
   if (value instanceof ReadableStream) return 'stream';
   return undefined;
 }
 
 /** A web answer that will not be sent (a late result, a refused one): its body is cancelled. */
 export function discardWeb(value: object): void {
-  const body = value instanceof Response ? value.body : value instanceof ReadableStream ? value : null;
+  // A light Response holds text at most: nothing to cancel, and no real Response to make for it.
+  if (lightOf(value) !== undefined) return;
+  const body = value instanceof NativeResponse ? value.body : value instanceof ReadableStream ? value : null;
   if (body !== null && !body.locked) body.cancel().catch(ignore);
 }
 
 function ignore(): void {}
 
 /**
- * Sends a Reply whose body is a web ReadableStream, or none. A body that is one chunk (a Response made of a
- * string or bytes) is sent whole, with its Content-Length; any other is sent chunked as it comes.
+ * Sends a Reply whose body is a web ReadableStream, text (a light Response's), or none. Text, or a
+ * stream whose body is one chunk (a Response made of a string or bytes), is sent whole, with its
+ * Content-Length; any other is sent chunked as it comes.
  * Resolves once sent, or once the client has gone (the stream is then cancelled); rejects when
  * the stream fails or produces something other than bytes or text.
  */
-export async function sendWeb(req: IncomingMessage, res: ServerResponse, reply: Reply, body: ReadableStream<unknown> | undefined): Promise<Reply> {
-  if (reply.reason !== undefined) res.statusMessage = reply.reason;
-  if (req.method === 'HEAD') return sendHead(res, reply, body);
-  if (body === undefined) {
-    send(req, res, reply.status, reply.headers, undefined);
-    return reply;
+export async function sendWeb(
+  req: IncomingMessage,
+  res: ServerResponse,
+  reply: Reply,
+  body: ReadableStream<unknown> | string | Buffer | undefined,
+): Promise<Reply> {
+  if (typeof body === 'string' || Buffer.isBuffer(body)) return sendWhole(req, res, reply, body);
+  if (req.method === 'HEAD') {
+    if (reply.reason !== undefined) res.statusMessage = reply.reason;
+    return sendHead(res, reply, body);
   }
+  if (body === undefined) return sendWhole(req, res, reply, body);
+  if (reply.reason !== undefined) res.statusMessage = reply.reason;
   if (res.destroyed || reply.status === 204 || reply.status === 304) {
     if (!body.locked) body.cancel().catch(ignore);
     if (res.destroyed) return reply;
@@ -100,6 +139,16 @@ export async function sendWeb(req: IncomingMessage, res: ServerResponse, reply: 
     throw err;
   }
   return pump(res, reply, reader, first, coming);
+}
+
+/**
+ * Sends a Reply whose body is there whole (text or bytes), or none, but for a HEAD request without
+ * one (sendWeb()'s). A HEAD answer is the head a GET would have, its Content-Length among it.
+ */
+export function sendWhole(req: IncomingMessage, res: ServerResponse, reply: Reply, body: string | Buffer | undefined): Reply {
+  if (reply.reason !== undefined) res.statusMessage = reply.reason;
+  if (!res.destroyed) send(req, res, reply.status, reply.headers, body);
+  return reply;
 }
 
 /** The rest of the body, chunked: the head and the first chunk now, then each chunk as it is read. */

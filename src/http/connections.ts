@@ -17,12 +17,35 @@ const LATEST = Symbol('funcrun latest request');
 const ANSWERED = Symbol('funcrun answered raw');
 // Set once an answer on it says `connection: close`: the requests node dispatches on it afterwards are not run.
 const LAST = Symbol('funcrun last answer');
-type CountedSocket = Socket & { [PENDING]?: number; [CLOSING]?: boolean; [LATEST]?: IncomingMessage; [ANSWERED]?: boolean; [LAST]?: boolean };
+// The origin its requests' Host header gives (a fetch handler's request.url begins with it), and that Host.
+const ORIGIN = Symbol('funcrun origin');
+type CountedSocket = Socket & {
+  [PENDING]?: number;
+  [CLOSING]?: boolean;
+  [LATEST]?: IncomingMessage;
+  [ANSWERED]?: boolean;
+  [LAST]?: boolean;
+  [ORIGIN]?: { readonly host: string | undefined; readonly origin: string };
+};
 
 // Responses counted as answered by the fault handler, which answers a crashed request while its
 // onRequest may still finish later. (A set beside them, not a property: adding one to every
 // response would give node's own code two shapes of them.)
 const answeredEarly = new WeakSet<ServerResponse>();
+
+/**
+ * The origin (`http://host:port`) of a request, as `make` gives it from the request's Host header
+ * and its connection: made once per connection while its requests name the same Host.
+ */
+export function connectionOrigin(req: IncomingMessage, make: (req: IncomingMessage) => string): string {
+  const socket = req.socket as CountedSocket;
+  const host = req.headers.host;
+  const known = socket[ORIGIN];
+  if (known !== undefined && known.host === host) return known.origin;
+  const origin = make(req);
+  socket[ORIGIN] = { host, origin };
+  return origin;
+}
 
 /**
  * A request has arrived on its connection: its answer is pending until requestAnswered. False

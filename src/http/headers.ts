@@ -7,6 +7,11 @@ import { validateHeaderName, validateHeaderValue, type OutgoingHttpHeaders } fro
 // Transfer-Encoding beside funcrun's would make the response ambiguous (RFC 9112 section 6.3).
 const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection']);
 
+/** Whether a (lowercase) header name is one of the framing headers funcrun writes itself. */
+export function isFraming(name: string): boolean {
+  return FRAMING.has(name);
+}
+
 /** What was left out, for the caller to log. */
 export interface Dropped {
   name: string;

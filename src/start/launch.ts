@@ -112,6 +112,7 @@ export async function launch(module: FunctionModule, options: Options, funcYaml:
       idempotency,
       // A fetch handler's `env` (FetchEnv).
       env: process.env,
+      lightWebGlobals: module.fetch !== undefined && value('lightWebGlobals'),
       maxEventLoopDelay: value('maxEventLoopDelay'),
       metrics: value('metrics')
         ? { path: value('metricsPath'), labels: metricLabels(options.name ?? funcYaml?.name, identityOf(process.env), behaviour.faasMetricLabels) }

@@ -198,6 +198,12 @@ export const SETTINGS = {
     help: 'serve Prometheus metrics',
   },
   metricsPath: { env: ['FUNC_METRICS_PATH'], default: '/metrics', parse: path, help: 'where metrics are served' },
+  lightWebGlobals: {
+    env: ['FUNC_LIGHT_WEB_GLOBALS'],
+    default: false,
+    parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w),
+    help: "a fetch handler's process gets light global Request, Response and fetch, as @hono/node-server installs: a Request made lazily, a Response of text written directly",
+  },
   idempotency: {
     env: ['FUNC_IDEMPOTENCY'],
     default: undefined as boolean | undefined,

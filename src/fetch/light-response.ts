@@ -1,0 +1,226 @@
+// With `lightWebGlobals` (web-globals.ts): the global Response, light where it can be. A Response
+// of text, or of no body, whose headers are an object of text or a Headers keeps its body, status,
+// status text and headers as given, checked as the platform checks them, and web-response.ts
+// writes it without a web stream between; the rest (a stream, bytes, headers as pairs, a value
+// the platform would change or refuse) is the platform's own. A real Response (undici's) is made
+// from a light one only when something needs it: its body as a stream, a read of it, clone().
+import { inspect, type InspectOptions } from 'node:util';
+import { isFraming } from '../http/headers';
+import { NATIVE, NativeResponse, ordinaryInstanceOf } from './natives';
+
+/** On a light Response: its parts (undefined once its real Response is made). Registered: web-response.ts reads any copy's. */
+export const LIGHT = Symbol.for('funcrun.web.response.parts');
+/** On a light Response: its real Response, made on the first call. */
+const REAL = Symbol.for('funcrun.web.response.real');
+
+/** What web-response.ts writes of a light Response. */
+export interface LightParts {
+  readonly status: number;
+  readonly statusText: string;
+  readonly body: string | null;
+  /** The headers, checked, names lowercased, with the Content-Type a text body gets. */
+  readonly fields: Record<string, string>;
+  /** The Headers `response.headers` made of them, once asked for: from then on the headers are its. */
+  headers: Headers | undefined;
+  /** Whether `fields` names a framing header (funcrun's to write: left out when sent). */
+  framing: boolean;
+}
+
+const TEXT_TYPE = 'text/plain;charset=UTF-8';
+// A header name (a token), and a value the platform keeps as it is (no whitespace around it, no
+// character a Headers refuses or a ByteString cannot hold): any other is the platform's to check.
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const VALUE = /^(?:[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?)?$/;
+const REASON = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** The global Response while light. */
+export class LightResponse extends NativeResponse {
+  constructor(body: ConstructorParameters<typeof Response>[0] = null, init: ResponseInit | undefined = undefined) {
+    if (new.target === LightResponse) {
+      const light = lightResponse(body, init, undefined);
+      if (light !== undefined) return light;
+    }
+    super(body, init);
+  }
+
+  /** Response.json(): light too, where its init lets it be. */
+  static override json(data: unknown, init: ResponseInit | undefined = undefined): Response {
+    if (init !== undefined && init !== null && typeof init !== 'object') return NativeResponse.json(data, init);
+    const text = JSON.stringify(data) as string | undefined;
+    if (text === undefined) throw new TypeError('Value is not JSON serializable');
+    return lightResponse(text, init, 'application/json') ?? new NativeResponse(text, jsonInit(init));
+  }
+
+  // A Response of the platform's (fetch()'s, a clone) is a Response: the class stands for the platform's.
+  static override [Symbol.hasInstance](this: unknown, value: unknown): boolean {
+    return ordinaryInstanceOf.call(this === LightResponse ? NativeResponse : this, value);
+  }
+
+  static readonly [NATIVE] = NativeResponse;
+}
+Object.defineProperty(LightResponse, 'name', { value: 'Response' });
+
+class Light {
+  readonly #parts: LightParts;
+  #real: Response | undefined = undefined;
+
+  constructor(parts: LightParts) {
+    this.#parts = parts;
+  }
+
+  get status(): number {
+    return this.#parts.status;
+  }
+
+  get ok(): boolean {
+    const status = this.#parts.status;
+    return status >= 200 && status <= 299;
+  }
+
+  get statusText(): string {
+    return this.#parts.statusText;
+  }
+
+  get headers(): Headers {
+    if (this.#real !== undefined) return this.#real.headers;
+    const parts = this.#parts;
+    return (parts.headers ??= new Headers(parts.fields));
+  }
+
+  get type(): Response['type'] {
+    return 'default';
+  }
+
+  get url(): string {
+    return '';
+  }
+
+  get redirected(): boolean {
+    return false;
+  }
+
+  get [LIGHT](): LightParts | undefined {
+    return this.#real === undefined ? this.#parts : undefined;
+  }
+
+  /** The real Response, made on the first call, with the headers as they are now. */
+  [REAL](): Response {
+    if (this.#real !== undefined) return this.#real;
+    const { body, status, statusText, fields, headers } = this.#parts;
+    return (this.#real = new NativeResponse(body, { status, statusText, headers: headers ?? fields }));
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    const { status, statusText, body } = this.#parts;
+    const shown = { status, statusText, headers: this.headers, body };
+    return `Response ${inspect(shown, { ...options, depth: options.depth == null ? null : depth - 1 })}`;
+  }
+}
+
+// A light Response is a Response: `instanceof Response` holds, its constructor is the global
+// Response, and what it does not answer itself (body, bodyUsed, the reads, clone()) its real Response does.
+const light = Light.prototype as unknown as Record<PropertyKey, unknown>;
+Object.setPrototypeOf(light, LightResponse.prototype);
+Object.defineProperty(light, 'constructor', { value: LightResponse, writable: true, configurable: true });
+for (const name of Object.getOwnPropertyNames(NativeResponse.prototype)) {
+  if (Object.hasOwn(light, name)) continue;
+  const native = Object.getOwnPropertyDescriptor(NativeResponse.prototype, name)!;
+  if (native.get !== undefined) {
+    const get = native.get;
+    Object.defineProperty(light, name, {
+      get: function (this: Light) {
+        return get.call(this[REAL]()) as unknown;
+      },
+      configurable: true,
+    });
+  } else if (typeof native.value === 'function') {
+    const method = native.value as (...args: unknown[]) => unknown;
+    Object.defineProperty(light, name, {
+      value: function (this: Light, ...args: unknown[]) {
+        return method.apply(this[REAL](), args);
+      },
+      writable: true,
+      configurable: true,
+    });
+  }
+}
+for (const name of Object.getOwnPropertyNames(light)) Object.defineProperty(light, name, { enumerable: false });
+
+/**
+ * A light Response of `body` and `init`, or undefined where the platform's own answers (or
+ * refuses, with its own error). The init's members are read as the platform reads them (any
+ * object's, in the order headers, status, statusText), and checked by its rules.
+ */
+function lightResponse(body: unknown, init: ResponseInit | undefined, type: string | undefined): Response | undefined {
+  if (body !== null && typeof body !== 'string') return undefined;
+  if (init !== undefined && init !== null && typeof init !== 'object') return undefined;
+  const headers = init?.headers;
+  const status = init?.status ?? 200;
+  const statusText = init?.statusText ?? '';
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) return undefined;
+  // A null body status with a body is the platform's TypeError.
+  if (body !== null && (status === 204 || status === 205 || status === 304)) return undefined;
+  if (statusText !== '' && (typeof statusText !== 'string' || !REASON.test(statusText))) return undefined;
+  const parts: LightParts = { status, statusText, body, fields: {}, headers: undefined, framing: false };
+  if (headers !== undefined && !fieldsOf(headers, parts)) return undefined;
+  if (body !== null && parts.fields['content-type'] === undefined) parts.fields['content-type'] = type ?? TEXT_TYPE;
+  return new Light(parts) as unknown as Response;
+}
+
+/**
+ * Headers given as a record (an object that is not iterable: its own keys) of text, or a Headers,
+ * into `parts`: names lowercased; false for any other form (pairs), or a header the platform
+ * would refuse or change (joined, trimmed).
+ */
+function fieldsOf(headers: NonNullable<ResponseInit['headers']>, parts: LightParts): boolean {
+  if (typeof headers !== 'object' || headers === null) return false;
+  const fields = parts.fields;
+  let framing = false;
+  if ((headers as { [Symbol.iterator]?: unknown })[Symbol.iterator] === undefined) {
+    const given = headers as Record<string, unknown>;
+    const names = Object.keys(given);
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i];
+      const value = given[name];
+      if (typeof value !== 'string' || !TOKEN.test(name) || !VALUE.test(value)) return false;
+      const lower = lowercase(name);
+      // The same name twice (`Accept` and `accept`) is joined by a Headers: the platform's to do.
+      if (i > 0 && fields[lower] !== undefined) return false;
+      fields[lower] = value;
+      framing ||= isFraming(lower);
+    }
+  } else {
+    // Set-Cookie stays apart in a Headers: an object of text would join them.
+    if (!(headers instanceof Headers) || headers.has('set-cookie')) return false;
+    for (const [name, value] of headers) {
+      fields[name] = value;
+      framing ||= isFraming(name);
+    }
+  }
+  parts.framing = framing;
+  return true;
+}
+
+/** A header name in lowercase: the names apps write most often as the same constant each time. */
+function lowercase(name: string): string {
+  switch (name) {
+    case 'Content-Type':
+    case 'content-type':
+      return 'content-type';
+    case 'Cache-Control':
+    case 'cache-control':
+      return 'cache-control';
+    case 'Location':
+    case 'location':
+      return 'location';
+    default:
+      return name.toLowerCase();
+  }
+}
+
+/** Response.json()'s init for the platform's own Response: its Content-Type unless the init gives one. */
+function jsonInit(init: ResponseInit | null | undefined): ResponseInit {
+  const headers = new Headers(init?.headers);
+  if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+  return { ...init, headers };
+}
