@@ -76,6 +76,12 @@ describe('lightWebGlobals: a Hono app', () => {
     assert.notEqual(globalThis.Request, PLATFORM.Request);
     assert.notEqual(globalThis.Response, PLATFORM.Response);
     assert.notEqual(globalThis.fetch, PLATFORM.fetch);
+    // Defined as the platform defines them.
+    assert.deepEqual(
+      ['Request', 'Response', 'fetch'].map((name) => Object.getOwnPropertyDescriptor(globalThis, name).enumerable),
+      [false, false, true],
+    );
+    assert.deepEqual([Request.name, Response.name, fetch.name, Request.length, Response.length, fetch.length], ['Request', 'Response', 'fetch', 1, 0, 1]);
     const got = await request(`${server.url}/items/42`);
     assert.equal(got.status, 200);
     assert.equal(got.headers.get('content-type'), 'application/json');

@@ -13,6 +13,8 @@ import { lightGlobals } from './natives';
 export function installWebGlobals(): void {
   if (lightGlobals()) return;
   for (const [name, value] of Object.entries({ Request: LightRequest, Response: LightResponse, fetch: lightFetch })) {
-    Object.defineProperty(globalThis, name, { value, writable: true, enumerable: false, configurable: true });
+    // As the platform's own are defined: fetch enumerable, the classes not.
+    const enumerable = Object.getOwnPropertyDescriptor(globalThis, name)?.enumerable ?? false;
+    Object.defineProperty(globalThis, name, { value, writable: true, enumerable, configurable: true });
   }
 }
