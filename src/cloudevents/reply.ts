@@ -95,39 +95,49 @@ function structuredJson(event: CloudEvent<unknown>, trace: Trace | undefined): R
 function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Record<string, string> | undefined {
   const headers: Record<string, string> = {};
   const attributes = event as unknown as Record<string, unknown>;
-  let size = 0;
+  const block = { size: 0, values: '' };
   for (const name of Object.keys(attributes)) {
     const value = attributes[name];
     if (value === undefined || value === null || name === 'data' || name === 'data_base64') continue;
-    size = putHeader(headers, name, typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value), size);
-    if (size < 0) return undefined;
+    if (!putHeader(headers, name, typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value), block)) return undefined;
   }
   // The invocation's trace, for an event without one of its own: attributes like any other, last.
   if (trace !== undefined && attributes.traceparent === undefined) {
-    size = putHeader(headers, 'traceparent', trace.traceparent, size);
-    if (size >= 0 && trace.traceState !== undefined && attributes.tracestate === undefined) size = putHeader(headers, 'tracestate', trace.traceState, size);
-    if (size < 0) return undefined;
+    if (!putHeader(headers, 'traceparent', trace.traceparent, block)) return undefined;
+    if (trace.traceState !== undefined && attributes.tracestate === undefined && !putHeader(headers, 'tracestate', trace.traceState, block)) return undefined;
   }
-  return headers;
+  // One test over every value at once: most answers have nothing to encode, and a regular
+  // expression call per attribute cost more than the rest of the headers.
+  return ENCODED.test(block.values) ? encodeValues(headers, block.size) : headers;
 }
 
-/** One attribute's header: the header block's size with it, or -1 when binary mode cannot carry it. */
-function putHeader(headers: Record<string, string>, name: string, text: string, size: number): number {
+/** One attribute's header, its value as it is; false when binary mode cannot carry it. */
+function putHeader(headers: Record<string, string>, name: string, text: string, block: { size: number; values: string }): boolean {
   // Encoding only lengthens a value: one too long as it is goes structured without being encoded.
-  size += name.length + text.length + 6;
-  if (size > MAX_BINARY_HEADERS) return -1;
+  block.size += name.length + text.length + 6;
+  if (block.size > MAX_BINARY_HEADERS) return false;
   if (name === 'datacontenttype') {
     // funcrun's own default needs no parse.
-    if (text !== JSON_MEDIA && (!PRINTABLE.test(text) || parseMediaType(text) === undefined)) return -1;
+    if (text !== JSON_MEDIA && (!PRINTABLE.test(text) || parseMediaType(text) === undefined)) return false;
     headers['content-type'] = text;
-  } else if (!ENCODED.test(text)) headers[HEADER_NAMES[name] ?? `ce-${name}`] = text;
-  else {
+  } else {
+    headers[HEADER_NAMES[name] ?? `ce-${name}`] = text;
+    block.values += text;
+  }
+  return true;
+}
+
+/** The `ce-*` values percent-encoded where they need it; undefined when the block grows past its limit. */
+function encodeValues(headers: Record<string, string>, size: number): Record<string, string> | undefined {
+  for (const name of Object.keys(headers)) {
+    const text = headers[name];
+    if (name === 'content-type' || !ENCODED.test(text)) continue;
     const encoded = text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27'));
     size += encoded.length - text.length;
-    if (size > MAX_BINARY_HEADERS) return -1;
-    headers[HEADER_NAMES[name] ?? `ce-${name}`] = encoded;
+    if (size > MAX_BINARY_HEADERS) return undefined;
+    headers[name] = encoded;
   }
-  return size;
+  return headers;
 }
 
 const JSON_MEDIA = 'application/json';
