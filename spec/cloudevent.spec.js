@@ -259,6 +259,31 @@ describe('CloudEvents out', () => {
     assert.equal(HTTP.toEvent({ headers: a.headers, body: a.text }).data, 'text data');
   });
 
+  it("response()'s time is toISOString()'s text at every millisecond, second and year boundary", async (t) => {
+    let instant = 0;
+    t.mock.method(Date, 'now', () => instant);
+    const instants = [
+      0,
+      7,
+      99,
+      999,
+      1000,
+      1001,
+      -1,
+      -1000,
+      -1001,
+      Date.UTC(2026, 10, 28, 23, 59, 59, 999),
+      Date.UTC(2026, 10, 29),
+      253402300799999,
+      253402300800000,
+      -62167219200001,
+    ];
+    for (instant of instants) {
+      const res = await send(server.url, HTTP.binary(event()), '/?answer=defaults');
+      assert.equal(res.headers['ce-time'], new Date(instant).toISOString(), `at ${instant}`);
+    }
+  });
+
   it('a returned SDK CloudEvent goes out with its attributes and extensions', async () => {
     const res = await send(server.url, HTTP.binary(event()), '/?answer=sdk');
     assert.equal(res.headers['ce-type'], 'dev.example.sdk');

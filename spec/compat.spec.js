@@ -519,6 +519,11 @@ describe('compatibility under hostile input', () => {
     assert.equal(big.status, 200);
     assert.match(big.headers.get('content-type'), /^application\/cloudevents\+json/);
     assert.equal(big.json.ext4999, 'x'.repeat(40));
+    // Short enough as it is, too long once percent-encoded (six characters for each é).
+    const wide = await post({ ...base, note: 'é'.repeat(5000) });
+    assert.equal(wide.status, 200);
+    assert.match(wide.headers.get('content-type'), /^application\/cloudevents\+json/);
+    assert.equal(wide.json.note, 'é'.repeat(5000));
     // An ordinary one still goes binary, as faas-js-runtime answers.
     const plain = await post(base);
     assert.equal(plain.headers.get('ce-id'), '1');
