@@ -10,6 +10,11 @@
 // 327k instructions per CloudEvent request were the optimising compiler's; 30,000: 13k of 160k). Bytes allocated on the JS heap per request come
 // from the same window, read from V8's own GC trace (--trace-gc-nvp: each scavenge says how much
 // was allocated since the one before), in a run without valgrind.
+// The warm-up and the window share one pool of keep-alive connections: new connections before the
+// window set off a wave of deoptimisation in both servers (node's socket code sees new maps), and
+// the window then counted re-optimisation and slower code, differently from run to run (raw's
+// CloudEvent answer 116k or 125k, funcrun's JSON 96k or 100k). With one pool no compiler work is
+// left in the window and repeated runs agree within about 1%.
 // The Hono rows (hono-get, hono-post) count the same app (bench/function-hono) served by funcrun and
 // by its own Node adapter, @hono/node-server (installed as bench/run.js --peers does), in raw's place:
 // with --peers, or when --only names them.
@@ -67,15 +72,18 @@ const HONO_SERVERS = {
 };
 
 /**
- * Sends `count` requests on CONNECTIONS keep-alive connections, each sending one after another;
- * every answer must be 2xx.
+ * Sends `count` requests on the agent's CONNECTIONS keep-alive connections, each sending one after
+ * another; every answer must be 2xx.
  */
-async function send(port, workload, count) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+async function send(agent, port, workload, count) {
   await Promise.all(
     Array.from({ length: CONNECTIONS }, (_, c) => sendOn(agent, port, workload, Math.floor(count / CONNECTIONS) + (c < count % CONNECTIONS ? 1 : 0))),
   );
-  agent.destroy();
+}
+
+/** The connections a server is warmed up and measured on. */
+function pool() {
+  return new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 }
 
 async function sendOn(agent, port, workload, count) {
@@ -114,17 +122,19 @@ async function instructions(name, workload) {
   );
   let stderr = '';
   child.stderr.on('data', (c) => (stderr += c));
+  const agent = pool();
   try {
     await untilUp(port, child, 50);
-    await send(port, workload, WARMUP);
+    await send(agent, port, workload, WARMUP);
     const control = (...flags) => execFileSync('callgrind_control', [...flags, String(child.pid)], { stdio: 'ignore' });
     control('-i', 'on');
     // A few requests with instrumentation on first: the code is translated anew.
-    await send(port, workload, 200);
+    await send(agent, port, workload, 200);
     control('-z');
-    await send(port, workload, REQUESTS);
+    await send(agent, port, workload, REQUESTS);
     control('-d');
   } finally {
+    agent.destroy();
     child.kill('SIGTERM');
     await new Promise((resolve) => child.on('close', resolve));
   }
@@ -139,9 +149,8 @@ async function instructions(name, workload) {
 
 /**
  * The instructions V8's optimising compilers (Turbofan with Turboshaft, and Maglev) ran in the
- * window, by the functions' own cost. Even after the warm-up they are still at work on code that
- * has just become hot, by an amount that differs from run to run (12k to 40k instructions per
- * request in the same server): the figure compared is the rest.
+ * window, by the functions' own cost: the figure compared is the rest. With the warm-up on the
+ * window's connections it is next to none; a figure far from zero says the window was not steady.
  */
 function compilerInstructions(file) {
   const report = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', file], { maxBuffer: 1 << 28 }).toString();
@@ -160,15 +169,17 @@ async function allocated(name, workload) {
   let stdout = '';
   child.stdout.on('data', (c) => (stdout += c));
   const sum = () => [...stdout.matchAll(/\ballocated=(\d+)/g)].reduce((s, m) => s + Number(m[1]), 0);
+  const agent = pool();
   try {
     await untilUp(port, child, 50);
-    await send(port, workload, WARMUP);
+    await send(agent, port, workload, WARMUP);
     const before = sum();
     // Enough requests that the allocation between the window's first and last scavenge dominates.
-    await send(port, workload, REQUESTS * 10);
+    await send(agent, port, workload, REQUESTS * 10);
     await new Promise((r) => setTimeout(r, 100));
     return (sum() - before) / (REQUESTS * 10);
   } finally {
+    agent.destroy();
     child.kill('SIGTERM');
     await new Promise((resolve) => child.on('close', resolve));
   }
