@@ -153,7 +153,9 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     if (destination.kind === 'probe' || destination.kind === 'metrics') return await answerRuntime(p, x, destination);
     // 6 to 9, for a fetch handler: its Request made, its Response sent (fetch/serve.ts, loaded for such a module only).
     if (destination.kind === 'fetch') {
-      sent = await p.serveFetch!(p, x, destination);
+      // Loaded with the server of a module with fetch (http-server.ts); else here, the first time.
+      const serve = p.serveFetch ?? (require('./fetch/serve') as typeof ServeFetch).serveFetch;
+      sent = await serve(p, x, destination);
       if (sent !== undefined) answered(p, x, sent);
       return;
     }

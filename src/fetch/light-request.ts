@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 import { inspect, type InspectOptions } from 'node:util';
 import { connectionOrigin } from '../http/connections';
 import type { Target } from '../http/target';
-import { NATIVE, NativeRequest, nativeFetch, ordinaryInstanceOf } from './natives';
+import { NATIVE, NativeRequest, nativeFetch, ordinaryInstanceOf, standFor } from './natives';
 import {
   authorityOf,
   readAll,
@@ -160,33 +160,7 @@ function usedStream(): ReadableStream<Uint8Array> {
 
 // A look-alike is a Request: `instanceof Request` holds, its constructor is the global Request,
 // and every property and method of a Request it does not answer itself is its real Request's.
-const lazy = LazyRequest.prototype as unknown as Record<PropertyKey, unknown>;
-Object.setPrototypeOf(lazy, LightRequest.prototype);
-Object.defineProperty(lazy, 'constructor', { value: LightRequest, writable: true, configurable: true });
-for (const name of Object.getOwnPropertyNames(NativeRequest.prototype)) {
-  if (Object.hasOwn(lazy, name)) continue;
-  const native = Object.getOwnPropertyDescriptor(NativeRequest.prototype, name)!;
-  if (native.get !== undefined) {
-    const get = native.get;
-    Object.defineProperty(lazy, name, {
-      get: function (this: LazyRequest) {
-        return get.call(this[REAL]()) as unknown;
-      },
-      configurable: true,
-    });
-  } else if (typeof native.value === 'function') {
-    const method = native.value as (...args: unknown[]) => unknown;
-    Object.defineProperty(lazy, name, {
-      value: function (this: LazyRequest, ...args: unknown[]) {
-        return method.apply(this[REAL](), args);
-      },
-      writable: true,
-      configurable: true,
-    });
-  }
-}
-// Methods and accessors as undici's are: not enumerable.
-for (const name of Object.getOwnPropertyNames(lazy)) Object.defineProperty(lazy, name, { enumerable: false });
+standFor(LazyRequest.prototype, LightRequest, NativeRequest.prototype, REAL);
 
 // The URL as the URL standard writes it (what a real Request's `url` gives): the connection's
 // origin, made once per connection while the Host header stays the same, then the target. A

@@ -6,7 +6,7 @@
 // from a light one only when something needs it: its body as a stream, a read of it, clone().
 import { inspect, type InspectOptions } from 'node:util';
 import { isFraming } from '../http/headers';
-import { NATIVE, NativeResponse, ordinaryInstanceOf } from './natives';
+import { NATIVE, NativeResponse, ordinaryInstanceOf, standFor } from './natives';
 
 /** On a light Response: its parts (undefined once its real Response is made). Registered: web-response.ts reads any copy's. */
 export const LIGHT = Symbol.for('funcrun.web.response.parts');
@@ -119,32 +119,7 @@ class Light {
 
 // A light Response is a Response: `instanceof Response` holds, its constructor is the global
 // Response, and what it does not answer itself (body, bodyUsed, the reads, clone()) its real Response does.
-const light = Light.prototype as unknown as Record<PropertyKey, unknown>;
-Object.setPrototypeOf(light, LightResponse.prototype);
-Object.defineProperty(light, 'constructor', { value: LightResponse, writable: true, configurable: true });
-for (const name of Object.getOwnPropertyNames(NativeResponse.prototype)) {
-  if (Object.hasOwn(light, name)) continue;
-  const native = Object.getOwnPropertyDescriptor(NativeResponse.prototype, name)!;
-  if (native.get !== undefined) {
-    const get = native.get;
-    Object.defineProperty(light, name, {
-      get: function (this: Light) {
-        return get.call(this[REAL]()) as unknown;
-      },
-      configurable: true,
-    });
-  } else if (typeof native.value === 'function') {
-    const method = native.value as (...args: unknown[]) => unknown;
-    Object.defineProperty(light, name, {
-      value: function (this: Light, ...args: unknown[]) {
-        return method.apply(this[REAL](), args);
-      },
-      writable: true,
-      configurable: true,
-    });
-  }
-}
-for (const name of Object.getOwnPropertyNames(light)) Object.defineProperty(light, name, { enumerable: false });
+standFor(Light.prototype, LightResponse, NativeResponse.prototype, REAL);
 
 /**
  * A light Response of `body` and `init`, or undefined where the platform's own answers (or

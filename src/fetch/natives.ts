@@ -21,3 +21,38 @@ export function lightGlobals(): boolean {
 
 /** `instanceof` as the platform's class answers it, whatever that class's Symbol.hasInstance says. */
 export const ordinaryInstanceOf = Function.prototype[Symbol.hasInstance];
+
+/**
+ * Makes a light class's objects stand for the platform's: `light` (their prototype) inherits from
+ * the light global's prototype, names it as constructor, answers every property and method of
+ * `native` (the platform's prototype) it does not define itself with its real object (the one
+ * `this[real]()` makes), and its own members are not enumerable, as undici's are.
+ */
+export function standFor(light: object, global: abstract new (...args: never[]) => unknown, native: object, real: symbol): void {
+  type Light = Record<symbol, () => object>;
+  Object.setPrototypeOf(light, global.prototype);
+  Object.defineProperty(light, 'constructor', { value: global, writable: true, configurable: true });
+  for (const name of Object.getOwnPropertyNames(native)) {
+    if (Object.hasOwn(light, name)) continue;
+    const member = Object.getOwnPropertyDescriptor(native, name)!;
+    if (member.get !== undefined) {
+      const get = member.get;
+      Object.defineProperty(light, name, {
+        get: function (this: Light) {
+          return get.call(this[real]!()) as unknown;
+        },
+        configurable: true,
+      });
+    } else if (typeof member.value === 'function') {
+      const method = member.value as (...args: unknown[]) => unknown;
+      Object.defineProperty(light, name, {
+        value: function (this: Light, ...args: unknown[]) {
+          return method.apply(this[real]!(), args);
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+  for (const name of Object.getOwnPropertyNames(light)) Object.defineProperty(light, name, { enumerable: false });
+}
