@@ -5,6 +5,7 @@ const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const { serve, request, project, runServing } = require('./helpers');
+const testing = require('funcrun/testing');
 
 const warnings = (entries) => entries.filter((line) => line.level === 40 && /fetch/.test(line.msg));
 
@@ -68,5 +69,39 @@ export default { fetch: () => new Response('from fetch') };
     assert.match(line.file, /index\.js$/);
     assert.equal((await request(proc.url)).text, 'from handle');
     assert.equal(warnings(proc.lines()).length, 1);
+  });
+
+  it('served by funcrun/testing from a folder: the same warning, naming the file, once, in the log it is given', async (t) => {
+    const folder = project({
+      'package.json': '{ "type": "module" }',
+      'index.js': `
+export function handle() { return 'from handle'; }
+export default { fetch: () => new Response('from fetch') };
+`,
+    });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const sink = testing.createLogSink();
+    const running = await testing.startFunction(folder, { logDestination: sink });
+    t.after(() => running.close());
+    assert.equal((await request(running.url)).text, 'from handle');
+    const lines = warnings(sink.entries());
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.match(lines[0].msg, /^the module exports both handle and fetch: handle is served, and fetch is never called/);
+    assert.match(lines[0].file, /index\.js$/);
+  });
+
+  it('served by funcrun/testing from a module file: named functions beside fetch are named in one warning', async (t) => {
+    const folder = project({
+      'index.js': `
+module.exports = { functions: { hello: () => 'from a named function' }, fetch: () => new Response('from fetch') };
+`,
+    });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const sink = testing.createLogSink();
+    const running = await testing.serve(t, `${folder}/index.js`, { logDestination: sink });
+    assert.equal((await request(`${running.url}/hello`)).json, 'from a named function');
+    const lines = warnings(sink.entries());
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.match(lines[0].msg, /both functions and fetch: functions is served/);
   });
 });

@@ -11,6 +11,7 @@ import { Context, contentTypeOf } from '../context';
 import { responseDefaults } from '../cloudevents/cloudevent';
 import { createLogger, type LogDestination, type LogLevel } from '../log/log';
 import { loadFunction } from '../start/loader';
+import { loggerOf } from '../lifecycle/lifecycle';
 import { queryOf, readTarget } from '../http/target';
 import { start, stop, type Options } from '../index';
 import type { FetchContext, Function as FunctionModule, Invokable } from '../types';
@@ -37,8 +38,16 @@ export interface RunningFunction {
  * `createLogSink()`) is given, then at `trace` level, as `createContext` does; `logLevel` overrides.
  */
 export async function startFunction(func: FunctionModule | Invokable | string, options: Options = {}): Promise<RunningFunction> {
-  const module = typeof func === 'string' ? (await loadFunction(func)).module : func;
-  const server = await start(module, { port: 0, host: '127.0.0.1', logLevel: options.logDestination ? 'trace' : 'silent', ...options });
+  const loaded = typeof func === 'string' ? await loadFunction(func) : undefined;
+  const server = await start(loaded?.module ?? (func as FunctionModule | Invokable), {
+    port: 0,
+    host: '127.0.0.1',
+    logLevel: options.logDestination ? 'trace' : 'silent',
+    ...options,
+  });
+  // start() says which handler of a module with fetch beside another is served; for a module it
+  // loads from a path, the loader found that out, and it is said as `node lib/serve.js` says it.
+  if (loaded?.shapeChosen !== undefined) loggerOf(server).warn({ file: loaded.file }, loaded.shapeChosen);
   const { port } = server.address() as import('node:net').AddressInfo;
   return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000).then(() => undefined) };
 }
