@@ -11,7 +11,7 @@ const { CloudEvent, HTTP } = require('cloudevents');
 const { Hono } = require('hono');
 const { serve, request } = require('./helpers');
 const { startRedis } = require('./redis');
-const { drop, readEvent, readEvents, retry } = require('../lib/index.js');
+const { drop, eventResponse, readEvent, readEvents, retry } = require('../lib/index.js');
 
 const ORDER = { type: 'object', properties: { id: { type: 'string' }, total: { type: 'number', minimum: 0 } }, required: ['id', 'total'] };
 
@@ -386,5 +386,111 @@ describe('retry() and drop() in a fetch handler', () => {
     assert.deepEqual(answerOf(await post(url, ce)), answerOf(first));
     assert.equal((await post(url, event('order.created', { id: 'o1', total: -9 }))).status, 400);
     assert.equal(calls, 1);
+  });
+});
+
+/** The event an answer carries, and the mode it came in: structured (no ce- header) or binary (attributes as ce- headers). */
+function answeredEvent(res) {
+  const ceHeaders = [...res.headers.keys()].filter((name) => name.startsWith('ce-'));
+  if (/^application\/cloudevents\+json/.test(res.headers.get('content-type') ?? '')) {
+    assert.deepEqual(ceHeaders, [], 'a structured answer has no ce- header');
+    const { id, time, type, data } = res.json;
+    return { mode: 'structured', status: res.status, order: res.headers.get('x-order'), id, time, type, data };
+  }
+  assert.ok(ceHeaders.includes('ce-id') && ceHeaders.includes('ce-specversion'), `an event in binary mode: ${JSON.stringify([...res.headers])}`);
+  const [id, time, type] = ['ce-id', 'ce-time', 'ce-type'].map((name) => res.headers.get(name));
+  return { mode: 'binary', status: res.status, order: res.headers.get('x-order'), id, time, type, data: res.json };
+}
+
+const other = (mode) => (mode === 'binary' ? 'structured' : 'binary');
+
+describe("an answered event replayed to a duplicate delivered in the other mode: in the duplicate's mode, the function run once", () => {
+  // Each answers with an event, its status and a header of its own; `runs` counts the calls.
+  const shapes = {
+    'a { fetch } answering with eventResponse()': (runs) => ({
+      async fetch(request) {
+        runs.push(1);
+        const ce = await readEvent(request);
+        return eventResponse(
+          { type: 'order.confirmed', source: '/orders', data: { confirmed: ce.data.id } },
+          { status: 202, headers: { 'x-order': ce.data.id } },
+        );
+      },
+    }),
+    'a Hono app answering with eventResponse()': (runs) => {
+      const app = new Hono();
+      app.use(async (c, next) => {
+        await next();
+        c.header('x-order', 'set by middleware');
+      });
+      app.post('/', async (c) => {
+        runs.push(1);
+        const ce = await readEvent(c.req.raw);
+        return eventResponse({ type: 'order.confirmed', source: '/orders', data: { confirmed: ce.data.id } }, { status: 202 });
+      });
+      return app;
+    },
+    'a handle function answering with the response chain': (runs) => (context, data) => {
+      runs.push(1);
+      return { statusCode: 202, headers: { 'x-order': data.id }, body: context.cloudEventResponse({ confirmed: data.id }).type('order.confirmed').response() };
+    },
+  };
+
+  for (const [name, make] of Object.entries(shapes)) {
+    it(`${name}: binary then structured, and structured then binary`, async (t) => {
+      const runs = [];
+      const { url } = await serve(t, make(runs), ON);
+      for (const first of ['binary', 'structured']) {
+        const ce = event('order.created', { id: `o-${first}`, total: 1 });
+        const fresh = answeredEvent(await post(url, ce, first));
+        // A fresh answer is in the request's mode.
+        assert.equal(fresh.mode, first);
+        assert.equal(fresh.status, 202);
+        assert.deepEqual(fresh.data, { confirmed: `o-${first}` });
+        const duplicate = answeredEvent(await post(url, ce, other(first)));
+        assert.equal(duplicate.mode, other(first), 'the duplicate is answered in its own mode');
+        // The same event (id, time, data), status and the function's header: the first answer's.
+        assert.deepEqual({ ...duplicate, mode: first }, fresh);
+        // And the first mode again gets the first answer as it was.
+        assert.deepEqual(answeredEvent(await post(url, ce, first)), fresh);
+      }
+      assert.equal(runs.length, 2, 'the function ran once per event');
+    });
+  }
+
+  it('eventResponse() given a mode answers in it, and a duplicate gets it in that mode, as a fresh run would', async (t) => {
+    const runs = [];
+    const handler = {
+      async fetch(request) {
+        runs.push(1);
+        const mode = new URL(request.url).searchParams.get('mode');
+        return eventResponse({ type: 'order.confirmed', source: '/orders', data: { confirmed: (await readEvent(request)).data.id } }, { mode });
+      },
+    };
+    const { url } = await serve(t, handler, ON);
+    for (const mode of ['binary', 'structured']) {
+      const ce = event('order.created', { id: `o-${mode}`, total: 1 });
+      const first = await post(`${url}/?mode=${mode}`, ce, other(mode));
+      assert.equal(answeredEvent(first).mode, mode);
+      const again = await post(`${url}/?mode=${mode}`, ce, mode);
+      assert.deepEqual(answerOf(again), answerOf(first));
+    }
+    assert.equal(runs.length, 2);
+  });
+
+  it('replicas sharing Redis: the duplicate sent to the other replica in the other mode gets the event in its own mode', async (t) => {
+    const redis = await startRedis(t);
+    const runs = [];
+    const handler = shapes['a { fetch } answering with eventResponse()'](runs);
+    const options = { ...ON, idempotencyStore: redis.url, name: 'orders' };
+    const [a, b] = await Promise.all([serve(t, handler, options), serve(t, handler, options)]);
+    for (const first of ['binary', 'structured']) {
+      const ce = event('order.created', { id: `o-${first}`, total: 1 });
+      const fresh = answeredEvent(await post(a.url, ce, first));
+      const duplicate = answeredEvent(await post(b.url, ce, other(first)));
+      assert.equal(duplicate.mode, other(first));
+      assert.deepEqual({ ...duplicate, mode: first }, fresh);
+    }
+    assert.equal(runs.length, 2);
   });
 });

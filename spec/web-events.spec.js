@@ -307,6 +307,45 @@ describe('eventResponse() makes a Response the SDK reads back', () => {
   });
 });
 
+describe("eventResponse() without a mode answers in the request's mode, as a handle function's returned event is", () => {
+  const answering = {
+    async fetch(request) {
+      const plain = request.headers.get('x-plain') !== null;
+      const data = plain ? { plain: true } : (await readEvent(request)).data;
+      return eventResponse({ type: 'com.example.done', source: '/spec', data });
+    },
+  };
+  const modeOf = (res) =>
+    /^application\/cloudevents\+json/.test(res.headers.get('content-type')) ? 'structured' : res.headers.get('ce-id') !== null ? 'binary' : 'none';
+
+  for (const [name, options, expected] of [
+    ['funcrun', {}, { binary: 'binary', structured: 'structured', plain: 'binary' }],
+    [
+      "faas-js-runtime's compatibility: binary always, as its returned events",
+      { compat: 'faas-js-runtime' },
+      { binary: 'binary', structured: 'binary', plain: 'binary' },
+    ],
+  ]) {
+    it(`${name}: a binary event, a structured event, a plain request`, async (t) => {
+      const server = await serve(t, answering, options);
+      const ce = new CloudEvent({ id: 'e-1', type: 'com.example.order', source: '/spec', data: { n: 1 } });
+      const answers = {};
+      for (const mode of ['binary', 'structured']) {
+        const { headers, body } = mode === 'binary' ? HTTP.binary(ce) : HTTP.structured(ce);
+        const res = await fetch(server.url, { method: 'POST', headers, body });
+        answers[mode] = modeOf(res);
+        assert.deepEqual(HTTP.toEvent({ headers: Object.fromEntries(res.headers), body: await res.text() }).data, { n: 1 });
+      }
+      answers.plain = modeOf(await fetch(server.url, { method: 'POST', headers: { 'x-plain': '1' }, body: 'x' }));
+      assert.deepEqual(answers, expected);
+    });
+  }
+
+  it('outside an invocation, binary', () => {
+    assert.notEqual(eventResponse({ type: 't', source: '/s' }).headers.get('ce-id'), null);
+  });
+});
+
 describe("eventResponse() in a fetch handler carries the invocation's trace, as a handle function's answered event does", () => {
   const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
   const TRACEPARENT = `00-${TRACE_ID}-00f067aa0ba902b7-01`;

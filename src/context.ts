@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { CloudEvent } from 'cloudevents';
 import type { Logger } from './log/log';
 import { parseMediaType } from './body/media-type';
-import { CloudEventResponse, type ResponseDefaults } from './cloudevents/cloudevent';
+import { CloudEventResponse, detectMode, type ResponseDefaults } from './cloudevents/cloudevent';
 import type { Trace } from './telemetry/trace';
 import { keepInFlight, type Runtime } from './lifecycle/lifecycle';
 import { InvocationRecord } from './log/scope';
@@ -103,6 +103,18 @@ export function invocationOutlived(ctx: Context, running: PromiseLike<unknown>):
 /** What the handler returned, when it was answered for at its timeout and may still run. */
 export function outlivingHandler(ctx: Context): PromiseLike<unknown> | undefined {
   return ctx[STATE].outliving;
+}
+
+/**
+ * The mode an event answering the context's request is written in when the function names none
+ * (eventResponse()): the request's, as replyMode() decides a returned event's: structured for a
+ * structured event, binary for any other request; binary always in faas-js-runtime's way.
+ */
+export function answerMode(ctx: Context): 'binary' | 'structured' {
+  const { req, defaults } = ctx[STATE];
+  if (defaults.binaryAnswers === true) return 'binary';
+  const headers = req.headers;
+  return detectMode(headers, parseMediaType(headers['content-type'])) === 'structured' ? 'structured' : 'binary';
 }
 
 /** The trace a context was made with (its OpenTelemetry span, when there is one). */

@@ -122,7 +122,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     cors,
     corsForEveryOrigin: behaviour.corsForEveryOrigin && cors === undefined,
     eventData: { asFaasJsRuntime: behaviour.eventDataAsFaasJsRuntime },
-    defaults: responseDefaults(settings.name, behaviour.eventsWrittenAsSdk),
+    defaults: responseDefaults(settings.name, behaviour.eventsWrittenAsSdk, behaviour.eventsAnsweredBinary),
     tracing: settings.tracing,
     invoke: timedInvoker(settings.timeout),
     contracts,

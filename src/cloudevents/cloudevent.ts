@@ -138,11 +138,13 @@ export interface ResponseDefaults {
   untyped?: boolean;
   /** The answers' `time`: one clock per set of defaults (a server's); without one, each answer makes its own text. */
   readonly clock?: EventClock;
+  /** Events answered in binary mode whatever the request's (faas-js-runtime's way, replyMode()): eventResponse()'s without a mode too. */
+  readonly binaryAnswers?: boolean;
 }
 
 /** The defaults for a function named `name`: source `/<name>`, type `dev.funcrun.response`. */
-export function responseDefaults(name: string, untyped = false): ResponseDefaults {
-  return { source: `/${name}`, type: 'dev.funcrun.response', untyped, clock: new EventClock() };
+export function responseDefaults(name: string, untyped = false, binaryAnswers = false): ResponseDefaults {
+  return { source: `/${name}`, type: 'dev.funcrun.response', untyped, clock: new EventClock(), binaryAnswers };
 }
 
 /**

@@ -3,7 +3,7 @@
 // event, written as funcrun writes the events a function returns (reply.ts). Nothing here runs at
 // start: the WHATWG globals and the SDK are reached on first use.
 import type { CloudEvent } from 'cloudevents';
-import { BATCH, detectMode, isUriReference, SPEC_VERSIONS, type EventHeaders, type Mode } from './cloudevent';
+import { BATCH, detectMode, isUriReference, SPEC_VERSIONS, STRUCTURED, type EventHeaders, type Mode } from './cloudevent';
 import { readEvent as readFrom } from './read';
 import { encodeEvent } from './reply';
 import { refusedEncoding } from '../body/body';
@@ -11,9 +11,8 @@ import { parseMediaType, type MediaType } from '../body/media-type';
 import { runtimeError } from '../errors';
 import { emptyBody } from '../input';
 import { randomUUID } from '../util/random';
-import { invocationTrace } from '../context';
+import { answerMode, invocationTrace } from '../context';
 import { currentInvocation } from '../log/scope';
-import type { Trace } from '../telemetry/trace';
 
 /**
  * The event a request carries, in binary or structured mode, checked as a `handle` function's
@@ -105,8 +104,9 @@ export interface EventAttributes {
   [extension: string]: unknown;
 }
 
-/** How eventResponse() answers: the mode (binary by default), the status (200), more headers. */
+/** How eventResponse() answers: the mode (by default the request's), the status (200), more headers. */
 export interface EventResponseInit {
+  /** Without one, the mode of the request the invocation answers (structured for a structured event), else binary. */
   mode?: 'binary' | 'structured';
   status?: number;
   /** Added to the answer; the event's own (Content-Type, `ce-*`) win over these. */
@@ -114,26 +114,42 @@ export interface EventResponseInit {
 }
 
 /**
- * A Response carrying `event`: binary mode by default (attributes as `ce-*` headers, data as the
- * body), or structured. An event without `id`, `time` or `specversion` gets them as funcrun's own
- * answers do (a new UUID, the time now, 1.0); an attributes object without `datacontenttype`
- * gets `application/json` (`application/octet-stream` for bytes), as `cloudEventResponse` does.
+ * On a Response eventResponse() made without a `mode`, and on its body stream, the mode it wrote
+ * its event in, chosen by the request it answers: kept with the answer (fetch/web-response.ts), so
+ * that a duplicate's replay writes the event in the duplicate's mode, as a `handle` function's
+ * (idempotency/answers.ts). On the stream too, so that a Response made again of its body keeps it
+ * (Hono's, when a middleware sets a header after the route). Registered: the same in every copy.
+ */
+export const ANSWERED_MODE = Symbol.for('funcrun.eventResponse.mode');
+// light-response.ts's LIGHT (registered): a light Response holds text, and no stream until one is asked for.
+const LIGHT = Symbol.for('funcrun.web.response.parts');
+
+/**
+ * A Response carrying `event`: in `init.mode`, else in the mode of the request the invocation
+ * answers, as a `handle` function's returned event is (structured for a structured event, binary
+ * otherwise and outside an invocation). Binary: attributes as `ce-*` headers, data as the body.
+ * An event without `id`, `time` or `specversion` gets them as funcrun's own answers do (a new
+ * UUID, the time now, 1.0); an attributes object without `datacontenttype` gets
+ * `application/json` (`application/octet-stream` for bytes), as `cloudEventResponse` does.
  * Called within an invocation (a fetch handler's), an event without a `traceparent` of its own
  * carries the invocation's trace, as a `handle` function's answered event does.
  */
 export function eventResponse(event: CloudEvent<unknown> | EventAttributes, init: EventResponseInit = {}): Response {
-  const mode: Mode = init.mode ?? 'binary';
+  const ctx = currentInvocation()?.context;
+  const mode: Mode = init.mode ?? (ctx === undefined ? 'binary' : answerMode(ctx));
   if (mode !== 'binary' && mode !== 'structured') throw new TypeError(`eventResponse(): mode must be 'binary' or 'structured'`);
-  const encoded = encodeEvent(completed(event), mode, callersTrace());
+  const encoded = encodeEvent(completed(event), mode, ctx === undefined ? undefined : invocationTrace(ctx));
   const headers = new Headers(init.headers);
   for (const name of Object.keys(encoded.headers)) headers.set(name, encoded.headers[name]);
-  return new Response(encoded.body ?? null, { status: init.status ?? 200, headers });
-}
-
-/** The trace of the invocation the caller runs in (its request's trace context, or its span), if any. */
-function callersTrace(): Trace | undefined {
-  const ctx = currentInvocation()?.context;
-  return ctx === undefined ? undefined : invocationTrace(ctx);
+  const response = new Response(encoded.body ?? null, { status: init.status ?? 200, headers });
+  // Marked with the mode it was written in: structured when the event was too large for headers, as funcrun's own answers are.
+  if (init.mode === undefined) {
+    const written = String(encoded.headers['content-type']).startsWith(STRUCTURED) ? 'structured' : 'binary';
+    (response as Response & { [ANSWERED_MODE]?: string })[ANSWERED_MODE] = written;
+    const body = LIGHT in response ? null : response.body;
+    if (body !== null) (body as ReadableStream & { [ANSWERED_MODE]?: string })[ANSWERED_MODE] = written;
+  }
+  return response;
 }
 
 // The extension attributes and their names a plain object may give (as read.ts accepts them).

@@ -5,6 +5,7 @@
 // the platform would change or refuse) is the platform's own. A real Response (undici's) is made
 // from a light one only when something needs it: its body as a stream, a read of it, clone().
 import { inspect, type InspectOptions } from 'node:util';
+import { ANSWERED_MODE } from '../cloudevents/web';
 import { isFraming } from '../http/headers';
 import { NATIVE, NativeResponse, ordinaryInstanceOf, standFor } from './natives';
 
@@ -103,11 +104,17 @@ class Light {
     return this.#real === undefined ? this.#parts : undefined;
   }
 
-  /** The real Response, made on the first call, with the headers as they are now. */
+  /**
+   * The real Response, made on the first call, with the headers as they are now. Its body stream
+   * carries the mode of an event eventResponse() wrote here, as a real one's does (cloudevents/web.ts).
+   */
   [REAL](): Response {
     if (this.#real !== undefined) return this.#real;
     const { body, status, statusText, fields, headers } = this.#parts;
-    return (this.#real = new NativeResponse(body, { status, statusText, headers: headers ?? fields }));
+    const real = (this.#real = new NativeResponse(body, { status, statusText, headers: headers ?? fields }));
+    const written = (this as { [ANSWERED_MODE]?: unknown })[ANSWERED_MODE];
+    if (written !== undefined && real.body !== null) (real.body as { [ANSWERED_MODE]?: unknown })[ANSWERED_MODE] = written;
+    return real;
   }
 
   [inspect.custom](depth: number, options: InspectOptions): string {

@@ -17,7 +17,7 @@ import type { Reply } from '../respond';
 import type { FetchDestination } from '../routing/routes';
 import type { FetchContext, FetchEnv, Logger } from '../types';
 import { kindOf } from '../util/kind';
-import { discardWeb, lightOf, lightReply, responseReply, sendWeb, sendWhole } from './web-response';
+import { discardWeb, lightOf, lightReply, responseReply, sendWeb, sendWhole, withEventMode } from './web-response';
 import { toRequest } from './web-request';
 import { lazyRequest } from './light-request';
 import { NativeResponse } from './natives';
@@ -122,7 +122,7 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
 /** The Response `fetch` gave as a Reply: a light one's parts as they are (light-response.ts); retry() and drop() their answers. */
 function replyOf(p: Pipeline, ctx: Context, returned: unknown): Reply {
   const light = lightOf(returned);
-  if (light !== undefined) return lightReply(light);
+  if (light !== undefined) return withEventMode(lightReply(light), returned as object);
   let value = returned;
   // retry() and drop(), returned or thrown: a retry is thrown as its 503 (or 429), a drop is a 204.
   if (value instanceof Outcome) value = settleOutcome(p.metrics, ctx.log, value, ctx.cloudevent) ?? new Response(null, { status: 204 });

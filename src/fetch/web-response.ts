@@ -4,6 +4,7 @@
 // stream. A body that fails after its status was sent cuts the connection (the client sees an
 // incomplete answer); one that fails before is a throw, answered by sendError().
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ANSWERED_MODE } from '../cloudevents/web';
 import { safeHeaders, type Dropped } from '../http/headers';
 import type { Reply } from '../respond';
 import { send } from '../send';
@@ -20,7 +21,7 @@ const PENDING_NOW: Promise<typeof PENDING> = Promise.resolve(PENDING);
 /** A Response as a Reply: its status, reason phrase, headers (each Set-Cookie kept apart) and body. */
 export function responseReply(response: Response): Reply {
   const light = lightOf(response);
-  if (light !== undefined) return lightReply(light);
+  if (light !== undefined) return withEventMode(lightReply(light), response);
   if (response.type === 'error') throw new Error('the function returned Response.error(), which is no answer');
   const dropped: Dropped[] = [];
   // Iterating Headers gives each Set-Cookie apart (the Fetch standard's "sort and combine").
@@ -34,6 +35,24 @@ export function responseReply(response: Response): Reply {
   if (refused.length > 0) reply.dropped = refused;
   const length = declaredLength(response.headers.get('content-length'));
   if (length !== undefined) reply.declaredLength = length;
+  return withEventMode(reply, response);
+}
+
+/**
+ * The Reply of a Response eventResponse() wrote its event in the request's mode (no `mode` given),
+ * or of one made again of its body: with that mode, while its headers still carry the event so, as
+ * a `handle` function's answered event (respond.ts). A replay to a duplicate then writes it in the
+ * duplicate's mode (answers.ts).
+ */
+export function withEventMode(reply: Reply, response: object): Reply {
+  let written = (response as { [ANSWERED_MODE]?: unknown })[ANSWERED_MODE];
+  // A Response made again of its body: the mark is on the stream (cloudevents/web.ts).
+  if (written === undefined && reply.body instanceof ReadableStream) written = (reply.body as { [ANSWERED_MODE]?: unknown })[ANSWERED_MODE];
+  if (written !== 'binary' && written !== 'structured') return reply;
+  const headers = reply.headers ?? {};
+  const structured = /^application\/cloudevents\+json\s*(;|$)/i.test(String(headers['content-type']));
+  if (written === 'structured' ? structured : !structured && headers['ce-id'] !== undefined && headers['ce-specversion'] !== undefined)
+    reply.eventMode = written;
   return reply;
 }
 
