@@ -221,3 +221,39 @@ describe("a fetch handler: HEAD's Content-Length", () => {
     assert.equal(head.bytes, 0);
   });
 });
+
+describe("a fetch handler: a Response's init as the platform reads it", () => {
+  it('a header value and a reason phrase with bytes above 0x7f are sent as those bytes, whatever the body', async (t) => {
+    const server = await serve(t, {
+      fetch(request) {
+        const init = { statusText: 'Caf\u00e9', headers: { 'x-name': 'caf\u00e9 \u00ff' } };
+        const { pathname } = new URL(request.url);
+        if (pathname === '/headers') init.headers = new Headers(init.headers);
+        return new Response(pathname === '/bytes' ? encoder.encode('body') : 'body', init);
+      },
+    });
+    for (const path of ['/text', '/headers', '/bytes']) {
+      const { text } = await exchange(server.port, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      // `text` is the answer's bytes as latin1: one character per byte.
+      const answer = firstResponse(text);
+      assert.ok(text.startsWith('HTTP/1.1 200 Caf\u00e9\r\n'), `${path}: ${JSON.stringify(text.slice(0, 20))}`);
+      assert.equal(answer.headers['x-name'], 'caf\u00e9 \u00ff', path);
+      assert.equal(answer.body, 'body', path);
+    }
+  });
+
+  it('a status or status text given as null is read as the platform reads it: null is status 0 (a RangeError), and the text "null"', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        if (new URL(request.url).pathname === '/status') return new Response('x', { status: null });
+        return new Response('x', { statusText: null });
+      },
+    });
+    const status = await exchange(server.port, 'GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.equal(firstResponse(status.text).status, 500);
+    assert.equal(JSON.parse(firstResponse(status.text).body).statusCode, 500);
+    const reason = await exchange(server.port, 'GET /reason HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.ok(reason.text.startsWith('HTTP/1.1 200 null\r\n'), JSON.stringify(reason.text.slice(0, 20)));
+    assert.ok(server.log.entries().some((line) => line.level === 50 && line.err?.type === 'RangeError'));
+  });
+});

@@ -145,6 +145,50 @@ describe('a fetch handler: requests', () => {
     assert.equal(declared.json.code, 'FUNCRUN_BODY_TOO_LARGE');
   });
 
+  it('a body over the limit is answered 413 when the handler throws an error of its own after the failed read', async (t) => {
+    // An upstream that reads what it is sent: the handler passes the body on with fetch.
+    const upstream = http.createServer((req, res) => {
+      // The body is cut short when the limit is met: the request ends aborted.
+      req.on('error', () => {});
+      req.resume();
+      req.on('end', () => res.end('read'));
+    });
+    await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise((resolve) => upstream.close(resolve)));
+    const server = await serve(
+      t,
+      {
+        async fetch(request) {
+          const how = new URL(request.url).pathname;
+          if (how === '/wrapped') {
+            try {
+              await request.json();
+            } catch (err) {
+              throw new Error(`the order could not be read: ${err.message}`);
+            }
+          }
+          // fetch() rejects with its own TypeError('fetch failed'), the limit's error as its cause.
+          return fetch(`http://127.0.0.1:${upstream.address().port}/`, { method: 'POST', body: request.body, duplex: 'half' });
+        },
+      },
+      { bodyLimit: 1000 },
+    );
+    for (const how of ['/wrapped', '/passed-on']) {
+      const body = new ReadableStream({
+        async start(controller) {
+          for (let i = 0; i < 5; i++) {
+            controller.enqueue(new Uint8Array(400));
+            await sleep(5);
+          }
+          controller.close();
+        },
+      });
+      const res = await request(`${server.url}${how}`, { method: 'POST', body, duplex: 'half' });
+      assert.equal(res.status, 413, how);
+      assert.equal(res.json.code, 'FUNCRUN_BODY_TOO_LARGE', how);
+    }
+  });
+
   it('request.signal aborts when the client goes away', async (t) => {
     const started = gate();
     const aborted = gate();

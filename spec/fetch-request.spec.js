@@ -176,6 +176,48 @@ describe("a fetch handler's Request: passed on before it is read", () => {
     assert.equal(json.originalUsed.threw, 'TypeError');
   });
 
+  it('after clone(), the clone and the Request itself each read the whole body, in either order', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        const cloneFirst = new URL(request.url).searchParams.has('clone-first');
+        const clone = request.clone();
+        const [first, second] = cloneFirst ? [clone, request] : [request, clone];
+        const as = first.headers.get('content-type') === 'application/json' ? 'json' : 'text';
+        const firstRead = await first[as]();
+        return Response.json({ first: firstRead, second: await second[as](), used: [request.bodyUsed, clone.bodyUsed] });
+      },
+    });
+    for (const order of ['', '?clone-first']) {
+      const text = await request(`${server.url}/${order}`, { method: 'POST', body: 'read twice' });
+      assert.deepEqual(text.json, { first: 'read twice', second: 'read twice', used: [true, true] }, order);
+      // Sent without a length, in chunks.
+      const chunked = new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"n":'));
+          controller.enqueue(new TextEncoder().encode('1}'));
+          controller.close();
+        },
+      });
+      const json = await request(`${server.url}/${order}`, { method: 'POST', body: chunked, duplex: 'half', headers: { 'content-type': 'application/json' } });
+      assert.deepEqual(json.json, { first: { n: 1 }, second: { n: 1 }, used: [true, true] }, order);
+    }
+  });
+
+  it('request.constructor is the global Request: new request.constructor(url, init) makes a Request', async (t) => {
+    const server = await serve(t, {
+      async fetch(request) {
+        const made = new request.constructor('http://localhost/made', { method: 'POST', body: 'made' });
+        return Response.json({
+          same: request.constructor === Request,
+          name: request.constructor.name,
+          made: [made instanceof Request, made.url, made.signal.aborted, await made.text()],
+        });
+      },
+    });
+    const { json } = await request(`${server.url}/a`, { method: 'POST', body: 'x' });
+    assert.deepEqual(json, { same: true, name: 'Request', made: [true, 'http://localhost/made', false, 'made'] });
+  });
+
   it('is sent on with fetch as the init of a request to another server, body included', async (t) => {
     const to = await upstream(t);
     const server = await serve(t, {

@@ -30,9 +30,12 @@ export interface LightParts {
 const TEXT_TYPE = 'text/plain;charset=UTF-8';
 // A header name (a token), and a value the platform keeps as it is (no whitespace around it, no
 // character a Headers refuses or a ByteString cannot hold): any other is the platform's to check.
+// Values and status texts are ASCII: node writes the head of an answer whose body is text as
+// UTF-8, where a byte above 0x7f (a ByteString's `é`) is one byte, as the platform's are sent.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const VALUE = /^(?:[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?)?$/;
-const REASON = /^[\t\x20-\x7e\x80-\xff]*$/;
+const VALUE = /^(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?$/;
+const REASON = /^[\t\x20-\x7e]*$/;
+const NOT_ASCII = /[^\x00-\x7f]/;
 
 /** The global Response while light. */
 export class LightResponse extends NativeResponse {
@@ -137,8 +140,9 @@ function lightResponse(body: unknown, init: ResponseInit | undefined, type: stri
   if (body !== null && typeof body !== 'string') return undefined;
   if (init !== undefined && init !== null && typeof init !== 'object') return undefined;
   const headers = init?.headers;
-  const status = init?.status ?? 200;
-  const statusText = init?.statusText ?? '';
+  // A member given as null is the platform's to convert (a status of null is 0, a RangeError).
+  const status = init?.status === undefined ? 200 : init.status;
+  const statusText = init?.statusText === undefined ? '' : init.statusText;
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) return undefined;
   // A null body status with a body is the platform's TypeError.
   if (body !== null && (status === 204 || status === 205 || status === 304)) return undefined;
@@ -175,6 +179,7 @@ function fieldsOf(headers: NonNullable<ResponseInit['headers']>, parts: LightPar
     // Set-Cookie stays apart in a Headers: an object of text would join them.
     if (!(headers instanceof Headers) || headers.has('set-cookie')) return false;
     for (const [name, value] of headers) {
+      if (NOT_ASCII.test(value)) return false;
       fields[name] = value;
       framing ||= isFraming(name);
     }

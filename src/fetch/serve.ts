@@ -91,6 +91,8 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
       // A Response returned as it is (a Hono route that is not async) is sent without a turn of waiting.
       if (isThenable(value)) value = await value;
     } catch (err) {
+      // A body over its limit is the answer (413), whatever the handler threw after the failed read.
+      if (body?.refused !== undefined) throw body.refused;
       // retry() or drop() thrown (an app that answers every Error itself lets others through) is the value.
       if (!(err instanceof Outcome)) throw err;
       value = err;

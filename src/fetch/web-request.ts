@@ -25,6 +25,7 @@ export interface SignalSource {
 const SOURCE = Symbol('funcrun signal source');
 const BODY = Symbol('funcrun request body');
 const READ = Symbol('funcrun request body read whole');
+const STREAM = Symbol('funcrun request web body');
 
 /**
  * A Request whose `signal` is the invocation's, made only if the handler looks at it: a Request
@@ -35,6 +36,8 @@ const READ = Symbol('funcrun request body read whole');
 class IncomingRequest extends NativeRequest {
   readonly [SOURCE]: SignalSource;
   readonly [BODY]: Readable | undefined;
+  /** The web stream of [BODY] the Request was made with: `clone()` puts a branch of a tee in its place. */
+  readonly [STREAM]: ReadableStream<Uint8Array> | undefined;
   /** Whether the body was read whole by one of the methods above. */
   declare [READ]: boolean | undefined;
 
@@ -42,6 +45,7 @@ class IncomingRequest extends NativeRequest {
     super(url, init);
     this[SOURCE] = source;
     this[BODY] = body;
+    this[STREAM] = init.body as ReadableStream<Uint8Array> | undefined;
   }
 }
 
@@ -52,6 +56,8 @@ Object.defineProperty(IncomingRequest.prototype, 'signal', {
   },
   configurable: true,
 });
+// `request.constructor` is the global Request (`new request.constructor(url)` makes a Request), as for undici's own.
+Object.defineProperty(IncomingRequest.prototype, 'constructor', { value: NativeRequest, writable: true, configurable: true, enumerable: false });
 const nativeBodyUsed = Object.getOwnPropertyDescriptor(NativeRequest.prototype, 'bodyUsed')!.get!;
 const nativeBody = Object.getOwnPropertyDescriptor(NativeRequest.prototype, 'body')!.get!;
 Object.defineProperty(IncomingRequest.prototype, 'bodyUsed', {
@@ -87,14 +93,15 @@ for (const [name, method] of Object.entries({
 /**
  * The body read whole from node's stream, as undici's own read would give it (the same errors:
  * the stream's, a 413 past the limit); undefined where undici's own read is the answer (no body,
- * or one already used: it rejects as the standard says). The web body is locked first, so that
+ * or one already used: it rejects as the standard says; after `clone()`, whose tee reads node's
+ * stream, the body is a branch of it, read as undici reads it). The web body is locked first, so that
  * `clone()`, `new Request(request)` and `body.getReader()` find it used.
  */
 function readWhole(request: IncomingRequest): Promise<Uint8Array<ArrayBuffer>> | undefined {
   const body = request[BODY];
   if (body === undefined) return undefined;
   const stream = nativeBody.call(request) as ReadableStream<Uint8Array> | null;
-  if (stream === null || stream.locked || (nativeBodyUsed.call(request) as boolean)) return undefined;
+  if (stream === null || stream !== request[STREAM] || stream.locked || (nativeBodyUsed.call(request) as boolean)) return undefined;
   stream.getReader();
   request[READ] = true;
   return collect(body);
