@@ -360,6 +360,28 @@ describe('CloudEvents passed through', () => {
     assert.deepEqual(json, { id: 'x-2', source: '/s', type: 't', specversion: '1.0', data: { b: 2 } });
   });
 
+  it("the response chain's answer encodes what the function gave (id, type, source), whatever funcrun wrote beside it", async (t) => {
+    const { url } = await serve(t, (ctx) => {
+      const chain = ctx.cloudEventResponse({ ok: true }).type(ctx.query.type).source(ctx.query.source);
+      return (ctx.query.id === undefined ? chain : chain.id(ctx.query.id)).response();
+    });
+    const ce = { 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0', 'content-type': 'application/json' };
+    const query = (q) => `/?${new URLSearchParams(q)}`;
+    // Each value alone needs encoding: the others around it need none.
+    const id = await send(url, { headers: ce, body: '{}' }, query({ id: 'caf\u00e9 "1"', type: 't', source: '/a' }));
+    assert.equal(id.status, 200);
+    assert.equal(id.headers['ce-id'], 'caf%C3%A9%20%221%22');
+    const type = await send(url, { headers: ce, body: '{}' }, query({ type: 'caf\u00e9 100%', source: '/a' }));
+    assert.equal(type.headers['ce-type'], 'caf%C3%A9%20100%25');
+    const source = await send(url, { headers: ce, body: '{}' }, query({ type: 't', source: '/a%20b' }));
+    assert.equal(source.headers['ce-source'], '/a%2520b');
+    assert.deepEqual([type.headers['ce-type'], source.headers['ce-source']].map(decodeURIComponent), ['caf\u00e9 100%', '/a%20b']);
+    // What the chain wrote is sent as it made it.
+    assert.equal(source.headers['ce-specversion'], '1.0');
+    assert.match(source.headers['ce-time'], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.match(source.headers['ce-id'], /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
   it('a percent-encoded binary attribute arrives decoded', async (t) => {
     let subject;
     const { url } = await serve(t, (ctx) => {

@@ -16,6 +16,7 @@ import type { Tracing } from './telemetry/otel';
 import { Metrics, type MetricLabels } from './telemetry/metrics';
 import { monitorLoop } from './lifecycle/overload';
 import { backgroundSettled, register, runShutdown, type Runtime } from './lifecycle/lifecycle';
+import { InFlight } from './lifecycle/in-flight';
 import { timedInvoker } from './invocation';
 import { clientError, manageConnections, rawError } from './http/connections';
 import { buildRoutes } from './routing/routes';
@@ -106,7 +107,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     metrics,
     background: new Set(),
     claims: idempotency,
-    inFlight: new Map(),
+    inFlight: new InFlight(),
     outside: AsyncResource.bind((run) => run()),
   };
   // One line per answered request: at info when asked for (FUNC_ACCESS_LOG), else at debug.

@@ -196,7 +196,7 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
 /** 0. The request is counted on its connection and among those in flight, with a reqId and a logger. */
 function arrive(p: Pipeline, req: IncomingMessage, res: ServerResponse): Exchange {
   const x = new Exchange(p, req, res, ++p.requests, requestTrace(req.headers));
-  p.runtime.inFlight.set(res, x.reqId);
+  p.runtime.inFlight.add(res, x.reqId);
   if (p.accessLevel !== undefined) logWhenAnswered(x, p.accessLevel);
   return x;
 }

@@ -20,6 +20,18 @@ export interface LoadedSdk {
   readonly ReceivedEvent: new () => CloudEvent<unknown>;
   /** Names the received event's prototype chain uses (methods, getters): an attribute must not hide one. */
   readonly reserved: ReadonlySet<string>;
+  /** The prototypes of the response chain's events (the SDK's CloudEvent's, marked with what the chain wrote): by whether it made the id. */
+  readonly made: { readonly id: object; readonly time: object };
+}
+
+/**
+ * On an event the response chain made, inherited: what funcrun wrote itself, so that writing it as
+ * headers need not look for what to encode (reply.ts). 'time': its time and specversion; 'id':
+ * its id too (the function gave none).
+ */
+export const MADE = Symbol('funcrun.cloudevents.made');
+export interface Made {
+  readonly [MADE]: 'id' | 'time';
 }
 
 // One SDK serves the process, so that `context.cloudevent instanceof CloudEvent` holds in the
@@ -51,7 +63,8 @@ function derived(module: Sdk): LoadedSdk {
   for (let proto = ReceivedEvent.prototype; proto !== null; proto = Object.getPrototypeOf(proto)) {
     for (const name of Object.getOwnPropertyNames(proto)) reserved.add(name);
   }
-  return { sdk: module, ReceivedEvent, reserved };
+  const mark = (made: Made[typeof MADE]): object => Object.create(module.CloudEvent.prototype as object, { [MADE]: { value: made } }) as object;
+  return { sdk: module, ReceivedEvent, reserved, made: { id: mark('id'), time: mark('time') } };
 }
 
 /**
@@ -96,7 +109,10 @@ export interface EventHeaders {
 
 export const STRUCTURED = 'application/cloudevents+json';
 export const BATCH = 'application/cloudevents-batch+json';
-export const SPEC_VERSIONS = new Set(['1.0', '0.3']);
+/** Whether `value` is a CloudEvents version funcrun reads and writes: compared, where a Set would hash the arriving text. */
+export function isSpecVersion(value: unknown): value is '1.0' | '0.3' {
+  return value === '1.0' || value === '0.3';
+}
 
 // RFC 3986 characters, percent escapes whole: a URI reference (an event's source).
 export const URI_REFERENCE = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
@@ -215,8 +231,9 @@ export class CloudEventResponse<T = unknown> {
     // Checked here rather than by the SDK's constructor, which would validate its schema per event.
     if (typeof type !== 'string' || type === '') throw new TypeError('cloudEventResponse(): type must be a non-empty string');
     if (typeof source !== 'string' || !isUriReference(source)) throw new TypeError('cloudEventResponse(): source must be a URI reference');
-    if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) throw new TypeError('cloudEventResponse(): version must be 1.0 or 0.3');
-    const event = Object.create(cloudevents().CloudEvent.prototype) as Record<string, unknown>;
+    if (!isSpecVersion(specversion)) throw new TypeError('cloudEventResponse(): version must be 1.0 or 0.3');
+    const { made } = loadedSdk();
+    const event = Object.create(attributes.id === undefined ? made.id : made.time) as Record<string, unknown>;
     event.id = attributes.id ?? randomUUID();
     event.time = this.#clock?.now() ?? new Date().toISOString();
     event.type = type;

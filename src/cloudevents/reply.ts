@@ -1,6 +1,6 @@
 // Writing a returned CloudEvent back: binary mode (attributes as `ce-*` headers, data as the
 // body), structured, or a batch, the shapes the SDK's HTTP binding gives a message.
-import { BATCH, STRUCTURED, type Mode } from './cloudevent';
+import { BATCH, MADE, STRUCTURED, type Made, type Mode } from './cloudevent';
 import { bodyKind, parseMediaType } from '../body/media-type';
 import type { CloudEvent } from 'cloudevents';
 import type { Trace } from '../telemetry/trace';
@@ -93,39 +93,57 @@ function structuredJson(event: CloudEvent<unknown>, trace: Trace | undefined): R
  * binding says (the SDK's encoder sends them raw, which node refuses for non-ASCII).
  */
 function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Record<string, string> | undefined {
-  const e = event as unknown as Record<string, unknown>;
-  const headers: Record<string, string> = {};
-  const block: Block = { size: 0, values: '' };
-  // The context attributes by name, in the order the SDK's CloudEvent sets them: each read and
-  // written through an inline cache of its own, where going through the event's keys looked
-  // every one up by a computed name (some 2,000 instructions an answer).
-  const complete =
-    put(headers, 'ce-id', e.id, block) &&
-    put(headers, 'ce-time', e.time, block) &&
-    put(headers, 'ce-type', e.type, block) &&
-    put(headers, 'ce-source', e.source, block) &&
-    put(headers, 'ce-specversion', e.specversion, block) &&
-    putContentType(headers, e.datacontenttype, block) &&
-    put(headers, 'ce-subject', e.subject, block) &&
-    put(headers, 'ce-datacontentencoding', e.datacontentencoding, block) &&
-    put(headers, 'ce-dataschema', e.dataschema, block) &&
-    put(headers, 'ce-schemaurl', e.schemaurl, block) &&
-    putExtensions(headers, e, block);
-  if (!complete) return undefined;
+  const e = event as unknown as Record<string, unknown> & Partial<Made>;
+  const block: Block = { size: 0, encode: false };
+  const headers = contextHeaders(e, block);
+  if (headers === undefined || !putExtensions(headers, e, block)) return undefined;
   // The invocation's trace, for an event without one of its own: attributes like any other, last.
   if (trace !== undefined && e.traceparent === undefined) {
-    if (!put(headers, 'ce-traceparent', trace.traceparent, block)) return undefined;
-    if (e.tracestate === undefined && !put(headers, 'ce-tracestate', trace.traceState, block)) return undefined;
+    if (!put(headers, 'ce-traceparent', trace.traceparent, block, false)) return undefined;
+    if (e.tracestate === undefined && !put(headers, 'ce-tracestate', trace.traceState, block, false)) return undefined;
   }
-  // One test over every value at once: most answers have nothing to encode, and a regular
-  // expression call per attribute cost more than the rest of the headers.
-  return ENCODED.test(block.values) ? encodeValues(headers, block.size) : headers;
+  return block.encode ? encodeValues(headers, block.size) : headers;
 }
 
-/** The header block so far: its size in bytes as sent, and its `ce-*` values run together. */
+/**
+ * The context attributes' headers, in the order the SDK's CloudEvent sets them; undefined when
+ * binary mode cannot carry them. Each attribute is read, and its header written, by its name:
+ * through an inline cache of its own, where a computed name (a loop over the event's keys, or a
+ * helper given the header) cost a megamorphic lookup each, some 2,000 instructions an answer.
+ */
+function contextHeaders(e: Record<string, unknown> & Partial<Made>, block: Block): Record<string, string> | undefined {
+  // Looking for what to encode costs per character: what the response chain wrote itself (its
+  // time and specversion, its id unless the function gave one) is known to need none.
+  const made = e[MADE];
+  const id = text(e.id, 'ce-id', block, made === 'id');
+  const time = text(e.time, 'ce-time', block, made !== undefined);
+  const type = text(e.type, 'ce-type', block, false);
+  const source = text(e.source, 'ce-source', block, false);
+  const specversion = text(e.specversion, 'ce-specversion', block, made !== undefined);
+  const contentType = mediaType(e.datacontenttype, block);
+  const subject = text(e.subject, 'ce-subject', block, false);
+  const encoding = text(e.datacontentencoding, 'ce-datacontentencoding', block, false);
+  const dataschema = text(e.dataschema, 'ce-dataschema', block, false);
+  const schemaurl = text(e.schemaurl, 'ce-schemaurl', block, false);
+  if (contentType === null || block.size > MAX_BINARY_HEADERS) return undefined;
+  const headers: Record<string, string> = {};
+  if (id !== undefined) headers['ce-id'] = id;
+  if (time !== undefined) headers['ce-time'] = time;
+  if (type !== undefined) headers['ce-type'] = type;
+  if (source !== undefined) headers['ce-source'] = source;
+  if (specversion !== undefined) headers['ce-specversion'] = specversion;
+  if (contentType !== undefined) headers['content-type'] = contentType;
+  if (subject !== undefined) headers['ce-subject'] = subject;
+  if (encoding !== undefined) headers['ce-datacontentencoding'] = encoding;
+  if (dataschema !== undefined) headers['ce-dataschema'] = dataschema;
+  if (schemaurl !== undefined) headers['ce-schemaurl'] = schemaurl;
+  return headers;
+}
+
+/** The header block so far: its size in bytes as sent, and whether a value in it needs encoding. */
 interface Block {
   size: number;
-  values: string;
+  encode: boolean;
 }
 
 /** Extension attributes: the event's keys that are not the context attributes put above. */
@@ -146,33 +164,40 @@ function putExtensions(headers: Record<string, string>, e: Record<string, unknow
       case 'data_base64':
         continue;
     }
-    if (!put(headers, HEADER_NAMES[name] ?? `ce-${name}`, e[name], block)) return false;
+    if (!put(headers, HEADER_NAMES[name] ?? `ce-${name}`, e[name], block, false)) return false;
   }
   return true;
 }
 
-/** One attribute's header, its value as it is (none for an absent one); false when binary mode cannot carry it. */
-function put(headers: Record<string, string>, header: string, value: unknown, block: Block): boolean {
-  if (value === undefined || value === null) return true;
-  const text = typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value);
-  // `name: value` and CRLF. Encoding only lengthens a value: one too long as it is goes structured without being encoded.
-  block.size += header.length + text.length + 4;
-  if (block.size > MAX_BINARY_HEADERS) return false;
-  headers[header] = text;
-  block.values += text;
-  return true;
+/**
+ * One attribute's header value, as it is (undefined for an absent one), counted in the block.
+ * `known`: a value funcrun wrote, which needs no encoding.
+ */
+function text(value: unknown, header: string, block: Block, known: boolean): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const written = typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : String(value);
+  // `name: value` and CRLF. Encoding only lengthens a value: a block too long as it is goes structured without being encoded.
+  block.size += header.length + written.length + 4;
+  // Once one value needs encoding, encodeValues() looks at every one.
+  if (!known && !block.encode && block.size <= MAX_BINARY_HEADERS) block.encode = ENCODED.test(written);
+  return written;
 }
 
-/** datacontenttype as Content-Type, never encoded: false for one that is no media type. */
-function putContentType(headers: Record<string, string>, value: unknown, block: Block): boolean {
-  if (value === undefined || value === null) return true;
+/** An extension's or the trace's header; false when binary mode cannot carry it. */
+function put(headers: Record<string, string>, header: string, value: unknown, block: Block, known: boolean): boolean {
+  const written = text(value, header, block, known);
+  if (written !== undefined) headers[header] = written;
+  return block.size <= MAX_BINARY_HEADERS;
+}
+
+/** datacontenttype, as Content-Type and never encoded: undefined when absent, null for one that is no media type. */
+function mediaType(value: unknown, block: Block): string | null | undefined {
+  if (value === undefined || value === null) return undefined;
   const text = typeof value === 'string' ? value : String(value);
   block.size += 'content-type'.length + text.length + 4;
-  if (block.size > MAX_BINARY_HEADERS) return false;
   // funcrun's own default needs no parse.
-  if (text !== JSON_MEDIA && (!PRINTABLE.test(text) || parseMediaType(text) === undefined)) return false;
-  headers['content-type'] = text;
-  return true;
+  if (text !== JSON_MEDIA && (block.size > MAX_BINARY_HEADERS || !PRINTABLE.test(text) || parseMediaType(text) === undefined)) return null;
+  return text;
 }
 
 /** The `ce-*` values percent-encoded where they need it; undefined when the block grows past its limit. */
@@ -190,8 +215,10 @@ function encodeValues(headers: Record<string, string>, size: number): Record<str
 
 const JSON_MEDIA = 'application/json';
 
-// What binary mode percent-encodes in a value: anything outside printable ASCII but space, `"` and `%`.
-const ENCODED = /[^\x21-\x7e]|["%]/;
+// What binary mode percent-encodes in a value: anything outside printable ASCII but space, `"` and
+// `%`. One class (the printable characters but those two, negated): a class and an alternative
+// cost twice as much per character.
+const ENCODED = /[^!#$&-~]/;
 const ENCODED_ALL = /[^\x21-\x7e]|["%]/gu;
 // A header value a media type can be: printable ASCII only (no CR, LF or NUL).
 const PRINTABLE = /^[\x20-\x7e]*$/;

@@ -3,7 +3,7 @@
 // event, written as funcrun writes the events a function returns (reply.ts). Nothing here runs at
 // start: the WHATWG globals and the SDK are reached on first use.
 import type { CloudEvent } from 'cloudevents';
-import { BATCH, detectMode, isUriReference, SPEC_VERSIONS, STRUCTURED, type EventHeaders, type Mode } from './cloudevent';
+import { BATCH, detectMode, isUriReference, isSpecVersion, STRUCTURED, type EventHeaders, type Mode } from './cloudevent';
 import { readEvent as readFrom } from './read';
 import { encodeEvent } from './reply';
 import { refusedEncoding } from '../body/body';
@@ -178,7 +178,7 @@ function completed(event: CloudEvent<unknown> | EventAttributes): CloudEvent<unk
   if (!fromSdk && attributes.data_base64 !== undefined) throw new TypeError('eventResponse(): give bytes as data (a Uint8Array), not data_base64');
   if (typeof type !== 'string' || type === '') throw new TypeError('eventResponse(): type must be a non-empty string');
   if (typeof source !== 'string' || !isUriReference(source)) throw new TypeError('eventResponse(): source must be a URI reference');
-  if (typeof specversion !== 'string' || !SPEC_VERSIONS.has(specversion)) throw new TypeError('eventResponse(): specversion must be 1.0 or 0.3');
+  if (!isSpecVersion(specversion)) throw new TypeError('eventResponse(): specversion must be 1.0 or 0.3');
   attributes.specversion = specversion;
   attributes.id ??= randomUUID();
   attributes.time ??= new Date().toISOString();

@@ -9,6 +9,7 @@ import { abortInvocations } from '../context';
 import { settleWithin } from './deadline';
 import { SETTINGS } from '../start/settings';
 import type { Function as FunctionModule } from '../types';
+import type { InFlight } from './in-flight';
 
 /** Idempotency's claims, as a stop and the fault handler see them (idempotency.ts). */
 export interface Claims {
@@ -35,7 +36,7 @@ export interface Runtime {
   /** With idempotency on: the claims this process holds. */
   readonly claims: Claims | undefined;
   /** Requests not yet answered (by their response), with their reqId: those the grace period cuts are logged by it. */
-  readonly inFlight: Map<ServerResponse, number>;
+  readonly inFlight: InFlight;
   /**
    * Runs a callback in the async context the server was made in: shutdown() must not run as part
    * of whichever invocation happened to close the last connection (its reqId, trace, span).
