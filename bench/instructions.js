@@ -15,6 +15,11 @@
 // the window then counted re-optimisation and slower code, differently from run to run (raw's
 // CloudEvent answer 116k or 125k, funcrun's JSON 96k or 100k). With one pool no compiler work is
 // left in the window and repeated runs agree within about 1%.
+// Every server runs with its young generation at one fixed size (YOUNG). V8 otherwise grows it
+// under load at moments of its own, and each scavenge has a fixed cost (walking the roots, some
+// 10^5 instructions) spread over the requests between two scavenges: the same code read 82k or
+// 85k on the JSON row, 115k or 123k on the CloudEvent answer, as the young generation had grown
+// or not. Bytes allocated per request do not depend on it.
 // The Hono rows (hono-get, hono-post) count the same app (bench/function-hono) served by funcrun and
 // by its own Node adapter, @hono/node-server (installed as bench/run.js --peers does), in raw's place:
 // with --peers, or when --only names them.
@@ -28,6 +33,8 @@ const { parseArgs } = require('node:util');
 const { order, ce, batchWorkload, honoWorkloads, honoFuncrunEnv, freePort, untilUp, installPeers } = require('./common');
 
 const ROOT = path.join(__dirname, '..');
+// The young generation's two halves at a fixed size (MB), the same for every server (see above).
+const YOUNG = ['--min-semi-space-size=16', '--max-semi-space-size=16'];
 const { values: args } = parseArgs({
   options: {
     requests: { type: 'string', default: '2000' },
@@ -114,7 +121,7 @@ async function instructions(name, workload) {
   // usual cost, not fifty), then zeroed, counted over the window, and dumped.
   const child = spawn(
     'valgrind',
-    ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, ...argv],
+    ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, ...YOUNG, ...argv],
     {
       env,
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -95,7 +95,7 @@ row measures a second, identical raw server exactly as funcrun is measured: it s
 and how far it reads from 1.00 (and its rounds' range) is the margin to read every ratio with. A
 ratio inside that margin of its target is not a verdict either way. For counts that do not move
 with the machine's load, ${code('npm run bench:instructions')} (${code('bench/instructions.js')}, needs valgrind; ${code('--instructions')}
-adds its table to a run) counts each server's instructions per request under callgrind, after a warm-up on the same keep-alive connections,
+adds its table to a run) counts each server's instructions per request under callgrind, after a warm-up on the same keep-alive connections and with every server's young generation at one fixed size (V8 grows it at moments of its own, which moved the count by up to 7%),
 on a JSON POST and on a CloudEvent answered with ${code('cloudEventResponse')}; its Hono rows (with ${code('--peers')}, or
 named: ${code('--only hono-get,hono-post')}) count the Hono app served by funcrun and by ${code('@hono/node-server')} (in raw's columns) the same way.
 
