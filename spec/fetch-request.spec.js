@@ -240,3 +240,104 @@ describe("a fetch handler's Request: passed on before it is read", () => {
     assert.deepEqual(proxied.json, { method: 'POST', path: '/proxied', custom: 'h', body: 'via hono' });
   });
 });
+
+/** A POST sent with node's client, its body written in `chunks` (chunked unless told otherwise): status and body. */
+function post(url, headers, chunks) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers, agent: false }, async (res) => {
+      let text = '';
+      for await (const chunk of res) text += chunk;
+      resolve({ status: res.statusCode, text });
+    });
+    req.on('error', reject);
+    for (const chunk of chunks) req.write(chunk);
+    req.end();
+  });
+}
+
+/** A loopback server answering with the headers and the body it received. */
+async function headersUpstream(t) {
+  const server = http.createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ headers: req.headers, body }));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  return `http://127.0.0.1:${server.address().port}`;
+}
+
+// The connection-level headers (RFC 9110 section 7.6.1), and two that Connection names.
+const HOP = {
+  'transfer-encoding': 'chunked',
+  connection: 'keep-alive, X-Hop , x-other',
+  'keep-alive': 'timeout=5',
+  'proxy-connection': 'keep-alive',
+  upgrade: 'h2c',
+  te: 'trailers',
+  trailer: 'x-sum',
+  'x-hop': 'named by Connection',
+  'x-other': 'named too',
+};
+const HOP_NAMES = ['transfer-encoding', 'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'te', 'trailer', 'x-hop', 'x-other'];
+
+describe("a fetch handler's Request: the connection's own headers left out", () => {
+  it('request.headers has no connection-level header and none Connection names, and keeps the end-to-end ones', async (t) => {
+    const server = await serve(t, {
+      fetch: async (request) => Response.json({ headers: Object.fromEntries(request.headers), body: await request.text() }),
+    });
+    const res = await post(server.url, { ...HOP, 'x-custom': 'kept', 'content-type': 'text/plain', accept: 'text/plain' }, ['hel', 'lo']);
+    assert.equal(res.status, 200);
+    const { headers, body } = JSON.parse(res.text);
+    assert.equal(body, 'hello');
+    for (const name of HOP_NAMES) assert.equal(headers[name], undefined, name);
+    assert.equal(headers['x-custom'], 'kept');
+    assert.equal(headers['content-type'], 'text/plain');
+    assert.equal(headers.accept, 'text/plain');
+    assert.match(headers.host, /^127\.0\.0\.1:\d+$/);
+  });
+
+  it('keeps every header of a request that has none of them, a repeated Set-Cookie included', async (t) => {
+    const server = await serve(t, { fetch: (request) => Response.json({ headers: [...request.headers], cookies: request.headers.getSetCookie() }) });
+    const res = await post(server.url, { 'content-length': '2', 'x-custom': 'kept', 'set-cookie': ['a=1', 'b=2'] }, ['hi']);
+    const { headers, cookies } = JSON.parse(res.text);
+    assert.deepEqual(cookies, ['a=1', 'b=2']);
+    assert.deepEqual(
+      headers.filter(([name]) => name === 'content-length' || name === 'x-custom'),
+      [
+        ['content-length', '2'],
+        ['x-custom', 'kept'],
+      ],
+    );
+  });
+
+  it('a chunked upload proxied with fetch(new Request(upstream, request)) arrives whole, and so through a Hono app passing c.req.raw on', async (t) => {
+    const to = await headersUpstream(t);
+    const app = new Hono();
+    app.post('/hono', (c) => fetch(`${to}/hono`, c.req.raw));
+    app.post('/*', (c) => fetch(new Request(`${to}/made`, c.req.raw)));
+    const plain = await serve(t, { fetch: (request) => fetch(new Request(`${to}/plain`, request)) });
+    const hono = await serve(t, app);
+    for (const url of [`${plain.url}/`, `${hono.url}/hono`, `${hono.url}/other`]) {
+      const res = await post(url, { ...HOP, 'x-custom': 'along' }, ['a chunked ', 'upload, ', 'whole']);
+      assert.equal(res.status, 200, `${url}: ${res.text}`);
+      const { headers, body } = JSON.parse(res.text);
+      assert.equal(body, 'a chunked upload, whole');
+      assert.equal(headers['x-custom'], 'along');
+      // The client's own went no further: the upstream got undici's framing, and none of the names Connection listed.
+      assert.equal(headers['x-hop'], undefined);
+      assert.equal(headers['x-other'], undefined);
+      assert.equal(headers['keep-alive'], undefined);
+      assert.equal(headers.upgrade, undefined);
+    }
+  });
+
+  it('a chunked upload over the body limit, proxied, is still the 413', async (t) => {
+    const to = await headersUpstream(t);
+    const server = await serve(t, { fetch: (request) => fetch(new Request(to, request)) }, { bodyLimit: 8 });
+    const res = await post(server.url, { 'transfer-encoding': 'chunked' }, ['0123456', '789abcdef']);
+    assert.equal(res.status, 413);
+    assert.equal(JSON.parse(res.text).code, 'FUNCRUN_BODY_TOO_LARGE');
+  });
+});

@@ -137,9 +137,10 @@ export function utf8Decoded(bytes: Uint8Array): string {
 
 /**
  * The Request: absolute URL (scheme from the connection, host from Host, else the listening
- * address), method and headers as received, the body as a stream (none for GET and HEAD), and
- * `signal`, the invocation's (aborted by the client going away, the timeout and the drain's cut),
- * read from `signal.signal` when the handler first asks for it.
+ * address), method and headers as received (but the connection's own: headersOf()), the body as
+ * a stream (none for GET and HEAD), and `signal`, the invocation's (aborted by the client going
+ * away, the timeout and the drain's cut), read from `signal.signal` when the handler first asks
+ * for it.
  */
 export function toRequest(req: IncomingMessage, target: Target, body: Readable | undefined, signal: SignalSource): Request {
   const method = methodOf(req, target);
@@ -164,17 +165,52 @@ export function methodOf(req: IncomingMessage, target: Target): string {
   return method;
 }
 
-/** The headers as node parsed them: a repeated header is one value (a request's Set-Cookie aside, which node keeps apart). */
+/**
+ * The headers as node parsed them, but the connection's own: a repeated header is one value (a
+ * request's Set-Cookie aside, which node keeps apart), and the connection-level headers (RFC 9110
+ * section 7.6.1: Connection, the headers it names, and those below) are left out. They describe
+ * the hop from the client to funcrun, whose framing funcrun reads (the body stays the body, under
+ * its limit); passed on (`fetch(new Request(url, request))`), undici refuses them.
+ */
 export function headersOf(req: IncomingMessage): Record<string, string> | [string, string][] {
   const headers = req.headers;
-  if (headers['set-cookie'] === undefined) return headers as Record<string, string>;
+  if (headers['set-cookie'] === undefined && !connectionLevel(headers)) return headers as Record<string, string>;
+  const named = namedByConnection(headers.connection);
   const pairs: [string, string][] = [];
   for (const name in headers) {
+    if (CONNECTION_LEVEL.has(name) || named?.has(name) === true) continue;
     const value = headers[name]!;
     if (Array.isArray(value)) for (const one of value) pairs.push([name, one]);
     else pairs.push([name, value]);
   }
   return pairs;
+}
+
+// The connection-level headers RFC 9110 (section 7.6.1) names, beside those Connection names.
+const CONNECTION_LEVEL = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** Whether the request carries any connection-level header (most carry none: their headers are passed as node made them). */
+function connectionLevel(headers: IncomingMessage['headers']): boolean {
+  return (
+    headers.connection !== undefined ||
+    headers['transfer-encoding'] !== undefined ||
+    headers['keep-alive'] !== undefined ||
+    headers.upgrade !== undefined ||
+    headers.te !== undefined ||
+    headers.trailer !== undefined ||
+    headers['proxy-connection'] !== undefined
+  );
+}
+
+/** The header names a Connection header lists (node joins repeated ones with commas), read once; undefined for none. */
+function namedByConnection(connection: string | undefined): Set<string> | undefined {
+  if (connection === undefined) return undefined;
+  const named = new Set<string>();
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name !== '') named.add(name);
+  }
+  return named;
 }
 
 /** The absolute URL: the scheme of the connection, the host its Host header names, the target as sent. */
