@@ -26,7 +26,10 @@ export function send(
   const out: OutgoingHttpHeaders = { ...headers };
   for (const name in out) if (out[name] === undefined) delete out[name];
   if (status === 204 || status === 304) body = undefined;
-  else out['content-length'] = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  // As text, as every other header's value: node checks each value with a regular expression, whose
+  // fast path, where the call site has only ever seen text, takes strings alone. (A template, not
+  // String(), which optimised code leaves to a generic call.)
+  else out['content-length'] = body === undefined ? '0' : `${typeof body === 'string' ? Buffer.byteLength(body) : body.length}`;
   (res as Keeping)[KEEPS_ANSWER]?.(status, out, body);
   // One writeHead with every header: node's fast path, as a hand-written server would do it.
   res.writeHead(status, out);
