@@ -169,8 +169,8 @@ function servers(peersDir) {
   return list;
 }
 
-// Preloaded into the servers of the load runs, with V8's gc() exposed: settle() collects their
-// garbage before their RSS is read (see rssAfterLoad). Not into the cold starts: a flag given to
+// Preloaded into the servers of the load runs, with V8's gc() exposed: on SIGUSR2 it collects their
+// garbage before their RSS is read again (rssAfterLoad). Not into the cold starts: a flag given to
 // node makes funcrun's code caches another folder (boot/code-cache.ts), started cold.
 const SETTLE = path.join(__dirname, 'settle.js');
 
