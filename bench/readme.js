@@ -106,9 +106,21 @@ named: ${code('--only hono-get,hono-post')}) count the Hono app served by funcru
   starts per server, pinned as above. funcrun reads the function's ${code('func.yaml')} on each start; its compile
   cache (${code('lib/.cache')}) and the YAML parser's code cache in it were filled by the starts before it.
 - **RSS after load**: the server process's resident memory (${code('VmRSS')} in ${code('/proc/<pid>/status')}) after all
-  the load above (a per-workload server: the largest of its processes, read before each stops). It
-  depends on how far V8's young generation has grown when the load stops, so it varies with the
-  load generator and the length of the run.
+  the load above (a per-workload server: the largest of its processes, read before each stops), read
+  twice: as the load left it, then after a full garbage collection, and the target is on the second.
+  Every server of the load runs is started with ${code('node --expose-gc --require bench/settle.js')}, which on
+  ${code('SIGUSR2')} runs V8's last-resort collection (the one a memory pressure notification runs: every
+  generation collected, the young generation shrunk back, the pages V8 keeps for reuse released)
+  and says when it is done; it does nothing else. As the load leaves it, RSS says where V8's
+  heuristics stood when the load stopped: V8 doubles the young generation from 1 MB as the survivors
+  of its scavenges add up (a server allocating more per request gets there sooner, and any server
+  under sustained load does in the end), keeps the pages when it shrinks it, and lets the old
+  generation fill with garbage up to its next collection. Identical loads read raw and funcrun 3 to
+  40 MB apart that way (a memory reducer some seconds after the load can take funcrun below raw:
+  its loop monitor's timer lets V8 find it idle). After the collection both keep their code,
+  their live objects and what the C allocator keeps of its peaks (V8's compilers' memory among
+  it), and the two read within a few MB of each other from run to run. The cold starts are not
+  given the preload: a flag given to node makes funcrun's code caches another folder.
 
 Targets: ${targets}.
 
@@ -145,14 +157,17 @@ function historyTable(history) {
   const rows = history.map((run) => {
     const i = run.instructions ?? {};
     const pair = (w) => (i[w] ? `${count(i[w].raw)} / ${count(i[w].funcrun)} (${ratio(i[w].funcrun, i[w].raw)})` : '—');
-    const rss = run.rssMB ? `${run.rssMB.raw.toFixed(1)} / ${run.rssMB.funcrun.toFixed(1)} (+${(run.rssMB.funcrun - run.rssMB.raw).toFixed(1)})` : '—';
+    const collected = run.rssMB?.collected ? ', collected' : '';
+    const rss = run.rssMB
+      ? `${run.rssMB.raw.toFixed(1)} / ${run.rssMB.funcrun.toFixed(1)} (+${(run.rssMB.funcrun - run.rssMB.raw).toFixed(1)}${collected})`
+      : '—';
     const cold = run.coldStartMs
       ? `${Math.round(run.coldStartMs.raw)} / ${Math.round(run.coldStartMs.funcrun)} (×${ratio(run.coldStartMs.raw, run.coldStartMs.funcrun)})`
       : '—';
     return `| ${run.date} | ${code(run.commit)} | ${run.node} | ${run.loader} | ${cold} | ${rss} | ${pair('JSON POST')} | ${pair('CloudEvent, cloudEventResponse')} | ${run.note ?? ''} |`;
   });
   return [
-    'Each run written with `--markdown` adds a row (`bench/history.json`). Instructions are counted under callgrind, raw / funcrun (raw / funcrun as a ratio, higher is better for funcrun); cold start and RSS after load are raw / funcrun, read with the load generator and the machine of their run.',
+    'Each run written with `--markdown` adds a row (`bench/history.json`). Instructions are counted under callgrind, raw / funcrun (raw / funcrun as a ratio, higher is better for funcrun); cold start and RSS after load are raw / funcrun, read with the load generator and the machine of their run; RSS after a full garbage collection where the row says collected, before that as the load left it.',
     '',
     '| run | commit | Node | load | cold start ms, raw / funcrun | RSS after load MB, raw / funcrun | instructions, JSON POST | instructions, CloudEvent answer | note |',
     '|---|---|---|---|---|---|---|---|---|',
