@@ -31,6 +31,19 @@ function rawRequest(url, options = {}, body) {
 
 const encoder = new TextEncoder();
 
+/** A 2,000-byte body sent in five chunks without a length: the 1,000-byte limit is met while the handler reads. */
+function overTheLimit() {
+  return new ReadableStream({
+    async start(controller) {
+      for (let i = 0; i < 5; i++) {
+        controller.enqueue(new Uint8Array(400));
+        await sleep(5);
+      }
+      controller.close();
+    },
+  });
+}
+
 describe('a fetch handler: requests', () => {
   it('takes every path and method, while funcrun answers its probes', async (t) => {
     const seen = [];
@@ -126,15 +139,7 @@ describe('a fetch handler: requests', () => {
       { bodyLimit: 1000 },
     );
     // Without a Content-Length, the limit is met while the handler reads.
-    const body = new ReadableStream({
-      async start(controller) {
-        for (let i = 0; i < 5; i++) {
-          controller.enqueue(new Uint8Array(400));
-          await sleep(5);
-        }
-        controller.close();
-      },
-    });
+    const body = overTheLimit();
     const res = await request(server.url, { method: 'POST', body, duplex: 'half' });
     assert.equal(rejected?.code, 'FUNCRUN_BODY_TOO_LARGE', 'text() rejected with the limit');
     assert.equal(res.status, 413);
@@ -174,15 +179,7 @@ describe('a fetch handler: requests', () => {
       { bodyLimit: 1000 },
     );
     for (const how of ['/wrapped', '/passed-on']) {
-      const body = new ReadableStream({
-        async start(controller) {
-          for (let i = 0; i < 5; i++) {
-            controller.enqueue(new Uint8Array(400));
-            await sleep(5);
-          }
-          controller.close();
-        },
-      });
+      const body = overTheLimit();
       const res = await request(`${server.url}${how}`, { method: 'POST', body, duplex: 'half' });
       assert.equal(res.status, 413, how);
       assert.equal(res.json.code, 'FUNCRUN_BODY_TOO_LARGE', how);

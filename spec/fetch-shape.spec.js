@@ -7,6 +7,14 @@ const fs = require('node:fs');
 const { serve, request, project, runServing } = require('./helpers');
 const testing = require('funcrun/testing');
 
+// An ES module with a default { fetch } and a named handle: both shapes, of which handle is served.
+const BOTH_SHAPES_ESM = {
+  'package.json': '{ "type": "module" }',
+  'index.js': `
+export function handle() { return 'from handle'; }
+export default { fetch: () => new Response('from fetch') };
+`,
+};
 const warnings = (entries) => entries.filter((line) => line.level === 40 && /fetch/.test(line.msg));
 
 describe('a module with fetch beside another handler', () => {
@@ -55,13 +63,7 @@ describe('a module with fetch beside another handler', () => {
   });
 
   it('served by the funcrun command: an ES module with a default { fetch } and a named handle says it in its start log, once', async (t) => {
-    const folder = project({
-      'package.json': '{ "type": "module" }',
-      'index.js': `
-export function handle() { return 'from handle'; }
-export default { fetch: () => new Response('from fetch') };
-`,
-    });
+    const folder = project(BOTH_SHAPES_ESM);
     t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
     const proc = await runServing([folder]);
     t.after(() => proc.stop());
@@ -72,13 +74,7 @@ export default { fetch: () => new Response('from fetch') };
   });
 
   it('served by funcrun/testing from a folder: the same warning, naming the file, once, in the log it is given', async (t) => {
-    const folder = project({
-      'package.json': '{ "type": "module" }',
-      'index.js': `
-export function handle() { return 'from handle'; }
-export default { fetch: () => new Response('from fetch') };
-`,
-    });
+    const folder = project(BOTH_SHAPES_ESM);
     t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
     const sink = testing.createLogSink();
     const running = await testing.startFunction(folder, { logDestination: sink });
