@@ -382,6 +382,25 @@ describe('CloudEvents passed through', () => {
     assert.match(source.headers['ce-id'], /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
+  it("an answer whose event fills node's 16 KiB head is structured, so that node's own clients can read it; a lone surrogate too", async (t) => {
+    const { url } = await serve(t, (ctx, data) => ctx.cloudEventResponse({ ok: true }).type('t').source('/s').id(data.id).response());
+    const ce = { 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', 'ce-specversion': '1.0', 'content-type': 'application/json' };
+    // The event's headers alone under 16 KiB, the whole head over it: fetch refused such heads (UND_ERR_HEADERS_OVERFLOW).
+    for (const id of ['x'.repeat(16_200), '\u00e9'.repeat(2_700)]) {
+      const res = await send(url, { headers: ce, body: JSON.stringify({ id }) });
+      assert.equal(res.status, 200);
+      assert.match(res.headers['content-type'], /^application\/cloudevents\+json/);
+      assert.equal(JSON.parse(res.text).id, id);
+    }
+    const fits = await send(url, { headers: ce, body: JSON.stringify({ id: 'x'.repeat(14_000) }) });
+    assert.equal(fits.headers['ce-id'], 'x'.repeat(14_000));
+    // A lone surrogate has no UTF-8 to percent-encode: JSON escapes it.
+    const lone = await send(url, { headers: ce, body: JSON.stringify({ id: 'a\ud800b' }) });
+    assert.equal(lone.status, 200);
+    assert.match(lone.headers['content-type'], /^application\/cloudevents\+json/);
+    assert.equal(JSON.parse(lone.text).id, 'a\ud800b');
+  });
+
   it('a percent-encoded binary attribute arrives decoded', async (t) => {
     let subject;
     const { url } = await serve(t, (ctx) => {

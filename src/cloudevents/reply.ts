@@ -200,11 +200,16 @@ function mediaType(value: unknown, block: Block): string | null | undefined {
   return text;
 }
 
-/** The `ce-*` values percent-encoded where they need it; undefined when the block grows past its limit. */
+/**
+ * The `ce-*` values percent-encoded where they need it; undefined when the block grows past its
+ * limit, or for a value with a lone surrogate, which has no UTF-8 to encode (structured JSON
+ * escapes it).
+ */
 function encodeValues(headers: Record<string, string>, size: number): Record<string, string> | undefined {
   for (const name of Object.keys(headers)) {
     const text = headers[name];
     if (name === 'content-type' || !ENCODED.test(text)) continue;
+    if (LONE_SURROGATE.test(text)) return undefined;
     const encoded = text.replace(ENCODED_ALL, (c) => encodeURIComponent(c).replace(/'/g, '%27'));
     size += encoded.length - text.length;
     if (size > MAX_BINARY_HEADERS) return undefined;
@@ -220,11 +225,15 @@ const JSON_MEDIA = 'application/json';
 // cost twice as much per character.
 const ENCODED = /[^!#$&-~]/;
 const ENCODED_ALL = /[^\x21-\x7e]|["%]/gu;
+// A surrogate not in a pair (in a u-mode class a pair is one character, never matched).
+const LONE_SURROGATE = /\p{Cs}/u;
 // A header value a media type can be: printable ASCII only (no CR, LF or NUL).
 const PRINTABLE = /^[\x20-\x7e]*$/;
 // The header of the common extensions, made once rather than per answer.
 const HEADER_NAMES: Record<string, string> = Object.create(null);
 for (const name of ['traceparent', 'tracestate']) HEADER_NAMES[name] = `ce-${name}`;
 
-// node's default limit on a request's header block: an answer's should fit a client's too.
-const MAX_BINARY_HEADERS = 16 * 1024;
+// node's default limit on a head (its http client's and fetch's too) is 16 KiB, the status line
+// and every header: the event's headers get 15 KiB, the rest (Content-Length, Date, Connection,
+// Keep-Alive, headers of the function's own) the last one.
+const MAX_BINARY_HEADERS = 15 * 1024;
