@@ -99,8 +99,8 @@ function binaryHeaders(event: CloudEvent<unknown>, trace: Trace | undefined): Re
   if (headers === undefined || !putExtensions(headers, e, block)) return undefined;
   // The invocation's trace, for an event without one of its own: attributes like any other, last.
   if (trace !== undefined && e.traceparent === undefined) {
-    if (!put(headers, 'ce-traceparent', trace.traceparent, block, false)) return undefined;
-    if (e.tracestate === undefined && !put(headers, 'ce-tracestate', trace.traceState, block, false)) return undefined;
+    if (!put(headers, 'ce-traceparent', trace.traceparent, block)) return undefined;
+    if (e.tracestate === undefined && !put(headers, 'ce-tracestate', trace.traceState, block)) return undefined;
   }
   return block.encode ? encodeValues(headers, block.size) : headers;
 }
@@ -164,7 +164,7 @@ function putExtensions(headers: Record<string, string>, e: Record<string, unknow
       case 'data_base64':
         continue;
     }
-    if (!put(headers, HEADER_NAMES[name] ?? `ce-${name}`, e[name], block, false)) return false;
+    if (!put(headers, HEADER_NAMES[name] ?? `ce-${name}`, e[name], block)) return false;
   }
   return true;
 }
@@ -183,9 +183,12 @@ function text(value: unknown, header: string, block: Block, known: boolean): str
   return written;
 }
 
-/** An extension's or the trace's header; false when binary mode cannot carry it. */
-function put(headers: Record<string, string>, header: string, value: unknown, block: Block, known: boolean): boolean {
-  const written = text(value, header, block, known);
+/**
+ * An extension's or the trace's header; false when binary mode cannot carry it. Each value is looked
+ * at for what to encode: extensions are the function's, and the trace's state is the caller's.
+ */
+function put(headers: Record<string, string>, header: string, value: unknown, block: Block): boolean {
+  const written = text(value, header, block, false);
   if (written !== undefined) headers[header] = written;
   return block.size <= MAX_BINARY_HEADERS;
 }
