@@ -75,12 +75,12 @@ const HEADER_ATTRIBUTES: Record<string, string> = Object.assign(Object.create(nu
 });
 
 function binaryEvent(headers: EventHeaders, body: Buffer | undefined, media: MediaType | undefined, reading: DataReading): CloudEvent<unknown> {
-  // The attributes are written on the event itself, which build() checks and freezes: copying
-  // them to it cost more than reading them. A name the event's prototype chain has (`__proto__`,
-  // a method such as `validate`) is defined as an own attribute, never set through the chain, and
-  // refused by its name in build().
+  // The attributes are written on the event itself, then checked (checkAttributes()) and frozen
+  // (withData()): copying them to it cost more than reading them. A name the event's prototype
+  // chain has (`__proto__`, a method such as `validate`) is defined as an own attribute, never set
+  // through the chain, and refused by its name in checkAttributes().
   const { ReceivedEvent, reserved } = loadedSdk();
-  const attributes = Object.create(ReceivedEvent.prototype) as Record<string, unknown>;
+  const event = Object.create(ReceivedEvent.prototype) as Record<string, unknown>;
   for (const name in headers) {
     if (name.charCodeAt(0) !== 0x63 || !name.startsWith('ce-')) continue;
     // In binary mode datacontenttype is the Content-Type header (HTTP binding 3.1.1). Clients
@@ -93,11 +93,11 @@ function binaryEvent(headers: EventHeaders, body: Buffer | undefined, media: Med
     // Values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
     const attribute = HEADER_ATTRIBUTES[name] ?? name.slice(3);
     const value = decodeComponent(String(headers[name]));
-    if (reserved.has(attribute)) Object.defineProperty(attributes, attribute, { value, enumerable: true, writable: true, configurable: true });
-    else attributes[attribute] = value;
+    if (reserved.has(attribute)) Object.defineProperty(event, attribute, { value, enumerable: true, writable: true, configurable: true });
+    else event[attribute] = value;
   }
   const contentType = headers['content-type'];
-  if (contentType !== undefined) attributes.datacontenttype = contentType;
+  if (contentType !== undefined) event.datacontenttype = contentType;
   let data: unknown;
   if (body !== undefined) {
     try {
@@ -106,7 +106,8 @@ function binaryEvent(headers: EventHeaders, body: Buffer | undefined, media: Med
       throw dataError(err, '');
     }
   }
-  return build(attributes, data, '');
+  checkAttributes(event, '', reserved);
+  return withData(event, data);
 }
 
 function eventFromJson(json: Record<string, unknown>, where: string, budget: XmlBudget, reading: DataReading): CloudEvent<unknown> {
@@ -130,7 +131,10 @@ function eventFromJson(json: Record<string, unknown>, where: string, budget: Xml
       throw dataError(err, where);
     }
   }
-  return build(attributes, value, where);
+  // Checked before they are copied to an event: a `__proto__` member would set its prototype.
+  const { ReceivedEvent, reserved } = loadedSdk();
+  checkAttributes(attributes, where, reserved);
+  return withData(Object.assign(Object.create(ReceivedEvent.prototype), attributes) as Record<string, unknown>, value);
 }
 
 /**
@@ -197,11 +201,12 @@ const REQUIRED = ['id', 'source', 'type'] as const;
 const ABSOLUTE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
 /**
- * Checks an incoming event's attributes (the SDK would invent or accept what this refuses) and
- * makes the SDK's CloudEvent from them, without the SDK's constructor: that would add a `time`
- * the sender never set, and validate again what is checked here.
+ * Checks an incoming event's attributes: the SDK would invent or accept what this refuses. The
+ * event is then made of them without the SDK's constructor (withData()), which would add a `time`
+ * the sender never set, and validate again what is checked here. `reserved`: the names of the
+ * event's methods (loadedSdk()).
  */
-function build(attributes: Record<string, unknown>, data: unknown, where: string): CloudEvent<unknown> {
+function checkAttributes(attributes: Record<string, unknown>, where: string, reserved: ReadonlySet<string>): void {
   const { specversion } = attributes;
   if (specversion === undefined) throw invalid(`${where}missing required attribute 'specversion'`, 'specversion');
   if (!isSpecVersion(specversion)) {
@@ -245,16 +250,17 @@ function build(attributes: Record<string, unknown>, data: unknown, where: string
         }
         // An attribute named like a method of the event (`validate`, `emit`, `constructor`) would
         // hide that method on `context.cloudevent`.
-        if (loadedSdk().reserved.has(name)) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
+        if (reserved.has(name)) throw invalid(`${where}'${name}' is reserved: it names a method of the event`, name);
         // Extension attributes take the CloudEvents type system's scalar values.
         if (typeof value !== 'string' && typeof value !== 'boolean' && !isInt32(value)) {
           throw invalid(`${where}extension attribute ${quoteName(name)} must be a string, a 32-bit integer or a boolean`, quoteName(name).slice(1, -1));
         }
     }
   }
-  // Attributes from headers are on the event already (binaryEvent); those of the JSON format are copied to one.
-  const received = loadedSdk().ReceivedEvent.prototype as object;
-  const event = Object.getPrototypeOf(attributes) === received ? attributes : (Object.assign(Object.create(received), attributes) as Record<string, unknown>);
+}
+
+/** The checked event with its data, frozen: the SDK's CloudEvent as a function receives it. */
+function withData(event: Record<string, unknown>, data: unknown): CloudEvent<unknown> {
   if (data !== undefined) {
     event.data = data;
     if (data instanceof Uint8Array) event.data_base64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
