@@ -6,7 +6,7 @@
 // parsing the request is data, sent as JSON, not a response spelled out.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { pipeline, Readable, Writable } from 'node:stream';
-import { asCloudEvent, STRUCTURED, type Mode } from './cloudevents/cloudevent';
+import { asCloudEvent, writtenMode, type Mode } from './cloudevents/cloudevent';
 import { encodeEvent } from './cloudevents/reply';
 import type { Trace } from './telemetry/trace';
 import type { Behaviour } from './start/compat';
@@ -151,7 +151,7 @@ export function toReply(value: unknown, to: ReplyContext): Reply {
     // faas-js-runtime sends an event returned to a plain HTTP request as JSON data.
     if (mode === undefined && behaviour.eventsToPlainRequestsAsJson) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: stringify(event) };
     const { headers, body } = encodeEvent(event, mode ?? 'binary', trace, behaviour.eventsWrittenAsSdk);
-    return { status: 200, headers, body, eventMode: modeOf(headers) };
+    return { status: 200, headers, body, eventMode: writtenMode(headers['content-type']) };
   }
   if (Array.isArray(object) && mode === 'batch' && object.length > 0) {
     const events = object.map((item) => (item !== null && typeof item === 'object' ? asCloudEvent(item) : undefined));
@@ -223,13 +223,8 @@ function structured(value: { statusCode?: unknown; headers?: unknown; body?: unk
   const reply: Reply = { status, headers, body: content.body };
   if (dropped.length > 0) reply.dropped = dropped;
   // An event as funcrun wrote it, unless the function gave its own Content-Type.
-  if (content.headers !== undefined && !userType) reply.eventMode = modeOf(content.headers);
+  if (content.headers !== undefined && !userType) reply.eventMode = writtenMode(content.headers['content-type']);
   return reply;
-}
-
-/** The mode an event was written in: structured when binary mode could not carry it (reply.ts). */
-function modeOf(headers: OutgoingHttpHeaders): 'binary' | 'structured' {
-  return String(headers['content-type']).startsWith(STRUCTURED) ? 'structured' : 'binary';
 }
 
 function replyBodyOf(body: unknown, to: ReplyContext): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {

@@ -109,6 +109,22 @@ export interface EventHeaders {
 
 export const STRUCTURED = 'application/cloudevents+json';
 export const BATCH = 'application/cloudevents-batch+json';
+/** The Content-Type funcrun writes a structured event under (reply.ts). */
+export const STRUCTURED_UTF8 = `${STRUCTURED}; charset=utf-8`;
+
+/**
+ * The mode an answer's headers carry an event in, told by their Content-Type: structured for
+ * `application/cloudevents+json` (any case, with parameters or none), else binary. The one place
+ * that tells, for funcrun's answers (respond.ts, eventResponse(), a replay's) and for a Response
+ * whose headers may have changed since (fetch/web-response.ts). funcrun's own is matched without a scan.
+ */
+export function writtenMode(contentType: unknown): 'binary' | 'structured' {
+  if (contentType === STRUCTURED_UTF8) return 'structured';
+  const text = String(contentType);
+  return text.length >= STRUCTURED.length && STRUCTURED_TYPE.test(text) ? 'structured' : 'binary';
+}
+// Anchored, over distinct characters: linear on any header.
+const STRUCTURED_TYPE = /^application\/cloudevents\+json\s*(;|$)/i;
 /** Whether `value` is a CloudEvents version funcrun reads and writes: compared, where a Set would hash the arriving text. */
 export function isSpecVersion(value: unknown): value is '1.0' | '0.3' {
   return value === '1.0' || value === '0.3';

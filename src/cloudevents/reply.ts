@@ -1,6 +1,6 @@
 // Writing a returned CloudEvent back: binary mode (attributes as `ce-*` headers, data as the
 // body), structured, or a batch, the shapes the SDK's HTTP binding gives a message.
-import { BATCH, MADE, STRUCTURED, type Made, type Mode } from './cloudevent';
+import { BATCH, MADE, STRUCTURED_UTF8, type Made, type Mode } from './cloudevent';
 import { bodyKind, parseMediaType } from '../body/media-type';
 import type { CloudEvent } from 'cloudevents';
 import type { Trace } from '../telemetry/trace';
@@ -23,7 +23,7 @@ export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], 
   const headers = mode === 'binary' ? binaryHeaders(event, trace) : undefined;
   // An event binary mode cannot carry (a datacontenttype that is no media type, or attributes
   // past a header block's size, as an event that came structured may have) goes structured.
-  if (headers === undefined) return { headers: { 'content-type': `${STRUCTURED}; charset=utf-8` }, body: JSON.stringify(structuredJson(event, trace)) };
+  if (headers === undefined) return { headers: { 'content-type': STRUCTURED_UTF8 }, body: JSON.stringify(structuredJson(event, trace)) };
   const { data } = event;
   if (asSdk) return sdkBinary(headers, data);
   if (data === undefined || data === null) {

@@ -3,7 +3,7 @@
 // event, written as funcrun writes the events a function returns (reply.ts). Nothing here runs at
 // start: the WHATWG globals and the SDK are reached on first use.
 import type { CloudEvent } from 'cloudevents';
-import { BATCH, detectMode, isUriReference, isSpecVersion, STRUCTURED, type EventHeaders, type Mode } from './cloudevent';
+import { BATCH, detectMode, isUriReference, isSpecVersion, writtenMode, type EventHeaders, type Mode } from './cloudevent';
 import { readEvent as readFrom } from './read';
 import { encodeEvent } from './reply';
 import { refusedEncoding } from '../body/body';
@@ -144,7 +144,7 @@ export function eventResponse(event: CloudEvent<unknown> | EventAttributes, init
   const response = new Response(encoded.body ?? null, { status: init.status ?? 200, headers });
   // Marked with the mode it was written in: structured when the event was too large for headers, as funcrun's own answers are.
   if (init.mode === undefined) {
-    const written = String(encoded.headers['content-type']).startsWith(STRUCTURED) ? 'structured' : 'binary';
+    const written = writtenMode(encoded.headers['content-type']);
     (response as Response & { [ANSWERED_MODE]?: string })[ANSWERED_MODE] = written;
     const body = LIGHT in response ? null : response.body;
     if (body !== null) (body as ReadableStream & { [ANSWERED_MODE]?: string })[ANSWERED_MODE] = written;

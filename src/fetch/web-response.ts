@@ -5,6 +5,7 @@
 // incomplete answer); one that fails before is a throw, answered by sendError().
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ANSWERED_MODE } from '../cloudevents/web';
+import { writtenMode } from '../cloudevents/cloudevent';
 import { safeHeaders, type Dropped } from '../http/headers';
 import type { Reply } from '../respond';
 import { send } from '../send';
@@ -50,7 +51,7 @@ export function withEventMode(reply: Reply, response: object): Reply {
   if (written === undefined && reply.body instanceof ReadableStream) written = (reply.body as { [ANSWERED_MODE]?: unknown })[ANSWERED_MODE];
   if (written !== 'binary' && written !== 'structured') return reply;
   const headers = reply.headers ?? {};
-  const structured = /^application\/cloudevents\+json\s*(;|$)/i.test(String(headers['content-type']));
+  const structured = writtenMode(headers['content-type']) === 'structured';
   if (written === 'structured' ? structured : !structured && headers['ce-id'] !== undefined && headers['ce-specversion'] !== undefined)
     reply.eventMode = written;
   return reply;

@@ -7,7 +7,7 @@ import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerRe
 import type { CloudEvent } from 'cloudevents';
 import type { SentError } from '../../errors';
 import type { Reply } from '../../respond';
-import type { Mode } from '../../cloudevents/cloudevent';
+import { writtenMode, type Mode } from '../../cloudevents/cloudevent';
 import { encodeEvent } from '../../cloudevents/reply';
 import { bodyKind, parseMediaType } from '../../body/media-type';
 import { decodeComponent } from '../../routing/router';
@@ -77,7 +77,7 @@ export function inMode(answer: Answer, to: ReplayMode): Answer {
     const encoded = encodeEvent(event as unknown as CloudEvent<unknown>, mode, undefined, to.asSdk);
     const headers = answer.headers.filter(([name]) => !isEventHeader(name.toLowerCase()));
     for (const name in encoded.headers) headers.push([name, encoded.headers[name]]);
-    const written: EventMode = String(encoded.headers['content-type']).startsWith('application/cloudevents+json') ? 'structured' : 'binary';
+    const written: EventMode = writtenMode(encoded.headers['content-type']);
     return { status: answer.status, headers, body: encoded.body ?? '', mode: written };
   } catch {
     return answer;
