@@ -6,7 +6,7 @@
 // http-server.ts builds; the steps do per-request work only.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { hasBody } from './body/body';
+import { bodyIncomplete, hasBody } from './body/body';
 import type { RequestInput } from './body/provenance';
 import type { Uploads } from './uploads/uploads';
 import type { UploadFolder } from './uploads/upload-folder';
@@ -15,7 +15,7 @@ import type { Behaviour } from './start/compat';
 import { replyMode, type ResponseDefaults } from './cloudevents/cloudevent';
 import { heldWork, invocationAnswered, invocationTrace, outlivingHandler, type Context } from './context';
 import { allowAnyOrigin, allowOrigin, isPreflight, type OriginCheck } from './http/cors';
-import { runtimeError, sendError, withoutQueryValues, type SentError } from './errors';
+import { runtimeError, sendError, statusOf, withoutQueryValues, type SentError } from './errors';
 import type { Logger, RootLogger } from './log/log';
 import { discard, respond, type Reply, type ReplyContext } from './respond';
 import { requestTrace, type Trace } from './telemetry/trace';
@@ -335,7 +335,7 @@ function fail(p: Pipeline, x: Exchange, err: unknown, read: RequestInput | undef
   closeAfter(req, res, p.runtime.draining);
   // A body left unread (refused before or while reading it) leaves the connection unusable.
   if (!res.headersSent && hasBody(req) && !req.complete) closeUnread(req, res);
-  const sent = sendError(req, res, err, x.log, {
+  const sent = sendError(req, res, leftMidBody(req, res, err) ? bodyIncomplete() : err, x.log, {
     format: p.module.errorBody,
     input: read,
     asText: x.invoked && p.behaviour.errorsAsText,
@@ -343,6 +343,16 @@ function fail(p: Pipeline, x: Exchange, err: unknown, read: RequestInput | undef
   });
   if (p.metrics !== undefined && x.began >= 0) p.metrics.record((now() - x.began) / 1000, true);
   return sent;
+}
+
+/**
+ * Whether the client went away before its body was whole and before any answer, and a failure was
+ * thrown since: what the function made of the cut body (a failed read wrapped or rethrown, its
+ * aborted signal thrown) is the client leaving, answered as the body's own failure is (a 400,
+ * logged at debug), not the server's error.
+ */
+function leftMidBody(req: IncomingMessage, res: ServerResponse, err: unknown): boolean {
+  return req.readableAborted && !req.complete && !res.headersSent && statusOf(err) >= 500;
 }
 
 /** The request is answered: its invocations end (once their waitUntil work settles), and its connection counts it. */

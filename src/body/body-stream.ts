@@ -4,7 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { runtimeError, type HttpError } from '../errors';
-import { tooLarge } from './body';
+import { bodyIncomplete, tooLarge } from './body';
 import { now } from '../lifecycle/deadline';
 import type { Context } from '../context';
 import type { HTTPFunctionReturn, StreamingFunction } from '../types';
@@ -172,7 +172,7 @@ export class BodyStream extends Readable {
   };
 
   #onClose = (): void => {
-    if (!this.#req.complete) this.destroy(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
+    if (!this.#req.complete) this.destroy(bodyIncomplete());
   };
 
   #stop(): void {

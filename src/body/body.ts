@@ -71,7 +71,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     // every failure (an abort, malformed chunked framing) as it follows the end.
     const onClose = () => {
       settle();
-      reject(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
+      reject(bodyIncomplete());
     };
     req.on('data', onData);
     req.on('end', onEnd);
@@ -96,6 +96,11 @@ export function refusedCoding(req: IncomingMessage): HttpError | undefined {
 export function refusedEncoding(encoding: string | undefined | null): HttpError | undefined {
   if (encoding === undefined || encoding === null || encoding.toLowerCase() === 'identity') return undefined;
   return runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
+}
+
+/** The 400 for a body the client went away before sending whole: logged at debug, as every 4xx. */
+export function bodyIncomplete(): HttpError {
+  return runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete');
 }
 
 /** The 413 for a body over its limit, naming the setting that sets it. */

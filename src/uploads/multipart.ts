@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { BusboyHeaders } from '@fastify/busboy';
 import { HttpError, runtimeError } from '../errors';
-import { addField, decodeText, tooLarge } from '../body/body';
+import { addField, bodyIncomplete, decodeText, tooLarge } from '../body/body';
 import { paramCount } from '../body/media-type';
 import { Receiving, UploadedFile, type Uploads } from './uploads';
 
@@ -133,7 +133,7 @@ class MultipartReader {
 
   // 'close' follows the end too; before it, the client went away.
   readonly #onClose = (): void => {
-    if (!this.req.complete) this.#fail(runtimeError('FUNCRUN_BODY_INCOMPLETE', 'the client closed the connection before the body was complete'));
+    if (!this.req.complete) this.#fail(bodyIncomplete());
   };
 
   readonly #onPart = (name: string | undefined, stream: Readable, filename: string | undefined, _encoding: string, type: string): void => {
