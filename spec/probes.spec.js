@@ -5,6 +5,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { serve, request } = require('./helpers');
+const { exchange, firstResponse } = require('./raw');
 const { stop } = require('../lib/index.js');
 
 function funcYamlFolder(text) {
@@ -148,6 +149,44 @@ describe('health probes', () => {
     const res = await request(url + '/health/liveness', { method: 'POST' });
     assert.equal(res.status, 405);
     assert.equal(res.headers.get('allow'), 'GET, HEAD');
+  });
+
+  it("a probe's or the metrics' path spelled otherwise (a dot segment, %2E, an escape, a backslash, a fragment) is a 404: neither the probe nor the function", async (t) => {
+    const get = async (port, target, method = 'GET') =>
+      firstResponse((await exchange(port, `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`)).text);
+    const spellings = [
+      ['/health/./liveness', '/health/liveness'],
+      ['/health/%2E/liveness', '/health/liveness'],
+      ['/health/x/%2e%2E/readiness', '/health/readiness'],
+      ['/health/%6Civeness', '/health/liveness'],
+      ['/health\\liveness', '/health/liveness'],
+      ['/health/liveness#top', '/health/liveness'],
+      ['/./metrics', '/metrics'],
+      ['/%6Detrics', '/metrics'],
+    ];
+    let calls = 0;
+    for (const module of [{ fetch: (req) => (calls++, Response.json({ app: new URL(req.url).pathname })) }, (context) => (calls++, { app: context.path })]) {
+      const { port } = await serve(t, module);
+      for (const [target, resolved] of spellings) {
+        for (const method of ['GET', 'POST']) {
+          const res = await get(port, target, method);
+          assert.equal(res.status, 404, `${method} ${target}`);
+          const body = JSON.parse(res.body);
+          assert.equal(body.code, 'FUNCRUN_NOT_FOUND');
+          assert.ok(body.message.includes(`the runtime's ${resolved}`), body.message);
+        }
+      }
+      assert.equal(calls, 0, 'the function never got them');
+      // As spelled, each is the runtime's; a path of the function's with an escape or a dot is still the function's.
+      assert.equal((await get(port, '/health/liveness')).status, 200);
+      assert.equal((await get(port, '/metrics')).status, 200);
+      for (const target of ['/users/a%20b', '/files/./a.txt', '/health/%2E%2E']) {
+        const res = await get(port, target);
+        assert.equal(res.status, 200, target);
+        assert.ok(JSON.parse(res.body).app !== undefined, target);
+      }
+      calls = 0;
+    }
   });
 
   it('readiness turns 503 once the server drains, while the request in flight still completes', async (t) => {

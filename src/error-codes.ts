@@ -14,7 +14,10 @@ export const ERROR_CODES = {
   FUNCRUN_ORIGIN_NOT_ALLOWED: { status: 403, when: "a CORS preflight from an origin the module's cors() does not allow" },
   FUNCRUN_NOT_AUTHORIZED: { status: 403, when: "the module's authorize() returned false" },
   FUNCRUN_AUTHORIZE_TIMEOUT: { status: 504, when: 'authorize() did not settle within the timeout' },
-  FUNCRUN_NOT_FOUND: { status: 404, when: 'no route for the path and no handle() to fall back to' },
+  FUNCRUN_NOT_FOUND: {
+    status: 404,
+    when: "no route for the path and no handle() to fall back to, or a probe's or the metrics' path spelled otherwise (/health/./liveness)",
+  },
   FUNCRUN_METHOD_NOT_ALLOWED: { status: 405, when: 'a route for the path, not for the method (the Allow header lists those it has)' },
   FUNCRUN_BODY_TOO_LARGE: {
     status: 413,

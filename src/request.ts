@@ -34,7 +34,7 @@ import type * as AdmitEvents from './events/admit-events';
 import type * as ServeFetch from './fetch/serve';
 import { describeRequest, inputOf, readInput, type Input } from './input';
 import type { Match } from './routing/router';
-import type { Destination, FetchDestination, FunctionDestination, RouteTable } from './routing/routes';
+import { runtimePathOf, type Destination, type FetchDestination, type FunctionDestination, type RouteTable } from './routing/routes';
 import type { Function as FunctionModule, RequestInfo } from './types';
 import type { Settings } from './http-server';
 
@@ -251,16 +251,29 @@ async function checkAccess(p: Pipeline, x: Exchange, authorize: NonNullable<Func
 /** The route's destination, or a 404 or 405 for a request no route takes. */
 function destinationOf(p: Pipeline, x: Exchange, match: Match<Destination>): Destination {
   const { method, path } = x;
-  if (match.kind === 'found') return match.handler;
+  if (match.kind === 'found')
+    return match.handler.kind === 'probe' || match.handler.kind === 'metrics' ? match.handler : unlessRuntimePath(p, x, match.handler);
   if (match.kind === 'method')
     throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${path}`, { headers: { allow: match.allow.join(', ') } });
   const rootOnly = p.behaviour.rootOnly;
   const fallback = p.routes.fallback;
   // A fetch handler takes every path and method, whatever the compatibility.
-  if (fallback !== undefined && (fallback.kind === 'fetch' || !rootOnly || (path === '/' && ROOT_METHODS.has(method)))) return fallback;
+  if (fallback !== undefined && (fallback.kind === 'fetch' || !rootOnly || (path === '/' && ROOT_METHODS.has(method))))
+    return unlessRuntimePath(p, x, fallback);
   // fastify's own 404, as faas-js-runtime answers a path or method it has no route for.
   if (rootOnly) throw runtimeError('FUNCRUN_NOT_FOUND', `Route ${method}:${x.req.url} not found`);
   throw runtimeError('FUNCRUN_NOT_FOUND', `no route for ${method} ${path}`);
+}
+
+/**
+ * The function's destination, unless the path is a runtime path spelled otherwise
+ * (`/health/./liveness`, `/%6Detrics`): the runtime answers its paths only as they are spelled, and
+ * the function, whose `request.url` would read as one of them, never gets it: a 404.
+ */
+function unlessRuntimePath<D extends FunctionDestination | FetchDestination>(p: Pipeline, x: Exchange, destination: D): D {
+  const runtimePath = runtimePathOf(p.routes.router, x.path);
+  if (runtimePath === undefined) return destination;
+  throw runtimeError('FUNCRUN_NOT_FOUND', `no route for ${x.method} ${x.path}: it resolves to the runtime's ${runtimePath}, answered only as spelled`);
 }
 
 function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destination, FunctionDestination | FetchDestination>): Promise<void> | void {

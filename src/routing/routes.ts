@@ -1,7 +1,7 @@
 // The route table, built once at start from the module and the settings: probes, metrics, the
 // module's `routes`, its named functions, and `handle` for every path no route claims; or for a
 // fetch handler, `fetch` for every path but the probes' and metrics'.
-import { Router } from './router';
+import { decodeComponent, Router } from './router';
 import { parseRouteKey } from '../start/loader';
 import { namedRoutes } from './functions';
 import type { FetchEnv, Function as FunctionModule, HealthCheck, Invokable } from '../types';
@@ -27,6 +27,32 @@ export interface RoutePaths {
   readinessPath: string;
   /** Where metrics are served, when they are on. */
   metricsPath?: string;
+}
+
+// A path a reader may resolve otherwise than it is spelled: a `.` segment (`%2e` too), a backslash
+// (`/` to WHATWG URL), a fragment, an escape. One scan, on every request a function would answer.
+const SPELLED_OTHERWISE = /\/\.|[%\\#]/;
+
+/**
+ * The runtime path (a probe's, the metrics') that `path` resolves to without being spelled as it,
+ * if it does: read as a fetch handler's `request.url` reads it (WHATWG URL: `.` and `..` segments,
+ * `%2e` among them, resolved, `\` as `/`, no fragment), or that percent-decoded, as routers match
+ * it. Such a request is neither the runtime's (its paths are matched as sent) nor the function's.
+ */
+export function runtimePathOf(router: Router<Destination>, path: string): string | undefined {
+  if (!SPELLED_OTHERWISE.test(path)) return undefined;
+  let resolved: string;
+  try {
+    // Joined to an origin, as the Request's URL is: `//x` stays a path, not a host.
+    resolved = new URL(`http://localhost${path}`).pathname;
+  } catch {
+    return undefined;
+  }
+  for (const candidate of [resolved, decodeComponent(resolved)]) {
+    const match = router.find('GET', candidate);
+    if (match.kind === 'found' && (match.handler.kind === 'probe' || match.handler.kind === 'metrics')) return candidate;
+  }
+  return undefined;
 }
 
 /** Throws, naming the route, when two claim one path or a key does not parse. */
