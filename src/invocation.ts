@@ -205,7 +205,7 @@ function contextOf(
   trace: Trace | undefined,
   event: CloudEvent<unknown> | undefined,
 ): Context {
-  return new ContextClass({
+  const parts: ContextParts = {
     req: x.req,
     res: x.res,
     log,
@@ -221,7 +221,10 @@ function contextOf(
     rawBody: input.rawBody,
     event,
     files: input.files,
-  });
+  };
+  // Made by name where it is the Context class itself (every request but a batch's with a query):
+  // optimised code then builds it inline, not through the generic construct stub.
+  return ContextClass === Context ? new Context(parts) : new ContextClass(parts);
 }
 
 // A batch's answered event carries the trace of the invocation that made it (one it set itself is
