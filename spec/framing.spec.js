@@ -43,6 +43,41 @@ describe('funcrun owns the framing', () => {
     assert.ok(server.log.entries().some((e) => e.level === 40 && /headers left out/.test(e.msg)));
   });
 
+  it("a whole answer has one Content-Length, its body in bytes: HTTP/1.1, HTTP/1.0, and HEAD (the GET's, without the body)", async () => {
+    headers = { 'content-type': 'text/plain' };
+    const get = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+    const pair = (await exchange(port, get.replace('GET', 'HEAD') + get.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'))).text;
+    const head = firstResponse(pair);
+    assert.equal(head.headers['content-length'], '11');
+    assert.ok(head.body.startsWith('HTTP/1.1 200'), 'no body follows the HEAD answer');
+    const whole = firstResponse(head.body);
+    assert.equal(whole.headers['content-length'], '11');
+    assert.equal(whole.body, 'hello world');
+    const old = firstResponse((await exchange(port, 'GET / HTTP/1.0\r\n\r\n')).text);
+    assert.equal(old.headers['content-length'], '11');
+    assert.equal(old.body, 'hello world');
+  });
+
+  it('an answer after headers set on the response beforehand (CORS) has one Content-Length too, for any body', async (t) => {
+    const bodies = { '/text': 'héllo wörld', '/empty': '' };
+    const cors = await serve(t, {
+      cors: () => ['https://app.example.com'],
+      handle: (ctx) => ({ statusCode: 200, body: bodies[ctx.path] }),
+    });
+    const origin = 'Origin: https://app.example.com\r\n';
+    for (const [path, bytes] of [
+      ['/text', 13],
+      ['/empty', 0],
+    ]) {
+      const answer = firstResponse(
+        (await exchange(Number(new URL(cors.url).port), `GET ${path} HTTP/1.1\r\nHost: x\r\n${origin}Connection: close\r\n\r\n`)).text,
+      );
+      assert.equal(answer.headers['access-control-allow-origin'], 'https://app.example.com');
+      assert.equal(answer.headers['content-length'], String(bytes), path);
+      assert.equal(Buffer.from(answer.body, 'latin1').length, bytes);
+    }
+  });
+
   it('array values are sent as repeated headers', async () => {
     headers = { 'set-cookie': ['a=1', 'b=2'], 'x-list': ['x', 'y'] };
     const answer = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).text);

@@ -12,7 +12,7 @@ import type { Logger } from './log/log';
 import { runtimeError } from './errors';
 import type { ErrorCode } from './error-codes';
 import { discard } from './respond';
-import { invocationScope } from './log/scope';
+import { inScope, invocationScope } from './log/scope';
 import { isThenable, now, settleWithin } from './lifecycle/deadline';
 import { settleOutcome } from './cloudevents/outcomes';
 import type { FunctionDestination } from './routing/routes';
@@ -45,7 +45,7 @@ export function timedInvoker(timeout: number): Invoke {
         ? otel.within(enter, scope, fn, ctx, data)
         : scope === undefined
           ? fn.call(HANDLER_THIS, ctx, data)
-          : scope.run(invocationRecord(ctx), callHandler, fn, ctx, data);
+          : inScope(scope, invocationRecord(ctx), callHandler, fn, ctx, data);
     if (timeout <= 0 || !isThenable(result)) return result;
     let late = false;
     // A result that comes after the 504 is dropped; a stream in it is closed.
@@ -205,7 +205,7 @@ function contextOf(
   trace: Trace | undefined,
   event: CloudEvent<unknown> | undefined,
 ): Context {
-  return new ContextClass({
+  const parts: ContextParts = {
     req: x.req,
     res: x.res,
     log,
@@ -221,7 +221,10 @@ function contextOf(
     rawBody: input.rawBody,
     event,
     files: input.files,
-  });
+  };
+  // Made by name where it is the Context class itself (every request but a batch's with a query):
+  // optimised code then builds it inline, not through the generic construct stub.
+  return ContextClass === Context ? new Context(parts) : new ContextClass(parts);
 }
 
 // A batch's answered event carries the trace of the invocation that made it (one it set itself is
@@ -247,7 +250,7 @@ export function inInvocation<A extends unknown[], R>(ctx: Context, fn: (...args:
   const scope = invocationScope();
   const otel = invocationTrace(ctx)?.otel;
   if (otel !== undefined) return otel.within(() => (scope === undefined ? fn(...args) : scope.run(invocationRecord(ctx), fn, ...args)));
-  return scope === undefined ? fn(...args) : scope.run(invocationRecord(ctx), fn, ...args);
+  return scope === undefined ? fn(...args) : inScope(scope, invocationRecord(ctx), fn, ...args);
 }
 
 function enter(scope: AsyncLocalStorage<InvocationRecord> | undefined, fn: Invokable, ctx: Context, data: unknown): unknown {

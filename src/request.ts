@@ -155,7 +155,10 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     if (destination.kind === 'fetch') {
       // Loaded with the server of a module with fetch (http-server.ts); else here, the first time.
       const serve = p.serveFetch ?? (require('./fetch/serve') as typeof ServeFetch).serveFetch;
-      sent = await serve(p, x, destination);
+      const serving = serve(p, x, destination);
+      // Answered without a promise, the request still ends a turn later: what the handler queued
+      // as it returned (a microtask that logs) runs within its invocation, as step 8's does.
+      sent = serving instanceof Promise ? await serving : (await undefined, serving);
       if (sent !== undefined) answered(p, x, sent);
       return;
     }

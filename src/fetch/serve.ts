@@ -22,7 +22,7 @@ import { toRequest } from './web-request';
 import { lazyRequest } from './light-request';
 import { NativeResponse } from './natives';
 import { Outcome, settleOutcome } from '../cloudevents/outcomes';
-import { admitFetchEvents, admittedRequest, sendKept } from './events';
+import { admitFetchEvents, admittedRequest, sendKept, type AdmittedEvents } from './events';
 
 const NO_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
 
@@ -65,17 +65,32 @@ function callFetch(ctx: Context, call: FetchCall): unknown {
   return destination.fetch(call.request, destination.env as FetchEnv, new ExecutionContext(ctx, call.reqId));
 }
 
-/** The request served by the fetch handler: what was sent, or undefined when a fault was answered already. */
-export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDestination): Promise<Reply | undefined> {
-  const { req, res } = x;
+/**
+ * The request served by the fetch handler: what was sent, or undefined when a fault was answered
+ * already. No promise is made where none is waited for: a handler that returns its Response as it
+ * is (a Hono route that is not async), with its body whole, is answered at once.
+ */
+export function serveFetch(p: Pipeline, x: Exchange, destination: FetchDestination): Served {
   if (p.metrics !== undefined) x.began = now();
-  // 6 and 7, with event contracts or idempotency: a request's events admitted before fetch runs, as a `handle` function's (events.ts).
-  const admitted = p.contracts === undefined && p.idempotency === undefined ? undefined : await admitFetchEvents(p, x);
-  if (admitted === null) return undefined;
+  if (p.contracts === undefined && p.idempotency === undefined) return serveRequest(p, x, destination, undefined);
+  return admitThenServe(p, x, destination);
+}
+
+type Served = Reply | undefined | Promise<Reply | undefined>;
+
+// 6 and 7, with event contracts or idempotency: a request's events admitted before fetch runs, as a `handle` function's (events.ts).
+async function admitThenServe(p: Pipeline, x: Exchange, destination: FetchDestination): Promise<Reply | undefined> {
+  const admitted = await admitFetchEvents(p, x);
+  return admitted === null ? undefined : await serveRequest(p, x, destination, admitted);
+}
+
+function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, admitted: AdmittedEvents | undefined): Served {
+  const { req } = x;
   const body =
     admitted === undefined && hasBody(req) && x.method !== 'GET' && x.method !== 'HEAD' ? openBodyStream(p, x, p.settings.bodyLimit, 'bodyLimit') : undefined;
   // Its failure (a client gone, the limit) reaches whoever reads it: unread, it is nobody's to throw.
   body?.on('error', ignore);
+  let served: Served;
   try {
     const ctx = fetchContext(p, x, admitted === undefined || Array.isArray(admitted.events) ? undefined : admitted.events);
     // With lightWebGlobals, a look-alike made lazily (light-request.ts); else undici's own.
@@ -88,36 +103,70 @@ export async function serveFetch(p: Pipeline, x: Exchange, destination: FetchDes
     let value: unknown;
     try {
       value = p.invoke(callFetch as never, ctx, { destination, request, reqId: x.reqId }, x.deadline);
-      // A Response returned as it is (a Hono route that is not async) is sent without a turn of waiting.
-      if (isThenable(value)) value = await value;
     } catch (err) {
-      // A body over its limit is the answer (413), whatever the handler threw after the failed read.
-      if (body?.refused !== undefined) throw body.refused;
-      // retry() or drop() thrown (an app that answers every Error itself lets others through) is the value.
-      if (!(err instanceof Outcome)) throw err;
-      value = err;
+      value = thrownValue(body, err);
     }
-    // A body over its limit is the answer (413), whatever the handler made of the failed read.
-    if (body?.refused !== undefined) {
-      discard(value);
-      throw body.refused;
-    }
-    // A fault in the invocation was answered 500 already (faults.ts).
-    if (res.writableEnded) return void discard(value);
-    const reply = replyOf(p, ctx, value);
-    closeAfter(req, res, p.runtime.draining);
-    if (p.corsForEveryOrigin) allowAnyOrigin(res);
-    // A body still coming that the handler did not read leaves the connection unusable after the answer.
-    if (!req.complete && hasBody(req) && (body === undefined || !body.started)) closeUnread(req, res);
-    // The body's own code (a stream's pull() that logs or fails) runs as part of the invocation.
-    // With an event's claim held, a body that comes whole within the answer limit is kept for duplicates (events.ts).
-    if (x.settleClaim !== undefined) return await inInvocation(ctx, sendKept, req, res, reply, p.idempotency!.settings.answerLimit);
-    const sent = reply.body as ReadableStream<unknown> | string | undefined;
-    // A body there whole (a light Response's text) or none runs no code of the function's: sent as it is.
-    if (typeof sent === 'string' || (sent === undefined && req.method !== 'HEAD')) return sendWhole(req, res, reply, sent);
-    return await inInvocation(ctx, sendWeb, req, res, reply, sent);
+    served = isThenable(value) ? answerWhenSettled(p, x, ctx, body, value) : answerWith(p, x, ctx, body, value);
   } finally {
-    if (body !== undefined) done(body);
+    // However the request ended, a body still streaming stops: once the answer has been sent.
+    if (body !== undefined && !(served instanceof Promise)) done(body);
+  }
+  return body !== undefined && served instanceof Promise ? doneAfter(served, body) : served;
+}
+
+async function answerWhenSettled(
+  p: Pipeline,
+  x: Exchange,
+  ctx: Context,
+  body: BodyStream | undefined,
+  pending: PromiseLike<unknown>,
+): Promise<Reply | undefined> {
+  let value: unknown;
+  try {
+    value = await pending;
+  } catch (err) {
+    value = thrownValue(body, err);
+  }
+  return await answerWith(p, x, ctx, body, value);
+}
+
+/** What the handler threw, as what it answered: retry() or drop() (an app that answers every Error itself lets others through). */
+function thrownValue(body: BodyStream | undefined, err: unknown): unknown {
+  // A body over its limit is the answer (413), whatever the handler threw after the failed read.
+  if (body?.refused !== undefined) throw body.refused;
+  if (!(err instanceof Outcome)) throw err;
+  return err;
+}
+
+/** 9. The handler's value answered: a promise while its body is still being sent, or kept for duplicates. */
+function answerWith(p: Pipeline, x: Exchange, ctx: Context, body: BodyStream | undefined, value: unknown): Served {
+  const { req, res } = x;
+  // A body over its limit is the answer (413), whatever the handler made of the failed read.
+  if (body?.refused !== undefined) {
+    discard(value);
+    throw body.refused;
+  }
+  // A fault in the invocation was answered 500 already (faults.ts).
+  if (res.writableEnded) return void discard(value);
+  const reply = replyOf(p, ctx, value);
+  closeAfter(req, res, p.runtime.draining);
+  if (p.corsForEveryOrigin) allowAnyOrigin(res);
+  // A body still coming that the handler did not read leaves the connection unusable after the answer.
+  if (!req.complete && hasBody(req) && (body === undefined || !body.started)) closeUnread(req, res);
+  // The body's own code (a stream's pull() that logs or fails) runs as part of the invocation.
+  // With an event's claim held, a body that comes whole within the answer limit is kept for duplicates (events.ts).
+  if (x.settleClaim !== undefined) return inInvocation(ctx, sendKept, req, res, reply, p.idempotency!.settings.answerLimit);
+  const sent = reply.body as ReadableStream<unknown> | string | undefined;
+  // A body there whole (a light Response's text) or none runs no code of the function's: sent as it is.
+  if (typeof sent === 'string' || (sent === undefined && req.method !== 'HEAD')) return sendWhole(req, res, reply, sent);
+  return inInvocation(ctx, sendWeb, req, res, reply, sent);
+}
+
+async function doneAfter(served: Promise<Reply | undefined>, body: BodyStream): Promise<Reply | undefined> {
+  try {
+    return await served;
+  } finally {
+    done(body);
   }
 }
 

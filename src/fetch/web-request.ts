@@ -9,8 +9,6 @@ import type { Target } from '../http/target';
 import { NativeRequest } from './natives';
 import { BodyStream } from '../body/body-stream';
 
-// Methods a Request refuses to carry (the Fetch standard's forbidden methods).
-const FORBIDDEN = new Set(['CONNECT', 'TRACE', 'TRACK']);
 // A Host header that names a host (and port) and nothing else: a path or userinfo in it would
 // change what `request.url` says. Linear: no two parts match the same characters.
 const HOST = /^(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9._-]{1,253})(?::[0-9]{1,5})?$/;
@@ -158,10 +156,15 @@ export function toRequest(req: IncomingMessage, target: Target, body: Readable |
   }
 }
 
+/** Whether a Request refuses to carry `method` (the Fetch standard's forbidden methods): compared, not hashed. */
+function isForbidden(method: string): boolean {
+  return method === 'CONNECT' || method === 'TRACE' || method === 'TRACK';
+}
+
 /** The request's method; one a Request cannot carry is a 405. */
 export function methodOf(req: IncomingMessage, target: Target): string {
   const method = req.method ?? 'GET';
-  if (FORBIDDEN.has(method)) throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${target.path}`);
+  if (isForbidden(method)) throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${target.path}`);
   return method;
 }
 

@@ -8,7 +8,7 @@ import { ANSWERED_MODE } from '../cloudevents/web';
 import { writtenMode } from '../cloudevents/cloudevent';
 import { safeHeaders, type Dropped } from '../http/headers';
 import type { Reply } from '../respond';
-import { send } from '../send';
+import { sendAsGiven } from '../send';
 import { LIGHT, type LightParts } from './light-response';
 import { NativeResponse } from './natives';
 
@@ -65,7 +65,7 @@ export function lightOf(value: unknown): LightParts | undefined {
 /**
  * A light Response (light-response.ts) as a Reply: its text body as it is, sent whole with its
  * length. Its headers were checked when it was made: without a framing header, and unless a
- * Headers was made of them since, they are sent as they are (send() copies them).
+ * Headers was made of them since, they are sent as they are (sendAsGiven() does not change them).
  */
 export function lightReply(light: LightParts): Reply {
   let reply: Reply;
@@ -139,7 +139,7 @@ export async function sendWeb(
   try {
     const read = await reader.read();
     if (read.done) {
-      send(req, res, reply.status, reply.headers, undefined);
+      sendAsGiven(req, res, reply.status, reply.headers ?? {}, undefined);
       return reply;
     }
     first = bytesOf(read.value);
@@ -151,7 +151,7 @@ export async function sendWeb(
     if (next === PENDING) next = await Promise.race([coming, nextTurn()]).catch((): typeof PENDING => PENDING);
     // The whole body was there at once: one write, with its length.
     if (next !== PENDING && next.done) {
-      send(req, res, reply.status, reply.headers, first);
+      sendAsGiven(req, res, reply.status, reply.headers ?? {}, first);
       return reply;
     }
   } catch (err) {
@@ -167,7 +167,8 @@ export async function sendWeb(
  */
 export function sendWhole(req: IncomingMessage, res: ServerResponse, reply: Reply, body: string | Buffer | undefined): Reply {
   if (reply.reason !== undefined) res.statusMessage = reply.reason;
-  if (!res.destroyed) send(req, res, reply.status, reply.headers, body);
+  // A Reply's headers have no undefined value, and are sent as they are (send.ts).
+  if (!res.destroyed) sendAsGiven(req, res, reply.status, reply.headers ?? {}, body);
   return reply;
 }
 

@@ -5,11 +5,23 @@ import { validateHeaderName, validateHeaderValue, type OutgoingHttpHeaders } fro
 
 // Framing and connection management belong to the runtime: a function's own Content-Length or
 // Transfer-Encoding beside funcrun's would make the response ambiguous (RFC 9112 section 6.3).
-const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection']);
-
+// Compared name by name, not looked up in a Set: a switch compares lengths first, and a name that
+// is a property key (a light Response's) is compared by identity, without hashing it.
 /** Whether a (lowercase) header name is one of the framing headers funcrun writes itself. */
 export function isFraming(name: string): boolean {
-  return FRAMING.has(name);
+  switch (name) {
+    case 'content-length':
+    case 'transfer-encoding':
+    case 'connection':
+    case 'keep-alive':
+    case 'upgrade':
+    case 'trailer':
+    case 'te':
+    case 'proxy-connection':
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** What was left out, for the caller to log. */
@@ -28,7 +40,7 @@ export function safeHeaders(input: unknown, dropped?: Dropped[]): OutgoingHttpHe
   const add = (rawName: unknown, rawValue: unknown) => {
     if (rawValue === undefined || rawValue === null || typeof rawName !== 'string') return;
     const name = rawName.toLowerCase();
-    if (FRAMING.has(name)) return void dropped?.push({ name, reason: 'framing' });
+    if (isFraming(name)) return void dropped?.push({ name, reason: 'framing' });
     // One value (a Headers' every value is one) without an array of its own.
     const one = Array.isArray(rawValue) ? undefined : String(rawValue);
     const values = one === undefined ? (rawValue as unknown[]).map(String) : undefined;
