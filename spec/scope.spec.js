@@ -43,6 +43,23 @@ describe('request-scoped log', () => {
     assert.equal(new Set(reqIdOf.values()).size, 40);
   });
 
+  it('a fetch handler that returns its Response at once: what it queued as it returned logs with its reqId', async (t) => {
+    const fetch = (request) => {
+      void Promise.resolve().then(() => log.info({ url: request.url }, 'queued'));
+      // Without a body: sent at once, as a light Response's text is.
+      return new Response(null, { status: 204 });
+    };
+    const server = await serve(t, { fetch }, { logLevel: 'info' });
+    for (let i = 0; i < 3; i++) assert.equal((await request(`${server.url}/n${i}`)).status, 204);
+    await sleep(20);
+    const lines = server.log.entries().filter((l) => l.msg === 'queued');
+    assert.equal(lines.length, 3);
+    for (const line of lines) {
+      assert.equal(typeof line.reqId, 'number', JSON.stringify(line));
+      assert.equal(line.outlivedRequest, undefined);
+    }
+  });
+
   it('without a traceparent the lines carry the reqId and no trace fields', async (t) => {
     const server = await serve(t, async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
     await Promise.all([1, 2, 3].map((n) => request(`${server.url}/?n=${n}`)));

@@ -141,6 +141,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
         settings.uploads.diskLimit,
       )),
     serveFetch: fetchPart?.serveFetch,
+    fetchAtOnce: fetchPart !== undefined && module.authorize === undefined,
     requests: 0,
   };
   const errorStyle = { format: module.errorBody, withoutCodes: behaviour.withoutErrorCodes };
@@ -149,7 +150,11 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
   // The last line of defence: whatever escapes onRequest still gets an answer, never a crash.
   function handle(req: IncomingMessage, res: ServerResponse): void {
-    onRequest(pipeline, req, res).catch((err: unknown) => lastResort(res, log, err));
+    try {
+      onRequest(pipeline, req, res)?.catch((err: unknown) => lastResort(res, log, err));
+    } catch (err) {
+      lastResort(res, log, err);
+    }
   }
 
   const server = createHttpServer(

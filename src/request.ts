@@ -15,7 +15,7 @@ import type { Behaviour } from './start/compat';
 import { replyMode, type ResponseDefaults } from './cloudevents/cloudevent';
 import { heldWork, invocationAnswered, invocationTrace, outlivingHandler, type Context } from './context';
 import { allowAnyOrigin, allowOrigin, isPreflight, type OriginCheck } from './http/cors';
-import { runtimeError, sendError, statusOf, withoutQueryValues, type SentError } from './errors';
+import { lastResort, runtimeError, sendError, statusOf, withoutQueryValues, type SentError } from './errors';
 import type { Logger, RootLogger } from './log/log';
 import { discard, respond, type Reply, type ReplyContext } from './respond';
 import { requestTrace, type Trace } from './telemetry/trace';
@@ -69,6 +69,8 @@ export interface Pipeline {
   readonly uploadFolder: () => UploadFolder;
   /** Steps 6 to 9 for a fetch handler (fetch/serve.ts): loaded when the server is made, for a module with `fetch` only. */
   readonly serveFetch: typeof ServeFetch.serveFetch | undefined;
+  /** A module with fetch and no authorize(): its handler's requests are served by fetchAtOnce(). */
+  readonly fetchAtOnce: boolean;
   /** The last reqId given out. */
   requests: number;
 }
@@ -127,10 +129,25 @@ export class Exchange {
   }
 }
 
-export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * A request, from its arrival to its answer: a promise while a step waits; none for a fetch
+ * handler's request where nothing does (fetchAtOnce()).
+ */
+export function onRequest(p: Pipeline, req: IncomingMessage, res: ServerResponse): Promise<void> | undefined {
   // Pipelined behind an answer that closes the connection: not run (connections.ts).
-  if (!requestArrived(req)) return;
+  if (!requestArrived(req)) return undefined;
   const x = arrive(p, req, res);
+  if (p.fetchAtOnce) {
+    // Step 3's lookup, first: a path the runtime does not answer is the fetch handler's.
+    const match = p.routes.router.find(x.method, x.path);
+    if (match.kind === 'none') return fetchAtOnce(p, x, match);
+  }
+  return steps(p, x);
+}
+
+/** Steps 1 to 9 of a request, each awaited where it waits. */
+async function steps(p: Pipeline, x: Exchange): Promise<void> {
+  const req = x.req;
   // What the steps hand on that a failure's answer and finish() read: declared out here, so that a
   // throw still finds what was read by then (provenance.ts) and what was sent.
   let access: RequestInfo | undefined;
@@ -153,9 +170,7 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
     if (destination.kind === 'probe' || destination.kind === 'metrics') return await answerRuntime(p, x, destination);
     // 6 to 9, for a fetch handler: its Request made, its Response sent (fetch/serve.ts, loaded for such a module only).
     if (destination.kind === 'fetch') {
-      // Loaded with the server of a module with fetch (http-server.ts); else here, the first time.
-      const serve = p.serveFetch ?? (require('./fetch/serve') as typeof ServeFetch).serveFetch;
-      const serving = serve(p, x, destination);
+      const serving = serveFetchOf(p)(p, x, destination);
       // Answered without a promise, the request still ends a turn later: what the handler queued
       // as it returned (a microtask that logs) runs within its invocation, as step 8's does.
       sent = serving instanceof Promise ? await serving : (await undefined, serving);
@@ -194,6 +209,66 @@ export async function onRequest(p: Pipeline, req: IncomingMessage, res: ServerRe
   } finally {
     finish(p, x, input, sent);
   }
+}
+
+/**
+ * Steps 1 to 9 for a fetch handler's request, where the module has no authorize() and no route of
+ * the runtime's takes the path: the steps of steps(), in its order, without a promise unless one
+ * is waited for (the handler's, a streamed body's). The request ends a turn after its answer, as
+ * one whose function steps() awaited: what the handler queued as it returned runs within its
+ * invocation.
+ */
+function fetchAtOnce(p: Pipeline, x: Exchange, match: Match<Destination>): Promise<void> | undefined {
+  let sent: Reply | SentError | undefined;
+  let serving: Reply | Promise<Reply | undefined> | undefined;
+  try {
+    // 1. The request line and headers, and 2. CORS: a preflight is answered here.
+    checkHttp(x);
+    if (answerCors(p, x)) return undefined;
+    // 3. No route of the runtime's: the handler's (a 404 for a runtime path spelled otherwise).
+    const destination = destinationOf(p, x, match) as FetchDestination;
+    // 6 to 9 (fetch/serve.ts).
+    serving = serveFetchOf(p)(p, x, destination);
+    if (serving instanceof Promise) return servedLater(p, x, serving);
+    sent = serving;
+    if (sent !== undefined) answered(p, x, sent);
+    return undefined;
+  } catch (err) {
+    sent = fail(p, x, err, undefined);
+    return undefined;
+  } finally {
+    // A reaction to a settled promise, not queueMicrotask(), which makes an async resource per call.
+    if (!(serving instanceof Promise)) void SETTLED.then(() => finishOrLastResort(p, x, sent));
+  }
+}
+
+/** The rest of fetchAtOnce() once the fetch handler's answer waits for something. */
+async function servedLater(p: Pipeline, x: Exchange, serving: Promise<Reply | undefined>): Promise<void> {
+  let sent: Reply | SentError | undefined;
+  try {
+    sent = await serving;
+    if (sent !== undefined) answered(p, x, sent);
+  } catch (err) {
+    sent = fail(p, x, err, undefined);
+  } finally {
+    finish(p, x, undefined, sent);
+  }
+}
+
+const SETTLED = Promise.resolve();
+
+// finish() outside any promise: what escapes it is answered as onRequest's rejection is (http-server.ts).
+function finishOrLastResort(p: Pipeline, x: Exchange, sent: Reply | SentError | undefined): void {
+  try {
+    finish(p, x, undefined, sent);
+  } catch (err) {
+    lastResort(x.res, p.log, err);
+  }
+}
+
+// Loaded with the server of a module with fetch (http-server.ts); else here, the first time.
+function serveFetchOf(p: Pipeline): typeof ServeFetch.serveFetch {
+  return p.serveFetch ?? (require('./fetch/serve') as typeof ServeFetch).serveFetch;
 }
 
 /** 0. The request is counted on its connection and among those in flight, with a reqId and a logger. */

@@ -106,7 +106,9 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
     } catch (err) {
       value = thrownValue(body, err);
     }
-    served = isThenable(value) ? answerWhenSettled(p, x, ctx, body, value) : answerWith(p, x, ctx, body, value);
+    // A promise answered once it settles (answerWhenSettled() stops the body itself).
+    if (isThenable(value)) return (served = answerWhenSettled(p, x, ctx, body, value));
+    served = answerWith(p, x, ctx, body, value);
   } finally {
     // However the request ended, a body still streaming stops: once the answer has been sent.
     if (body !== undefined && !(served instanceof Promise)) done(body);
@@ -114,6 +116,7 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
   return body !== undefined && served instanceof Promise ? doneAfter(served, body) : served;
 }
 
+/** The handler's promise settled, then answered. */
 async function answerWhenSettled(
   p: Pipeline,
   x: Exchange,
@@ -121,13 +124,19 @@ async function answerWhenSettled(
   body: BodyStream | undefined,
   pending: PromiseLike<unknown>,
 ): Promise<Reply | undefined> {
-  let value: unknown;
   try {
-    value = await pending;
-  } catch (err) {
-    value = thrownValue(body, err);
+    let value: unknown;
+    try {
+      value = await pending;
+    } catch (err) {
+      value = thrownValue(body, err);
+    }
+    const answering = answerWith(p, x, ctx, body, value);
+    return answering instanceof Promise ? await answering : answering;
+  } finally {
+    // However the request ended, a body still streaming stops: once the answer has been sent.
+    if (body !== undefined) done(body);
   }
-  return await answerWith(p, x, ctx, body, value);
 }
 
 /** What the handler threw, as what it answered: retry() or drop() (an app that answers every Error itself lets others through). */
