@@ -99,6 +99,24 @@ describe('a client that goes away while the function reads its body', () => {
     assertLoggedAsClientGone(await leaveMidBody(port, log, reading.promise), log);
   });
 
+  it('a function that never read the body and fails after the client left is still logged at error level', async (t) => {
+    const reading = signal();
+    const { port, log } = await serve(
+      t,
+      {
+        async fetch() {
+          reading.started();
+          await sleep(150);
+          throw new TypeError('the order store is down');
+        },
+      },
+      { logLevel: 'debug' },
+    );
+    const line = await leaveMidBody(port, log, reading.promise);
+    assert.equal(line.level, 50, JSON.stringify(line));
+    assert.equal(line.msg, 'request failed');
+  });
+
   it('a function that fails while the client is still there is still logged at error level', async (t) => {
     const { url, log } = await serve(
       t,

@@ -437,13 +437,14 @@ function fail(p: Pipeline, x: Exchange, err: unknown, read: RequestInput | undef
 }
 
 /**
- * Whether the client went away before its body was whole and before any answer, and a failure was
- * thrown since: what the function made of the cut body (a failed read wrapped or rethrown, its
- * aborted signal thrown) is the client leaving, answered as the body's own failure is (a 400,
- * logged at debug), not the server's error.
+ * Whether the client went away before its body was whole and before any answer, while the body
+ * was being read, and a failure was thrown since: what the function made of the cut body (a failed
+ * read wrapped or rethrown, its aborted signal thrown) is the client leaving, answered as the
+ * body's own failure is (a 400, logged at debug), not the server's error. A function that never
+ * read the body failed on its own: that stays an error.
  */
 function leftMidBody(req: IncomingMessage, res: ServerResponse, err: unknown): boolean {
-  return req.readableAborted && !req.complete && !res.headersSent && statusOf(err) >= 500;
+  return req.readableAborted && req.readableDidRead && !req.complete && !res.headersSent && statusOf(err) >= 500;
 }
 
 /** The request is answered: its invocations end (once their waitUntil work settles), and its connection counts it. */
