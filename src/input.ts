@@ -19,7 +19,7 @@ import type { Match } from './routing/router';
 import type * as Multipart from './uploads/multipart';
 import type * as UploadsModule from './uploads/uploads';
 import type { UploadedFile } from './uploads/uploads';
-import type { Exchange, Pipeline } from './request';
+import type { Exchange, Pipeline } from './exchange';
 
 /** What the function is given of the request beside its body: known before the body is read. */
 export interface RequestHead {

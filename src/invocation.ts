@@ -17,7 +17,7 @@ import { isThenable, now, settleWithin } from './lifecycle/deadline';
 import { settleOutcome } from './cloudevents/outcomes';
 import type { FunctionDestination } from './routing/routes';
 import type { Input } from './input';
-import type { Exchange, Pipeline } from './request';
+import type { Exchange, Pipeline } from './exchange';
 import type { Invokable } from './types';
 
 // A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.

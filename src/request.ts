@@ -3,131 +3,40 @@
 // body was read into (input.ts), the function's returned value, what was sent. What more than one
 // step needs and cannot be handed on as a value is on the request's `Exchange`, each field written
 // by one step. What is decided once at start (routes, CORS origins, defaults) is in the `Pipeline`
-// http-server.ts builds; the steps do per-request work only.
+// http-server.ts builds (both in exchange.ts); the steps do per-request work only.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { bodyIncomplete, hasBody } from './body/body';
 import type { RequestInput } from './body/provenance';
 import type { Uploads } from './uploads/uploads';
-import type { UploadFolder } from './uploads/upload-folder';
-import { readTarget, queryOf, type Target } from './http/target';
-import type { Behaviour } from './start/compat';
-import { replyMode, type ResponseDefaults } from './cloudevents/cloudevent';
-import { heldWork, invocationAnswered, invocationTrace, outlivingHandler, type Context } from './context';
-import { allowAnyOrigin, allowOrigin, isPreflight, type OriginCheck } from './http/cors';
+import { queryOf } from './http/target';
+import { replyMode } from './cloudevents/cloudevent';
+import { heldWork, invocationAnswered, invocationTrace, outlivingHandler } from './context';
+import { allowAnyOrigin, allowOrigin, isPreflight } from './http/cors';
 import { lastResort, runtimeError, sendError, statusOf, withoutQueryValues, type SentError } from './errors';
-import type { Logger, RootLogger } from './log/log';
 import { discard, respond, type Reply, type ReplyContext } from './respond';
-import { requestTrace, type Trace } from './telemetry/trace';
-import type { Tracing } from './telemetry/otel';
+import { requestTrace } from './telemetry/trace';
 import { JSON_TYPE, send } from './send';
-import { METRICS_TYPE, type Metrics } from './telemetry/metrics';
-import { requestDone, type Runtime } from './lifecycle/lifecycle';
-import { answerProbe, type ProbeOptions } from './lifecycle/probes';
-import { beforeDeadline, callFunction, inInvocation, type Invoke } from './invocation';
+import { METRICS_TYPE } from './telemetry/metrics';
+import { requestDone } from './lifecycle/lifecycle';
+import { answerProbe } from './lifecycle/probes';
+import { beforeDeadline, callFunction, inInvocation } from './invocation';
 import { closeAfter, closeUnread, lastAnswer, requestArrived } from './http/connections';
 import { isThenable, now } from './lifecycle/deadline';
-import type { Contracts } from './events/contracts';
-import type { Idempotency, Settle } from './events/idempotency/idempotency';
 import { Outcome, settleOutcome } from './cloudevents/outcomes';
 import type * as AdmitEvents from './events/admit-events';
 import type * as ServeFetch from './fetch/serve';
 import { describeRequest, inputOf, readInput, type Input } from './input';
 import type { Match } from './routing/router';
-import { runtimePathOf, type Destination, type FetchDestination, type FunctionDestination, type RouteTable } from './routing/routes';
+import { runtimePathOf, type Destination, type FetchDestination, type FunctionDestination } from './routing/routes';
 import type { Function as FunctionModule, RequestInfo } from './types';
-import type { Settings } from './http-server';
+import { Exchange, type Pipeline } from './exchange';
 
 // Called by http-server.ts for a request that waits for `100 Continue`; sent by step 6 (input.ts).
 export { awaitContinue } from './input';
 
-/** What every request's steps share: decided once, when the server is made. */
-export interface Pipeline {
-  readonly settings: Settings;
-  readonly behaviour: Behaviour;
-  readonly module: FunctionModule;
-  readonly routes: RouteTable;
-  readonly log: RootLogger;
-  readonly runtime: Runtime;
-  readonly metrics: Metrics | undefined;
-  readonly cors: OriginCheck | undefined;
-  /** faas-js-runtime's blanket CORS, in compatibility mode without the module's own. */
-  readonly corsForEveryOrigin: boolean;
-  readonly eventData: { asFaasJsRuntime: boolean };
-  readonly defaults: ResponseDefaults;
-  readonly tracing: Tracing | undefined;
-  readonly invoke: Invoke;
-  /** The module's event contracts, when it declares types. */
-  readonly contracts: Contracts | undefined;
-  /** With idempotency on: duplicates answered from the store. */
-  readonly idempotency: Idempotency | undefined;
-  readonly probeOptions: ProbeOptions;
-  /** The level of the line logged per answered request, or undefined when it would not be written. */
-  readonly accessLevel: 'info' | 'debug' | undefined;
-  /** Where temporary files of uploads go. */
-  /** Made by the first multipart body, when the uploads part loads (scripts/bundle.js ON_DEMAND). */
-  readonly uploadFolder: () => UploadFolder;
-  /** Steps 6 to 9 for a fetch handler (fetch/serve.ts): loaded when the server is made, for a module with `fetch` only. */
-  readonly serveFetch: typeof ServeFetch.serveFetch | undefined;
-  /** A module with fetch and no authorize(): its handler's requests are served by fetchAtOnce(). */
-  readonly fetchAtOnce: boolean;
-  /** The last reqId given out. */
-  requests: number;
-}
-
 // The methods faas-js-runtime routes to the function (fastify answers HEAD for a GET route).
 const ROOT_METHODS = new Set(['GET', 'HEAD', 'POST']);
-
-/**
- * One request: what is known of it on arrival, and what cannot be a value the steps hand on,
- * because a failure's answer or finish() needs it after a throw (which returns no value). Each
- * field is set on arrival, or written by the one step named beside it; all are set in the
- * constructor, so every request's shares one shape.
- */
-export class Exchange {
-  /** The request target: its path as sent, and the query string after `?`. */
-  readonly target: Target;
-  /** The request's logger; the single invocation's own trace (step 8) replaces it. */
-  log: Logger;
-  /** When the request's timeout ends (`now()` time): the access check, the body and the function count against it. */
-  readonly deadline: number;
-  /** Step 6: when the body began to be read, for the metrics; -1 without them, and until then. */
-  began = -1;
-  /** Step 6: a multipart body's files, set before the body is read: removed however the request ends. */
-  uploads: Uploads | undefined = undefined;
-  /** Step 8: set once the function has been called: from then on an error is the function's. */
-  invoked = false;
-  /** Step 8: the contexts made for the function (a batch's in an array); their invocations end with the answer. */
-  contexts: Context | Context[] | undefined = undefined;
-  /** Step 7, with idempotency: keeps the answer for duplicates, or releases the event's claim, once answered. */
-  settleClaim: Settle | undefined = undefined;
-
-  constructor(
-    p: Pipeline,
-    readonly req: IncomingMessage,
-    readonly res: ServerResponse,
-    readonly reqId: number,
-    /** The trace the request arrived in, if any. */
-    readonly trace: Trace | undefined,
-  ) {
-    this.target = readTarget(req.url ?? '/');
-    this.log = trace === undefined ? p.log.forRequest(reqId) : p.log.forRequest(reqId, trace.logFields);
-    const timeout = p.settings.timeout;
-    this.deadline = timeout > 0 ? now() + timeout : Infinity;
-  }
-
-  get method(): string {
-    return this.req.method ?? 'GET';
-  }
-
-  get path(): string {
-    return this.target.path;
-  }
-
-  get search(): string | undefined {
-    return this.target.search;
-  }
-}
 
 /**
  * A request, from its arrival to its answer: a promise while a step waits; none for a fetch

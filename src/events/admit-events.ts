@@ -10,7 +10,7 @@ import { beforeDeadline } from '../invocation';
 import { withEvents, type Input } from '../input';
 import { eventIdentity } from '../cloudevents/outcomes';
 import { replyMode } from '../cloudevents/cloudevent';
-import type { Exchange, Pipeline } from '../request';
+import type { Exchange, Pipeline } from '../exchange';
 
 type Events = CloudEvent<unknown> | CloudEvent<unknown>[];
 

@@ -12,7 +12,7 @@ import { withAdmittedEvents } from '../cloudevents/web';
 import type * as AdmitEvents from '../events/admit-events';
 import { describeRequest, inputOf, readInput, type BodyReading, type Input } from '../input';
 import { isThenable } from '../lifecycle/deadline';
-import type { Exchange, Pipeline } from '../request';
+import type { Exchange, Pipeline } from '../exchange';
 import type { Reply } from '../respond';
 import type { SignalSource } from './web-request';
 import { toRequest } from './web-request';

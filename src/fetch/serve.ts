@@ -12,7 +12,7 @@ import { closeAfter, closeUnread } from '../http/connections';
 import { openBodyStream } from '../input';
 import { fetchContext, inInvocation } from '../invocation';
 import { isThenable, now } from '../lifecycle/deadline';
-import type { Exchange, Pipeline } from '../request';
+import type { Exchange, Pipeline } from '../exchange';
 import type { Reply } from '../respond';
 import type { FetchDestination } from '../routing/routes';
 import type { FetchContext, FetchEnv, Logger } from '../types';
