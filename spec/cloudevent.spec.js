@@ -410,6 +410,23 @@ describe('CloudEvents passed through', () => {
     assert.equal(subject, 'caf\u00e9 100%');
   });
 
+  it('a binary attribute sent as raw UTF-8 is read as the UTF-8 it is; bytes that are not UTF-8 as node reads them', async (t) => {
+    const subjects = [];
+    const { url } = await serve(t, (ctx) => void subjects.push(ctx.cloudevent.subject));
+    const port = new URL(url).port;
+    const head = 'ce-id: 1\r\nce-source: /s\r\nce-type: t\r\nce-specversion: 1.0\r\n';
+    for (const subject of [Buffer.from('café ✓'), Buffer.from([0x63, 0x61, 0x66, 0xe9])]) {
+      const request = Buffer.concat([
+        Buffer.from(`POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n${head}ce-subject: `),
+        subject,
+        Buffer.from('\r\n\r\n'),
+      ]);
+      const { text } = await exchange(port, request);
+      assert.match(text, /^HTTP\/1\.1 204 /);
+    }
+    assert.deepEqual(subjects, ['café ✓', 'caf\u00e9']);
+  });
+
   it('a source is checked on every response(), whichever source the one before gave', async (t) => {
     const { url } = await serve(t, (ctx) => ctx.cloudEventResponse({}).source(ctx.query.source).type('t'));
     for (const [source, status] of [

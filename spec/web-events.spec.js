@@ -176,6 +176,11 @@ describe('readEvent() and readEvents() on their own', () => {
     assert.equal(res.headers.get('ce-subject'), 'a%01b');
   });
 
+  it('a ce- header a Request holds as raw UTF-8 bytes is read as the UTF-8 it is', async () => {
+    const read = await readEvent(web({ headers: { ...BINARY, 'ce-subject': Buffer.from('café').toString('latin1') }, body: undefined }));
+    assert.equal(read.subject, 'café');
+  });
+
   it('a 100 KB ce- header (past what node accepts from a client) is read; eventResponse() answers it structured', async () => {
     const long = 'y'.repeat(100_000);
     const read = await readEvent(web({ headers: { ...BINARY, 'ce-subject': long }, body: undefined }));

@@ -92,7 +92,7 @@ function binaryEvent(headers: EventHeaders, body: Buffer | undefined, media: Med
     }
     // Values are percent-encoded outside printable ASCII (HTTP binding 3.1.3.2).
     const attribute = HEADER_ATTRIBUTES[name] ?? name.slice(3);
-    const value = decodeComponent(String(headers[name]));
+    const value = decodeComponent(utf8Of(String(headers[name])));
     if (reserved.has(attribute)) Object.defineProperty(event, attribute, { value, enumerable: true, writable: true, configurable: true });
     else event[attribute] = value;
   }
@@ -108,6 +108,24 @@ function binaryEvent(headers: EventHeaders, body: Buffer | undefined, media: Med
   }
   checkAttributes(event, '', reserved);
   return withData(event, data);
+}
+
+// A header value as node (and a WHATWG Headers) hands it: one character per byte, Latin-1.
+const BEYOND_ASCII = /[^\x00-\x7f]/;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A `ce-*` value a sender wrote as raw UTF-8 rather than percent-encoded (which the HTTP binding
+ * asks for) read as the UTF-8 it is, not as the Latin-1 characters of its bytes: the attribute the
+ * sender meant. Bytes that are not UTF-8 stay as node read them.
+ */
+function utf8Of(value: string): string {
+  if (!BEYOND_ASCII.test(value)) return value;
+  try {
+    return UTF8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
 }
 
 function eventFromJson(json: Record<string, unknown>, where: string, budget: XmlBudget, reading: DataReading): CloudEvent<unknown> {
