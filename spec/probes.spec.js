@@ -163,6 +163,12 @@ describe('health probes', () => {
       ['/health/liveness#top', '/health/liveness'],
       ['/./metrics', '/metrics'],
       ['/%6Detrics', '/metrics'],
+      // A first segment of any spelling that a later `..` removes; an escaped first character.
+      ['/users/../health/liveness', '/health/liveness'],
+      ['/api\\..\\metrics', '/metrics'],
+      ['/users/.%2E/health/readiness', '/health/readiness'],
+      ['/./health/liveness', '/health/liveness'],
+      ['/%68ealth/liveness', '/health/liveness'],
     ];
     let calls = 0;
     for (const module of [{ fetch: (req) => (calls++, Response.json({ app: new URL(req.url).pathname })) }, (context) => (calls++, { app: context.path })]) {
@@ -179,14 +185,41 @@ describe('health probes', () => {
       assert.equal(calls, 0, 'the function never got them');
       // As spelled, each is the runtime's; a path of the function's with an escape or a dot is still the function's.
       assert.equal((await get(port, '/health/liveness')).status, 200);
+      assert.equal((await get(port, '/health/liveness/')).body, 'OK');
       assert.equal((await get(port, '/metrics')).status, 200);
-      for (const target of ['/users/a%20b', '/files/./a.txt', '/health/%2E%2E']) {
+      // An empty first segment stays one (`//health/liveness` is not the probe's), and an escaped `/` is no segment's end.
+      for (const target of ['/users/a%20b', '/files/./a.txt', '/health/%2E%2E', '//health/liveness', '/users%2F..%2Fmetrics']) {
         const res = await get(port, target);
         assert.equal(res.status, 200, target);
         assert.ok(JSON.parse(res.body).app !== undefined, target);
       }
       calls = 0;
     }
+  });
+
+  it("configured runtime paths spelled otherwise are a 404 too, an escape first among them; other paths are the function's", async (t) => {
+    const get = async (port, target) => firstResponse((await exchange(port, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`)).text);
+    await withEnv({ LIVENESS_URL: '/probe/live', FUNC_METRICS_PATH: '/%22m' }, async () => {
+      const { port } = await serve(t, { fetch: (req) => Response.json({ app: new URL(req.url).pathname }) });
+      const spellings = [
+        ['/x/../probe/live', '/probe/live'],
+        ['/p%72obe/live', '/probe/live'],
+        // WHATWG URL escapes `"`: the metrics path begins with an escape, which may be any character's.
+        ['/"m#top', '/%22m'],
+        ['/x/../%22m', '/%22m'],
+      ];
+      for (const [target, resolved] of spellings) {
+        const res = await get(port, target);
+        assert.equal(res.status, 404, target);
+        assert.ok(JSON.parse(res.body).message.includes(`the runtime's ${resolved}`), res.body);
+      }
+      assert.equal((await get(port, '/probe/live')).body, 'OK');
+      for (const target of ['/"m', '/health/./liveness', '/users/a%20b']) {
+        const res = await get(port, target);
+        assert.equal(res.status, 200, target);
+        assert.ok(JSON.parse(res.body).app !== undefined, target);
+      }
+    });
   });
 
   it('readiness turns 503 once the server drains, while the request in flight still completes', async (t) => {

@@ -46,16 +46,15 @@ export function onRequest(p: Pipeline, req: IncomingMessage, res: ServerResponse
   // Pipelined behind an answer that closes the connection: not run (connections.ts).
   if (!requestArrived(req)) return undefined;
   const x = arrive(p, req, res);
-  if (p.fetchAtOnce) {
-    // Step 3's lookup, first: a path the runtime does not answer is the fetch handler's.
-    const match = p.routes.router.find(x.method, x.path);
-    if (match.kind === 'none') return fetchAtOnce(p, x, match);
-  }
-  return steps(p, x);
+  if (!p.fetchAtOnce) return steps(p, x, undefined);
+  // Step 3's lookup, first: a path the runtime does not answer is the fetch handler's; one it
+  // does (a probe's, the metrics') is handed to steps() as it was found.
+  const match = p.routes.router.find(x.method, x.path);
+  return match.kind === 'none' ? fetchAtOnce(p, x, match) : steps(p, x, match);
 }
 
-/** Steps 1 to 9 of a request, each awaited where it waits. */
-async function steps(p: Pipeline, x: Exchange): Promise<void> {
+/** Steps 1 to 9 of a request, each awaited where it waits; `found`: step 3's lookup, when onRequest made it. */
+async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undefined): Promise<void> {
   const req = x.req;
   // What the steps hand on that a failure's answer and finish() read: declared out here, so that a
   // throw still finds what was read by then (provenance.ts) and what was sent.
@@ -63,12 +62,10 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
   let input: Input | undefined;
   let sent: Reply | SentError | undefined;
   try {
-    // 1. The request line and headers: what HTTP itself requires.
-    checkHttp(x);
-    // 2. CORS: a preflight is answered here.
-    if (answerCors(p, x)) return;
-    // 3. The route, and 4. the module's access check, before the body is read or a 404 says which routes exist.
-    const match = p.routes.router.find(x.method, x.path);
+    // 1 to 3: the route looked up, unless the request was answered (a preflight).
+    const match = firstSteps(p, x, found);
+    if (match === undefined) return;
+    // 4. The module's access check, before the body is read or a 404 says which routes exist.
     const authorize = p.module.authorize;
     if (authorize !== undefined && !isProbe(match)) {
       access = { method: x.method, path: x.path, headers: req.headers, query: queryOf(x.search) };
@@ -131,10 +128,9 @@ function fetchAtOnce(p: Pipeline, x: Exchange, match: Match<Destination>): Promi
   let sent: Reply | SentError | undefined;
   let serving: Reply | Promise<Reply | undefined> | undefined;
   try {
-    // 1. The request line and headers, and 2. CORS: a preflight is answered here.
-    checkHttp(x);
-    if (answerCors(p, x)) return undefined;
-    // 3. No route of the runtime's: the handler's (a 404 for a runtime path spelled otherwise).
+    // 1 to 3, as steps() takes them: no route of the runtime's, so the handler's (a 404 for a
+    // runtime path spelled otherwise).
+    if (firstSteps(p, x, match) === undefined) return undefined;
     const destination = destinationOf(p, x, match) as FetchDestination;
     // 6 to 9 (fetch/serve.ts).
     serving = serveFetchOf(p)(p, x, destination);
@@ -186,6 +182,20 @@ function arrive(p: Pipeline, req: IncomingMessage, res: ServerResponse): Exchang
   p.runtime.inFlight.add(res, x.reqId);
   if (p.accessLevel !== undefined) logWhenAnswered(x, p.accessLevel);
   return x;
+}
+
+/**
+ * Steps 1 to 3, the same for steps() and fetchAtOnce(): the request's route (its lookup, unless
+ * onRequest made it: `found`), or undefined when the request was answered here (a preflight).
+ * The route's destination is read after step 4's access check (destinationOf()).
+ */
+function firstSteps(p: Pipeline, x: Exchange, found: Match<Destination> | undefined): Match<Destination> | undefined {
+  // 1. The request line and headers: what HTTP itself requires.
+  checkHttp(x);
+  // 2. CORS: a preflight is answered here.
+  if (answerCors(p, x)) return undefined;
+  // 3. The route.
+  return found ?? p.routes.router.find(x.method, x.path);
 }
 
 function checkHttp(x: Exchange): void {
@@ -258,7 +268,7 @@ function destinationOf(p: Pipeline, x: Exchange, match: Match<Destination>): Des
  * the function, whose `request.url` would read as one of them, never gets it: a 404.
  */
 function unlessRuntimePath<D extends FunctionDestination | FetchDestination>(p: Pipeline, x: Exchange, destination: D): D {
-  const runtimePath = runtimePathOf(p.routes.router, x.path);
+  const runtimePath = runtimePathOf(p.routes, x.path);
   if (runtimePath === undefined) return destination;
   throw runtimeError('FUNCRUN_NOT_FOUND', `no route for ${x.method} ${x.path}: it resolves to the runtime's ${runtimePath}, answered only as spelled`);
 }

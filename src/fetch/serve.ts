@@ -110,7 +110,7 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
     if (isThenable(value)) return (served = answerWhenSettled(p, x, ctx, body, value));
     served = answerWith(p, x, ctx, body, value);
   } finally {
-    // However the request ended, a body still streaming stops: once the answer has been sent.
+    // Answered without a promise, the request's body is done with here; else once the promise settles (answerWhenSettled(), doneAfter()).
     if (body !== undefined && !(served instanceof Promise)) done(body);
   }
   return body !== undefined && served instanceof Promise ? doneAfter(served, body) : served;
@@ -134,7 +134,6 @@ async function answerWhenSettled(
     const answering = answerWith(p, x, ctx, body, value);
     return answering instanceof Promise ? await answering : answering;
   } finally {
-    // However the request ended, a body still streaming stops: once the answer has been sent.
     if (body !== undefined) done(body);
   }
 }
@@ -171,6 +170,7 @@ function answerWith(p: Pipeline, x: Exchange, ctx: Context, body: BodyStream | u
   return inInvocation(ctx, sendWeb, req, res, reply, sent);
 }
 
+/** answerWith()'s promise (a Response's body still being sent), with the request's body done with once it settles. */
 async function doneAfter(served: Promise<Reply | undefined>, body: BodyStream): Promise<Reply | undefined> {
   try {
     return await served;
@@ -193,7 +193,7 @@ function replyOf(p: Pipeline, ctx: Context, returned: unknown): Reply {
   return responseReply(value);
 }
 
-// However the request ended, a body still streaming stops.
+/** However the request ended, once its answer has been sent: a body still streaming stops. */
 function done(body: BodyStream): void {
   if (!body.finished && !body.destroyed) body.destroy();
 }

@@ -20,6 +20,8 @@ export interface RouteTable {
   readonly router: Router<Destination>;
   /** `handle`, for a request no route claims; a fetch handler, for every request but the probes and metrics. */
   readonly fallback: FunctionDestination | FetchDestination | undefined;
+  /** The paths that could resolve to a runtime path (lookalikes()): runtimePathOf() resolves those only. */
+  readonly lookalike: RegExp;
 }
 
 export interface RoutePaths {
@@ -38,9 +40,10 @@ const SPELLED_OTHERWISE = /\/\.|[%\\#]/;
  * if it does: read as a fetch handler's `request.url` reads it (WHATWG URL: `.` and `..` segments,
  * `%2e` among them, resolved, `\` as `/`, no fragment), or that percent-decoded, as routers match
  * it. Such a request is neither the runtime's (its paths are matched as sent) nor the function's.
+ * Only a path spelled otherwise that could be a runtime path's lookalike is resolved.
  */
-export function runtimePathOf(router: Router<Destination>, path: string): string | undefined {
-  if (!SPELLED_OTHERWISE.test(path)) return undefined;
+export function runtimePathOf(routes: RouteTable, path: string): string | undefined {
+  if (!SPELLED_OTHERWISE.test(path) || !routes.lookalike.test(path)) return undefined;
   let resolved: string;
   try {
     // Joined to an origin, as the Request's URL is: `//x` stays a path, not a host.
@@ -49,10 +52,31 @@ export function runtimePathOf(router: Router<Destination>, path: string): string
     return undefined;
   }
   for (const candidate of [resolved, decodeComponent(resolved)]) {
-    const match = router.find('GET', candidate);
+    const match = routes.router.find('GET', candidate);
     if (match.kind === 'found' && (match.handler.kind === 'probe' || match.handler.kind === 'metrics')) return candidate;
   }
   return undefined;
+}
+
+// What, first after the slash, may give a path's first segment another reading: a `.` segment's
+// character, an escape, a backslash, a fragment, an empty segment.
+const READ_OTHERWISE = '.%\\#/';
+// A `..` segment, however spelled: it removes the segment before it, whatever that was.
+const DOT_DOT = String.raw`[/\\](?:\.|%2[eE]){2}(?:[/\\#]|$)`;
+
+/**
+ * The paths runtimePathOf() resolves, made once from the runtime paths. A path's first segment
+ * is read with its first character as spelled (escaped by WHATWG URL at most, and decoded back)
+ * unless that character is one of READ_OTHERWISE or a later `..` segment removes the segment; so
+ * only a path that begins as a runtime path does, or with one of those, or has a `..` segment,
+ * can resolve to one. A runtime path that begins with an escape may stand for any character: then
+ * every path is resolved.
+ */
+function lookalikes(runtimePaths: readonly string[]): RegExp {
+  const firsts = runtimePaths.map((path) => path.charAt(1));
+  if (firsts.includes('%')) return /^/;
+  const lead = [...new Set(firsts.join('') + READ_OTHERWISE)].map((c) => c.replace(/[\\\]^-]/, '\\$&')).join('');
+  return new RegExp(`^/[${lead}]|${DOT_DOT}`);
 }
 
 /** Throws, naming the route, when two claim one path or a key does not parse. */
@@ -61,7 +85,8 @@ export function buildRoutes(module: FunctionModule, paths: RoutePaths, env: Fetc
   router.add('GET', paths.livenessPath, { kind: 'probe', check: module.liveness, readiness: false });
   router.add('GET', paths.readinessPath, { kind: 'probe', check: module.readiness, readiness: true });
   if (paths.metricsPath !== undefined) router.add('GET', paths.metricsPath, { kind: 'metrics' });
-  if (module.fetch !== undefined) return { router, fallback: { kind: 'fetch', fetch: module.fetch, env } };
+  const lookalike = lookalikes([paths.livenessPath, paths.readinessPath, paths.metricsPath].filter((path): path is string => path !== undefined));
+  if (module.fetch !== undefined) return { router, fallback: { kind: 'fetch', fetch: module.fetch, env }, lookalike };
   const claimed = new Set<string>();
   for (const [key, fn] of Object.entries(module.routes ?? {})) {
     const { method, path } = parseRouteKey(key, (message) => {
@@ -75,5 +100,5 @@ export function buildRoutes(module: FunctionModule, paths: RoutePaths, env: Fetc
     router.add(method, path, { kind: 'function', fn: handler, route: path, streamBody });
   }
   const handle = module.handle as Invokable | undefined;
-  return { router, fallback: handle ? { kind: 'function', fn: handle, streamBody: handle.streamBody === true } : undefined };
+  return { router, fallback: handle ? { kind: 'function', fn: handle, streamBody: handle.streamBody === true } : undefined, lookalike };
 }
