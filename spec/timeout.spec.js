@@ -30,6 +30,36 @@ describe('handler timeout', () => {
     assert.equal((await request(url + '/quick')).text, 'quick');
   });
 
+  it('a handler that blocks the event loop past the timeout is answered with its value, and one warning says by how much it outran it', async (t) => {
+    /** Holds the event loop for `ms`: no timer can fire meanwhile. */
+    const block = (ms) => {
+      const until = Date.now() + ms;
+      while (Date.now() < until);
+    };
+    const { url, log } = await serve(
+      t,
+      (ctx) => {
+        block(ctx.path === '/async-body' ? 50 : 400);
+        return ctx.path === '/async-body' ? sleep(20).then(() => 'in time') : { computed: true };
+      },
+      { timeout: 150, logLevel: 'warn' },
+    );
+    const res = await request(url + '/blocking');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json, { computed: true });
+    const warnings = log.entries().filter((line) => line.level === 40);
+    assert.equal(warnings.length, 1, log.text());
+    const [warning] = warnings;
+    assert.match(warning.msg, /^the invocation outran its timeout by \d+ ms while blocking the event loop$/);
+    assert.equal(warning.timeout, 150);
+    assert.ok(warning.overrun >= 200 && warning.overrun < 5000, `overrun ${warning.overrun}`);
+    assert.equal(warning.msg, `the invocation outran its timeout by ${warning.overrun} ms while blocking the event loop`);
+    assert.equal(typeof warning.reqId, 'number');
+    // Within its timeout, blocking or not: no warning.
+    assert.equal((await request(url + '/async-body')).text, 'in time');
+    assert.equal(log.entries().filter((line) => line.level === 40).length, 1);
+  });
+
   it('is off by default', async (t) => {
     assert.equal(defaults.timeout, 0);
     const { url } = await serve(t, async () => {

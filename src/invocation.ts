@@ -29,7 +29,8 @@ export type Invoke = (fn: Invokable, ctx: Context, data: unknown, deadline: numb
 /**
  * The invoker for a timeout in ms (0: none). A handler still running when the timeout passes is
  * answered 504 and its context's signal aborted (the handler decides whether to stop; its late
- * result is dropped). The timeout is the request's: a batch's events share it.
+ * result is dropped). One that held the event loop past it (CPU-bound, no await) is answered with
+ * what it returned, and a warning logged. The timeout is the request's: a batch's events share it.
  */
 export function timedInvoker(timeout: number): Invoke {
   const tooLate = () => runtimeError('FUNCRUN_TIMEOUT', `the function did not answer within ${timeout} ms`);
@@ -46,11 +47,16 @@ export function timedInvoker(timeout: number): Invoke {
         : scope === undefined
           ? fn.call(HANDLER_THIS, ctx, data)
           : inScope(scope, invocationRecord(ctx), callHandler, fn, ctx, data);
-    if (timeout <= 0 || !isThenable(result)) return result;
+    if (timeout <= 0) return result;
+    // The timer cannot fire while the handler holds the event loop: a value in hand is answered
+    // all the same (a 504 would have a broker deliver the event again, and it would run twice).
+    const remaining = deadline - now();
+    if (remaining < 0) outranTimeout(ctx, timeout, -remaining);
+    if (!isThenable(result)) return result;
     let late = false;
     // A result that comes after the 504 is dropped; a stream in it is closed.
     Promise.resolve(result).then((value) => late && discard(value), ignore);
-    return settleWithin(result, left, () => {
+    return settleWithin(result, remaining, () => {
       late = true;
       const error = tooLate();
       // Its event's claim holds until it has really finished (idempotency.ts).
@@ -59,6 +65,12 @@ export function timedInvoker(timeout: number): Invoke {
       return error;
     });
   };
+}
+
+/** One warning for an invocation whose synchronous part ran past its timeout: nothing could interrupt it. */
+function outranTimeout(ctx: Context, timeout: number, over: number): void {
+  const overrun = Math.ceil(over);
+  ctx.log.warn({ timeout, overrun }, `the invocation outran its timeout by ${overrun} ms while blocking the event loop`);
 }
 
 /**

@@ -328,7 +328,16 @@ function answer(p: Pipeline, x: Exchange, input: Input, returned: unknown): Repl
   if (p.corsForEveryOrigin) allowAnyOrigin(res);
   // An answered event carries the single invocation's trace (its own span's, or its event's).
   const trace = single === undefined ? x.trace : invocationTrace(single);
-  const to: ReplyContext = { req, res, mode: replyMode(input.mode, behaviour.eventsAnsweredBinary), input, behaviour, trace };
+  const to: ReplyContext = {
+    req,
+    res,
+    mode: replyMode(input.mode, behaviour.eventsAnsweredBinary),
+    input,
+    behaviour,
+    trace,
+    deadline: x.deadline,
+    invocation: single,
+  };
   // A returned stream's code (a generator that logs, a read() that fails) runs while the answer
   // is sent: as part of the invocation. Other answers run no code of the function's after it returned.
   return single !== undefined && streams(value) ? inInvocation(single, respond, to, value) : respond(to, value);

@@ -9,6 +9,7 @@ import { pipeline, Readable, Writable } from 'node:stream';
 import { asCloudEvent, writtenMode, type Mode } from './cloudevents/cloudevent';
 import { encodeEvent } from './cloudevents/reply';
 import type { Trace } from './telemetry/trace';
+import type { Context } from './context';
 import type { Behaviour } from './start/compat';
 import { safeHeaders, type Dropped } from './http/headers';
 import { isInstance, isPartOf, type RequestInput } from './body/provenance';
@@ -56,6 +57,10 @@ export interface ReplyContext {
   readonly behaviour: Behaviour;
   /** The invocation's trace, which an event it answers with carries (when it has none of its own). */
   readonly trace: Trace | undefined;
+  /** The request's deadline (`now()` time): a web answer's first chunk is waited for until then (fetch/web-response.ts). */
+  readonly deadline?: number;
+  /** The single invocation the answer is part of: its signal aborts when that wait times out. */
+  readonly invocation?: Context;
 }
 
 /**
@@ -75,7 +80,7 @@ export function respond(to: ReplyContext, value: unknown): Reply | Promise<Reply
   if (body instanceof Readable) return stream(to, reply, body);
   // A web answer's body, or its status text (a light Response's text body carries one too), is sendWeb()'s to write.
   if ((body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) || reply.reason !== undefined)
-    return web().sendWeb(to.req, to.res, reply, body);
+    return web().sendWeb(to.req, to.res, reply, body, to.deadline, to.invocation);
   send(to.req, to.res, reply.status, reply.headers, body);
   return reply;
 }

@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { CloudEvent } from 'cloudevents';
+import type { Context } from '../context';
 import { withAdmittedEvents } from '../cloudevents/web';
 import type * as AdmitEvents from '../events/admit-events';
 import { describeRequest, inputOf, readInput, type BodyReading, type Input } from '../input';
@@ -59,9 +60,12 @@ export function admittedRequest(x: Exchange, admitted: AdmittedEvents, signal: S
   return withAdmittedEvents(toRequest(x.req, x.target, body, signal), admitted.events);
 }
 
-/** A Reply sent with its body read ahead (readAhead()): what was sent, its body kept when it came whole within `limit`. */
-export async function sendKept(req: IncomingMessage, res: ServerResponse, reply: Reply, limit: number): Promise<Reply> {
-  return sendWeb(req, res, reply, await readAhead(reply, limit));
+/**
+ * A Reply sent with its body read ahead (readAhead()): what was sent, its body kept when it came
+ * whole within `limit`. Its first chunk is waited for until `deadline`, as sendWeb() does.
+ */
+export async function sendKept(req: IncomingMessage, res: ServerResponse, reply: Reply, limit: number, deadline: number, invocation: Context): Promise<Reply> {
+  return sendWeb(req, res, reply, await readAhead(reply, limit), deadline, invocation);
 }
 
 /**

@@ -163,11 +163,12 @@ function answerWith(p: Pipeline, x: Exchange, ctx: Context, body: BodyStream | u
   if (!req.complete && hasBody(req) && (body === undefined || !body.started)) closeUnread(req, res);
   // The body's own code (a stream's pull() that logs or fails) runs as part of the invocation.
   // With an event's claim held, a body that comes whole within the answer limit is kept for duplicates (events.ts).
-  if (x.settleClaim !== undefined) return inInvocation(ctx, sendKept, req, res, reply, p.idempotency!.settings.answerLimit);
+  if (x.settleClaim !== undefined) return inInvocation(ctx, sendKept, req, res, reply, p.idempotency!.settings.answerLimit, x.deadline, ctx);
   const sent = reply.body as ReadableStream<unknown> | string | undefined;
   // A body there whole (a light Response's text) or none runs no code of the function's: sent as it is.
   if (typeof sent === 'string' || (sent === undefined && req.method !== 'HEAD')) return sendWhole(req, res, reply, sent);
-  return inInvocation(ctx, sendWeb, req, res, reply, sent);
+  // Its first chunk is waited for within the request's timeout: the head is not sent until then.
+  return inInvocation(ctx, sendWeb, req, res, reply, sent, x.deadline, ctx);
 }
 
 /** answerWith()'s promise (a Response's body still being sent), with the request's body done with once it settles. */

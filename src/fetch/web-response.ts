@@ -2,11 +2,16 @@
 // ReadableStream a `handle` function returned. Its body is written as it is produced: each chunk
 // when it is read, the next read only once node has taken it ('drain'), so server-sent events
 // stream. A body that fails after its status was sent cuts the connection (the client sees an
-// incomplete answer); one that fails before is a throw, answered by sendError().
+// incomplete answer); one that fails before is a throw, answered by sendError(). Until the head is
+// sent, the first chunk is waited for within the request's deadline; from then on, for as long as
+// the body produces.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ANSWERED_MODE } from '../cloudevents/web';
 import { writtenMode } from '../cloudevents/cloudevent';
+import { abortInvocation, type Context } from '../context';
+import { runtimeError } from '../errors';
 import { safeHeaders, type Dropped } from '../http/headers';
+import { now } from '../lifecycle/deadline';
 import type { Reply } from '../respond';
 import { sendAsGiven } from '../send';
 import { LIGHT, type LightParts } from './light-response';
@@ -111,13 +116,17 @@ function ignore(): void {}
  * stream whose body is one chunk (a Response made of a string or bytes), is sent whole, with its
  * Content-Length; any other is sent chunked as it comes.
  * Resolves once sent, or once the client has gone (the stream is then cancelled); rejects when
- * the stream fails or produces something other than bytes or text.
+ * the stream fails or produces something other than bytes or text, and with funcrun's 504 when it
+ * has produced neither its first chunk nor its end by `deadline` (the request's, `now()` time: the
+ * stream is then cancelled, and the signal of `invocation`, the one the answer is part of, aborted).
  */
 export async function sendWeb(
   req: IncomingMessage,
   res: ServerResponse,
   reply: Reply,
   body: ReadableStream<unknown> | string | Buffer | undefined,
+  deadline = Infinity,
+  invocation?: Context,
 ): Promise<Reply> {
   if (typeof body === 'string' || Buffer.isBuffer(body)) return sendWhole(req, res, reply, body);
   if (req.method === 'HEAD') {
@@ -137,7 +146,17 @@ export async function sendWeb(
   let first: Buffer;
   let coming: Promise<Read>;
   try {
-    const read = await reader.read();
+    const reading = reader.read();
+    // A body there at once (a Response made of a string or bytes) is read without arming anything:
+    // looked at twice, as on node 22 such a stream, made in the same turn, starts a microtask later.
+    let read = await Promise.race([reading, PENDING_NOW]);
+    if (read === PENDING) read = await Promise.race([reading, PENDING_NOW]);
+    if (read === PENDING) read = await firstRead(res, reader, reading, deadline, invocation);
+    // The client went away while the first chunk was awaited: the stream was cancelled.
+    if (res.destroyed) {
+      reader.cancel().catch(ignore);
+      return reply;
+    }
     if (read.done) {
       sendAsGiven(req, res, reply.status, reply.headers ?? {}, undefined);
       return reply;
@@ -170,6 +189,54 @@ export function sendWhole(req: IncomingMessage, res: ServerResponse, reply: Repl
   // A Reply's headers have no undefined value, and are sent as they are (send.ts).
   if (!res.destroyed) sendAsGiven(req, res, reply.status, reply.headers ?? {}, body);
   return reply;
+}
+
+/**
+ * The body's first read, waited for while nothing is sent: the client going away cancels the
+ * stream (the read then ends), and past `deadline` the stream is cancelled and the 504 thrown, the
+ * invocation's signal aborted with it. Armed only here, for a body not there at once; disarmed once
+ * the read settles.
+ */
+function firstRead(
+  res: ServerResponse,
+  reader: ReadableStreamDefaultReader<unknown>,
+  reading: Promise<Read>,
+  deadline: number,
+  invocation: Context | undefined,
+): Promise<Read> {
+  return new Promise((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const gone = () => {
+      if (!res.writableFinished) reader.cancel(new Error('the client closed the connection')).catch(ignore);
+    };
+    const disarm = () => {
+      clearTimeout(timer);
+      res.off('close', gone);
+    };
+    res.once('close', gone);
+    if (deadline !== Infinity) {
+      timer = setTimeout(
+        () => {
+          disarm();
+          const late = runtimeError('FUNCRUN_TIMEOUT', "the function's response did not produce its first chunk within the timeout");
+          if (invocation !== undefined) abortInvocation(invocation, late);
+          reader.cancel(late).catch(ignore);
+          reject(late);
+        },
+        Math.max(0, deadline - now()),
+      );
+    }
+    reading.then(
+      (read) => {
+        disarm();
+        resolve(read);
+      },
+      (err: unknown) => {
+        disarm();
+        reject(err);
+      },
+    );
+  });
 }
 
 /** The rest of the body, chunked: the head and the first chunk now, then each chunk as it is read. */

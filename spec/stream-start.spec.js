@@ -1,0 +1,189 @@
+'use strict';
+// A web answer (a fetch handler's Response, a `handle` function's Response or web ReadableStream)
+// whose body does not produce its first chunk: until its head is sent, the wait is bounded by the
+// request's timeout (a JSON 504, the stream cancelled, a request pipelined behind it answered), and
+// the client leaving cancels the stream and ends the request. Once the head is sent, the timeout no
+// longer applies: a stream that has started goes on.
+const { describe, it } = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { serve, request } = require('./helpers');
+const { exchange, statuses, firstResponse } = require('./raw');
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const encoder = new TextEncoder();
+const TIMEOUT_504 = { statusCode: 504, code: 'FUNCRUN_TIMEOUT', error: 'Gateway Timeout', message: 'Gateway Timeout' };
+// Wide enough for a loaded machine, far below "never".
+const BOUND_MS = 4000;
+
+/** A promise that resolves with the value its `settle` is called with. */
+function later() {
+  let settle;
+  const promise = new Promise((resolve) => (settle = resolve));
+  return { promise, settle };
+}
+
+/** `promise`, or `fallback` once `ms` have passed. */
+function within(promise, ms, fallback) {
+  let timer;
+  return Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms, fallback)))]).finally(() => clearTimeout(timer));
+}
+
+/** A body that never produces a chunk, whose cancel() settles `cancelled` with its reason. */
+function neverStarting(cancelled) {
+  return new ReadableStream({
+    pull() {
+      return new Promise(() => {});
+    },
+    cancel(reason) {
+      cancelled.settle(reason instanceof Error ? reason.message : String(reason));
+    },
+  });
+}
+
+/** A fetch handler whose Response never starts on /hang (returned as `shape` says) and answers 'ok' elsewhere. */
+function fetchHandler(shape, cancelled, called = later(), signal = later()) {
+  return {
+    fetch(request) {
+      if (new URL(request.url).pathname !== '/hang') return new Response('ok');
+      called.settle();
+      request.signal.addEventListener('abort', () => signal.settle(request.signal.reason?.message));
+      const response = new Response(neverStarting(cancelled), { headers: { 'content-type': 'text/event-stream' } });
+      return shape === 'async' ? sleep(5).then(() => response) : response;
+    },
+  };
+}
+
+describe('a web answer whose body never starts, with a timeout', () => {
+  for (const shape of ['sync', 'async']) {
+    it(`a fetch handler (${shape}): funcrun's JSON 504 within the timeout, the stream cancelled, the signal aborted, logged as a timeout`, async (t) => {
+      const cancelled = later();
+      const signal = later();
+      const server = await serve(t, fetchHandler(shape, cancelled, later(), signal), { timeout: 200, accessLog: true });
+      const started = Date.now();
+      const res = await within(request(`${server.url}/hang`), BOUND_MS, 'no answer');
+      assert.notEqual(res, 'no answer', `no answer within ${BOUND_MS} ms`);
+      assert.ok(Date.now() - started >= 150, 'not before the timeout');
+      assert.equal(res.status, 504);
+      assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+      assert.deepEqual(res.json, TIMEOUT_504);
+      assert.match(await within(cancelled.promise, BOUND_MS, 'not cancelled'), /did not produce its first chunk within the timeout/);
+      assert.match(await within(signal.promise, BOUND_MS, 'not aborted'), /did not produce its first chunk within the timeout/);
+      const failed = server.log.entries().find((line) => line.msg === 'request failed');
+      assert.equal(failed?.level, 50, server.log.text());
+      assert.equal(failed.statusCode, 504);
+      assert.equal(typeof failed.reqId, 'number');
+      const completed = server.log.entries().find((line) => line.msg === 'request completed');
+      assert.equal(completed?.statusCode, 504, 'the access line is written');
+    });
+  }
+
+  it('a request pipelined behind it on the same connection is answered after the 504', async (t) => {
+    const server = await serve(t, fetchHandler('sync', later()), { timeout: 200 });
+    const { text, timedOut } = await exchange(server.port, 'GET /hang HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', {
+      wait: BOUND_MS,
+    });
+    assert.equal(timedOut, false, `both answered and the connection closed: ${JSON.stringify(text)}`);
+    assert.deepEqual(statuses(text), [504, 200]);
+    assert.ok(text.endsWith('ok'), text);
+  });
+
+  for (const [what, answer] of [
+    ['a ReadableStream', (cancelled) => neverStarting(cancelled)],
+    ['a Response', (cancelled) => new Response(neverStarting(cancelled))],
+  ]) {
+    it(`a handle function returning ${what} that never starts: the JSON 504, the stream cancelled, the signal aborted`, async (t) => {
+      const cancelled = later();
+      const signal = later();
+      const server = await serve(
+        t,
+        (context) => {
+          context.signal.addEventListener('abort', () => signal.settle(context.signal.reason?.message));
+          return answer(cancelled);
+        },
+        { timeout: 200 },
+      );
+      const res = await within(request(server.url), BOUND_MS, 'no answer');
+      assert.notEqual(res, 'no answer', `no answer within ${BOUND_MS} ms`);
+      assert.equal(res.status, 504);
+      assert.deepEqual(res.json, TIMEOUT_504);
+      assert.match(await within(cancelled.promise, BOUND_MS, 'not cancelled'), /first chunk within the timeout/);
+      assert.match(await within(signal.promise, BOUND_MS, 'not aborted'), /first chunk within the timeout/);
+    });
+  }
+
+  it('a HEAD request is answered at once, its stream cancelled unread', async (t) => {
+    const cancelled = later();
+    const server = await serve(t, fetchHandler('sync', cancelled), { timeout: 5000 });
+    const started = Date.now();
+    const res = await within(request(`${server.url}/hang`, { method: 'HEAD' }), BOUND_MS, 'no answer');
+    assert.notEqual(res, 'no answer');
+    assert.equal(res.status, 200);
+    assert.ok(Date.now() - started < 2000, 'not held until the timeout');
+    assert.notEqual(await within(cancelled.promise, BOUND_MS, 'not cancelled'), 'not cancelled');
+  });
+});
+
+describe('a web answer whose body never starts, and a client that leaves', () => {
+  it('the stream is cancelled, the request ends (counted in the metrics), and a later request on a new connection is served', async (t) => {
+    const cancelled = later();
+    const called = later();
+    // No timeout: only the client leaving ends the wait.
+    const server = await serve(t, fetchHandler('sync', cancelled, called), { metrics: true });
+    const socket = net.connect(server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    t.after(() => socket.destroy());
+    socket.write('GET /hang HTTP/1.1\r\nHost: x\r\n\r\n');
+    await within(called.promise, BOUND_MS);
+    // The handler has returned its Response: the first read is being waited for.
+    await sleep(50);
+    socket.destroy();
+    assert.equal(await within(cancelled.promise, BOUND_MS, 'not cancelled'), 'the client closed the connection');
+    let counted;
+    for (let waited = 0; waited < BOUND_MS && !/^faas_invocations\{[^}]*\} 1$/m.test(counted ?? ''); waited += 50) {
+      counted = (await request(`${server.url}/metrics`)).text;
+      await sleep(50);
+    }
+    assert.match(counted, /^faas_invocations\{[^}]*\} 1$/m, 'the request ended and was counted');
+    const res = await within(request(`${server.url}/other`), BOUND_MS, 'no answer');
+    assert.equal(res.text, 'ok');
+  });
+});
+
+describe('a web answer that has started', () => {
+  // Its first event at once, or after a wait within the timeout (which the head then waits for).
+  for (const [when, first] of [
+    ['at once', 0],
+    ['50 ms in', 50],
+  ]) {
+    it(`server-sent events that start ${when} and go on past the timeout are not cut`, async (t) => {
+      const server = await serve(
+        t,
+        {
+          fetch() {
+            let i = 0;
+            const body = new ReadableStream({
+              async pull(controller) {
+                const wait = i === 0 ? first : 60;
+                if (wait > 0) await sleep(wait);
+                controller.enqueue(encoder.encode(`data: ${i}\n\n`));
+                if (++i === 10) controller.close();
+              },
+            });
+            return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+          },
+        },
+        { timeout: 150 },
+      );
+      const started = Date.now();
+      const { text, timedOut } = await exchange(server.port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { wait: BOUND_MS });
+      assert.equal(timedOut, false);
+      assert.ok(Date.now() - started > 400, 'the stream ran past the timeout');
+      const answer = firstResponse(text);
+      assert.equal(answer.status, 200);
+      const events = answer.body.match(/data: \d+/g);
+      assert.deepEqual(events, ['data: 0', 'data: 1', 'data: 2', 'data: 3', 'data: 4', 'data: 5', 'data: 6', 'data: 7', 'data: 8', 'data: 9']);
+      assert.ok(answer.body.endsWith('0\r\n\r\n'), 'the terminating chunk: complete');
+    });
+  }
+});
