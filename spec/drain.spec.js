@@ -36,6 +36,8 @@ describe('draining', () => {
     assert.match(text, /\/second$/);
     // The first answer must not close the connection: the second is still to come.
     assert.doesNotMatch(text.slice(0, text.indexOf('/slow')), /connection: close/i);
+    // The second, made while the first was still to be sent, is the last: it says so.
+    assert.match(text.slice(text.indexOf('/slow')), /connection: close/i);
   });
 
   it('requests pipelined before the drain began are all answered, then the connection closes', async (t) => {
@@ -54,6 +56,71 @@ describe('draining', () => {
     assert.equal(timedOut, false);
     assert.deepEqual(statuses(text), [200, 200, 200]);
     assert.equal(ran, 3);
+  });
+
+  it('an answer made before the drain began, waiting behind one in flight, is the last: it says Connection: close', async (t) => {
+    let slowBegan;
+    const began = new Promise((resolve) => (slowBegan = resolve));
+    const server = await serve(t, async (ctx) => {
+      if (ctx.path === '/slow') {
+        slowBegan();
+        await sleep(300);
+      }
+      return ctx.path;
+    });
+    const port = server.server.address().port;
+    const answer = exchange(port, 'GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /quick HTTP/1.1\r\nHost: x\r\n\r\n');
+    await began;
+    // /quick is answered at once, its answer queued behind /slow's, before the drain begins.
+    await sleep(50);
+    const stopped = stop(server.server, 5000);
+    const { text, timedOut } = await answer;
+    await stopped;
+    assert.equal(timedOut, false);
+    assert.deepEqual(statuses(text), [200, 200], text);
+    const [first, last] = [text.slice(0, text.indexOf('/slow')), text.slice(text.indexOf('/slow'))];
+    assert.doesNotMatch(first, /connection: close/i);
+    assert.match(last, /\r\nconnection: close\r\n/i);
+    assert.doesNotMatch(last, /keep-alive/i);
+    assert.ok(text.endsWith('/quick'), 'the last answer arrives whole');
+  });
+
+  it("while draining, the runtime's own answers (a probe, a preflight, metrics) close the connection they are the last on", async (t) => {
+    let began = 0;
+    let allBegan;
+    const slowOnes = new Promise((resolve) => (allBegan = resolve));
+    const server = await serve(t, {
+      cors: () => ['https://app.example.com'],
+      handle: async () => {
+        if (++began === 3) allBegan();
+        await sleep(300);
+        return 'slow';
+      },
+    });
+    const port = server.server.address().port;
+    const behind = {
+      liveness: 'GET /health/liveness HTTP/1.1\r\nHost: x\r\n\r\n',
+      preflight: 'OPTIONS / HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example.com\r\nAccess-Control-Request-Method: POST\r\n\r\n',
+      metrics: 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n',
+    };
+    // On each connection a request in flight when the drain begins; then the runtime's request behind it.
+    const connections = Object.keys(behind).map((what) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+      const chunks = [];
+      socket.on('data', (chunk) => chunks.push(chunk));
+      const closed = new Promise((resolve) => socket.once('close', () => resolve(Buffer.concat(chunks).toString('latin1'))));
+      return { what, socket, closed };
+    });
+    await slowOnes;
+    const stopped = stop(server.server, 5000);
+    for (const { what, socket } of connections) socket.write(behind[what]);
+    for (const { what, closed } of connections) {
+      const text = await closed;
+      assert.equal(statuses(text).length, 2, `${what}: ${text}`);
+      const last = text.slice(text.indexOf('slow'));
+      assert.match(last, /\r\nconnection: close\r\n/i, `${what}: ${last}`);
+    }
+    await stopped;
   });
 
   it("an answer ended but still in the socket's buffer when the drain begins reaches a slow reader whole", async (t) => {

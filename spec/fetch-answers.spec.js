@@ -157,6 +157,20 @@ describe("a fetch handler: HEAD's Content-Length", () => {
       return new Response(forever(), { headers });
     },
     '/text-wrong': () => new Response('five!', { headers: { 'content-length': '99' } }),
+    '/empty': () => new Response(''),
+    '/reset': () => new Response(null, { status: 205 }),
+    // Two chunks a turn apart: a GET sends them chunked.
+    '/ticks': () =>
+      new Response(
+        new ReadableStream({
+          async start(controller) {
+            controller.enqueue(encoder.encode('one;'));
+            await sleep(20);
+            controller.enqueue(encoder.encode('two;'));
+            controller.close();
+          },
+        }),
+      ),
   };
   const fetchHandler = { fetch: (request) => answers[new URL(request.url).pathname]() };
 
@@ -166,6 +180,7 @@ describe("a fetch handler: HEAD's Content-Length", () => {
       ['/text', Buffer.byteLength('a body of 17 B ✓')],
       ['/bytes', 300],
       ['/text-wrong', 5],
+      ['/empty', 0],
     ]) {
       const get = await ask(server.url + path, 'GET');
       const head = await ask(server.url + path, 'HEAD');
@@ -191,6 +206,29 @@ describe("a fetch handler: HEAD's Content-Length", () => {
       assert.equal(head.status, 200, path);
       assert.equal(head.headers['content-length'], length, path);
       assert.equal(head.bytes, 0, path);
+    }
+  });
+
+  it('a body sent chunked to a GET: HEAD says neither a length nor a transfer coding, as node does (RFC 9110 section 9.3.2)', async (t) => {
+    const server = await serve(t, fetchHandler);
+    const { text } = await exchange(server.port, 'GET /ticks HTTP/1.1\r\nHost: x\r\n\r\nHEAD /ticks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const get = firstResponse(text);
+    assert.equal(get.headers['transfer-encoding'], 'chunked');
+    assert.equal(get.headers['content-length'], undefined);
+    const head = firstResponse(get.body.slice(get.body.indexOf('0\r\n\r\n') + 5));
+    assert.equal(head.status, 200);
+    assert.equal(head.headers['transfer-encoding'], undefined);
+    assert.equal(head.headers['content-length'], undefined);
+    assert.equal(head.body, '');
+  });
+
+  it('a 205 (Reset Content) says Content-Length: 0 to GET and HEAD alike', async (t) => {
+    const server = await serve(t, fetchHandler);
+    for (const method of ['GET', 'HEAD']) {
+      const answer = await ask(server.url + '/reset', method);
+      assert.equal(answer.status, 205, method);
+      assert.equal(answer.headers['content-length'], '0', method);
+      assert.equal(answer.bytes, 0);
     }
   });
 
@@ -240,6 +278,16 @@ describe("a fetch handler: a Response's init as the platform reads it", () => {
       assert.equal(answer.headers['x-name'], 'caf\u00e9 \u00ff', path);
       assert.equal(answer.body, 'body', path);
     }
+  });
+
+  it("headers named twice in different case are the platform's one header, its values joined, sent on one line", async (t) => {
+    const init = () => ({ headers: { 'Content-Type': 'text/html', 'content-type': 'text/plain', 'X-A': '1' } });
+    const server = await serve(t, { fetch: () => new Response('body', init()) });
+    const { text } = await exchange(server.port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.headers['content-type'], new Response('', init()).headers.get('content-type'));
+    assert.equal(answer.headers['content-type'], 'text/html, text/plain');
+    assert.equal(answer.headers['x-a'], '1');
   });
 
   it('a status or status text given as null is read as the platform reads it: null is status 0 (a RangeError), and the text "null"', async (t) => {

@@ -86,6 +86,23 @@ describe('funcrun owns the framing', () => {
     assert.equal(answer.headers['0'], undefined);
   });
 
+  it('names that differ only in case are one header: the later value wins, but every Set-Cookie is sent', async () => {
+    headers = { 'Content-Type': 'text/html', 'content-type': 'text/plain', 'Set-Cookie': 'a=1', 'set-cookie': ['b=2'], 'X-A': '1', 'x-a': '2', 'x-b': 'b' };
+    const { text } = await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const answer = firstResponse(text);
+    assert.equal(answer.headers['content-type'], 'text/plain');
+    assert.equal(answer.headers['x-a'], '2');
+    assert.equal(answer.headers['x-b'], 'b');
+    assert.deepEqual(answer.headers['set-cookie'], ['a=1', 'b=2']);
+    assert.equal(text.match(/^content-type:/gim).length, 1, text);
+    // Pairs repeat a header on purpose, whatever the case.
+    headers = [
+      ['x-a', '1'],
+      ['X-A', '2'],
+    ];
+    assert.deepEqual(firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).text).headers['x-a'], ['1', '2']);
+  });
+
   it('headers given as [name, value] pairs, a Headers or a Map are sent by name', async () => {
     for (headers of [
       [
@@ -109,6 +126,57 @@ describe('funcrun owns the framing', () => {
     assert.equal(answer.headers['x-good'], 'ok');
     assert.equal(answer.headers['x-bad'], undefined);
     assert.equal(answer.headers['set-cookie'], undefined);
+  });
+});
+
+describe('answers without content: 204, 205 (Reset Content) and 304', () => {
+  const get = (path) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+  const last = (path, method = 'GET') => `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`;
+
+  it('a 205 with a body sends none: Content-Length: 0, on GET and HEAD, and the next answer follows at once', async (t) => {
+    const server = await serve(t, (ctx) => ({ statusCode: 205, headers: { 'x-kept': 'yes' }, body: ctx.path === '/json' ? { a: 1 } : 'not sent' }));
+    const port = server.server.address().port;
+    for (const path of ['/text', '/json']) {
+      const { text } = await exchange(port, get(path) + last(path, 'HEAD'));
+      assert.deepEqual(statuses(text), [205, 205], text);
+      const first = firstResponse(text);
+      assert.equal(first.headers['content-length'], '0', path);
+      assert.equal(first.headers['transfer-encoding'], undefined);
+      assert.equal(first.headers['x-kept'], 'yes');
+      assert.ok(first.body.startsWith('HTTP/1.1 205'), `no content before the next answer: ${JSON.stringify(first.body)}`);
+      const head = firstResponse(first.body);
+      assert.equal(head.headers['content-length'], '0', `HEAD ${path}`);
+      assert.equal(head.body, '');
+    }
+  });
+
+  it('a 205 whose body is a stream: the stream is closed unread, the answer has Content-Length: 0', async (t) => {
+    let source;
+    const server = await serve(t, () => {
+      source = new Readable({ read() {} });
+      source.push('never sent');
+      return { statusCode: 205, body: source };
+    });
+    const { text, timedOut } = await exchange(server.server.address().port, last('/'));
+    assert.equal(timedOut, false);
+    const answer = firstResponse(text);
+    assert.equal(answer.status, 205);
+    assert.equal(answer.headers['content-length'], '0');
+    assert.equal(answer.headers['transfer-encoding'], undefined);
+    assert.equal(answer.body, '');
+    assert.equal(source.destroyed, true);
+  });
+
+  it('204 and 304 with a body send none, and no framing header', async (t) => {
+    const server = await serve(t, (ctx) => ({ statusCode: Number(ctx.path.slice(1)), body: 'not sent' }));
+    const port = server.server.address().port;
+    const { text } = await exchange(port, get('/204') + last('/304'));
+    assert.deepEqual(statuses(text), [204, 304], text);
+    const first = firstResponse(text);
+    assert.equal(first.headers['content-length'], undefined);
+    assert.equal(first.headers['transfer-encoding'], undefined);
+    assert.ok(first.body.startsWith('HTTP/1.1 304'));
+    assert.equal(firstResponse(first.body).body, '');
   });
 });
 

@@ -216,12 +216,14 @@ function answerCors(p: Pipeline, x: Exchange): boolean {
     const allowed = allowOrigin(req, res, p.cors);
     if (!isPreflight(req)) return false;
     if (!allowed) throw runtimeError('FUNCRUN_ORIGIN_NOT_ALLOWED', `origin '${req.headers.origin}' is not allowed`);
+    closeAfter(req, res, p.runtime.draining);
     send(req, res, 204, undefined, undefined);
     return true;
   }
   if (p.corsForEveryOrigin && x.method === 'OPTIONS' && (x.path === '/' || !p.behaviour.rootOnly)) {
     // faas-js-runtime answers OPTIONS itself, whoever asks, without calling the function.
     allowAnyOrigin(res);
+    closeAfter(req, res, p.runtime.draining);
     send(req, res, 204, { 'content-type': JSON_TYPE, 'access-control-allow-headers': '*' }, undefined);
     return true;
   }
@@ -276,6 +278,7 @@ function unlessRuntimePath<D extends FunctionDestination | FetchDestination>(p: 
 function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destination, FunctionDestination | FetchDestination>): Promise<void> | void {
   if (destination.kind === 'probe') return answerProbe(x.req, x.res, destination, p.runtime, p.probeOptions, x.log);
   // The metrics route is in the table only with metrics on (routes.ts).
+  closeAfter(x.req, x.res, p.runtime.draining);
   send(x.req, x.res, 200, { 'content-type': METRICS_TYPE }, p.metrics?.render());
 }
 

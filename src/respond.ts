@@ -13,7 +13,7 @@ import type { Context } from './context';
 import type { Behaviour } from './start/compat';
 import { safeHeaders, type Dropped } from './http/headers';
 import { isInstance, isPartOf, type RequestInput } from './body/provenance';
-import { BINARY, JSON_TYPE, send, TEXT, XML } from './send';
+import { BINARY, JSON_TYPE, send, TEXT, withoutContent, XML } from './send';
 import { kindOf } from './util/kind';
 import type * as WebResponse from './fetch/web-response';
 
@@ -76,7 +76,12 @@ export function respond(to: ReplyContext, value: unknown): Reply | Promise<Reply
     discard(value);
     throw err;
   }
-  const body = reply.body;
+  let body = reply.body;
+  // An answer without content (204, 205, 304) sends none of the body given: a stream is closed unread.
+  if (typeof body === 'object' && !Buffer.isBuffer(body) && withoutContent(reply.status)) {
+    discard(body);
+    body = undefined;
+  }
   if (body instanceof Readable) return stream(to, reply, body);
   // A web answer's body, or its status text (a light Response's text body carries one too), is sendWeb()'s to write.
   if ((body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body)) || reply.reason !== undefined)

@@ -7,8 +7,18 @@ export const BINARY = 'application/octet-stream';
 export const XML = 'application/xml; charset=utf-8';
 
 /**
+ * Whether an answer with this status carries no content (RFC 9110 sections 15.3.5, 15.3.6 and
+ * 15.4.5): 204 and 304, which node frames without a length, and 205 (Reset Content), which needs
+ * one (`Content-Length: 0`: node would send a 205's body, chunked). A body given is not sent.
+ */
+export function withoutContent(status: number): boolean {
+  return status === 204 || status === 205 || status === 304;
+}
+
+/**
  * Writes a whole response. The body is final (string or bytes) before anything is written, so a
- * failure while preparing it can still become an error response. HEAD, 204 and 304 send no body.
+ * failure while preparing it can still become an error response. HEAD, 204, 205 and 304 send no
+ * body (a 205 says `Content-Length: 0`).
  */
 export function send(
   req: IncomingMessage,
@@ -38,6 +48,8 @@ export function sendAsGiven(
 ): void {
   if (status === 204 || status === 304) body = undefined;
   else {
+    // Reset Content: no content whatever the function gave, and a length that says so.
+    if (status === 205) body = undefined;
     const length = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
     if (headers['content-length'] !== undefined || !lengthByNode(res, length)) {
       const out = mine ? headers : { ...headers };

@@ -13,7 +13,7 @@ import { runtimeError } from '../errors';
 import { safeHeaders, type Dropped } from '../http/headers';
 import { now } from '../lifecycle/deadline';
 import type { Reply } from '../respond';
-import { sendAsGiven } from '../send';
+import { sendAsGiven, withoutContent } from '../send';
 import { LIGHT, type LightParts } from './light-response';
 import { NativeResponse } from './natives';
 
@@ -135,11 +135,10 @@ export async function sendWeb(
   }
   if (body === undefined) return sendWhole(req, res, reply, body);
   if (reply.reason !== undefined) res.statusMessage = reply.reason;
-  if (res.destroyed || reply.status === 204 || reply.status === 304) {
+  if (res.destroyed || withoutContent(reply.status)) {
     if (!body.locked) body.cancel().catch(ignore);
     if (res.destroyed) return reply;
-    res.writeHead(reply.status, reply.headers);
-    res.end();
+    sendAsGiven(req, res, reply.status, reply.headers ?? {}, undefined);
     return reply;
   }
   const reader = body.getReader();
@@ -273,7 +272,9 @@ async function pump(res: ServerResponse, reply: Reply, reader: ReadableStreamDef
  * it gave one. The body is not waited for, and is cancelled.
  */
 async function sendHead(res: ServerResponse, reply: Reply, body: ReadableStream<unknown> | undefined): Promise<Reply> {
-  const length = (body === undefined ? undefined : await wholeLength(body)) ?? reply.declaredLength;
+  const whole = body === undefined ? undefined : await wholeLength(body);
+  // A 205 has no content, and says so, as its GET does (send.ts).
+  const length = reply.status === 205 ? 0 : (whole ?? reply.declaredLength);
   if (res.destroyed) return reply;
   const headers = length === undefined || reply.status === 204 || reply.status === 304 ? reply.headers : { ...reply.headers, 'content-length': length };
   res.writeHead(reply.status, headers);

@@ -17,6 +17,8 @@ const LATEST = Symbol('funcrun latest request');
 const ANSWERED = Symbol('funcrun answered raw');
 // Set once an answer on it says `connection: close`: the requests node dispatches on it afterwards are not run.
 const LAST = Symbol('funcrun last answer');
+// The latest answer made while an earlier one on the connection was still being sent: queued, its head written into node's buffer.
+const QUEUED = Symbol('funcrun queued answer');
 // The origin its requests' Host header gives (a fetch handler's request.url begins with it), and that Host.
 const ORIGIN = Symbol('funcrun origin');
 type CountedSocket = Socket & {
@@ -25,6 +27,7 @@ type CountedSocket = Socket & {
   [LATEST]?: IncomingMessage;
   [ANSWERED]?: boolean;
   [LAST]?: boolean;
+  [QUEUED]?: ServerResponse;
   [ORIGIN]?: { readonly host: string | undefined; readonly origin: string };
 };
 
@@ -110,8 +113,10 @@ export function requestAnswered(req: IncomingMessage, res: ServerResponse, early
   if (answeredEarly.has(res)) return;
   if (early) answeredEarly.add(res);
   const socket = req.socket as CountedSocket;
-  if (res.socket === null && !res.writableFinished && !res.destroyed) res.once('close', () => answered(socket));
-  else answered(socket);
+  if (res.socket === null && !res.writableFinished && !res.destroyed) {
+    socket[QUEUED] = res;
+    res.once('close', () => answered(socket));
+  } else answered(socket);
 }
 
 function answered(socket: CountedSocket): void {
@@ -119,17 +124,57 @@ function answered(socket: CountedSocket): void {
   // Read only while a request is pending: holding it longer would keep the request, its headers
   // and its stream alive between requests, through the young generation's collections (RSS).
   socket[LATEST] = undefined;
+  socket[QUEUED] = undefined;
   if (socket[CLOSING]) socket.destroySoon();
 }
 
 /**
- * While draining, or once malformed bytes followed the requests on a connection, the last pending
- * response on it closes it. An earlier one must not: the requests pipelined behind it were run,
- * and their answers are still to be sent.
+ * While draining, or once malformed bytes followed the requests on a connection, the answer to
+ * the latest request on it closes it, whether or not the answers to requests before it are still
+ * to come (they are sent first). An earlier one must not: the requests pipelined behind it were
+ * run, and their answers are still to be sent.
  */
 export function closeAfter(req: IncomingMessage, res: ServerResponse, draining: boolean): void {
   const socket = req.socket as CountedSocket;
-  if ((draining || socket[CLOSING] === true) && !res.headersSent && socket[PENDING] === 1) lastAnswer(req, res);
+  if ((draining || socket[CLOSING] === true) && !res.headersSent && (socket[PENDING] === 1 || socket[LATEST] === req)) lastAnswer(req, res);
+}
+
+/** What node keeps of an answer queued behind another on its connection (node's own names). */
+interface Held {
+  _header?: unknown;
+  _last?: unknown;
+  outputData?: { data: unknown }[];
+  outputSize?: unknown;
+}
+
+// What node writes in a head when the connection is kept alive.
+const KEPT_ALIVE = /\r\nConnection: keep-alive\r\n(?:Keep-Alive: [^\r\n]*\r\n)?/i;
+
+/**
+ * A drain has begun: where the latest request on a connection was answered before, behind an
+ * answer still being made or sent, its answer (its head made then, saying `keep-alive`) is the
+ * connection's last; it is made to say `connection: close`, as closeAfter() has the answers made
+ * from now on say, and node closes the connection after it. Its head is still in node's buffer,
+ * unsent; where node does not keep it as it did, the answer is left as it is (and the connection
+ * closed once idle, closeIdle()).
+ */
+export function closeQueued(server: Server): void {
+  for (const socket of (accepted.get(server) ?? []) as Set<CountedSocket>) {
+    const res = socket[QUEUED];
+    if (res === undefined || res.socket !== null || socket[LATEST] !== res.req || socket[LAST] === true) continue;
+    const held = res as ServerResponse & Held;
+    const head = held._header;
+    const first = held.outputData?.[0];
+    if (typeof head !== 'string' || typeof first?.data !== 'string' || !first.data.startsWith(head) || typeof held.outputSize !== 'number') continue;
+    const closing = head.replace(KEPT_ALIVE, '\r\nConnection: close\r\n');
+    if (closing === head) continue;
+    first.data = closing + first.data.slice(head.length);
+    held.outputSize -= head.length - closing.length;
+    held._header = closing;
+    held._last = true;
+    res.shouldKeepAlive = false;
+    socket[LAST] = true;
+  }
 }
 
 /**

@@ -34,9 +34,14 @@ export interface Dropped {
  * Reads `input` as headers: a plain object (a value may be an array, sent as repeated headers),
  * a `Headers` or `Map`, or an array of `[name, value]` pairs. Names are lowercased; null and
  * undefined values are skipped. Every property is read inside `try`: the value may be hostile.
+ * Names that differ only in case (`Content-Type` and `content-type` in one object) are one header,
+ * as faas-js-runtime's (fastify's reply.headers()) are: the later value wins, but for Set-Cookie,
+ * whose values are all sent. Pairs repeat a header on purpose: each is sent.
  */
 export function safeHeaders(input: unknown, dropped?: Dropped[]): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
+  // Whether a name given again adds its values (pairs) rather than replacing the earlier ones.
+  let repeats = false;
   const add = (rawName: unknown, rawValue: unknown) => {
     if (rawValue === undefined || rawValue === null || typeof rawName !== 'string') return;
     const name = rawName.toLowerCase();
@@ -51,14 +56,16 @@ export function safeHeaders(input: unknown, dropped?: Dropped[]): OutgoingHttpHe
     } catch {
       return void dropped?.push({ name: printable(name), reason: 'invalid' });
     }
+    // The common case, a name not seen before, looks no further.
     const previous = out[name];
-    if (previous === undefined) out[name] = one ?? (values!.length === 1 ? values![0] : values);
+    if (previous === undefined || !(repeats || name === 'set-cookie')) out[name] = one ?? (values!.length === 1 ? values![0] : values);
     else out[name] = [...(Array.isArray(previous) ? previous : [String(previous)]), ...(values ?? [one!])];
   };
   try {
     if (input === null || typeof input !== 'object') return out;
     if (Array.isArray(input) || typeof (input as Map<unknown, unknown>).entries === 'function') {
-      const pairs = Array.isArray(input) ? input : (input as Map<unknown, unknown>).entries();
+      repeats = Array.isArray(input);
+      const pairs = repeats ? input : (input as Map<unknown, unknown>).entries();
       for (const pair of pairs as Iterable<unknown>) if (Array.isArray(pair) && pair.length === 2) add(pair[0], pair[1]);
       return out;
     }

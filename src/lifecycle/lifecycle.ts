@@ -4,7 +4,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isError, type Logger, type RootLogger } from '../log/log';
 import { describeThrown, pathOf } from '../errors';
 import type { Metrics } from '../telemetry/metrics';
-import { destroyAll, requestAnswered } from '../http/connections';
+import { closeQueued, destroyAll, requestAnswered } from '../http/connections';
 import { abortInvocations } from '../context';
 import { settleWithin } from './deadline';
 import { SETTINGS } from '../start/settings';
@@ -161,6 +161,8 @@ export function stop(server: Server, gracePeriod: number = SETTINGS.gracePeriod.
   const runtime = runtimes.get(server);
   if (runtime === undefined) throw new TypeError('stop() takes a server made by start()');
   runtime.draining = true;
+  // An answer made before, waiting to be sent, that is its connection's last says so too.
+  closeQueued(server);
   const deadline = Date.now() + gracePeriod;
   // The answers given meanwhile are written to the idempotency store before shutdown() runs.
   const drained = async (cut: number, unfinished: number): Promise<Drain> => {

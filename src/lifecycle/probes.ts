@@ -2,7 +2,7 @@
 // itself: draining, and an event loop running late.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorJson, readThrown, runtimeError } from '../errors';
-import { lastAnswer } from '../http/connections';
+import { closeAfter } from '../http/connections';
 import { isThenable, settleWithin } from './deadline';
 import type { Runtime } from './lifecycle';
 import type { Logger } from '../log/log';
@@ -46,9 +46,9 @@ export async function answerProbe(
     }
   }
   // Checked after the module's own check, which may have been in flight when draining began.
-  if (target.readiness && runtime.draining) {
-    healthy = false;
-    lastAnswer(req, res);
+  if (runtime.draining) {
+    if (target.readiness) healthy = false;
+    closeAfter(req, res, true);
   }
   // Something the function's events need is missing: said in the answer, so that operators see why.
   let why: string | undefined;
