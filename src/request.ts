@@ -13,7 +13,7 @@ import { queryOf } from './http/target';
 import { replyMode } from './cloudevents/cloudevent';
 import { heldWork, invocationAnswered, invocationTrace, outlivingHandler } from './context';
 import { allowAnyOrigin, allowOrigin, isPreflight } from './http/cors';
-import { lastResort, runtimeError, sendError, statusOf, withoutQueryValues, type SentError } from './errors';
+import { isUnreadable, lastResort, runtimeError, sendError, statusOf, UnreadableReturn, withoutQueryValues, type SentError } from './errors';
 import { discard, respond, type Reply, type ReplyContext } from './respond';
 import { requestTrace } from './telemetry/trace';
 import { JSON_TYPE, send } from './send';
@@ -62,6 +62,8 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
   let access: RequestInfo | undefined;
   let input: Input | undefined;
   let sent: Reply | SentError | undefined;
+  // Whether a step waited before the function is called: it then runs in a microtask (see afterTicks()).
+  let late = false;
   try {
     // 1. The request line and headers: what HTTP itself requires.
     checkHttp(x);
@@ -73,6 +75,7 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
     if (authorize !== undefined && !isProbe(match)) {
       access = { method: x.method, path: x.path, headers: req.headers, query: queryOf(x.search) };
       await checkAccess(p, x, authorize, access);
+      late = true;
     }
     const destination = destinationOf(p, x, match);
     // 5. Probes and metrics are answered by the runtime itself.
@@ -82,19 +85,23 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
       const serving = serveFetchOf(p)(p, x, destination);
       // Answered without a promise, the request still ends a turn later: what the handler queued
       // as it returned (a microtask that logs) runs within its invocation, as step 8's does.
-      sent = serving instanceof Promise ? await serving : (await undefined, serving);
+      sent = serving instanceof Promise ? await serving : late ? await afterTicks(serving) : (await undefined, serving);
       if (sent !== undefined) answered(p, x, sent);
       return;
     }
     // 6. The body, within its limit, read into the request's Input (input.ts).
     const head = describeRequest(p, x, destination, match);
     const reading = readInput(p, x, destination, head);
+    late ||= reading instanceof Promise;
     input = reading instanceof Promise ? inputOf(p, x, head, await reading) : reading;
     // 7. Events: checked against the module's contracts; with idempotency, a duplicate is answered as the first delivery was.
     if (input.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined)) {
       // Loaded with the first event of a module that uses them (scripts/bundle.js ON_DEMAND).
       let admitted = (require('./events/admit-events') as typeof AdmitEvents).admitEvents(p, x, input);
-      if (isThenable(admitted)) admitted = await admitted;
+      if (isThenable(admitted)) {
+        late = true;
+        admitted = await admitted;
+      }
       if (admitted === undefined) return;
       input = admitted;
     }
@@ -102,9 +109,10 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
     // Awaited even when it is not a promise: what the function queued as it returned (a microtask
     // that finishes the value) runs before the answer, as in faas-js-runtime. The tick is taken on
     // `undefined` for a value that is no thenable: awaiting the value itself would look up its
-    // `then` without an inline cache (some 800 instructions for a returned CloudEvent).
+    // `then` without an inline cache (some 800 instructions for a returned CloudEvent). Called after
+    // a step waited, what it queued with process.nextTick() runs only after a tick (afterTicks()).
     const called = callFunction(p, x, destination, input);
-    const value = isThenable(called) ? await called : (await undefined, called);
+    const value = isThenable(called) ? await called : late ? await afterTicks(called) : (await undefined, called);
     if (x.uploads !== undefined || input.bodyStream !== undefined) await bodyDone(x, input, value);
     // 9. The answer, by the return rules: a promise while a returned stream is still being sent.
     const answering = answer(p, x, input, value);
@@ -165,6 +173,18 @@ async function servedLater(p: Pipeline, x: Exchange, serving: Promise<Reply | un
 }
 
 const SETTLED = Promise.resolve();
+
+/**
+ * `value`, once what a function called in a microtask queued as it returned has run. node runs
+ * the ticks queued in a microtask (process.nextTick()) only once every microtask has run, after
+ * the request would have ended: a tick queued after them resolves this, and the microtasks
+ * they queue in turn (queueMicrotask(), a promise's reaction) run before the request goes on.
+ * Called from a callback of node's (no step waited), `await undefined` suffices: node runs the
+ * ticks before the microtasks.
+ */
+function afterTicks<T>(value: T): Promise<T> {
+  return new Promise((resolve) => process.nextTick(resolve, value));
+}
 
 // finish() outside any promise: what escapes it is answered as onRequest's rejection is (http-server.ts).
 function finishOrLastResort(p: Pipeline, x: Exchange, sent: Reply | SentError | undefined): void {
@@ -310,9 +330,12 @@ function answer(p: Pipeline, x: Exchange, input: Input, returned: unknown): Repl
   const behaviour = p.behaviour;
   // A fault in the invocation was answered 500 already (faults.ts).
   if (res.writableEnded) return void discard(value);
+  // A value that answers nothing it is asked (a revoked Proxy): a 500 for what the function returned.
+  if (isUnreadable(value)) throw new UnreadableReturn();
   // The single invocation's context (a batch's are in an array): its answer is sent as part of it.
   const single = Array.isArray(x.contexts) ? undefined : x.contexts;
-  if (value instanceof Outcome) value = settleOutcome(p.metrics, x.log, value, single?.cloudevent);
+  // A client gone first: a retry() is not to be delivered again because of this answer, that nobody gets.
+  if (value instanceof Outcome) value = settleOutcome(p.metrics, x.log, value, single?.cloudevent, res.destroyed);
   closeAfter(req, res, p.runtime.draining);
   // faas-js-runtime's blanket CORS is on the function's answers only: not on errors, probes or its 404s.
   if (p.corsForEveryOrigin) allowAnyOrigin(res);
