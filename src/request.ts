@@ -62,8 +62,12 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
   let access: RequestInfo | undefined;
   let input: Input | undefined;
   let sent: Reply | SentError | undefined;
-  // Whether a step waited before the function is called: it then runs in a microtask (see afterTicks()).
+  // Whether a step waited before the function is called: it then runs in a microtask, where node
+  // runs the ticks it queues (process.nextTick()) only once every microtask has run.
   let late = false;
+  // The function, called late, returned its value as it is: what it queued as it returned runs
+  // within its invocation only if the request ends a tick later, after those ticks.
+  let endAfterTicks = false;
   try {
     // 1. The request line and headers: what HTTP itself requires.
     checkHttp(x);
@@ -85,7 +89,8 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
       const serving = serveFetchOf(p)(p, x, destination);
       // Answered without a promise, the request still ends a turn later: what the handler queued
       // as it returned (a microtask that logs) runs within its invocation, as step 8's does.
-      sent = serving instanceof Promise ? await serving : late ? await afterTicks(serving) : (await undefined, serving);
+      endAfterTicks = late && !(serving instanceof Promise);
+      sent = serving instanceof Promise ? await serving : (await undefined, serving);
       if (sent !== undefined) answered(p, x, sent);
       return;
     }
@@ -109,10 +114,11 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
     // Awaited even when it is not a promise: what the function queued as it returned (a microtask
     // that finishes the value) runs before the answer, as in faas-js-runtime. The tick is taken on
     // `undefined` for a value that is no thenable: awaiting the value itself would look up its
-    // `then` without an inline cache (some 800 instructions for a returned CloudEvent). Called after
-    // a step waited, what it queued with process.nextTick() runs only after a tick (afterTicks()).
+    // `then` without an inline cache (some 800 instructions for a returned CloudEvent).
     const called = callFunction(p, x, destination, input);
-    const value = isThenable(called) ? await called : late ? await afterTicks(called) : (await undefined, called);
+    const pending = isThenable(called);
+    endAfterTicks = late && !pending;
+    const value = pending ? await called : (await undefined, called);
     if (x.uploads !== undefined || input.bodyStream !== undefined) await bodyDone(x, input, value);
     // 9. The answer, by the return rules: a promise while a returned stream is still being sent.
     const answering = answer(p, x, input, value);
@@ -124,7 +130,9 @@ async function steps(p: Pipeline, x: Exchange): Promise<void> {
     // Any step's failure becomes an answer in one place: sendError().
     sent = fail(p, x, err, input ?? (access === undefined ? undefined : { access }));
   } finally {
-    finish(p, x, input, sent);
+    // A tick, not a promise: the request need not wait for it, only end after it.
+    if (endAfterTicks) process.nextTick(finishOrLastResort, p, x, sent, input);
+    else finish(p, x, input, sent);
   }
 }
 
@@ -155,7 +163,7 @@ function fetchAtOnce(p: Pipeline, x: Exchange, match: Match<Destination>): Promi
     return undefined;
   } finally {
     // A reaction to a settled promise, not queueMicrotask(), which makes an async resource per call.
-    if (!(serving instanceof Promise)) void SETTLED.then(() => finishOrLastResort(p, x, sent));
+    if (!(serving instanceof Promise)) void SETTLED.then(() => finishOrLastResort(p, x, sent, undefined));
   }
 }
 
@@ -174,22 +182,10 @@ async function servedLater(p: Pipeline, x: Exchange, serving: Promise<Reply | un
 
 const SETTLED = Promise.resolve();
 
-/**
- * `value`, once what a function called in a microtask queued as it returned has run. node runs
- * the ticks queued in a microtask (process.nextTick()) only once every microtask has run, after
- * the request would have ended: a tick queued after them resolves this, and the microtasks
- * they queue in turn (queueMicrotask(), a promise's reaction) run before the request goes on.
- * Called from a callback of node's (no step waited), `await undefined` suffices: node runs the
- * ticks before the microtasks.
- */
-function afterTicks<T>(value: T): Promise<T> {
-  return new Promise((resolve) => process.nextTick(resolve, value));
-}
-
 // finish() outside any promise: what escapes it is answered as onRequest's rejection is (http-server.ts).
-function finishOrLastResort(p: Pipeline, x: Exchange, sent: Reply | SentError | undefined): void {
+function finishOrLastResort(p: Pipeline, x: Exchange, sent: Reply | SentError | undefined, input: Input | undefined): void {
   try {
-    finish(p, x, undefined, sent);
+    finish(p, x, input, sent);
   } catch (err) {
     lastResort(x.res, p.log, err);
   }
