@@ -7,7 +7,7 @@ const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const { setTimeout: sleep } = require('node:timers/promises');
-const { streamed } = require('../lib/index.js');
+const { retry, streamed } = require('../lib/index.js');
 const { serve } = require('./helpers');
 
 /**
@@ -97,6 +97,45 @@ describe('a client that goes away while the function reads its body', () => {
       { logLevel: 'debug' },
     );
     assertLoggedAsClientGone(await leaveMidBody(port, log, reading.promise), log);
+  });
+
+  it('a fetch handler that throws retry() after the failed read: logged at debug as the body cut, not as an event to be delivered again', async (t) => {
+    const reading = signal();
+    const { port, log } = await serve(
+      t,
+      {
+        async fetch(request) {
+          reading.started();
+          await request.text().catch(() => {
+            throw retry('the order could not be read');
+          });
+          return new Response(null, { status: 204 });
+        },
+      },
+      { logLevel: 'debug' },
+    );
+    assertLoggedAsClientGone(await leaveMidBody(port, log, reading.promise), log);
+    // Nobody gets this answer, so nobody delivers the event again because of it.
+    assert.equal(log.entries().filter((entry) => entry.msg === 'event to be delivered again').length, 0);
+  });
+
+  it('a handle function reading its streamed body that returns retry() after the failed read: logged at debug, not as delivered again', async (t) => {
+    const reading = signal();
+    const { port, log } = await serve(
+      t,
+      streamed(async (context, body) => {
+        reading.started();
+        try {
+          for await (const chunk of body) void chunk;
+        } catch {
+          return retry('the upload could not be read');
+        }
+        return { ok: true };
+      }),
+      { logLevel: 'debug' },
+    );
+    assertLoggedAsClientGone(await leaveMidBody(port, log, reading.promise), log);
+    assert.equal(log.entries().filter((entry) => entry.msg === 'event to be delivered again').length, 0);
   });
 
   it('a function that never read the body and fails after the client left is still logged at error level', async (t) => {

@@ -178,3 +178,96 @@ describe('an errorBody() that misbehaves', () => {
     assert.equal(closed, 20);
   });
 });
+
+// Values that fight back when read: funcrun asking them anything (their class, their `then`) must
+// not turn what they throw into an error of funcrun's own, with funcrun's stack.
+const unreadable = {
+  'a revoked Proxy': () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    return proxy;
+  },
+  'an object whose message and stack getters throw': () => ({
+    get message() {
+      throw 1;
+    },
+    get stack() {
+      throw 2;
+    },
+  }),
+  'an Error subclass whose name getter throws': () => {
+    class Unnamed extends Error {
+      get name() {
+        throw 3;
+      }
+    }
+    return new Unnamed('unnamed');
+  },
+  'a Proxy whose getPrototypeOf trap throws': () =>
+    new Proxy(
+      {},
+      {
+        getPrototypeOf() {
+          throw 4;
+        },
+      },
+    ),
+};
+
+// Which of them are also returned: an Error or a plain object returned is data, answered by the return rules.
+const returnedToo = new Set(['a revoked Proxy', 'a Proxy whose getPrototypeOf trap throws']);
+
+describe('a value that cannot be read, thrown, rejected with or returned', () => {
+  let current;
+  let how;
+  const answerWith = () => {
+    const value = current();
+    if (how === 'return') return value;
+    if (how === 'reject') return Promise.reject(value);
+    throw value;
+  };
+  for (const [shape, module] of [
+    ['a fetch handler', { fetch: answerWith }],
+    ['a handle function', { handle: answerWith }],
+  ]) {
+    describe(shape, () => {
+      let server;
+      before(async () => {
+        server = await startServer(module, { logLevel: 'debug' });
+      });
+      after(() => server.close());
+
+      for (const [name, make] of Object.entries(unreadable)) {
+        for (const way of returnedToo.has(name) ? ['throw', 'reject', 'return'] : ['throw', 'reject']) {
+          it(`${name} (${way}): a JSON 500, one error line without funcrun's stack, and the server keeps serving`, async () => {
+            current = make;
+            how = way;
+            const before = server.log.entries().length;
+            const answer = await request(server.url);
+            assert.equal(answer.status, 500);
+            assert.equal(answer.headers.get('content-type'), 'application/json; charset=utf-8');
+            assert.deepEqual(answer.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+            const errors = server.log
+              .entries()
+              .slice(before)
+              .filter((line) => line.level >= 50);
+            assert.equal(errors.length, 1, JSON.stringify(errors));
+            const [line] = errors;
+            assert.equal(line.msg, 'request failed');
+            assert.equal(line.statusCode, 500);
+            // funcrun's own frames (its TypeScript or its bundle) would say funcrun failed.
+            assert.doesNotMatch(JSON.stringify(line), /\/(src|lib)\/|TypeError/, JSON.stringify(line));
+            if (name === 'a revoked Proxy') assert.equal(way === 'return' ? line.returned : line.thrown, '[unreadable value]');
+            // The value thrown is described, not what its trap threw when funcrun asked it its class.
+            if (name === 'a Proxy whose getPrototypeOf trap throws')
+              assert.equal(way === 'return' ? line.returned : line.thrown, way === 'return' ? '[unreadable value]' : '{}');
+            current = () => new Response('fine');
+            how = 'return';
+            if (shape === 'a handle function') current = () => 'fine';
+            assert.equal((await request(server.url)).text, 'fine', 'and the server keeps serving');
+          });
+        }
+      }
+    });
+  }
+});

@@ -239,3 +239,37 @@ describe('faults attributed to their request', () => {
     }
   });
 });
+
+describe('a fault in a batch of CloudEvents', () => {
+  it("an earlier event's stray exception answers the batch 500, and no later event of it runs", async () => {
+    // Event 1 schedules a timer that throws and waits a little longer; event 2 says that it ran.
+    const dir = project({
+      'index.js': `
+const { log } = require(${FUNCRUN});
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+module.exports = async (context) => {
+  if (context.cloudevent === undefined) { await sleep(300); return { ok: true }; }
+  log.info({ id: context.cloudevent.id }, 'event ran');
+  if (context.cloudevent.id === '1') { setTimeout(() => { throw new Error('a timer threw'); }, 5); await sleep(30); }
+  return undefined;
+};
+`,
+    });
+    const proc = await runServing([dir, '--grace-period', '5s']);
+    const events = JSON.stringify(['1', '2'].map((id) => ({ specversion: '1.0', id, source: '/batch', type: 'test.event', data: { id } })));
+    // Pipelined behind a slow request, so that the batch's connection stays open after its 500:
+    // as a broker's kept-alive connection does.
+    const batch = `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/cloudevents-batch+json\r\nContent-Length: ${Buffer.byteLength(events)}\r\n\r\n${events}`;
+    const { text } = await exchange(proc.port, `GET / HTTP/1.1\r\nHost: x\r\n\r\n${batch}`, { wait: 5000 });
+    const { code } = await proc.exited;
+    assert.deepEqual(statuses(text), [200, 500], text);
+    assert.match(text, /"code":"FUNCRUN_FUNCTION_CRASHED"/);
+    assert.equal(code, 1);
+    const ran = proc.lines().filter((l) => l.msg === 'event ran');
+    assert.deepEqual(
+      ran.map((l) => l.id),
+      ['1'],
+      'the sender delivers the batch again: event 2 must not run now too',
+    );
+  });
+});

@@ -60,6 +60,32 @@ describe('request-scoped log', () => {
     }
   });
 
+  for (const [name, make] of [
+    ['a handle function that returns at once', (queue) => ({ handle: (context) => (queue(context.method), 'ok') })],
+    [
+      'a fetch handler behind authorize()',
+      (queue) => ({ authorize: async () => true, fetch: (request) => (queue(request.method), new Response(null, { status: 204 })) }),
+    ],
+  ]) {
+    it(`${name}: what it queued as it returned (a tick, a microtask) logs with its reqId, on a GET and on a POST`, async (t) => {
+      const queue = (method) => {
+        process.nextTick(() => log.info({ method }, 'tick'));
+        queueMicrotask(() => log.info({ method }, 'microtask'));
+      };
+      const server = await serve(t, make(queue), { logLevel: 'info' });
+      assert.ok((await request(server.url)).status < 300);
+      const post = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n: 1 }) };
+      assert.ok((await request(server.url, post)).status < 300);
+      await sleep(20);
+      const lines = server.log.entries().filter((l) => l.msg === 'tick' || l.msg === 'microtask');
+      assert.deepEqual(lines.map((l) => `${l.method} ${l.msg}`).sort(), ['GET microtask', 'GET tick', 'POST microtask', 'POST tick']);
+      for (const line of lines) {
+        assert.equal(typeof line.reqId, 'number', JSON.stringify(line));
+        assert.equal(line.outlivedRequest, undefined, JSON.stringify(line));
+      }
+    });
+  }
+
   it('without a traceparent the lines carry the reqId and no trace fields', async (t) => {
     const server = await serve(t, async (context) => ({ n: await chargeOrder(Number(context.query.n)) }), { logLevel: 'info' });
     await Promise.all([1, 2, 3].map((n) => request(`${server.url}/?n=${n}`)));

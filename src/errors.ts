@@ -75,9 +75,36 @@ export interface Thrown {
   headers?: OutgoingHttpHeaders;
   /** The error's stable code, when it is one of funcrun's own (or an HttpError given one). */
   code?: string;
-  /** What the log gets: `{ err }` for an Error, or `{ thrown }` describing a value that is not one. */
-  logged: { err: unknown } | { thrown: string };
+  /**
+   * What the log gets: `{ err }` for an Error, `{ thrown }` describing a value that is not one, or
+   * `{ returned }` for a returned value that cannot be read at all (UnreadableReturn).
+   */
+  logged: { err: unknown } | { thrown: string } | { returned: string };
 }
+
+// How a value that cannot be read at all is logged.
+const UNREADABLE = '[unreadable value]';
+
+/**
+ * Whether a value of the function's cannot be read at all: a revoked Proxy, or one whose
+ * getPrototypeOf trap throws, fails whatever it is asked (its class, its `then`), and what it
+ * throws then would be logged as funcrun's own error. Never throws.
+ */
+export function isUnreadable(value: unknown): boolean {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  try {
+    Object.getPrototypeOf(value);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Thrown by funcrun for a returned value that cannot be read (isUnreadable()): answered 500, and
+ * logged as what the function did (`returned: '[unreadable value]'`), not as an error of funcrun's.
+ */
+export class UnreadableReturn {}
 
 function read<T>(get: () => T): T | undefined {
   try {
@@ -114,6 +141,7 @@ const MAX_CODE = 100;
  */
 export function readThrown(thrown: unknown, dropped?: Dropped[], input?: RequestInput, asFaasJsRuntime = false): Thrown {
   const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
+  if (isObject && read(() => thrown instanceof UnreadableReturn) === true) return { status: 500, logged: { returned: UNREADABLE } };
   // Parsed data is plain objects and arrays, walked; a class instance (every Error) is compared
   // only with the request's own objects, such as the received event, so throwing costs no walk.
   const fromRequest = (): boolean => (isInstance(thrown as object) ? isReceived(thrown, input!) : isPartOf(thrown as object, input!));
@@ -169,7 +197,7 @@ export function describeThrown(value: unknown): string {
     try {
       return Object.prototype.toString.call(value);
     } catch {
-      return '[unreadable value]';
+      return UNREADABLE;
     }
   }
 }

@@ -149,12 +149,13 @@ async function batch(call: BatchCall): Promise<CloudEvent<unknown>[] | undefined
   const ContextClass = x.search === undefined ? Context : sharingQuery(call.input.query);
   const replies: CloudEvent<unknown>[] = [];
   for (const event of call.events) {
-    // The client went away: the answer cannot be sent, so the rest of the batch is not run.
-    if (x.res.destroyed) return undefined;
+    // The client went away, or the request was answered as failed (a fault of an earlier event's,
+    // faults.ts): the sender delivers the batch again, so the rest of it is not run now.
+    if (x.res.destroyed || x.res.writableEnded) return undefined;
     const ctx = eventContext(call, ContextClass, event);
     const returned = await p.invoke(fn, ctx, asArgument ? event : event.data, x.deadline);
     // A batch's event may be retried (the whole batch is) or dropped (no answer of its own).
-    const value = settleOutcome(p.metrics, ctx.log, returned, ctx.cloudevent);
+    const value = settleOutcome(p.metrics, ctx.log, returned, ctx.cloudevent, x.res.destroyed);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;
     if (reply !== undefined) replies.push(withTrace(reply, invocationTrace(ctx)));
     else discard(value);

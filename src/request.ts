@@ -13,7 +13,7 @@ import { queryOf } from './http/target';
 import { replyMode } from './cloudevents/cloudevent';
 import { heldWork, invocationAnswered, invocationTrace, outlivingHandler } from './context';
 import { allowAnyOrigin, allowOrigin, isPreflight } from './http/cors';
-import { lastResort, runtimeError, sendError, statusOf, withoutQueryValues, type SentError } from './errors';
+import { isUnreadable, lastResort, runtimeError, sendError, statusOf, UnreadableReturn, withoutQueryValues, type SentError } from './errors';
 import { discard, respond, type Reply, type ReplyContext } from './respond';
 import { requestTrace } from './telemetry/trace';
 import { JSON_TYPE, send } from './send';
@@ -61,6 +61,12 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
   let access: RequestInfo | undefined;
   let input: Input | undefined;
   let sent: Reply | SentError | undefined;
+  // Whether a step waited before the function is called: it then runs in a microtask, where node
+  // runs the ticks it queues (process.nextTick()) only once every microtask has run.
+  let late = false;
+  // The function, called late, returned its value as it is: what it queued as it returned runs
+  // within its invocation only if the request ends a tick later, after those ticks.
+  let endAfterTicks = false;
   try {
     // 1 to 3: the route looked up, unless the request was answered (a preflight).
     const match = firstSteps(p, x, found);
@@ -70,6 +76,7 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
     if (authorize !== undefined && !isProbe(match)) {
       access = { method: x.method, path: x.path, headers: req.headers, query: queryOf(x.search) };
       await checkAccess(p, x, authorize, access);
+      late = true;
     }
     const destination = destinationOf(p, x, match);
     // 5. Probes and metrics are answered by the runtime itself.
@@ -79,6 +86,7 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
       const serving = serveFetchOf(p)(p, x, destination);
       // Answered without a promise, the request still ends a turn later: what the handler queued
       // as it returned (a microtask that logs) runs within its invocation, as step 8's does.
+      endAfterTicks = late && !(serving instanceof Promise);
       sent = serving instanceof Promise ? await serving : (await undefined, serving);
       if (sent !== undefined) answered(p, x, sent);
       return;
@@ -86,12 +94,16 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
     // 6. The body, within its limit, read into the request's Input (input.ts).
     const head = describeRequest(p, x, destination, match);
     const reading = readInput(p, x, destination, head);
+    late ||= reading instanceof Promise;
     input = reading instanceof Promise ? inputOf(p, x, head, await reading) : reading;
     // 7. Events: checked against the module's contracts; with idempotency, a duplicate is answered as the first delivery was.
     if (input.events !== undefined && (p.contracts !== undefined || p.idempotency !== undefined)) {
       // Loaded with the first event of a module that uses them (scripts/bundle.js ON_DEMAND).
       let admitted = (require('./events/admit-events') as typeof AdmitEvents).admitEvents(p, x, input);
-      if (isThenable(admitted)) admitted = await admitted;
+      if (isThenable(admitted)) {
+        late = true;
+        admitted = await admitted;
+      }
       if (admitted === undefined) return;
       input = admitted;
     }
@@ -101,7 +113,9 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
     // `undefined` for a value that is no thenable: awaiting the value itself would look up its
     // `then` without an inline cache (some 800 instructions for a returned CloudEvent).
     const called = callFunction(p, x, destination, input);
-    const value = isThenable(called) ? await called : (await undefined, called);
+    const pending = isThenable(called);
+    endAfterTicks = late && !pending;
+    const value = pending ? await called : (await undefined, called);
     if (x.uploads !== undefined || input.bodyStream !== undefined) await bodyDone(x, input, value);
     // 9. The answer, by the return rules: a promise while a returned stream is still being sent.
     const answering = answer(p, x, input, value);
@@ -113,7 +127,9 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
     // Any step's failure becomes an answer in one place: sendError().
     sent = fail(p, x, err, input ?? (access === undefined ? undefined : { access }));
   } finally {
-    finish(p, x, input, sent);
+    // A tick, not a promise: the request need not wait for it, only end after it.
+    if (endAfterTicks) process.nextTick(finishOrLastResort, p, x, sent, input);
+    else finish(p, x, input, sent);
   }
 }
 
@@ -143,7 +159,7 @@ function fetchAtOnce(p: Pipeline, x: Exchange, match: Match<Destination>): Promi
     return undefined;
   } finally {
     // A reaction to a settled promise, not queueMicrotask(), which makes an async resource per call.
-    if (!(serving instanceof Promise)) void SETTLED.then(() => finishOrLastResort(p, x, sent));
+    if (!(serving instanceof Promise)) void SETTLED.then(() => finishOrLastResort(p, x, sent, undefined));
   }
 }
 
@@ -163,9 +179,9 @@ async function servedLater(p: Pipeline, x: Exchange, serving: Promise<Reply | un
 const SETTLED = Promise.resolve();
 
 // finish() outside any promise: what escapes it is answered as onRequest's rejection is (http-server.ts).
-function finishOrLastResort(p: Pipeline, x: Exchange, sent: Reply | SentError | undefined): void {
+function finishOrLastResort(p: Pipeline, x: Exchange, sent: Reply | SentError | undefined, input: Input | undefined): void {
   try {
-    finish(p, x, undefined, sent);
+    finish(p, x, input, sent);
   } catch (err) {
     lastResort(x.res, p.log, err);
   }
@@ -323,9 +339,12 @@ function answer(p: Pipeline, x: Exchange, input: Input, returned: unknown): Repl
   const behaviour = p.behaviour;
   // A fault in the invocation was answered 500 already (faults.ts).
   if (res.writableEnded) return void discard(value);
+  // A value that answers nothing it is asked (a revoked Proxy): a 500 for what the function returned.
+  if (isUnreadable(value)) throw new UnreadableReturn();
   // The single invocation's context (a batch's are in an array): its answer is sent as part of it.
   const single = Array.isArray(x.contexts) ? undefined : x.contexts;
-  if (value instanceof Outcome) value = settleOutcome(p.metrics, x.log, value, single?.cloudevent);
+  // A client gone first: a retry() is not to be delivered again because of this answer, that nobody gets.
+  if (value instanceof Outcome) value = settleOutcome(p.metrics, x.log, value, single?.cloudevent, res.destroyed);
   closeAfter(req, res, p.runtime.draining);
   // faas-js-runtime's blanket CORS is on the function's answers only: not on errors, probes or its 404s.
   if (p.corsForEveryOrigin) allowAnyOrigin(res);

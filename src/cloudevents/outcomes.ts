@@ -52,6 +52,15 @@ export function retryError(outcome: Outcome): HttpError {
   });
 }
 
+/** Whether `value` is retry()'s or drop()'s outcome. Never throws: a revoked Proxy, asked its class, would. */
+export function isOutcome(value: unknown): value is Outcome {
+  try {
+    return value instanceof Outcome;
+  } catch {
+    return false;
+  }
+}
+
 /** An event's identity for the log: what an operator searches by. */
 export function eventIdentity(event: CloudEvent<unknown>): { id: string; source: string; type: string; traceparent?: string } {
   const identity = { id: event.id, source: event.source, type: event.type };
@@ -60,16 +69,19 @@ export function eventIdentity(event: CloudEvent<unknown>): { id: string; source:
 
 /**
  * A returned outcome, logged with its event and counted: retry() is thrown as its 503 or 429; drop()
- * answers nothing (204). Any other value is returned as it is.
+ * answers nothing (204). Any other value is returned as it is. `clientGone`: the client went away
+ * before the answer, so nobody will deliver the event again because of it: a retry is then neither
+ * logged nor counted as one (the request is logged as a client gone is, at debug).
  */
-export function settleOutcome(metrics: Metrics | undefined, log: Logger, value: unknown, event: CloudEvent<unknown> | undefined): unknown {
-  if (!(value instanceof Outcome)) return value;
+export function settleOutcome(metrics: Metrics | undefined, log: Logger, value: unknown, event: CloudEvent<unknown> | undefined, clientGone = false): unknown {
+  if (!isOutcome(value)) return value;
   const identity = event === undefined ? {} : { event: eventIdentity(event) };
   if (value.kind === 'drop') {
     metrics?.event('dropped');
     log.info({ ...identity, reason: value.reason }, 'event dropped');
     return undefined;
   }
+  if (clientGone) throw retryError(value);
   metrics?.event('retried');
   log.info({ ...identity, reason: value.reason, retryAfter: value.after }, 'event to be delivered again');
   throw retryError(value);

@@ -17,11 +17,12 @@ import type { Reply } from '../respond';
 import type { FetchDestination } from '../routing/routes';
 import type { FetchContext, FetchEnv, Logger } from '../types';
 import { kindOf } from '../util/kind';
+import { isUnreadable, UnreadableReturn } from '../errors';
 import { discardWeb, lightOf, lightReply, responseReply, sendWeb, sendWhole, withEventMode } from './web-response';
 import { toRequest } from './web-request';
 import { lazyRequest } from './light-request';
 import { NativeResponse } from './natives';
-import { Outcome, settleOutcome } from '../cloudevents/outcomes';
+import { isOutcome, Outcome, settleOutcome } from '../cloudevents/outcomes';
 import { admitFetchEvents, admittedRequest, sendKept, type AdmittedEvents } from './events';
 
 const NO_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
@@ -142,7 +143,8 @@ async function answerWhenSettled(
 function thrownValue(body: BodyStream | undefined, err: unknown): unknown {
   // A body over its limit is the answer (413), whatever the handler threw after the failed read.
   if (body?.refused !== undefined) throw body.refused;
-  if (!(err instanceof Outcome)) throw err;
+  // Asked its class without throwing: what a revoked Proxy throws when asked would be funcrun's error, not the function's.
+  if (!isOutcome(err)) throw err;
   return err;
 }
 
@@ -156,7 +158,10 @@ function answerWith(p: Pipeline, x: Exchange, ctx: Context, body: BodyStream | u
   }
   // A fault in the invocation was answered 500 already (faults.ts).
   if (res.writableEnded) return void discard(value);
-  const reply = replyOf(p, ctx, value);
+  // A value that answers nothing it is asked (a revoked Proxy): a 500 for what the function returned.
+  if (isUnreadable(value)) throw new UnreadableReturn();
+  // A client gone first: a retry() is not to be delivered again because of this answer, that nobody gets.
+  const reply = replyOf(p, ctx, value, res.destroyed);
   closeAfter(req, res, p.runtime.draining);
   if (p.corsForEveryOrigin) allowAnyOrigin(res);
   // A body still coming that the handler did not read leaves the connection unusable after the answer.
@@ -181,12 +186,12 @@ async function doneAfter(served: Promise<Reply | undefined>, body: BodyStream): 
 }
 
 /** The Response `fetch` gave as a Reply: a light one's parts as they are (light-response.ts); retry() and drop() their answers. */
-function replyOf(p: Pipeline, ctx: Context, returned: unknown): Reply {
+function replyOf(p: Pipeline, ctx: Context, returned: unknown, clientGone: boolean): Reply {
   const light = lightOf(returned);
   if (light !== undefined) return withEventMode(lightReply(light), returned as object);
   let value = returned;
   // retry() and drop(), returned or thrown: a retry is thrown as its 503 (or 429), a drop is a 204.
-  if (value instanceof Outcome) value = settleOutcome(p.metrics, ctx.log, value, ctx.cloudevent) ?? new Response(null, { status: 204 });
+  if (value instanceof Outcome) value = settleOutcome(p.metrics, ctx.log, value, ctx.cloudevent, clientGone) ?? new Response(null, { status: 204 });
   if (!(value instanceof NativeResponse)) {
     discard(value);
     throw new Error(`fetch must return a Response, got ${kindOf(value)}`);

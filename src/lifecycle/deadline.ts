@@ -23,7 +23,16 @@ export function settleWithin<T>(value: T | PromiseLike<T>, ms: number, late: () 
   return Promise.race([value, expired]).finally(() => clearTimeout(timer));
 }
 
-/** Whether `await` would wait for `value`: an object or a function with a `then` method. */
+/**
+ * Whether `await` would wait for `value`: an object or a function with a `then` method. Never
+ * throws: a value whose `then` cannot be read (a revoked Proxy) is not one, and is answered as
+ * the value it is.
+ */
 export function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === 'function';
+  } catch {
+    return false;
+  }
 }
