@@ -1,12 +1,14 @@
 'use strict';
-// A web answer (a fetch handler's Response, a `handle` function's Response or web ReadableStream)
-// whose body does not produce its first chunk: until its head is sent, the wait is bounded by the
-// request's timeout (a JSON 504, the stream cancelled, a request pipelined behind it answered), and
-// the client leaving cancels the stream and ends the request. Once the head is sent, the timeout no
-// longer applies: a stream that has started goes on.
+// A web answer (a fetch handler's Response, a `handle` function's Response or web ReadableStream),
+// or a node Readable a `handle` function returns, whose body does not produce its first chunk:
+// until its head is sent, the wait is bounded by the request's timeout (a JSON 504, the stream
+// cancelled or destroyed, a request pipelined behind it answered), and the client leaving cancels
+// the stream and ends the request. Once the head is sent, the timeout no longer applies: a stream
+// that has started goes on.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
+const { PassThrough, Readable } = require('node:stream');
 const { serve, request } = require('./helpers');
 const { exchange, statuses, firstResponse } = require('./raw');
 
@@ -186,4 +188,198 @@ describe('a web answer that has started', () => {
       assert.ok(answer.body.endsWith('0\r\n\r\n'), 'the terminating chunk: complete');
     });
   }
+});
+
+/** A Readable that never produces a chunk (made by `make`), whose destruction settles `destroyed` with its error's message. */
+function neverPushing(make, destroyed) {
+  const stream = make();
+  stream.once('close', () => destroyed.settle(stream.errored?.message ?? 'destroyed without an error'));
+  return stream;
+}
+
+const NEVER_PUSHING = [
+  ['a Readable whose read() never pushes', () => new Readable({ read() {} })],
+  ['a PassThrough nobody writes', () => new PassThrough()],
+];
+
+describe('a Readable a handle function returns whose first chunk never comes, with a timeout', () => {
+  for (const [what, make] of NEVER_PUSHING) {
+    for (const [how, shape] of [
+      ['', (body) => body],
+      [' as the body of { statusCode, headers, body }', (body) => ({ statusCode: 200, headers: { 'content-type': 'text/event-stream' }, body })],
+      [' returned by an async function', (body) => sleep(5).then(() => body)],
+    ]) {
+      it(`${what}${how}: funcrun's JSON 504 within the timeout, the stream destroyed, the signal aborted, logged as a timeout`, async (t) => {
+        const destroyed = later();
+        const signal = later();
+        const server = await serve(
+          t,
+          (context) => {
+            context.signal.addEventListener('abort', () => signal.settle(context.signal.reason?.message));
+            return shape(neverPushing(make, destroyed));
+          },
+          { timeout: 200, accessLog: true },
+        );
+        const started = Date.now();
+        const res = await within(request(server.url), BOUND_MS, 'no answer');
+        assert.notEqual(res, 'no answer', `no answer within ${BOUND_MS} ms`);
+        assert.ok(Date.now() - started >= 150, 'not before the timeout');
+        assert.equal(res.status, 504);
+        assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+        assert.deepEqual(res.json, TIMEOUT_504);
+        assert.match(await within(destroyed.promise, BOUND_MS, 'not destroyed'), /did not produce its first chunk within the timeout/);
+        assert.match(await within(signal.promise, BOUND_MS, 'not aborted'), /did not produce its first chunk within the timeout/);
+        const failed = server.log.entries().find((line) => line.msg === 'request failed');
+        assert.equal(failed?.level, 50, server.log.text());
+        assert.equal(failed.statusCode, 504);
+        assert.equal(typeof failed.reqId, 'number');
+        const completed = server.log.entries().find((line) => line.msg === 'request completed');
+        assert.equal(completed?.statusCode, 504, 'the access line is written');
+      });
+    }
+  }
+
+  it('a request pipelined behind it on the same connection is answered after the 504', async (t) => {
+    const server = await serve(t, (context) => (context.path === '/hang' ? new Readable({ read() {} }) : 'ok'), { timeout: 200 });
+    const { text, timedOut } = await exchange(server.port, 'GET /hang HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', {
+      wait: BOUND_MS,
+    });
+    assert.equal(timedOut, false, `both answered and the connection closed: ${JSON.stringify(text)}`);
+    assert.deepEqual(statuses(text), [504, 200]);
+    assert.ok(text.endsWith('ok'), text);
+  });
+});
+
+describe('a Readable whose first chunk never comes, and a client that leaves', () => {
+  it('the stream is destroyed, the request ends (counted in the metrics) well before the timeout, with no 504 logged', async (t) => {
+    const destroyed = later();
+    const called = later();
+    const server = await serve(
+      t,
+      () => {
+        called.settle();
+        return neverPushing(() => new Readable({ read() {} }), destroyed);
+      },
+      { timeout: 1000, metrics: true },
+    );
+    const socket = net.connect(server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    t.after(() => socket.destroy());
+    socket.write('GET /hang HTTP/1.1\r\nHost: x\r\n\r\n');
+    await within(called.promise, BOUND_MS);
+    await sleep(50);
+    const left = Date.now();
+    socket.destroy();
+    assert.notEqual(await within(destroyed.promise, BOUND_MS, 'not destroyed'), 'not destroyed');
+    assert.ok(Date.now() - left < 900, 'destroyed when the client left, not at the timeout');
+    let counted;
+    for (let waited = 0; waited < BOUND_MS && !/^faas_invocations\{[^}]*\} 1$/m.test(counted ?? ''); waited += 50) {
+      counted = (await request(`${server.url}/metrics`)).text;
+      await sleep(50);
+    }
+    assert.match(counted, /^faas_invocations\{[^}]*\} 1$/m, 'the request ended and was counted');
+    // Past the timeout: nothing more happens to a request that has ended.
+    await sleep(1100);
+    assert.equal(
+      server.log.entries().find((line) => line.msg === 'request failed' || line.statusCode === 504),
+      undefined,
+      server.log.text(),
+    );
+  });
+});
+
+describe('a Readable that has started', () => {
+  for (const [when, first] of [
+    ['at once', 0],
+    ['50 ms in', 50],
+  ]) {
+    it(`chunks that start ${when} and go on past the timeout are not cut`, async (t) => {
+      const server = await serve(
+        t,
+        () => {
+          let i = 0;
+          return new Readable({
+            read() {
+              setTimeout(
+                () => {
+                  this.push(`data: ${i}\n\n`);
+                  if (++i === 10) this.push(null);
+                },
+                i === 0 ? first : 60,
+              );
+            },
+          });
+        },
+        { timeout: 150 },
+      );
+      const started = Date.now();
+      const { text, timedOut } = await exchange(server.port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { wait: BOUND_MS });
+      assert.equal(timedOut, false);
+      assert.ok(Date.now() - started > 400, 'the stream ran past the timeout');
+      const answer = firstResponse(text);
+      assert.equal(answer.status, 200);
+      assert.deepEqual(answer.body.match(/data: \d+/g), [
+        'data: 0',
+        'data: 1',
+        'data: 2',
+        'data: 3',
+        'data: 4',
+        'data: 5',
+        'data: 6',
+        'data: 7',
+        'data: 8',
+        'data: 9',
+      ]);
+      assert.ok(answer.body.endsWith('0\r\n\r\n'), 'the terminating chunk: complete');
+    });
+  }
+});
+
+describe("the wait for a Readable's first chunk costs nothing when the chunk is there", () => {
+  const TIMEOUT = 30000;
+  async function* yielding() {
+    yield 'a';
+    yield 'b';
+  }
+  /** Serves `answer` with a timeout of TIMEOUT and counts the timers armed for (about) it while one request is answered. */
+  async function timersArmed(t, answer) {
+    const server = await serve(t, answer, { timeout: TIMEOUT });
+    const original = globalThis.setTimeout;
+    let armed = 0;
+    globalThis.setTimeout = function (fn, ms, ...args) {
+      if (ms > TIMEOUT - 10000 && ms <= TIMEOUT) armed++;
+      return original.call(this, fn, ms, ...args);
+    };
+    try {
+      const res = await request(server.url);
+      assert.equal(res.status, 200);
+      assert.equal(res.text, 'ab');
+    } finally {
+      globalThis.setTimeout = original;
+    }
+    return armed;
+  }
+
+  for (const [what, answer] of [
+    ['Readable.from() of an array', () => Readable.from(['a', 'b'])],
+    ['Readable.from() of an async generator', () => Readable.from(yielding())],
+    ['a PassThrough written before it is returned', () => new PassThrough().end('ab')],
+  ]) {
+    it(`${what}: no timer armed`, async (t) => {
+      assert.equal(await timersArmed(t, answer), 0);
+    });
+  }
+
+  it('one whose first chunk comes later: one timer, for what is left of the timeout', async (t) => {
+    const later = () =>
+      new Readable({
+        read() {
+          setTimeout(() => {
+            this.push('ab');
+            this.push(null);
+          }, 20);
+        },
+      });
+    assert.equal(await timersArmed(t, later), 1);
+  });
 });

@@ -57,6 +57,14 @@ export function runtimeError(code: ErrorCode, message: string, options?: { detai
   return new HttpError(ERROR_CODES[code].status, message, { ...options, code });
 }
 
+/**
+ * The 504 of an answer whose body produced neither its first chunk nor its end within the
+ * request's timeout: a web answer's (fetch/web-response.ts) or a returned Readable's (respond.ts).
+ */
+export function firstChunkTimeout(): HttpError {
+  return runtimeError('FUNCRUN_TIMEOUT', "the function's response did not produce its first chunk within the timeout");
+}
+
 export interface ErrorBody {
   statusCode: number;
   /** Set on funcrun's own errors: a stable name to match (docs/errors.md). */

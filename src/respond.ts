@@ -9,9 +9,11 @@ import { pipeline, Readable, Writable } from 'node:stream';
 import { asCloudEvent, writtenMode, type Mode } from './cloudevents/cloudevent';
 import { encodeEvent } from './cloudevents/reply';
 import type { Trace } from './telemetry/trace';
-import type { Context } from './context';
+import { abortInvocation, type Context } from './context';
 import type { Behaviour } from './start/compat';
 import { safeHeaders, type Dropped } from './http/headers';
+import { firstChunkTimeout } from './errors';
+import { now } from './lifecycle/deadline';
 import { isInstance, isPartOf, type RequestInput } from './body/provenance';
 import { BINARY, JSON_TYPE, send, TEXT, withoutContent, XML } from './send';
 import { kindOf } from './util/kind';
@@ -277,15 +279,21 @@ function stringify(value: unknown): string {
 /**
  * Streams a returned Readable. Headers are written with the first chunk, so a stream that fails
  * before any byte still gets a proper error response; after that a failure can only cut the
- * connection. `stream.pipeline` destroys the stream when the client goes away.
+ * connection. `stream.pipeline` destroys the stream when the client goes away. Until the first
+ * chunk (or the end), the wait is bounded by the request's deadline, as sendWeb() bounds a web
+ * answer's: past it the stream is destroyed with funcrun's 504, which the promise rejects with.
  */
 function stream(to: ReplyContext, reply: Reply, source: Readable): Promise<Reply> {
   const { req, res } = to;
   if (source.destroyed) return Promise.reject(new Error('the function returned a stream that was already destroyed'));
   // The request (or its socket) piped into its own response would read the next pipelined request.
   if (source === req || source === req.socket) return Promise.reject(new Error('the function returned the request itself as the response body'));
+  let timer: NodeJS.Timeout | undefined;
   const head = () => {
-    if (!res.headersSent) res.writeHead(reply.status, reply.headers);
+    if (res.headersSent) return;
+    // The first chunk, or the end: from now on the stream runs for as long as it produces.
+    clearTimeout(timer);
+    res.writeHead(reply.status, reply.headers);
   };
   // The client went away before the function answered: nothing to send to.
   if (res.destroyed) {
@@ -299,6 +307,7 @@ function stream(to: ReplyContext, reply: Reply, source: Readable): Promise<Reply
     return Promise.resolve(reply);
   }
   let gone = false;
+  let settled = false;
   const sink = new Writable({
     // Object mode, so any chunk reaches write() and a wrong one is refused here, not thrown.
     objectMode: true,
@@ -322,11 +331,37 @@ function stream(to: ReplyContext, reply: Reply, source: Readable): Promise<Reply
     sink.destroy();
   };
   res.once('close', onClose);
+  const deadline = to.deadline ?? Infinity;
   return new Promise((resolve, reject) => {
     pipeline(source, sink, (err) => {
+      settled = true;
+      clearTimeout(timer);
       res.off('close', onClose);
       if (err === undefined || err === null || gone) resolve(reply);
       else reject(err);
     });
+    if (deadline === Infinity) return;
+    // Past the deadline with nothing sent: the stream is destroyed with funcrun's 504, which
+    // answers at once (whatever the stream's own destroy does), and the invocation's signal aborts.
+    const timedOut = () => {
+      if (settled || gone || res.headersSent) return;
+      const late = firstChunkTimeout();
+      if (to.invocation !== undefined) abortInvocation(to.invocation, late);
+      source.destroy(late);
+      reject(late);
+    };
+    process.nextTick(afterFirstFlow, () => {
+      if (!settled && !res.headersSent) timer = setTimeout(timedOut, Math.max(0, deadline - now()));
+    });
   });
+}
+
+/**
+ * Runs `arm` once a first chunk there at once has been written: pipe() starts the flow on the next
+ * tick (a chunk pushed before the stream was returned, Readable.from() of an array, is written
+ * then), and an async generator's first yield (Readable.from() of one) comes two microtasks later.
+ * A stream whose first chunk is there arms nothing.
+ */
+function afterFirstFlow(arm: () => void): void {
+  void Promise.resolve().then(ignore).then(arm);
 }

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ANSWERED_MODE } from '../cloudevents/web';
 import { writtenMode } from '../cloudevents/cloudevent';
 import { abortInvocation, type Context } from '../context';
-import { runtimeError } from '../errors';
+import { firstChunkTimeout } from '../errors';
 import { safeHeaders, type Dropped } from '../http/headers';
 import { now } from '../lifecycle/deadline';
 import type { Reply } from '../respond';
@@ -217,7 +217,7 @@ function firstRead(
       timer = setTimeout(
         () => {
           disarm();
-          const late = runtimeError('FUNCRUN_TIMEOUT', "the function's response did not produce its first chunk within the timeout");
+          const late = firstChunkTimeout();
           if (invocation !== undefined) abortInvocation(invocation, late);
           reader.cancel(late).catch(ignore);
           reject(late);
