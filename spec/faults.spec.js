@@ -273,3 +273,45 @@ module.exports = async (context) => {
     );
   });
 });
+
+describe('a write into a response body funcrun cancelled', () => {
+  it('is no fault: the function enqueuing after the timeout cancelled its body gets a warning, and the process goes on serving', async (t) => {
+    // A producer on a timer with no cancel(): it enqueues after funcrun cancelled the body, which
+    // the Streams standard answers with a throw in the function's timer.
+    const dir = project({
+      'index.js': `
+module.exports = {
+  fetch(request) {
+    const asked = new URL(request.url).searchParams.get('type');
+    if (asked === 'fast') return Response.json({ ok: true });
+    const type = asked === 'bytes' ? 'bytes' : undefined;
+    const body = new ReadableStream({
+      type,
+      pull(controller) {
+        return new Promise((resolve) => setTimeout(() => { controller.enqueue(new TextEncoder().encode('late')); controller.close(); resolve(); }, 300));
+      },
+    });
+    return new Response(body);
+  },
+};
+`,
+    });
+    const proc = await runServing([dir, '--timeout', '100ms']);
+    t.after(() => proc.child.kill('SIGKILL'));
+    for (const type of ['default', 'bytes']) {
+      const late = await request(`${proc.url}/?type=${type}`);
+      assert.equal(late.status, 504, type);
+      await new Promise((r) => setTimeout(r, 400));
+      const next = await request(`${proc.url}/?type=fast`);
+      assert.equal(next.status, 200, `${type}: still serving`);
+    }
+    proc.child.kill('SIGTERM');
+    const { code } = await proc.exited;
+    assert.equal(code, 0);
+    const lines = proc.lines();
+    assert.equal(lines.filter((l) => l.level >= 60).length, 0, 'nothing fatal');
+    const warned = lines.filter((l) => l.level === 40 && /wrote to a response body stream that was closed/.test(l.msg));
+    assert.equal(warned.length, 2, JSON.stringify(lines));
+    assert.match(warned[0].err.message, /already closed/);
+  });
+});

@@ -185,7 +185,8 @@ export async function serve(argv: string[], command?: string): Promise<void> {
   // it came from, whose request is answered 500 (faults.ts); the others still get the grace
   // period, then shutdown() runs and the process exits 1 so the platform restarts it.
   process.on('uncaughtException', (err, origin) => {
-    reportFault(err, origin, log);
+    // A write into a response body funcrun cancelled is no fault: logged, and the process goes on.
+    if (!reportFault(err, origin, log)) return;
     failed = true;
     if (stopping) return;
     stopping = true;
