@@ -85,6 +85,28 @@ describe('draining', () => {
     assert.ok(text.endsWith('/quick'), 'the last answer arrives whole');
   });
 
+  it("answers queued out of order before the drain: the latest request's answer is the last, and says Connection: close", async (t) => {
+    const server = await serve(t, async (ctx) => {
+      if (ctx.path === '/slow') await sleep(400);
+      if (ctx.path === '/mid') await sleep(100);
+      return ctx.path;
+    });
+    const port = server.server.address().port;
+    // /quick (the latest) is answered first, then /mid: both queued behind /slow when the drain begins.
+    const answer = exchange(port, ['/slow', '/mid', '/quick'].map((p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`).join(''));
+    await sleep(250);
+    const stopped = stop(server.server, 5000);
+    const { text, timedOut } = await answer;
+    await stopped;
+    assert.equal(timedOut, false);
+    assert.deepEqual(statuses(text), [200, 200, 200], text);
+    const last = text.slice(text.indexOf('/mid'));
+    assert.match(last, /\r\nconnection: close\r\n/i, last);
+    assert.doesNotMatch(last, /keep-alive/i);
+    assert.doesNotMatch(text.slice(0, text.indexOf('/mid')), /connection: close/i);
+    assert.ok(text.endsWith('/quick'), 'the last answer arrives whole');
+  });
+
   it("while draining, the runtime's own answers (a probe, a preflight, metrics) close the connection they are the last on", async (t) => {
     let began = 0;
     let allBegan;

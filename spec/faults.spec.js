@@ -71,6 +71,7 @@ describe('faults attributed to their request', () => {
     assert.equal(crashed.status, 500);
     assert.deepEqual(crashed.json, { statusCode: 500, code: 'FUNCRUN_FUNCTION_CRASHED', error: 'Internal Server Error', message: 'Internal Server Error' });
     assert.ok(!crashed.text.includes('secret-ish'), 'the 500 says nothing of the error');
+    assert.equal(crashed.headers.get('connection'), 'close', 'the process stops: its connection is not kept');
     assert.equal(slow.status, 200, 'a request in flight finishes');
     assert.deepEqual(slow.json, { ok: 'slow' });
     assert.deepEqual(

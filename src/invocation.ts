@@ -9,7 +9,7 @@ import { abortInvocation, Context, invocationOutlived, invocationRecord, invocat
 import { eventTrace, sibling, type Trace } from './telemetry/trace';
 import type { Tracing } from './telemetry/otel';
 import type { Logger } from './log/log';
-import { runtimeError } from './errors';
+import { isUnreadable, runtimeError, UnreadableReturn } from './errors';
 import type { ErrorCode } from './error-codes';
 import { discard } from './respond';
 import { inScope, invocationScope } from './log/scope';
@@ -153,7 +153,10 @@ async function batch(call: BatchCall): Promise<CloudEvent<unknown>[] | undefined
     // faults.ts): the sender delivers the batch again, so the rest of it is not run now.
     if (x.res.destroyed || x.res.writableEnded) return undefined;
     const ctx = eventContext(call, ContextClass, event);
-    const returned = await p.invoke(fn, ctx, asArgument ? event : event.data, x.deadline);
+    const called = p.invoke(fn, ctx, asArgument ? event : event.data, x.deadline);
+    // A value that answers nothing it is asked (a revoked Proxy), which await would ask for its `then`.
+    if (isUnreadable(called)) throw new UnreadableReturn();
+    const returned = await called;
     // A batch's event may be retried (the whole batch is) or dropped (no answer of its own).
     const value = settleOutcome(p.metrics, ctx.log, returned, ctx.cloudevent, x.res.destroyed);
     const reply = value !== null && typeof value === 'object' ? asCloudEvent(value) : undefined;

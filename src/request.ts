@@ -61,12 +61,11 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
   let access: RequestInfo | undefined;
   let input: Input | undefined;
   let sent: Reply | SentError | undefined;
-  // Whether a step waited before the function is called: it then runs in a microtask, where node
-  // runs the ticks it queues (process.nextTick()) only once every microtask has run.
+  // Whether a step waited before the function was called, or the function's answer was waited
+  // for: the function then runs in a microtask (after its await, for an async one), where node runs
+  // the ticks it queues (process.nextTick()) only once every microtask has run, and what it queued
+  // runs within its invocation only if the request ends a tick later, after those ticks.
   let late = false;
-  // The function, called late, returned its value as it is: what it queued as it returned runs
-  // within its invocation only if the request ends a tick later, after those ticks.
-  let endAfterTicks = false;
   try {
     // 1 to 3: the route looked up, unless the request was answered (a preflight).
     const match = firstSteps(p, x, found);
@@ -86,7 +85,6 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
       const serving = serveFetchOf(p)(p, x, destination);
       // Answered without a promise, the request still ends a turn later: what the handler queued
       // as it returned (a microtask that logs) runs within its invocation, as step 8's does.
-      endAfterTicks = late && !(serving instanceof Promise);
       sent = serving instanceof Promise ? await serving : (await undefined, serving);
       if (sent !== undefined) answered(p, x, sent);
       return;
@@ -114,7 +112,7 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
     // `then` without an inline cache (some 800 instructions for a returned CloudEvent).
     const called = callFunction(p, x, destination, input);
     const pending = isThenable(called);
-    endAfterTicks = late && !pending;
+    late ||= pending;
     const value = pending ? await called : (await undefined, called);
     if (x.uploads !== undefined || input.bodyStream !== undefined) await bodyDone(x, input, value);
     // 9. The answer, by the return rules: a promise while a returned stream is still being sent.
@@ -128,7 +126,7 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
     sent = fail(p, x, err, input ?? (access === undefined ? undefined : { access }));
   } finally {
     // A tick, not a promise: the request need not wait for it, only end after it.
-    if (endAfterTicks) process.nextTick(finishOrLastResort, p, x, sent, input);
+    if (late) process.nextTick(finishOrLastResort, p, x, sent, input);
     else finish(p, x, input, sent);
   }
 }
@@ -172,7 +170,9 @@ async function servedLater(p: Pipeline, x: Exchange, serving: Promise<Reply | un
   } catch (err) {
     sent = fail(p, x, err, undefined);
   } finally {
-    finish(p, x, undefined, sent);
+    // A tick later, as steps() ends a request whose function ran in a microtask: an async
+    // handler's work after its await, and the ticks it queued there, run within its invocation.
+    process.nextTick(finishOrLastResort, p, x, sent, undefined);
   }
 }
 

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ANSWERED_MODE } from '../cloudevents/web';
 import { writtenMode } from '../cloudevents/cloudevent';
 import { abortInvocation, type Context } from '../context';
-import { firstChunkTimeout } from '../errors';
+import { firstChunkTimeout, isUnreadable, UnreadableReturn } from '../errors';
 import { safeHeaders, type Dropped } from '../http/headers';
 import { now } from '../lifecycle/deadline';
 import type { Reply } from '../respond';
@@ -318,6 +318,8 @@ function drained(res: ServerResponse): Promise<void> {
 
 /** A chunk as bytes: Uint8Array (without a copy) or text; anything else is the function's mistake. */
 function bytesOf(chunk: unknown): Buffer {
+  // A chunk that answers nothing it is asked (a revoked Proxy): what the function gave, not an error of funcrun's.
+  if (isUnreadable(chunk)) throw new UnreadableReturn();
   if (chunk instanceof Uint8Array) return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   if (typeof chunk === 'string') return Buffer.from(chunk);
   throw new TypeError(`the response body's stream produced a chunk that is not bytes or text (${chunk === null ? 'null' : typeof chunk})`);

@@ -114,7 +114,9 @@ export function requestAnswered(req: IncomingMessage, res: ServerResponse, early
   if (early) answeredEarly.add(res);
   const socket = req.socket as CountedSocket;
   if (res.socket === null && !res.writableFinished && !res.destroyed) {
-    socket[QUEUED] = res;
+    // Only the latest request's answer can be its connection's last (closeQueued()): an earlier
+    // one that ends after it (the requests before it finished out of order) is not.
+    if (socket[LATEST] === req) socket[QUEUED] = res;
     res.once('close', () => answered(socket));
   } else answered(socket);
 }

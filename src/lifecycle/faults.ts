@@ -6,6 +6,7 @@
 // stream that is closed (isClosedStreamWrite()).
 import { describeThrown, quietly, runtimeError, sendError } from '../errors';
 import { invocationParts } from '../context';
+import { closeAfter } from '../http/connections';
 import { isError, type Logger } from '../log/log';
 import { currentInvocation, type InvocationRecord } from '../log/scope';
 import { requestDone } from './lifecycle';
@@ -63,6 +64,8 @@ function report(what: string, logged: object, invocation: InvocationRecord | und
   log.fatal(logged, `${what} in this invocation`);
   // Answered already (or after the answer, in its waitUntil work): nothing more to say to it.
   if (res === undefined || res.writableEnded) return;
+  // The process stops after the drain: the answer to its connection's latest request says so.
+  closeAfter(req, res, true);
   // A 500 whatever the thrown value says of itself: the function crashed, it did not answer.
   sendError(req, res, runtimeError('FUNCRUN_FUNCTION_CRASHED', `the function crashed: ${what}`), log, {
     format: runtime?.module.errorBody,
