@@ -157,3 +157,98 @@ describe('return rules', () => {
     assert.equal((await request(url + '/?ok=1')).text, 'ok');
   });
 });
+
+describe('a structured response whose body is a web ReadableStream', () => {
+  const encoder = new TextEncoder();
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /** A stream that gives `first`, then `last` once `opened` resolves; its cancel() resolves `cancelled`. */
+  function twoChunks(first, last, opened, cancelled = () => {}) {
+    return new ReadableStream({
+      async start(controller) {
+        controller.enqueue(encoder.encode(first));
+        await opened;
+        controller.enqueue(encoder.encode(last));
+        controller.close();
+      },
+      cancel: cancelled,
+    });
+  }
+
+  it('streams with the status and headers given: its first chunk arrives while the stream is still open', async (t) => {
+    let open;
+    const opened = new Promise((resolve) => (open = resolve));
+    const { url } = await serve(t, () => ({ statusCode: 201, headers: { 'x-kind': 'web' }, body: twoChunks('first;', 'last', opened) }));
+    const res = await fetch(url);
+    assert.equal(res.status, 201);
+    assert.equal(res.headers.get('x-kind'), 'web');
+    assert.equal(res.headers.get('content-type'), 'application/octet-stream', 'the type a returned web stream gets');
+    const reader = res.body.getReader();
+    const first = await Promise.race([reader.read(), sleep(2000).then(() => ({ value: encoder.encode('no chunk while the stream was open') }))]);
+    assert.equal(new TextDecoder().decode(first.value), 'first;');
+    open();
+    let rest = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += new TextDecoder().decode(r.value);
+    assert.equal(rest, 'last');
+  });
+
+  it('a content-type given wins; faas-js-runtime compatibility labels it JSON, as its other bodies', async (t) => {
+    const body = () => twoChunks('a', 'b', Promise.resolve());
+    const typed = await returning(t, () => ({ headers: { 'content-type': 'text/event-stream' }, body: body() }));
+    assert.equal(typed.status, 200);
+    assert.equal(typed.headers.get('content-type'), 'text/event-stream');
+    assert.equal(typed.text, 'ab');
+    const { url } = await serve(t, () => ({ statusCode: 202, body: body() }), { compat: 'faas-js-runtime' });
+    const compat = await request(url);
+    assert.equal(compat.status, 202);
+    assert.equal(compat.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal(compat.text, 'ab');
+  });
+
+  it('a 205 or 204 sends no content, and HEAD is answered without waiting: the stream is cancelled unread', async (t) => {
+    let cancels = 0;
+    const never = new Promise(() => {});
+    const { url } = await serve(t, (ctx) => ({ statusCode: Number(ctx.query.status ?? 200), body: twoChunks('x', 'y', never, () => cancels++) }), {
+      timeout: 5000,
+    });
+    for (const status of [205, 204]) {
+      const res = await request(`${url}/?status=${status}`);
+      assert.equal(res.status, status);
+      assert.equal(res.text, '');
+      if (status === 205) assert.equal(res.headers.get('content-length'), '0');
+    }
+    const started = Date.now();
+    const head = await request(url, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(head.text, '');
+    assert.ok(Date.now() - started < 2000, 'not held until the stream ends or the timeout');
+    for (let i = 0; i < 50 && cancels < 3; i++) await sleep(20);
+    assert.equal(cancels, 3);
+  });
+
+  it('a Response as the body is a 500 (return the Response itself), and its body is cancelled', async (t) => {
+    let cancelled = false;
+    const { url, log } = await serve(t, () => ({
+      statusCode: 201,
+      body: new Response(
+        new ReadableStream({
+          pull() {
+            return new Promise(() => {});
+          },
+          cancel() {
+            cancelled = true;
+          },
+        }),
+      ),
+    }));
+    const res = await request(url);
+    assert.equal(res.status, 500);
+    assert.deepEqual(res.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+    assert.ok(
+      log.entries().some((e) => /return the Response itself/.test(e.err?.message ?? '')),
+      'the reason is logged',
+    );
+    for (let i = 0; i < 50 && !cancelled; i++) await sleep(20);
+    assert.ok(cancelled, 'its body cancelled');
+  });
+});

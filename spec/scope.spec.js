@@ -187,6 +187,37 @@ describe('request-scoped log', () => {
     assert.equal(new Set(lines.map((l) => `${l.reqId}/${l.trace_id}`)).size, 2);
   });
 
+  it("a web stream returned as a structured response's body writes with the invocation's fields", async (t) => {
+    const server = await serve(
+      t,
+      () => {
+        let row = 0;
+        return {
+          statusCode: 201,
+          body: new ReadableStream(
+            {
+              async pull(controller) {
+                log.info({ row }, 'producing row');
+                await sleep(2);
+                controller.enqueue(`${row},`);
+                if (++row === 3) controller.close();
+              },
+              // No chunk read ahead: each pull() is called by funcrun's read.
+            },
+            { highWaterMark: 0 },
+          ),
+        };
+      },
+      { logLevel: 'info' },
+    );
+    const answers = await Promise.all([1, 2].map((n) => request(server.url, { headers: { traceparent: traceparent(n) } })));
+    for (const res of answers) assert.equal(res.text, '0,1,2,');
+    const lines = server.log.entries().filter((l) => l.msg === 'producing row');
+    assert.equal(lines.length, 6);
+    for (const line of lines) assert.ok(line.trace_id === traceOf(1) || line.trace_id === traceOf(2), JSON.stringify(line));
+    assert.equal(new Set(lines.map((l) => `${l.reqId}/${l.trace_id}`)).size, 2);
+  });
+
   it("follows the server's level, and a child's own level", async (t) => {
     const verbose = log.child({ part: 'verbose' }, { level: 'debug' });
     let seen;

@@ -93,6 +93,10 @@ describe('a web answer whose body never starts, with a timeout', () => {
   for (const [what, answer] of [
     ['a ReadableStream', (cancelled) => neverStarting(cancelled)],
     ['a Response', (cancelled) => new Response(neverStarting(cancelled))],
+    [
+      '{ statusCode, headers, body } with a ReadableStream body',
+      (cancelled) => ({ statusCode: 201, headers: { 'x-kind': 'web' }, body: neverStarting(cancelled) }),
+    ],
   ]) {
     it(`a handle function returning ${what} that never starts: the JSON 504, the stream cancelled, the signal aborted`, async (t) => {
       const cancelled = later();

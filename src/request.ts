@@ -428,14 +428,22 @@ function outliving(x: Exchange): PromiseLike<unknown> | undefined {
 function streams(value: unknown): boolean {
   if (value === null || typeof value !== 'object') return false;
   try {
-    if (value instanceof Readable || (value as { body?: unknown }).body instanceof Readable) return true;
-    if (Object.getPrototypeOf(value) === Object.prototype) return false;
-    const tag = (value as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag];
-    return tag === 'Response' || tag === 'ReadableStream';
+    const body = (value as { body?: unknown }).body;
+    if (value instanceof Readable || body instanceof Readable) return true;
+    // A structured response (an object literal) streams when its body is a web stream.
+    if (Object.getPrototypeOf(value) === Object.prototype)
+      return body !== null && typeof body === 'object' && Object.getPrototypeOf(body) !== Object.prototype && webTagged(body);
+    return webTagged(value);
   } catch {
     // A Proxy's trap or a getter threw: respond() reads the value again and answers the failure.
     return false;
   }
+}
+
+/** Whether an object says it is a Response or a web ReadableStream (its tag: respond.ts checks its class). */
+function webTagged(value: object): boolean {
+  const tag = (value as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag];
+  return tag === 'Response' || tag === 'ReadableStream';
 }
 
 // One line per answered request, with the logger the request has by then (a single event's trace).

@@ -122,6 +122,8 @@ export function discard(value: unknown): void {
       body.on('error', ignore);
       body.destroy();
     } else if (webAnswer(value) !== undefined) web().discardWeb(value);
+    // A structured response's web body (a stream, or a refused Response): cancelled.
+    else if (body !== null && typeof body === 'object' && isInstance(body) && webAnswer(body) !== undefined) web().discardWeb(body);
   } catch {
     // A value whose properties cannot be read holds nothing we could close.
   }
@@ -239,7 +241,10 @@ function structured(value: { statusCode?: unknown; headers?: unknown; body?: unk
   return reply;
 }
 
-function replyBodyOf(body: unknown, to: ReplyContext): { body?: string | Buffer | Readable; type?: string; headers?: OutgoingHttpHeaders } {
+function replyBodyOf(
+  body: unknown,
+  to: ReplyContext,
+): { body?: string | Buffer | Readable | ReadableStream<unknown>; type?: string; headers?: OutgoingHttpHeaders } {
   if (body === undefined) return {};
   // faas-js-runtime sends a null body as JSON `null`.
   if (body === null) return to.behaviour.jsonByDefault ? { body: 'null', type: JSON_TYPE } : {};
@@ -251,6 +256,8 @@ function replyBodyOf(body: unknown, to: ReplyContext): { body?: string | Buffer 
     case 'bigint':
       return { body: String(body), type: TEXT };
     case 'object': {
+      // The common body, an object literal or parsed data: no class, so no bytes, stream, document or event.
+      if (!isInstance(body)) return { body: stringify(body), type: JSON_TYPE };
       if (Buffer.isBuffer(body) || body instanceof Uint8Array) return { body: asBuffer(body), type: BINARY };
       if (body instanceof Readable) return { body, type: BINARY };
       if (isXmlDocument(body)) return { body: String(body), type: XML };
@@ -259,6 +266,11 @@ function replyBodyOf(body: unknown, to: ReplyContext): { body?: string | Buffer 
         const encoded = encodeEvent(event, to.mode ?? 'binary', to.trace, to.behaviour.eventsWrittenAsSdk);
         return { body: encoded.body, type: encoded.headers['content-type'], headers: encoded.headers };
       }
+      const web = webAnswer(body);
+      // Streamed as a returned web stream is, with the object's status and headers (sendWeb()).
+      if (web === 'stream') return { body: body as ReadableStream<unknown>, type: BINARY };
+      // A Response has a status and headers of its own, which would contend with the object's.
+      if (web === 'response') throw new Error('the function returned a Response as the body of a structured response: return the Response itself');
       return { body: stringify(body), type: JSON_TYPE };
     }
     default:
