@@ -387,15 +387,24 @@ describe('a request whose body goes wrong', () => {
   }
 });
 
-// A body left unread closes the connection after its answer; node's parser reads that body only
-// after the answer was decided, then dispatches what was pipelined behind it: those requests must
-// not run, as their answers could never be sent (by HTTP, the client retries them).
-describe('a request pipelined behind an answer that closes the connection', () => {
-  const pipelined = 'POST /noread HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloPOST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi';
+// A body left unread that is small and of a declared length is read and dropped after its answer,
+// and the connection goes on: a broker's kept-alive connection is not closed by every event a
+// function answers without reading. Any other body left unread closes the connection after its
+// answer; node's parser reads that body only after the answer was decided, then dispatches what was
+// pipelined behind it: those requests must not run, as their answers could never be sent (by
+// HTTP, the client retries them).
+describe('a request whose body is left unread, with requests pipelined behind it', () => {
   const functions = {
     'a fetch handler that does not read the body': (ran) => ({
       fetch(request) {
         ran.push(new URL(request.url).pathname);
+        return new Response('did not read');
+      },
+    }),
+    'an async fetch handler that does not read the body': (ran) => ({
+      async fetch(request) {
+        ran.push(new URL(request.url).pathname);
+        await new Promise((resolve) => setTimeout(resolve, 50));
         return new Response('did not read');
       },
     }),
@@ -405,18 +414,98 @@ describe('a request pipelined behind an answer that closes the connection', () =
         return 'did not read';
       }),
   };
+  const behind = 'GET /second HTTP/1.1\r\nHost: x\r\n\r\nPOST /third HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi';
   for (const [what, make] of Object.entries(functions)) {
-    it(`${what}: the first answer arrives whole, the second request is not run, the connection closes`, async (t) => {
+    it(`${what}, a small body of a declared length: the connection goes on, and the requests behind it are answered`, async (t) => {
       const ran = [];
       const server = await serve(t, make(ran));
-      const { text, timedOut } = await exchange(server.server.address().port, pipelined, { wait: 5000 });
-      assert.equal(timedOut, false, 'the connection closed');
-      assert.deepEqual(statuses(text), [200]);
+      const first = 'POST /noread HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{"a":"b"}';
+      const { text, timedOut } = await exchange(server.server.address().port, first + behind, { wait: 5000 });
+      assert.equal(timedOut, false, 'the last request closed the connection');
+      assert.deepEqual(statuses(text), [200, 200, 200]);
       const answer = firstResponse(text);
-      assert.equal(answer.headers.connection, 'close');
-      assert.equal(answer.body, 'did not read');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      assert.deepEqual(ran, ['/noread'], 'the pipelined request did not reach the function');
+      assert.notEqual(answer.headers.connection, 'close');
+      assert.match(answer.body, /^did not read/);
+      assert.deepEqual(ran, ['/noread', '/second', '/third']);
     });
+
+    const closing = {
+      'a chunked body, whose end nothing bounds': 'POST /noread HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+      'a body over the body limit': `PUT /noread HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n${'x'.repeat(40)}`,
+    };
+    // (Answered after a wait, the same bodies have come whole: nothing is left unread.)
+    for (const [body, first] of what.startsWith('an async') ? [] : Object.entries(closing)) {
+      it(`${what}, ${body}: the first answer arrives whole, the requests behind it are not run, the connection closes`, async (t) => {
+        const ran = [];
+        // The fetch handler is given the body of a PUT over the limit as a 413: a GET's body it is not given.
+        const request = what.includes('fetch') && body.includes('limit') ? first.replace('PUT', 'GET') : first;
+        const server = await serve(t, make(ran), { bodyLimit: 20 });
+        const { text, timedOut } = await exchange(server.server.address().port, request + behind, { wait: 5000 });
+        assert.equal(timedOut, false, 'the connection closed');
+        assert.deepEqual(statuses(text), [200]);
+        const answer = firstResponse(text);
+        assert.equal(answer.headers.connection, 'close');
+        assert.equal(answer.body, 'did not read');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        assert.deepEqual(ran, ['/noread'], 'the pipelined requests did not reach the function');
+      });
+    }
   }
+
+  it('an error answered before a small body was read (a fetch handler that throws): the connection goes on', async (t) => {
+    const ran = [];
+    const server = await serve(t, {
+      fetch(request) {
+        ran.push(new URL(request.url).pathname);
+        if (request.method === 'POST' && ran.length === 1) throw new Error('refused');
+        return new Response('ok');
+      },
+    });
+    const first = 'POST /noread HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{"a":"b"}';
+    const { text, timedOut } = await exchange(server.server.address().port, first + behind, { wait: 5000 });
+    assert.equal(timedOut, false, 'the last request closed the connection');
+    assert.deepEqual(statuses(text), [500, 200, 200]);
+    assert.notEqual(firstResponse(text).headers.connection, 'close');
+    assert.deepEqual(ran, ['/noread', '/second', '/third']);
+  });
+
+  const readsPart = (ran) => ({
+    async fetch(request) {
+      ran.push(new URL(request.url).pathname);
+      if (request.body !== null) await request.body.getReader().read();
+      return new Response('read part');
+    },
+  });
+
+  it('a fetch handler that reads part of a body of a declared length within the limit: the rest is dropped, the connection goes on', async (t) => {
+    const ran = [];
+    const server = await serve(t, readsPart(ran));
+    const first = `POST /part HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n${'x'.repeat(1000)}`;
+    const { text, timedOut } = await exchange(server.server.address().port, first, { wait: 5000, writes: [[300, 'y'.repeat(199_000) + behind]] });
+    assert.equal(timedOut, false, 'the last request closed the connection');
+    assert.deepEqual(statuses(text), [200, 200, 200]);
+    assert.deepEqual(ran, ['/part', '/second', '/third']);
+  });
+
+  it('a fetch handler that reads part of a chunked body: the connection closes after the answer', async (t) => {
+    const ran = [];
+    const server = await serve(t, readsPart(ran));
+    const first = `POST /part HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n${'x'.repeat(1000)}\r\n`;
+    const { text, timedOut } = await exchange(server.server.address().port, first, { wait: 5000 });
+    assert.equal(timedOut, false, 'the connection closed');
+    assert.deepEqual(statuses(text), [200]);
+    assert.equal(firstResponse(text).body, 'read part');
+    assert.deepEqual(ran, ['/part']);
+  });
+
+  it('an async fetch handler that does not read a chunked body still coming: the answer closes the connection', async (t) => {
+    const ran = [];
+    const server = await serve(t, functions['an async fetch handler that does not read the body'](ran));
+    const first = 'POST /noread HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n';
+    const { text, timedOut } = await exchange(server.server.address().port, first, { wait: 5000 });
+    assert.equal(timedOut, false, 'the connection closed');
+    assert.deepEqual(statuses(text), [200]);
+    assert.equal(firstResponse(text).headers.connection, 'close');
+    assert.deepEqual(ran, ['/noread']);
+  });
 });

@@ -114,7 +114,7 @@ async function steps(p: Pipeline, x: Exchange, found: Match<Destination> | undef
     const pending = isThenable(called);
     late ||= pending;
     const value = pending ? await called : (await undefined, called);
-    if (x.uploads !== undefined || input.bodyStream !== undefined) await bodyDone(x, input, value);
+    if (x.uploads !== undefined || input.bodyStream !== undefined) await bodyDone(p, x, input, value);
     // 9. The answer, by the return rules: a promise while a returned stream is still being sent.
     const answering = answer(p, x, input, value);
     sent = answering instanceof Promise ? await answering : answering;
@@ -302,9 +302,9 @@ function answerRuntime(p: Pipeline, x: Exchange, destination: Exclude<Destinatio
 /**
  * After the function, before the answer: temporary files are removed (a file stream the function
  * returned was opened already), a streamed body over its limit is a 413 whatever the function
- * returned, and a body left unread closes the connection.
+ * returned, and a body left unread is dropped after the answer or closes the connection (closeUnread).
  */
-async function bodyDone(x: Exchange, input: Input, value: unknown): Promise<void> {
+async function bodyDone(p: Pipeline, x: Exchange, input: Input, value: unknown): Promise<void> {
   if (x.uploads !== undefined && !holdsWork(x)) await x.uploads.remove();
   const stream = input.bodyStream;
   if (stream === undefined) return;
@@ -312,7 +312,7 @@ async function bodyDone(x: Exchange, input: Input, value: unknown): Promise<void
     discard(value);
     throw stream.refused;
   }
-  if (!x.req.complete && !x.res.headersSent) closeUnread(x.req, x.res);
+  if (!x.req.complete && !x.res.headersSent) closeUnread(x.req, x.res, p.settings.bodyLimit);
 }
 
 /** Whether the request's invocations handed work to waitUntil: their files stay until it settles. */
@@ -375,8 +375,8 @@ function answered(p: Pipeline, x: Exchange, reply: Reply): void {
 function fail(p: Pipeline, x: Exchange, err: unknown, read: RequestInput | undefined): SentError | undefined {
   const { req, res } = x;
   closeAfter(req, res, p.runtime.draining);
-  // A body left unread (refused before or while reading it) leaves the connection unusable.
-  if (!res.headersSent && hasBody(req) && !req.complete) closeUnread(req, res);
+  // A body left unread (refused before or while reading it): dropped after the answer if small, else the connection closes.
+  if (!res.headersSent && hasBody(req) && !req.complete) closeUnread(req, res, p.settings.bodyLimit);
   const sent = sendError(req, res, leftMidBody(req, res, err) ? bodyIncomplete() : err, x.log, {
     format: p.module.errorBody,
     input: read,

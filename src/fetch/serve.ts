@@ -8,7 +8,7 @@ import { hasBody } from '../body/body';
 import type { BodyStream } from '../body/body-stream';
 import type { Context } from '../context';
 import { allowAnyOrigin } from '../http/cors';
-import { closeAfter, closeUnread } from '../http/connections';
+import { closeAfter, closeUnread, leaveRest } from '../http/connections';
 import { openBodyStream } from '../input';
 import { fetchContext, inInvocation } from '../invocation';
 import { isThenable, now } from '../lifecycle/deadline';
@@ -112,9 +112,9 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
     served = answerWith(p, x, ctx, body, value);
   } finally {
     // Answered without a promise, the request's body is done with here; else once the promise settles (answerWhenSettled(), doneAfter()).
-    if (body !== undefined && !(served instanceof Promise)) done(body);
+    if (body !== undefined && !(served instanceof Promise)) done(p, x, body);
   }
-  return body !== undefined && served instanceof Promise ? doneAfter(served, body) : served;
+  return body !== undefined && served instanceof Promise ? doneAfter(p, x, served, body) : served;
 }
 
 /** The handler's promise settled, then answered. */
@@ -135,7 +135,7 @@ async function answerWhenSettled(
     const answering = answerWith(p, x, ctx, body, value);
     return answering instanceof Promise ? await answering : answering;
   } finally {
-    if (body !== undefined) done(body);
+    if (body !== undefined) done(p, x, body);
   }
 }
 
@@ -164,8 +164,8 @@ function answerWith(p: Pipeline, x: Exchange, ctx: Context, body: BodyStream | u
   const reply = replyOf(p, ctx, value, res.destroyed);
   closeAfter(req, res, p.runtime.draining);
   if (p.corsForEveryOrigin) allowAnyOrigin(res);
-  // A body still coming that the handler did not read leaves the connection unusable after the answer.
-  if (!req.complete && hasBody(req) && (body === undefined || !body.started)) closeUnread(req, res);
+  // A body still coming that the handler did not read: read and dropped after the answer if small, else the connection closes.
+  if (!req.complete && hasBody(req) && (body === undefined || !body.started)) closeUnread(req, res, p.settings.bodyLimit);
   // The body's own code (a stream's pull() that logs or fails) runs as part of the invocation.
   // With an event's claim held, a body that comes whole within the answer limit is kept for duplicates (events.ts).
   if (x.settleClaim !== undefined) return inInvocation(ctx, sendKept, req, res, reply, p.idempotency!.settings.answerLimit, x.deadline, ctx);
@@ -177,11 +177,11 @@ function answerWith(p: Pipeline, x: Exchange, ctx: Context, body: BodyStream | u
 }
 
 /** answerWith()'s promise (a Response's body still being sent), with the request's body done with once it settles. */
-async function doneAfter(served: Promise<Reply | undefined>, body: BodyStream): Promise<Reply | undefined> {
+async function doneAfter(p: Pipeline, x: Exchange, served: Promise<Reply | undefined>, body: BodyStream): Promise<Reply | undefined> {
   try {
     return await served;
   } finally {
-    done(body);
+    done(p, x, body);
   }
 }
 
@@ -199,9 +199,12 @@ function replyOf(p: Pipeline, ctx: Context, returned: unknown, clientGone: boole
   return responseReply(value);
 }
 
-/** However the request ended, once its answer has been sent: a body still streaming stops. */
-function done(body: BodyStream): void {
-  if (!body.finished && !body.destroyed) body.destroy();
+/** However the request ended, once its answer has been sent: a body still streaming stops, and what is left of one begun is dropped or closes the connection. */
+function done(p: Pipeline, x: Exchange, body: BodyStream): void {
+  if (body.finished) return;
+  if (!body.destroyed) body.destroy();
+  // A body refused (too slow) is not read further: the connection closes.
+  if (body.started) leaveRest(x.req, x.res, body.refused === undefined ? p.settings.bodyLimit : -1);
 }
 
 function ignore(): void {}

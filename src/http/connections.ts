@@ -98,10 +98,49 @@ export function cutAnswer(res: ServerResponse): void {
   socket.end();
 }
 
-/** The answer closes the connection, whose request's body is still coming: lingering, so the client reads the answer. */
-export function closeUnread(req: IncomingMessage, res: ServerResponse): void {
+/**
+ * An answer decided while its request's body is still coming, unread. A body of a declared length
+ * within `dropWithin` (the body limit) that nothing has read yet is left to node, which reads and
+ * drops it once the answer is sent (req._dump()): the connection goes on, and the requests
+ * pipelined behind it are run. (A synchronous answer always comes before the body's bytes are
+ * parsed, even those that arrived with its head.) Any other body closes the connection after the
+ * answer, lingering so that the client reads it: a chunked body, whose end nothing bounds; one
+ * over the limit (a 413), a client may send forever or slowly; one the function began to read
+ * (node no longer drops what follows); one whose client waits for `100 Continue`, never sent.
+ */
+export function closeUnread(req: IncomingMessage, res: ServerResponse, dropWithin: number): void {
+  if (droppable(req, dropWithin)) return;
   lastAnswer(req, res);
   lingerAfter(req);
+}
+
+/**
+ * After its answer, a body that the function began to read and left unfinished (a fetch
+ * handler's): node drops only a body nothing read, and would leave this one where it stopped, the
+ * connection stuck behind it. What is left of it is read and dropped when its declared length is
+ * within `dropWithin`; else the connection closes once the answer is sent, lingering.
+ */
+export function leaveRest(req: IncomingMessage, res: ServerResponse, dropWithin: number): void {
+  const socket = req.socket as CountedSocket;
+  if (req.complete || socket[LAST] === true) return;
+  const { headers } = req;
+  if (headers['transfer-encoding'] === undefined && Number(headers['content-length']) <= dropWithin) {
+    req.removeAllListeners('data');
+    return void req.resume();
+  }
+  if (!res.headersSent) return closeUnread(req, res, -1);
+  socket[LAST] = true;
+  lingerAfter(req);
+  if (res.writableFinished) socket.destroySoon();
+  else res.once('finish', () => socket.destroySoon());
+}
+
+function droppable(req: IncomingMessage, limit: number): boolean {
+  const { headers } = req;
+  if (headers['transfer-encoding'] !== undefined || headers.expect !== undefined) return false;
+  const length = Number(headers['content-length']);
+  // node's own field: whether the body began to be read, after which node no longer drops what is left.
+  return length <= limit && (req as IncomingMessage & { _consuming?: unknown })._consuming === false && !req.readableDidRead;
 }
 
 /**
