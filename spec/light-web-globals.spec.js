@@ -13,6 +13,7 @@ const path = require('node:path');
 const util = require('node:util');
 const { Hono } = require('hono');
 const { serve, request } = require('./helpers');
+const { exchange } = require('./raw');
 
 const LIGHT = { lightWebGlobals: true };
 const PLATFORM = { Request: globalThis.Request, Response: globalThis.Response, fetch: globalThis.fetch };
@@ -100,11 +101,17 @@ describe('lightWebGlobals: a Hono app', () => {
 
   it('gives request.url as the URL standard writes it, and the listening address for a Host it refuses', async (t) => {
     const server = await serve(t, { fetch: (request) => new Response(request.url) }, LIGHT);
-    const url = (target, host) => rawRequest(`${server.url}${target}`, { headers: { host } });
+    // Sent as written (a client's URL would resolve the dot segments before sending).
+    const url = async (target, host) => {
+      const { text } = await exchange(server.port, `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      return { text: text.slice(text.indexOf('\r\n\r\n') + 4) };
+    };
     assert.equal((await url('/a/b?x=1', 'example.test:8080')).text, 'http://example.test:8080/a/b?x=1');
     assert.equal((await url('/a/./b/../c?x=%41', 'Example.TEST:80')).text, 'http://example.test/a/c?x=%41');
     assert.equal((await url("/q?a='b'", 'h.test')).text, 'http://h.test/q?a=%27b%27');
     assert.equal((await url('/%2e%2E/x', 'h.test')).text, 'http://h.test/x');
+    assert.equal((await url('/a/%2e/b', 'h.test')).text, 'http://h.test/a/b');
+    assert.equal((await url('/a.b/.c/d.', 'h.test')).text, 'http://h.test/a.b/.c/d.');
     assert.equal((await url('/', '1.2.3')).text, 'http://1.2.0.3/');
     assert.equal((await url('/', '[0:0::1]:9')).text, 'http://[::1]:9/');
     assert.equal((await url('/p', 'host.123')).text, `http://127.0.0.1:${server.port}/p`);
@@ -319,6 +326,29 @@ describe('lightWebGlobals: the Response', () => {
     const changed = await rawRequest(`${server.url}/changed`);
     assert.equal(changed.headers['x-late'], 'set after');
     assert.equal(changed.text, 'changed');
+  });
+
+  it('sends each header as a Headers would have it, for more names and values than funcrun remembers as checked', async (t) => {
+    const server = await serve(
+      t,
+      {
+        fetch(request) {
+          const n = new URL(request.url).pathname.slice(1);
+          const headers = { [`X-Name-${n}`]: `value ${n}`, 'x-tab': `a\tb${n}` };
+          // A value a Headers would trim: the platform's Response, not a light one.
+          return new Response('x', { headers: n.endsWith('0') ? { ...headers, 'X-Padded': ` padded ${n}\t` } : headers });
+        },
+      },
+      LIGHT,
+    );
+    // Read as sent (an HTTP client trims a value): a value with whitespace around it goes out trimmed, as a Headers keeps it.
+    for (let n = 0; n < 300; n += 1) {
+      const { text } = await exchange(server.port, `GET /${n} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const head = text.slice(0, text.indexOf('\r\n\r\n'));
+      assert.match(head, new RegExp(`\r\nx-name-${n}: value ${n}\r\n`));
+      assert.match(head, new RegExp(`\r\nx-tab: a\tb${n}\r\n`));
+      if (n % 10 === 0) assert.match(head, new RegExp(`\r\nx-padded: padded ${n}\r\n`));
+    }
   });
 
   it('refuses what the platform refuses, with its errors', async (t) => {

@@ -4,6 +4,7 @@
 // process's logger. Concurrent requests must not mix.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
+const http = require('node:http');
 const path = require('node:path');
 const { log } = require('../lib/index.js');
 const { serve, request, project, runServing } = require('./helpers');
@@ -216,6 +217,53 @@ describe('request-scoped log', () => {
     assert.equal(lines.length, 6);
     for (const line of lines) assert.ok(line.trace_id === traceOf(1) || line.trace_id === traceOf(2), JSON.stringify(line));
     assert.equal(new Set(lines.map((l) => `${l.reqId}/${l.trace_id}`)).size, 2);
+  });
+
+  it("a stream's cancel(), called when the client goes away mid-answer, writes with the invocation's fields", async (t) => {
+    const { Readable } = require('node:stream');
+    const encoder = new TextEncoder();
+    // Endless, until the client leaves: its cancel() (or destroy) logs.
+    const webStream = (shape) =>
+      new ReadableStream({
+        async pull(controller) {
+          controller.enqueue(encoder.encode('chunk\n'));
+          await sleep(10);
+        },
+        cancel() {
+          log.info({ shape }, 'stream stopped');
+        },
+      });
+    const nodeStream = (shape) =>
+      new Readable({
+        read() {
+          setTimeout(() => this.push('chunk\n'), 10);
+        },
+        destroy(err, callback) {
+          log.info({ shape }, 'stream stopped');
+          callback(err);
+        },
+      });
+    const servers = {
+      fetch: await serve(t, { fetch: () => new Response(webStream('fetch')) }, { logLevel: 'info' }),
+      'handle, web stream': await serve(t, () => webStream('handle, web stream'), { logLevel: 'info' }),
+      'handle, node stream': await serve(t, () => ({ body: nodeStream('handle, node stream') }), { logLevel: 'info' }),
+    };
+    for (const [shape, server] of Object.entries(servers)) {
+      await new Promise((resolve) => {
+        const req = http.get(server.url, { headers: { traceparent: traceparent(7) } }, (res) => res.once('data', () => (req.destroy(), resolve())));
+        req.on('error', () => {});
+      });
+      let line;
+      for (let i = 0; i < 200 && line === undefined; i++) {
+        line = server.log.entries().find((l) => l.msg === 'stream stopped');
+        if (line === undefined) await sleep(10);
+      }
+      assert.ok(line !== undefined, `${shape}: the stream was stopped`);
+      assert.equal(line.shape, shape);
+      assert.equal(typeof line.reqId, 'number', `${shape}: ${JSON.stringify(line)}`);
+      assert.equal(line.trace_id, traceOf(7), `${shape}: ${JSON.stringify(line)}`);
+      assert.equal(line.outlivedRequest, undefined);
+    }
   });
 
   it("follows the server's level, and a child's own level", async (t) => {

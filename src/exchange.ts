@@ -1,10 +1,10 @@
 // What a request's steps share (request.ts): the Pipeline, decided once when the server is made,
 // and the request's Exchange, what is known of it on arrival and what the steps cannot hand each
 // other as values.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Uploads } from './uploads/uploads';
 import type { UploadFolder } from './uploads/upload-folder';
-import { readTarget, type Target } from './http/target';
+import { plainTarget, readTarget, type Target } from './http/target';
 import type { Behaviour } from './start/compat';
 import type { ResponseDefaults } from './cloudevents/cloudevent';
 import type { Context } from './context';
@@ -81,11 +81,14 @@ export class Exchange {
   contexts: Context | Context[] | undefined = undefined;
   /** Step 7, with idempotency: keeps the answer for duplicates, or releases the event's claim, once answered. */
   settleClaim: Settle | undefined = undefined;
+  #plain: boolean | undefined = undefined;
 
   constructor(
     p: Pipeline,
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
+    /** The request's headers as node parsed them (`req.headers`, which node makes in a getter). */
+    readonly headers: IncomingHttpHeaders,
     readonly reqId: number,
     /** The trace the request arrived in, if any. */
     readonly trace: Trace | undefined,
@@ -94,6 +97,11 @@ export class Exchange {
     this.log = trace === undefined ? p.log.forRequest(reqId) : p.log.forRequest(reqId, trace.logFields);
     const timeout = p.settings.timeout;
     this.deadline = timeout > 0 ? now() + timeout : Infinity;
+  }
+
+  /** Whether the target is plain (plainTarget()): read by the first step that asks. */
+  get plain(): boolean {
+    return (this.#plain ??= plainTarget(this.req.url ?? '/'));
   }
 
   get method(): string {

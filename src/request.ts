@@ -192,7 +192,9 @@ function serveFetchOf(p: Pipeline): typeof ServeFetch.serveFetch {
 
 /** 0. The request is counted on its connection and among those in flight, with a reqId and a logger. */
 function arrive(p: Pipeline, req: IncomingMessage, res: ServerResponse): Exchange {
-  const x = new Exchange(p, req, res, ++p.requests, requestTrace(req.headers));
+  // Node's headers are a getter: read once here, for every step.
+  const headers = req.headers;
+  const x = new Exchange(p, req, res, headers, ++p.requests, requestTrace(headers));
   p.runtime.inFlight.add(res, x.reqId);
   if (p.accessLevel !== undefined) logWhenAnswered(x, p.accessLevel);
   return x;
@@ -215,12 +217,12 @@ function firstSteps(p: Pipeline, x: Exchange, found: Match<Destination> | undefi
 function checkHttp(x: Exchange): void {
   const req = x.req;
   // HTTP/1.1 requires Host (RFC 9112 section 3.2); node's own check would answer without a JSON body.
-  if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+  if (x.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
     throw runtimeError('FUNCRUN_NO_HOST', 'the request has no Host header');
   }
   // funcrun upgrades nothing, and node has handed the rest of this connection's bytes to the
   // upgrade: answer this request, then close, rather than leave requests behind it unanswered.
-  if (req.headers.upgrade !== undefined) lastAnswer(req, x.res);
+  if (x.headers.upgrade !== undefined) lastAnswer(req, x.res);
 }
 
 /** True when the request was answered here: a preflight, or OPTIONS under faas-js-runtime's blanket CORS. */
@@ -284,7 +286,8 @@ function destinationOf(p: Pipeline, x: Exchange, match: Match<Destination>): Des
  * the function, whose `request.url` would read as one of them, never gets it: a 404.
  */
 function unlessRuntimePath<D extends FunctionDestination | FetchDestination>(p: Pipeline, x: Exchange, destination: D): D {
-  const runtimePath = runtimePathOf(p.routes, x.path);
+  // A plain target is read as it is spelled, by every reader.
+  const runtimePath = x.plain ? undefined : runtimePathOf(p.routes, x.path);
   if (runtimePath === undefined) return destination;
   throw runtimeError('FUNCRUN_NOT_FOUND', `no route for ${x.method} ${x.path}: it resolves to the runtime's ${runtimePath}, answered only as spelled`);
 }

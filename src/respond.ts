@@ -4,6 +4,7 @@
 // CloudEvents and XML documents are recognised by what they are (their class), never by the
 // shape of their own properties; and a `{ statusCode, headers, body }` object that came out of
 // parsing the request is data, sent as JSON, not a response spelled out.
+import { AsyncResource } from 'node:async_hooks';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { pipeline, Readable, Writable } from 'node:stream';
 import { asCloudEvent, writtenMode, type Mode } from './cloudevents/cloudevent';
@@ -337,11 +338,12 @@ function stream(to: ReplyContext, reply: Reply, source: Readable): Promise<Reply
       callback();
     },
   });
-  const onClose = () => {
+  // In the invocation's scope, as the stream's own code is: what its destroy or cancel logs carries the reqId.
+  const onClose = AsyncResource.bind(() => {
     if (res.writableFinished) return;
     gone = true;
     sink.destroy();
-  };
+  });
   res.once('close', onClose);
   const deadline = to.deadline ?? Infinity;
   return new Promise((resolve, reject) => {

@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { inspect, type InspectOptions } from 'node:util';
 import { connectionOrigin } from '../http/connections';
-import type { Target } from '../http/target';
+import { URL_KEEPS, type Target } from '../http/target';
 import { NATIVE, NativeRequest, nativeFetch, ordinaryInstanceOf, standFor } from './natives';
 import {
   authorityOf,
@@ -166,18 +166,19 @@ standFor(LazyRequest.prototype, LightRequest, NativeRequest.prototype, REAL);
 // origin, made once per connection while the Host header stays the same, then the target. A
 // target made of characters the standard leaves alone, without dot segments, is written as it
 // is; any other goes through URL.
-const LEFT_ALONE = new Uint8Array(128);
-for (const c of '!$%&()*+,-./0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz|~') LEFT_ALONE[c.charCodeAt(0)] = 1;
 const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?:[/?]|$)/i;
 
 /** Whether the URL standard writes `path` (origin-form: `/` first) as it is. */
 function leftAlone(path: string): boolean {
+  // Whether a dot segment (`/./`, `/../`, `/%2e/`) may be there: a dot after a slash, or an escape.
+  let dotted = false;
   for (let i = 1; i < path.length; i++) {
     const c = path.charCodeAt(i);
-    if (c >= 128 || LEFT_ALONE[c] === 0) return false;
+    if (c >= 128 || URL_KEEPS[c] === 0) return false;
+    if (c === 0x25 || (c === 0x2e && path.charCodeAt(i - 1) === 0x2f)) dotted = true;
   }
-  // A dot segment (`/./`, `/../`, `/%2e/`) is resolved.
-  return !(path.includes('/.') || path.includes('%')) || !DOT_SEGMENT.test(path);
+  // One that is there is resolved.
+  return !dotted || !DOT_SEGMENT.test(path);
 }
 
 /** The origin a request's URL has: its Host's, as URL writes it; the listening address's for a Host the URL standard refuses. */
@@ -192,8 +193,10 @@ function originOf(req: IncomingMessage): string {
 }
 
 /** The absolute URL as a Request's `url` gives it. */
-function requestUrl(req: IncomingMessage, target: Target): string {
-  const origin = connectionOrigin(req, originOf);
+function requestUrl(req: IncomingMessage, host: string | undefined, target: Target, plain: boolean): string {
+  const origin = connectionOrigin(req, host, originOf);
+  // A plain target (target.ts) is written as it is, and needs no second look.
+  if (plain) return origin + req.url!;
   const path = pathOf(req, target);
   return path.charCodeAt(0) === 0x2f && leftAlone(path) ? origin + path : new URL(origin + path).href;
 }
@@ -203,8 +206,15 @@ function requestUrl(req: IncomingMessage, target: Target): string {
  * absolute URL, method and headers, `body` funcrun's limited stream of the body (undefined for
  * none), `signal` the invocation's.
  */
-export function lazyRequest(req: IncomingMessage, target: Target, body: Readable | undefined, signal: SignalSource): Request {
+export function lazyRequest(
+  req: IncomingMessage,
+  host: string | undefined,
+  target: Target,
+  plain: boolean,
+  body: Readable | undefined,
+  signal: SignalSource,
+): Request {
   const method = methodOf(req, target);
   const read = method === 'GET' || method === 'HEAD' ? undefined : body;
-  return new LazyRequest(req, method, requestUrl(req, target), read, signal) as unknown as Request;
+  return new LazyRequest(req, method, requestUrl(req, host, target, plain), read, signal) as unknown as Request;
 }

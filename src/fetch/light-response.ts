@@ -36,6 +36,13 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const VALUE = /^(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?$/;
 const REASON = /^[\t\x20-\x7e]*$/;
 const NOT_ASCII = /[^\x00-\x7f]/;
+// Names and values found good before, looked up before they are checked: an app's are mostly the
+// same constants each time, whose lookup (their hash kept in the string) costs a fraction of a
+// regular expression's call. Each holds a bounded number of short strings, whatever an app sends.
+const GOOD_NAMES = new Map<string, string>();
+const GOOD_VALUES = new Set<string>();
+const GOOD_MOST = 256;
+const GOOD_LONGEST = 64;
 
 /** The global Response while light. */
 export class LightResponse extends NativeResponse {
@@ -168,8 +175,9 @@ function fieldsOf(headers: NonNullable<ResponseInit['headers']>, parts: LightPar
     for (let i = 0; i < names.length; i++) {
       const name = names[i];
       const value = given[name];
-      if (typeof value !== 'string' || !TOKEN.test(name) || !VALUE.test(value)) return false;
-      const lower = lowercase(name);
+      if (typeof value !== 'string' || !goodValue(value)) return false;
+      const lower = goodName(name);
+      if (lower === undefined) return false;
       // The same name twice (`Accept` and `accept`) is joined by a Headers: the platform's to do.
       if (i > 0 && fields[lower] !== undefined) return false;
       fields[lower] = value;
@@ -185,6 +193,24 @@ function fieldsOf(headers: NonNullable<ResponseInit['headers']>, parts: LightPar
     }
   }
   parts.framing = framing;
+  return true;
+}
+
+/** A header name (a token) in lowercase; undefined for a name that is not a token. */
+function goodName(name: string): string | undefined {
+  const known = GOOD_NAMES.get(name);
+  if (known !== undefined) return known;
+  if (!TOKEN.test(name)) return undefined;
+  const lower = lowercase(name);
+  if (GOOD_NAMES.size < GOOD_MOST && name.length <= GOOD_LONGEST) GOOD_NAMES.set(name, lower);
+  return lower;
+}
+
+/** Whether a Headers keeps a header's value as it is. */
+function goodValue(value: string): boolean {
+  if (GOOD_VALUES.has(value)) return true;
+  if (!VALUE.test(value)) return false;
+  if (GOOD_VALUES.size < GOOD_MOST && value.length <= GOOD_LONGEST) GOOD_VALUES.add(value);
   return true;
 }
 

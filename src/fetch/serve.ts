@@ -88,7 +88,7 @@ async function admitThenServe(p: Pipeline, x: Exchange, destination: FetchDestin
 function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, admitted: AdmittedEvents | undefined): Served {
   const { req } = x;
   const body =
-    admitted === undefined && hasBody(req) && x.method !== 'GET' && x.method !== 'HEAD' ? openBodyStream(p, x, p.settings.bodyLimit, 'bodyLimit') : undefined;
+    admitted === undefined && x.method !== 'GET' && x.method !== 'HEAD' && hasBody(req) ? openBodyStream(p, x, p.settings.bodyLimit, 'bodyLimit') : undefined;
   // Its failure (a client gone, the limit) reaches whoever reads it: unread, it is nobody's to throw.
   body?.on('error', ignore);
   let served: Served;
@@ -99,7 +99,7 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
       admitted !== undefined
         ? admittedRequest(x, admitted, ctx)
         : p.settings.lightWebGlobals
-          ? lazyRequest(req, x.target, body, ctx)
+          ? lazyRequest(req, x.headers.host, x.target, x.plain, body, ctx)
           : toRequest(req, x.target, body, ctx);
     let value: unknown;
     try {

@@ -5,6 +5,7 @@
 // incomplete answer); one that fails before is a throw, answered by sendError(). Until the head is
 // sent, the first chunk is waited for within the request's deadline; from then on, for as long as
 // the body produces.
+import { AsyncResource } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ANSWERED_MODE } from '../cloudevents/web';
 import { writtenMode } from '../cloudevents/cloudevent';
@@ -205,9 +206,10 @@ function firstRead(
 ): Promise<Read> {
   return new Promise((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
-    const gone = () => {
+    // Run in the invocation's scope, as the stream's own code is: what its cancel() logs carries the reqId.
+    const gone = AsyncResource.bind(() => {
       if (!res.writableFinished) reader.cancel(new Error('the client closed the connection')).catch(ignore);
-    };
+    });
     const disarm = () => {
       clearTimeout(timer);
       res.off('close', gone);
@@ -241,9 +243,10 @@ function firstRead(
 /** The rest of the body, chunked: the head and the first chunk now, then each chunk as it is read. */
 async function pump(res: ServerResponse, reply: Reply, reader: ReadableStreamDefaultReader<unknown>, first: Buffer, coming: Promise<Read>): Promise<Reply> {
   // The client going away cancels the stream: a pending read then ends, and nothing more is produced.
-  const onClose = () => {
+  // In the invocation's scope, as the stream's own code is: what its cancel() logs carries the reqId.
+  const onClose = AsyncResource.bind(() => {
     if (!res.writableFinished) reader.cancel(new Error('the client closed the connection')).catch(ignore);
-  };
+  });
   res.once('close', onClose);
   try {
     res.writeHead(reply.status, reply.headers);

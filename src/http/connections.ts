@@ -38,11 +38,10 @@ const answeredEarly = new WeakSet<ServerResponse>();
 
 /**
  * The origin (`http://host:port`) of a request, as `make` gives it from the request's Host header
- * and its connection: made once per connection while its requests name the same Host.
+ * (`host`) and its connection: made once per connection while its requests name the same Host.
  */
-export function connectionOrigin(req: IncomingMessage, make: (req: IncomingMessage) => string): string {
+export function connectionOrigin(req: IncomingMessage, host: string | undefined, make: (req: IncomingMessage) => string): string {
   const socket = req.socket as CountedSocket;
-  const host = req.headers.host;
   const known = socket[ORIGIN];
   if (known !== undefined && known.host === host) return known.origin;
   const origin = make(req);

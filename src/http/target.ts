@@ -16,6 +16,25 @@ export function readTarget(raw: string): Target {
   return q === -1 ? { path: url, search: undefined } : { path: url.slice(0, q), search: url.slice(q + 1) };
 }
 
+// The characters the URL standard writes as they are in a path and a query (light-request.ts).
+export const URL_KEEPS = new Uint8Array(128);
+for (const c of '!$%&()*+,-./0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz|~') URL_KEEPS[c.charCodeAt(0)] = 1;
+
+/**
+ * Whether `url`, a request target, is origin-form (`/` first) and every reader takes it as it is
+ * spelled: only characters the URL standard keeps, no escape (`%`), no `.` after a `/` (a dot
+ * segment's start); so no `\` or `#` either. Such a target is its own path and query, and a
+ * Request's URL after the origin. One scan, read once per request (Exchange.plain).
+ */
+export function plainTarget(url: string): boolean {
+  if (url.charCodeAt(0) !== 0x2f) return false;
+  for (let i = 1; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c >= 128 || URL_KEEPS[c] === 0 || c === 0x25 || (c === 0x2e && url.charCodeAt(i - 1) === 0x2f)) return false;
+  }
+  return true;
+}
+
 /** The query as an object: a repeated key gives an array; `__proto__` is only a key. */
 export function queryOf(search: string | undefined): Record<string, string | string[]> {
   return search === undefined ? {} : searchParamsToObject(new URLSearchParams(search));

@@ -55,6 +55,12 @@ const NONE = Object.freeze({ kind: 'none' as const });
 export class Router<H> {
   readonly #static = new Map<string, Route<H>[]>();
   readonly #dynamic: Route<H>[] = [];
+  /**
+   * Whether a static path of each length is there (by length): a path of no static route's length
+   * is not looked up, so that a fetch handler's path, which the probes' few routes seldom match in
+   * length, is not hashed to learn it.
+   */
+  readonly #staticLength: boolean[] = [];
 
   /** Adds a route; `method` '*' answers every method. `path` may hold `:name`, `:name?` and a final `*`. */
   add(method: string, path: string, handler: H): this {
@@ -66,6 +72,7 @@ export class Router<H> {
       const list = this.#static.get(key) ?? [];
       list.push(route);
       this.#static.set(key, list);
+      this.#staticLength[key.length] = true;
     }
     return this;
   }
@@ -73,7 +80,7 @@ export class Router<H> {
   find(method: string, path: string): Match<H> {
     const key = normalize(path);
     let allow: string[] | undefined;
-    const candidates = this.#static.get(key);
+    const candidates = this.#staticLength[key.length] === true ? this.#static.get(key) : undefined;
     if (candidates !== undefined) {
       const route = pick(candidates, method);
       if (route) return { kind: 'found', handler: route.handler, params: {} };
