@@ -30,6 +30,32 @@ describe('handler timeout', () => {
     assert.equal((await request(url + '/quick')).text, 'quick');
   });
 
+  it('what a handler returns after its 504 is dropped: a stream in it is cancelled, a rejection is no unhandled one', async (t) => {
+    const cancelled = [];
+    const { url } = await serve(
+      t,
+      async (ctx) => {
+        await sleep(300);
+        if (ctx.path === '/fails') throw new Error('failed after the 504');
+        return new ReadableStream({
+          pull(controller) {
+            controller.enqueue('never sent');
+          },
+          cancel() {
+            cancelled.push(ctx.path);
+          },
+        });
+      },
+      { timeout: 100 },
+    );
+    assert.equal((await request(url + '/stream')).status, 504);
+    assert.equal((await request(url + '/fails')).status, 504);
+    await sleep(400);
+    assert.deepEqual(cancelled, ['/stream']);
+    // The server goes on: the late rejection was handled.
+    assert.equal((await request(url + '/fails')).status, 504);
+  });
+
   it('a handler that blocks the event loop past the timeout is answered with its value, and one warning says by how much it outran it', async (t) => {
     /** Holds the event loop for `ms`: no timer can fire meanwhile. */
     const block = (ms) => {

@@ -53,17 +53,19 @@ export function timedInvoker(timeout: number): Invoke {
     const remaining = deadline - now();
     if (remaining < 0) outranTimeout(ctx, timeout, -remaining);
     if (!isThenable(result)) return result;
-    let late = false;
     // A result that comes after the 504 is dropped; a stream in it is closed.
-    Promise.resolve(result).then((value) => late && discard(value), ignore);
-    return settleWithin(result, remaining, () => {
-      late = true;
-      const error = tooLate();
-      // Its event's claim holds until it has really finished (idempotency.ts).
-      invocationOutlived(ctx, result);
-      abortInvocation(ctx, error);
-      return error;
-    });
+    return settleWithin(
+      result,
+      remaining,
+      () => {
+        const error = tooLate();
+        // Its event's claim holds until it has really finished (idempotency.ts).
+        invocationOutlived(ctx, result);
+        abortInvocation(ctx, error);
+        return error;
+      },
+      discard,
+    );
   };
 }
 
@@ -250,8 +252,6 @@ function withTrace(reply: CloudEvent<unknown>, trace: Trace | undefined): CloudE
   const state = trace.traceState === undefined || reply.tracestate !== undefined ? {} : { tracestate: trace.traceState };
   return reply.cloneWith({ traceparent: trace.traceparent, ...state }, false);
 }
-
-function ignore(): void {}
 
 function callHandler(fn: Invokable, ctx: Context, data: unknown): unknown {
   return fn.call(HANDLER_THIS, ctx, data);

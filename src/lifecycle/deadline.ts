@@ -12,15 +12,33 @@ export function now(): number {
 }
 
 /**
- * A promise of `value`, or rejected with what `late()` returns once `ms` have passed. The timer is
- * cleared as soon as `value` settles, and is not unref'd: something waiting on it keeps the process.
+ * A promise of `value`, or rejected with what `late()` returns once `ms` have passed; `value`
+ * fulfilled after that is handed to `lateValue`. The timer is cleared as soon as `value` settles,
+ * and is not unref'd: something waiting on it keeps the process. One promise and one reaction (not
+ * Promise.race() and finally(), which an async function's every request paid for).
  */
-export function settleWithin<T>(value: T | PromiseLike<T>, ms: number, late: () => unknown): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(late()), Math.max(0, ms));
+export function settleWithin<T>(value: T | PromiseLike<T>, ms: number, late: () => unknown, lateValue?: (value: T) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let expired = false;
+    const timer = setTimeout(
+      () => {
+        expired = true;
+        reject(late());
+      },
+      Math.max(0, ms),
+    );
+    Promise.resolve(value).then(
+      (settled) => {
+        clearTimeout(timer);
+        if (!expired) resolve(settled);
+        else lateValue?.(settled);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
   });
-  return Promise.race([value, expired]).finally(() => clearTimeout(timer));
 }
 
 /**
