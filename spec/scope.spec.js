@@ -219,7 +219,7 @@ describe('request-scoped log', () => {
     assert.equal(new Set(lines.map((l) => `${l.reqId}/${l.trace_id}`)).size, 2);
   });
 
-  it("a stream's cancel(), called when the client goes away mid-answer, writes with the invocation's fields", async (t) => {
+  it("the signal's listeners and a stream's cancel(), when the client goes away mid-answer, write with the invocation's fields", async (t) => {
     const { Readable } = require('node:stream');
     const encoder = new TextEncoder();
     // Endless, until the client leaves: its cancel() (or destroy) logs.
@@ -243,26 +243,32 @@ describe('request-scoped log', () => {
           callback(err);
         },
       });
+    // The signal's 'abort' listeners too, which run before the stream is stopped.
+    const watched = (signal, shape) => signal.addEventListener('abort', () => log.info({ shape }, 'signal aborted'));
     const servers = {
-      fetch: await serve(t, { fetch: () => new Response(webStream('fetch')) }, { logLevel: 'info' }),
-      'handle, web stream': await serve(t, () => webStream('handle, web stream'), { logLevel: 'info' }),
-      'handle, node stream': await serve(t, () => ({ body: nodeStream('handle, node stream') }), { logLevel: 'info' }),
+      fetch: await serve(t, { fetch: (request) => (watched(request.signal, 'fetch'), new Response(webStream('fetch'))) }, { logLevel: 'info' }),
+      'handle, web stream': await serve(t, (context) => (watched(context.signal, 'handle, web stream'), webStream('handle, web stream')), { logLevel: 'info' }),
+      'handle, node stream': await serve(t, (context) => (watched(context.signal, 'handle, node stream'), { body: nodeStream('handle, node stream') }), {
+        logLevel: 'info',
+      }),
     };
     for (const [shape, server] of Object.entries(servers)) {
       await new Promise((resolve) => {
         const req = http.get(server.url, { headers: { traceparent: traceparent(7) } }, (res) => res.once('data', () => (req.destroy(), resolve())));
         req.on('error', () => {});
       });
-      let line;
-      for (let i = 0; i < 200 && line === undefined; i++) {
-        line = server.log.entries().find((l) => l.msg === 'stream stopped');
-        if (line === undefined) await sleep(10);
+      for (const msg of ['signal aborted', 'stream stopped']) {
+        let line;
+        for (let i = 0; i < 200 && line === undefined; i++) {
+          line = server.log.entries().find((l) => l.msg === msg);
+          if (line === undefined) await sleep(10);
+        }
+        assert.ok(line !== undefined, `${shape}: ${msg}`);
+        assert.equal(line.shape, shape);
+        assert.equal(typeof line.reqId, 'number', `${shape}: ${JSON.stringify(line)}`);
+        assert.equal(line.trace_id, traceOf(7), `${shape}: ${JSON.stringify(line)}`);
+        assert.equal(line.outlivedRequest, undefined);
       }
-      assert.ok(line !== undefined, `${shape}: the stream was stopped`);
-      assert.equal(line.shape, shape);
-      assert.equal(typeof line.reqId, 'number', `${shape}: ${JSON.stringify(line)}`);
-      assert.equal(line.trace_id, traceOf(7), `${shape}: ${JSON.stringify(line)}`);
-      assert.equal(line.outlivedRequest, undefined);
     }
   });
 

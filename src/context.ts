@@ -1,5 +1,6 @@
 // The handler's first argument. A class, so every request's context shares one shape and
 // its method lives on the prototype.
+import { AsyncResource } from 'node:async_hooks';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
 import type { Logger } from './log/log';
@@ -268,12 +269,15 @@ export class Context<Data = unknown> {
 }
 
 // One 'close' listener per response, however many contexts (a batch's events) ask for a signal.
-const watching = new WeakMap<ServerResponse, Set<AbortController>>();
+// Each signal is aborted in the scope of the invocation that asked for it: what its 'abort'
+// listeners log carries that invocation's reqId and trace, and what they throw is its fault.
+const watching = new WeakMap<ServerResponse, Map<AbortController, InScope>>();
+type InScope = (abort: () => void) => void;
 
 /** The invocations of `res`'s request whose signal was asked for are aborted now, with `reason` (the drain cuts the request). */
 export function abortInvocations(res: ServerResponse, reason: Error): void {
   const controllers = watching.get(res);
-  if (controllers !== undefined) for (const c of controllers) c.abort(reason);
+  if (controllers !== undefined) for (const [c, inScope] of controllers) inScope(() => c.abort(reason));
 }
 
 function abortWhenClientGoes(res: ServerResponse, controller: AbortController): void {
@@ -283,13 +287,16 @@ function abortWhenClientGoes(res: ServerResponse, controller: AbortController): 
   if (res.closed || res.destroyed) return void controller.abort(gone());
   let controllers = watching.get(res);
   if (controllers === undefined) {
-    const set = (controllers = new Set());
-    watching.set(res, set);
+    const all = (controllers = new Map());
+    watching.set(res, all);
     res.once('close', () => {
-      if (!res.writableFinished) for (const c of set) c.abort(gone());
+      if (!res.writableFinished) for (const [c, inScope] of all) inScope(() => c.abort(gone()));
     });
   }
-  controllers.add(controller);
+  controllers.set(
+    controller,
+    AsyncResource.bind((abort: () => void) => abort()),
+  );
 }
 
 /**
