@@ -31,18 +31,9 @@ export interface RoutePaths {
   metricsPath?: string;
 }
 
-/**
- * Whether a reader may resolve `path` otherwise than it is spelled: a `.` segment (`%2e` too), a
- * backslash (`/` to WHATWG URL), a fragment, an escape. One scan of its characters, on every
- * request a function would answer (a loop: a regular expression's call costs more than the scan).
- */
-function spelledOtherwise(path: string): boolean {
-  for (let i = 0; i < path.length; i++) {
-    const c = path.charCodeAt(i);
-    if (c === 0x25 || c === 0x5c || c === 0x23 || (c === 0x2e && i > 0 && path.charCodeAt(i - 1) === 0x2f)) return true;
-  }
-  return false;
-}
+// A path a reader may resolve otherwise than it is spelled: a `.` segment (`%2e` too), a backslash
+// (`/` to WHATWG URL), a fragment, an escape. Asked of a target that is not plain (target.ts).
+const SPELLED_OTHERWISE = /\/\.|[%\\#]/;
 
 /**
  * The runtime path (a probe's, the metrics') that `path` resolves to without being spelled as it,
@@ -52,7 +43,7 @@ function spelledOtherwise(path: string): boolean {
  * Only a path spelled otherwise that could be a runtime path's lookalike is resolved.
  */
 export function runtimePathOf(routes: RouteTable, path: string): string | undefined {
-  if (!spelledOtherwise(path) || !routes.lookalike.test(path)) return undefined;
+  if (!SPELLED_OTHERWISE.test(path) || !routes.lookalike.test(path)) return undefined;
   let resolved: string;
   try {
     // Joined to an origin, as the Request's URL is: `//x` stays a path, not a host.
