@@ -247,6 +247,30 @@ describe('a fetch handler: requests', () => {
     assert.equal(res.json.path, true);
   });
 
+  it('ctx holds no request internals, and its log kept past the answer says the line outlived the request', async (t) => {
+    const kept = [];
+    const server = await serve(
+      t,
+      {
+        fetch(request, env, ctx) {
+          kept.push(ctx);
+          return Response.json({ copy: { ...ctx }, inspected: require('node:util').inspect(ctx, { depth: 4 }) });
+        },
+      },
+      { logLevel: 'info' },
+    );
+    const res = await request(server.url);
+    assert.deepEqual(res.json.copy, { reqId: kept[0].reqId });
+    assert.doesNotMatch(res.json.inspected, /IncomingMessage|ServerResponse|Socket|AbortController|level/);
+    // Its lines keep the request's reqId until the invocation ends; after that, they say they outlived it.
+    await sleep(20);
+    kept[0].log.info('late');
+    kept[0].waitUntil(Promise.resolve());
+    const late = server.log.entries().find((l) => l.msg === 'late');
+    assert.equal(late.reqId, undefined);
+    assert.equal(late.outlivedRequest, kept[0].reqId);
+  });
+
   it('ctx.waitUntil work runs after the answer, and its failure is logged with the reqId', async (t) => {
     const server = await serve(
       t,

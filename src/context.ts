@@ -1,5 +1,7 @@
-// The handler's first argument. A class, so every request's context shares one shape and
-// its method lives on the prototype.
+// An invocation and the faces its handler is given: a `handle` function's Context (its first
+// argument), a fetch handler's ExecutionContext (its `ctx`), both over one InvocationState that
+// the runtime's functions below read. Classes, so every request's shares one shape and their
+// methods live on the prototype.
 import { AsyncResource } from 'node:async_hooks';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { CloudEvent } from 'cloudevents';
@@ -10,6 +12,7 @@ import type { Trace } from './telemetry/trace';
 import { keepInFlight, type Runtime } from './lifecycle/lifecycle';
 import { InvocationRecord } from './log/scope';
 import type { UploadedFile } from './uploads/uploads';
+import type { FetchContext } from './types';
 
 /** What the runtime itself needs back from a context (faults.ts): not part of its public face. */
 export interface InvocationParts {
@@ -45,82 +48,127 @@ export interface ContextParts {
 const NO_FILES: readonly UploadedFile[] = Object.freeze([]);
 
 /**
- * A context's own state, which the handler never sees: one record per context, read by the class
- * and by this module's functions (the request path's), and by no other module.
+ * An invocation as the runtime holds it, which the handler never sees: one per invocation, read by
+ * its two faces (a `handle` function's Context, a fetch handler's ExecutionContext) and by this
+ * module's functions (the request path's), and by no other module.
  */
-interface ContextState extends InvocationParts {
-  readonly trace: Trace | undefined;
-  readonly reqId: number;
-  readonly defaults: ResponseDefaults;
-  controller: AbortController | undefined;
-  record: InvocationRecord | undefined;
+class InvocationState implements InvocationParts {
+  controller: AbortController | undefined = undefined;
+  record: InvocationRecord | undefined = undefined;
   /** Work handed to waitUntil: what the request's uploads wait for. */
-  held: Promise<void>[] | undefined;
+  held: Promise<void>[] | undefined = undefined;
   /** The handler's promise, when its timeout was answered before it settled: its event's claim waits for it. */
-  outliving: PromiseLike<unknown> | undefined;
+  outliving: PromiseLike<unknown> | undefined = undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse | undefined,
+    /** The logger the invocation was made with, carrying its reqId (and trace). */
+    readonly log: Logger,
+    readonly runtime: Runtime | undefined,
+    readonly trace: Trace | undefined,
+    readonly reqId: number,
+    readonly defaults: ResponseDefaults,
+    /** The event the invocation runs for, if any. */
+    readonly event: CloudEvent<unknown> | undefined,
+  ) {}
+
+  /** The logger the function is given: once the invocation has ended, one whose lines say it outlived its request. */
+  get currentLog(): Logger {
+    const record = this.record;
+    return record === undefined || record.context !== undefined ? this.log : record.log;
+  }
+
+  waitUntil(promise: PromiseLike<unknown>): void {
+    const work = keepInFlight(this.runtime, promise, this.log);
+    (this.held ??= []).push(work);
+    // The invocation goes on until its waitUntil work settles: its lines keep their reqId until then.
+    this.record?.holdUntil(work);
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      const controller = (this.controller = new AbortController());
+      if (this.res !== undefined) abortWhenClientGoes(this.res, controller);
+    }
+    return this.controller.signal;
+  }
 }
 
 /**
- * The key of a context's state: not exported, so only this module reaches it. An accessor on the
- * prototype, not an own property, so that `{ ...context }` and util.inspect leave it out.
+ * The key of an invocation's state: not exported, so only this module reaches it. An accessor on
+ * the prototype, not an own property, so that `{ ...context }` and util.inspect leave it out.
  */
 const STATE = Symbol('funcrun.context.state');
 
+/** An invocation, by the face its handler was given: a `handle` function's Context, or a fetch handler's ctx. */
+export type Invocation = Context | ExecutionContext;
+
 /**
- * What the invocation's scope holds for a context (scope.ts): made once, when the invocation is
- * entered, and cut loose from the context when it ends.
+ * What the invocation's scope holds for an invocation (scope.ts): made once, when it is entered,
+ * and cut loose from the invocation when it ends.
  */
-export function invocationRecord(ctx: Context): InvocationRecord {
+export function invocationRecord(ctx: Invocation): InvocationRecord {
   const state = ctx[STATE];
   return (state.record ??= new InvocationRecord(ctx, state.log, state.reqId, state.runtime?.log));
 }
 
 /** The request of `ctx` has been answered: its invocation ends once its waitUntil work settles. */
-export function invocationAnswered(ctx: Context): void {
+export function invocationAnswered(ctx: Invocation): void {
   ctx[STATE].record?.answered();
 }
 
-/** Aborts the context's `signal`: its timeout has passed. */
-export function abortInvocation(ctx: Context, reason: Error): void {
+/** Aborts the invocation's `signal`: its timeout has passed. */
+export function abortInvocation(ctx: Invocation, reason: Error): void {
   const state = ctx[STATE];
   (state.controller ??= new AbortController()).abort(reason);
 }
 
-/** The request, response, logger and runtime a context was made with. */
-export function invocationParts(ctx: Context): InvocationParts {
+/** The request, response, logger and runtime an invocation was made with. */
+export function invocationParts(ctx: Invocation): InvocationParts {
   return ctx[STATE];
 }
 
-/** The work handed to the context's waitUntil so far (each never rejects), if any. */
-export function heldWork(ctx: Context): readonly Promise<void>[] | undefined {
+/** The work handed to the invocation's waitUntil so far (each never rejects), if any. */
+export function heldWork(ctx: Invocation): readonly Promise<void>[] | undefined {
   return ctx[STATE].held;
 }
 
 /** The handler was answered for at its timeout and still runs: `running` is what it returned. */
-export function invocationOutlived(ctx: Context, running: PromiseLike<unknown>): void {
+export function invocationOutlived(ctx: Invocation, running: PromiseLike<unknown>): void {
   ctx[STATE].outliving = running;
 }
 
 /** What the handler returned, when it was answered for at its timeout and may still run. */
-export function outlivingHandler(ctx: Context): PromiseLike<unknown> | undefined {
+export function outlivingHandler(ctx: Invocation): PromiseLike<unknown> | undefined {
   return ctx[STATE].outliving;
 }
 
 /**
- * The mode an event answering the context's request is written in when the function names none
+ * The mode an event answering the invocation's request is written in when the function names none
  * (eventResponse()): the request's, as replyMode() decides a returned event's: structured for a
  * structured event, binary for any other request; binary always in faas-js-runtime's way.
  */
-export function answerMode(ctx: Context): 'binary' | 'structured' {
+export function answerMode(ctx: Invocation): 'binary' | 'structured' {
   const { req, defaults } = ctx[STATE];
   if (defaults.binaryAnswers === true) return 'binary';
   const headers = req.headers;
   return detectMode(headers, parseMediaType(headers['content-type'])) === 'structured' ? 'structured' : 'binary';
 }
 
-/** The trace a context was made with (its OpenTelemetry span, when there is one). */
-export function invocationTrace(ctx: Context): Trace | undefined {
+/** The trace an invocation was made with (its OpenTelemetry span, when there is one). */
+export function invocationTrace(ctx: Invocation): Trace | undefined {
   return ctx[STATE].trace;
+}
+
+/** The event an invocation runs for, if any. */
+export function invocationEvent(ctx: Invocation): CloudEvent<unknown> | undefined {
+  return ctx[STATE].event;
+}
+
+/** Where the invocation's signal comes from, made on first use (a Request's `signal`). */
+export function signalSource(ctx: Invocation): { readonly signal: AbortSignal } {
+  return ctx[STATE];
 }
 
 /**
@@ -154,23 +202,11 @@ export class Context<Data = unknown> {
   cloudevent: CloudEvent<Data> | undefined;
   /** The files of a multipart/form-data body (its other fields are the body); empty for any other body. */
   readonly files: readonly UploadedFile[];
-  readonly #state: ContextState;
+  readonly #state: InvocationState;
 
   constructor(parts: ContextParts) {
     const { req, log, query } = parts;
-    this.#state = {
-      req,
-      res: parts.res,
-      log,
-      runtime: parts.runtime,
-      trace: parts.trace,
-      reqId: parts.reqId ?? 1,
-      defaults: parts.defaults,
-      controller: undefined,
-      record: undefined,
-      held: undefined,
-      outliving: undefined,
-    };
+    this.#state = new InvocationState(req, parts.res, log, parts.runtime, parts.trace, parts.reqId ?? 1, parts.defaults, parts.event);
     this.method = req.method ?? 'GET';
     this.headers = req.headers;
     this.httpVersion = req.httpVersion;
@@ -201,12 +237,11 @@ export class Context<Data = unknown> {
    */
   get log(): Logger {
     // Once the invocation has ended, what still logs through it says it outlived its request.
-    const { record, log } = this.#state;
-    return record === undefined || record.context !== undefined ? log : record.log;
+    return this.#state.currentLog;
   }
 
   /** The context's state, for this module's functions: see STATE. */
-  get [STATE](): ContextState {
+  get [STATE](): InvocationState {
     return this.#state;
   }
 
@@ -231,11 +266,7 @@ export class Context<Data = unknown> {
    * unhandled rejection.
    */
   waitUntil(promise: PromiseLike<unknown>): void {
-    const state = this.#state;
-    const work = keepInFlight(state.runtime, promise, state.log);
-    (state.held ??= []).push(work);
-    // The invocation goes on until its waitUntil work settles: its lines keep their reqId until then.
-    state.record?.holdUntil(work);
+    this.#state.waitUntil(promise);
   }
 
   /**
@@ -251,12 +282,7 @@ export class Context<Data = unknown> {
    * away before its answer. Made on first use, so requests that never look cost nothing.
    */
   get signal(): AbortSignal {
-    const state = this.#state;
-    if (state.controller === undefined) {
-      const controller = (state.controller = new AbortController());
-      if (state.res !== undefined) abortWhenClientGoes(state.res, controller);
-    }
-    return state.controller.signal;
+    return this.#state.signal;
   }
 
   /**
@@ -266,6 +292,57 @@ export class Context<Data = unknown> {
   cloudEventResponse<T = undefined>(data?: T): CloudEventResponse<T> {
     return new CloudEventResponse(data as T, this.#state.defaults);
   }
+}
+
+const NO_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/**
+ * A fetch handler's `ctx`: the invocation's waitUntil, logger and reqId, in the shape Workers code
+ * expects. The invocation's only face: a fetch handler has no Context.
+ */
+export class ExecutionContext implements FetchContext {
+  readonly reqId: number;
+  readonly #state: InvocationState;
+
+  constructor(state: InvocationState) {
+    this.#state = state;
+    this.reqId = state.reqId;
+  }
+
+  waitUntil(promise: PromiseLike<unknown>): void {
+    this.#state.waitUntil(promise);
+  }
+
+  passThroughOnException(): void {}
+
+  /** Workers' props (what a binding passes on): none here, the same empty object for every request. */
+  get props(): Readonly<Record<string, unknown>> {
+    return NO_PROPS;
+  }
+
+  /** The request's logger, as a Context's `log`. */
+  get log(): Logger {
+    return this.#state.currentLog;
+  }
+
+  /** The invocation's state, for this module's functions: see STATE. */
+  get [STATE](): InvocationState {
+    return this.#state;
+  }
+}
+
+/** A fetch handler's invocation: the `ctx` it is called with. */
+export function fetchInvocation(
+  req: IncomingMessage,
+  res: ServerResponse,
+  log: Logger,
+  runtime: Runtime,
+  trace: Trace | undefined,
+  reqId: number,
+  defaults: ResponseDefaults,
+  event: CloudEvent<unknown> | undefined,
+): ExecutionContext {
+  return new ExecutionContext(new InvocationState(req, res, log, runtime, trace, reqId, defaults, event));
 }
 
 // One 'close' listener per response, however many contexts (a batch's events) ask for a signal.

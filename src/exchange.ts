@@ -7,7 +7,7 @@ import type { UploadFolder } from './uploads/upload-folder';
 import { plainTarget, readTarget, type Target } from './http/target';
 import type { Behaviour } from './start/compat';
 import type { ResponseDefaults } from './cloudevents/cloudevent';
-import type { Context } from './context';
+import type { Context, Invocation } from './context';
 import type { OriginCheck } from './http/cors';
 import type { Logger, RootLogger } from './log/log';
 import type { Trace } from './telemetry/trace';
@@ -77,8 +77,8 @@ export class Exchange {
   uploads: Uploads | undefined = undefined;
   /** Step 8: set once the function has been called: from then on an error is the function's. */
   invoked = false;
-  /** Step 8: the contexts made for the function (a batch's in an array); their invocations end with the answer. */
-  contexts: Context | Context[] | undefined = undefined;
+  /** Step 8: the invocations made for the function (a batch's contexts in an array); they end with the answer. */
+  contexts: Invocation | Context[] | undefined = undefined;
   /** Step 7, with idempotency: keeps the answer for duplicates, or releases the event's claim, once answered. */
   settleClaim: Settle | undefined = undefined;
   #plain: boolean | undefined = undefined;

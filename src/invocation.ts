@@ -5,7 +5,18 @@ import type { CloudEvent } from 'cloudevents';
 import { asCloudEvent } from './cloudevents/cloudevent';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { InvocationRecord } from './log/scope';
-import { abortInvocation, Context, invocationOutlived, invocationRecord, invocationTrace, sharingQuery, type ContextParts } from './context';
+import {
+  abortInvocation,
+  Context,
+  fetchInvocation,
+  invocationOutlived,
+  invocationRecord,
+  invocationTrace,
+  sharingQuery,
+  type ContextParts,
+  type ExecutionContext,
+  type Invocation,
+} from './context';
 import { eventTrace, sibling, type Trace } from './telemetry/trace';
 import type { Tracing } from './telemetry/otel';
 import type { Logger } from './log/log';
@@ -18,13 +29,15 @@ import { settleOutcome } from './cloudevents/outcomes';
 import type { FunctionDestination } from './routing/routes';
 import type { Input } from './input';
 import type { Exchange, Pipeline } from './exchange';
-import type { Invokable } from './types';
 
 // A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
 const HANDLER_THIS = Object.freeze({});
 
+/** A handler as the runtime calls it: a `handle` function with its Context, a fetch handler's call with its ctx. */
+type Handler<C extends Invocation, D> = (ctx: C, data: D) => unknown;
+
 /** Calls a handler: `invoke(fn, context, data, deadline)`, its value or a promise of it. */
-export type Invoke = (fn: Invokable, ctx: Context, data: unknown, deadline: number) => unknown;
+export type Invoke = <C extends Invocation, D>(fn: Handler<C, D>, ctx: C, data: D, deadline: number) => unknown;
 
 /**
  * The invoker for a timeout in ms (0: none). A handler still running when the timeout passes is
@@ -70,7 +83,7 @@ export function timedInvoker(timeout: number): Invoke {
 }
 
 /** One warning for an invocation whose synchronous part ran past its timeout: nothing could interrupt it. */
-function outranTimeout(ctx: Context, timeout: number, over: number): void {
+function outranTimeout(ctx: Invocation, timeout: number, over: number): void {
   const overrun = Math.ceil(over);
   ctx.log.warn({ timeout, overrun }, `the invocation outran its timeout by ${overrun} ms while blocking the event loop`);
 }
@@ -123,17 +136,15 @@ export function callFunction(p: Pipeline, x: Exchange, destination: FunctionDest
   return p.invoke(destination.fn, ctx, behaviour.eventAsArgument ? events : events.data, x.deadline);
 }
 
-// A fetch handler's invocation has no body read (its Request carries the body): its context's
-// parts from the request are empty.
-const NO_INPUT = Object.freeze({ query: Object.freeze({}), params: Object.freeze({}) }) as unknown as Input;
-
 /**
- * A fetch handler's invocation (fetch/serve.ts): one context, as a `handle` function's, whose
- * waitUntil, signal, logger and scope the handler's `ctx` and Request are made of; called with
- * `p.invoke`, within the request's timeout. `event`: the single event admitted before it (fetch/events.ts), whose trace it runs in.
+ * A fetch handler's invocation (fetch/serve.ts): its `ctx`, whose waitUntil, signal, logger and
+ * scope the handler's Request is made of too; called with `p.invoke`, within the request's
+ * timeout. `event`: the single event admitted before it (fetch/events.ts), whose trace it runs in.
  */
-export function fetchContext(p: Pipeline, x: Exchange, event?: CloudEvent<unknown>): Context {
-  const ctx = singleContext(p, x, NO_INPUT, undefined, p.tracing?.active() === true ? p.tracing : undefined, event);
+export function fetchContext(p: Pipeline, x: Exchange, event?: CloudEvent<unknown>): ExecutionContext {
+  const trace = ownTrace(p, x, undefined, p.tracing?.active() === true ? p.tracing : undefined, event);
+  const ctx = fetchInvocation(x.req, x.res, x.log, p.runtime, trace ?? x.trace, x.reqId, p.defaults, event);
+  x.contexts = ctx;
   if (p.metrics !== undefined) p.metrics.queued((now() - x.began) / 1000);
   x.invoked = true;
   return ctx;
@@ -181,6 +192,17 @@ function singleContext(
   otel: Tracing | undefined,
   event: CloudEvent<unknown> | undefined,
 ): Context {
+  const own = ownTrace(p, x, route, otel, event);
+  const ctx = contextOf(p, x, input, Context, x.log, own ?? x.trace, event);
+  x.contexts = ctx;
+  return ctx;
+}
+
+/**
+ * The single invocation's trace of its own, if it has one (its span, or its event's): the
+ * request's from then on, its logger carrying it.
+ */
+function ownTrace(p: Pipeline, x: Exchange, route: string | undefined, otel: Tracing | undefined, event: CloudEvent<unknown> | undefined): Trace | undefined {
   let own: Trace | undefined;
   if (otel !== undefined) {
     own = otel.begin(x.method, x.path, route, x.req.headers, event);
@@ -189,9 +211,7 @@ function singleContext(
   // An event brings its trace in its attributes, when the request had none.
   if (own === undefined && event !== undefined && x.trace === undefined) own = eventTrace(event);
   if (own !== undefined) x.log = p.log.forRequest(x.reqId, own.logFields);
-  const ctx = contextOf(p, x, input, Context, x.log, own ?? x.trace, event);
-  x.contexts = ctx;
-  return ctx;
+  return own;
 }
 
 /**
@@ -253,7 +273,7 @@ function withTrace(reply: CloudEvent<unknown>, trace: Trace | undefined): CloudE
   return reply.cloneWith({ traceparent: trace.traceparent, ...state }, false);
 }
 
-function callHandler(fn: Invokable, ctx: Context, data: unknown): unknown {
+function callHandler<C extends Invocation, D>(fn: Handler<C, D>, ctx: C, data: D): unknown {
   return fn.call(HANDLER_THIS, ctx, data);
 }
 
@@ -262,13 +282,13 @@ function callHandler(fn: Invokable, ctx: Context, data: unknown): unknown {
  * when they are on. The answer is sent this way, so that a returned stream's code (a generator
  * that logs, a read() that fails) belongs to the invocation too.
  */
-export function inInvocation<A extends unknown[], R>(ctx: Context, fn: (...args: A) => R, ...args: A): R {
+export function inInvocation<A extends unknown[], R>(ctx: Invocation, fn: (...args: A) => R, ...args: A): R {
   const scope = invocationScope();
   const otel = invocationTrace(ctx)?.otel;
   if (otel !== undefined) return otel.within(() => (scope === undefined ? fn(...args) : scope.run(invocationRecord(ctx), fn, ...args)));
   return scope === undefined ? fn(...args) : inScope(scope, invocationRecord(ctx), fn, ...args);
 }
 
-function enter(scope: AsyncLocalStorage<InvocationRecord> | undefined, fn: Invokable, ctx: Context, data: unknown): unknown {
+function enter<C extends Invocation, D>(scope: AsyncLocalStorage<InvocationRecord> | undefined, fn: Handler<C, D>, ctx: C, data: D): unknown {
   return scope === undefined ? callHandler(fn, ctx, data) : scope.run(invocationRecord(ctx), callHandler, fn, ctx, data);
 }

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { queryOf } from './http/target';
 import { replyMode } from './cloudevents/cloudevent';
-import { invocationTrace } from './context';
+import { invocationEvent, invocationTrace } from './context';
 import { allowAnyOrigin, allowOrigin, isPreflight } from './http/cors';
 import { isUnreadable, lastResort, runtimeError, UnreadableReturn, withoutQueryValues, type SentError } from './errors';
 import { discard, respond, type Reply, type ReplyContext } from './respond';
@@ -311,7 +311,7 @@ function answer(p: Pipeline, x: Exchange, input: Input, returned: unknown): Repl
   // The single invocation's context (a batch's are in an array): its answer is sent as part of it.
   const single = Array.isArray(x.contexts) ? undefined : x.contexts;
   // A client gone first: a retry() is not to be delivered again because of this answer, that nobody gets.
-  if (value instanceof Outcome) value = settleOutcome(p.metrics, x.log, value, single?.cloudevent, res.destroyed);
+  if (value instanceof Outcome) value = settleOutcome(p.metrics, x.log, value, single === undefined ? undefined : invocationEvent(single), res.destroyed);
   closeAfter(req, res, p.runtime.draining);
   // faas-js-runtime's blanket CORS is on the function's answers only: not on errors, probes or its 404s.
   if (p.corsForEveryOrigin) allowAnyOrigin(res);

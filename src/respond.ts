@@ -10,7 +10,7 @@ import { pipeline, Readable, Writable } from 'node:stream';
 import { asCloudEvent, writtenMode, type Mode } from './cloudevents/cloudevent';
 import { encodeEvent } from './cloudevents/reply';
 import type { Trace } from './telemetry/trace';
-import { abortInvocation, type Context } from './context';
+import { abortInvocation, type Invocation } from './context';
 import type { Behaviour } from './start/compat';
 import { safeHeaders, type Dropped } from './http/headers';
 import { firstChunkTimeout } from './errors';
@@ -63,7 +63,7 @@ export interface ReplyContext {
   /** The request's deadline (`now()` time): a web answer's first chunk is waited for until then (fetch/web-response.ts). */
   readonly deadline?: number;
   /** The single invocation the answer is part of: its signal aborts when that wait times out. */
-  readonly invocation?: Context;
+  readonly invocation?: Invocation;
 }
 
 /**

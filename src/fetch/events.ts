@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { CloudEvent } from 'cloudevents';
-import type { Context } from '../context';
+import type { Invocation } from '../context';
 import { withAdmittedEvents } from '../cloudevents/web';
 import type * as AdmitEvents from '../events/admit-events';
 import { describeRequest, inputOf, readInput, type BodyReading, type Input } from '../input';
@@ -64,7 +64,14 @@ export function admittedRequest(x: Exchange, admitted: AdmittedEvents, signal: S
  * A Reply sent with its body read ahead (readAhead()): what was sent, its body kept when it came
  * whole within `limit`. Its first chunk is waited for until `deadline`, as sendWeb() does.
  */
-export async function sendKept(req: IncomingMessage, res: ServerResponse, reply: Reply, limit: number, deadline: number, invocation: Context): Promise<Reply> {
+export async function sendKept(
+  req: IncomingMessage,
+  res: ServerResponse,
+  reply: Reply,
+  limit: number,
+  deadline: number,
+  invocation: Invocation,
+): Promise<Reply> {
   return sendWeb(req, res, reply, await readAhead(reply, limit), deadline, invocation);
 }
 

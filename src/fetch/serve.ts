@@ -6,7 +6,7 @@
 // Loaded by a module with `fetch` only (scripts/bundle.js ON_DEMAND).
 import { hasBody } from '../body/body';
 import type { BodyStream } from '../body/body-stream';
-import type { Context } from '../context';
+import { invocationEvent, signalSource, type ExecutionContext } from '../context';
 import { allowAnyOrigin } from '../http/cors';
 import { closeAfter, closeUnread, leaveRest } from '../http/connections';
 import { openBodyStream } from '../input';
@@ -15,7 +15,7 @@ import { isThenable, now } from '../lifecycle/deadline';
 import type { Exchange, Pipeline } from '../exchange';
 import type { Reply } from '../respond';
 import type { FetchDestination } from '../routing/routes';
-import type { FetchContext, FetchEnv, Logger } from '../types';
+import type { FetchEnv } from '../types';
 import { kindOf } from '../util/kind';
 import { isUnreadable, UnreadableReturn } from '../errors';
 import { discardWeb, lightOf, lightReply, responseReply, sendWeb, sendWhole, withEventMode } from './web-response';
@@ -25,45 +25,16 @@ import { NativeResponse } from './natives';
 import { isOutcome, Outcome, settleOutcome } from '../cloudevents/outcomes';
 import { admitFetchEvents, admittedRequest, sendKept, type AdmittedEvents } from './events';
 
-const NO_PROPS: Readonly<Record<string, unknown>> = Object.freeze({});
-
-/** The handler's `ctx`: the invocation's waitUntil, logger and reqId, in the shape Workers code expects. */
-class ExecutionContext implements FetchContext {
-  readonly #ctx: Context;
-  readonly reqId: number;
-
-  constructor(ctx: Context, reqId: number) {
-    this.#ctx = ctx;
-    this.reqId = reqId;
-  }
-
-  waitUntil(promise: PromiseLike<unknown>): void {
-    this.#ctx.waitUntil(promise);
-  }
-
-  passThroughOnException(): void {}
-
-  /** Workers' props (what a binding passes on): none here, the same empty object for every request. */
-  get props(): Readonly<Record<string, unknown>> {
-    return NO_PROPS;
-  }
-
-  get log(): Logger {
-    return this.#ctx.log;
-  }
-}
-
 /** What `p.invoke` hands the handler's call: the Request, and what `fetch` is called with beside it. */
 interface FetchCall {
   readonly destination: FetchDestination;
   readonly request: Request;
-  readonly reqId: number;
 }
 
 // Called by p.invoke as a handle function is (in the invocation's scope, within its timeout): `fetch` with its handler as `this`.
-function callFetch(ctx: Context, call: FetchCall): unknown {
+function callFetch(ctx: ExecutionContext, call: FetchCall): unknown {
   const { destination } = call;
-  return destination.fetch(call.request, destination.env as FetchEnv, new ExecutionContext(ctx, call.reqId));
+  return destination.fetch(call.request, destination.env as FetchEnv, ctx);
 }
 
 /**
@@ -97,13 +68,13 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
     // With lightWebGlobals, a look-alike made lazily (light-request.ts); else undici's own.
     const request =
       admitted !== undefined
-        ? admittedRequest(x, admitted, ctx)
+        ? admittedRequest(x, admitted, signalSource(ctx))
         : p.settings.lightWebGlobals
-          ? lazyRequest(req, x.headers.host, x.target, x.plain, body, ctx)
-          : toRequest(req, x.target, body, ctx);
+          ? lazyRequest(req, x.headers.host, x.target, x.plain, body, signalSource(ctx))
+          : toRequest(req, x.target, body, signalSource(ctx));
     let value: unknown;
     try {
-      value = p.invoke(callFetch as never, ctx, { destination, request, reqId: x.reqId }, x.deadline);
+      value = p.invoke(callFetch, ctx, { destination, request }, x.deadline);
     } catch (err) {
       value = thrownValue(body, err);
     }
@@ -121,7 +92,7 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
 async function answerWhenSettled(
   p: Pipeline,
   x: Exchange,
-  ctx: Context,
+  ctx: ExecutionContext,
   body: BodyStream | undefined,
   pending: PromiseLike<unknown>,
 ): Promise<Reply | undefined> {
@@ -149,7 +120,7 @@ function thrownValue(body: BodyStream | undefined, err: unknown): unknown {
 }
 
 /** 9. The handler's value answered: a promise while its body is still being sent, or kept for duplicates. */
-function answerWith(p: Pipeline, x: Exchange, ctx: Context, body: BodyStream | undefined, value: unknown): Served {
+function answerWith(p: Pipeline, x: Exchange, ctx: ExecutionContext, body: BodyStream | undefined, value: unknown): Served {
   const { req, res } = x;
   // A body over its limit is the answer (413), whatever the handler made of the failed read.
   if (body?.refused !== undefined) {
@@ -186,12 +157,12 @@ async function doneAfter(p: Pipeline, x: Exchange, served: Promise<Reply | undef
 }
 
 /** The Response `fetch` gave as a Reply: a light one's parts as they are (light-response.ts); retry() and drop() their answers. */
-function replyOf(p: Pipeline, ctx: Context, returned: unknown, clientGone: boolean): Reply {
+function replyOf(p: Pipeline, ctx: ExecutionContext, returned: unknown, clientGone: boolean): Reply {
   const light = lightOf(returned);
   if (light !== undefined) return withEventMode(lightReply(light), returned as object);
   let value = returned;
   // retry() and drop(), returned or thrown: a retry is thrown as its 503 (or 429), a drop is a 204.
-  if (value instanceof Outcome) value = settleOutcome(p.metrics, ctx.log, value, ctx.cloudevent, clientGone) ?? new Response(null, { status: 204 });
+  if (value instanceof Outcome) value = settleOutcome(p.metrics, ctx.log, value, invocationEvent(ctx), clientGone) ?? new Response(null, { status: 204 });
   if (!(value instanceof NativeResponse)) {
     discard(value);
     throw new Error(`fetch must return a Response, got ${kindOf(value)}`);

@@ -9,7 +9,7 @@ import { AsyncResource } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ANSWERED_MODE } from '../cloudevents/web';
 import { writtenMode } from '../cloudevents/cloudevent';
-import { abortInvocation, type Context } from '../context';
+import { abortInvocation, type Invocation } from '../context';
 import { firstChunkTimeout, isUnreadable, UnreadableReturn } from '../errors';
 import { safeHeaders, type Dropped } from '../http/headers';
 import { now } from '../lifecycle/deadline';
@@ -127,7 +127,7 @@ export async function sendWeb(
   reply: Reply,
   body: ReadableStream<unknown> | string | Buffer | undefined,
   deadline = Infinity,
-  invocation?: Context,
+  invocation?: Invocation,
 ): Promise<Reply> {
   if (typeof body === 'string' || Buffer.isBuffer(body)) return sendWhole(req, res, reply, body);
   if (req.method === 'HEAD') {
@@ -202,7 +202,7 @@ function firstRead(
   reader: ReadableStreamDefaultReader<unknown>,
   reading: Promise<Read>,
   deadline: number,
-  invocation: Context | undefined,
+  invocation: Invocation | undefined,
 ): Promise<Read> {
   return new Promise((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;

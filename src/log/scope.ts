@@ -16,7 +16,7 @@
 // `log` or `eventResponse` (see withScopingOnUse), and faults are then attributed too.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createLogger, snapshot, type ChildOptions, type Logger, type LogLevel, type RootLogger } from './log';
-import type { Context } from '../context';
+import type { Invocation } from '../context';
 
 // The promise-hook implementation has `_enable`; AsyncContextFrame's has not.
 const CHEAP = !('_enable' in AsyncLocalStorage.prototype);
@@ -24,7 +24,7 @@ const CHEAP = !('_enable' in AsyncLocalStorage.prototype);
 /** What an invocation's scope holds. */
 export class InvocationRecord {
   /** The invocation's context while it runs; undefined once it has ended. */
-  #context: Context | undefined;
+  #context: Invocation | undefined;
   #log: Logger;
   // Made only when something logs after the invocation ended: most invocations never need it.
   #outlived: Logger | undefined = undefined;
@@ -33,7 +33,7 @@ export class InvocationRecord {
   #answered = false;
 
   constructor(
-    context: Context,
+    context: Invocation,
     log: Logger,
     private readonly reqId: number,
     private readonly root: RootLogger | undefined,
@@ -42,7 +42,7 @@ export class InvocationRecord {
     this.#log = log;
   }
 
-  get context(): Context | undefined {
+  get context(): Invocation | undefined {
     return this.#context;
   }
 
