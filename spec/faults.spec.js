@@ -239,6 +239,38 @@ describe('faults attributed to their request', () => {
       assert.equal(fatal.msg, 'uncaught exception');
     }
   });
+
+  it("a fetch handler's timer: fatal with its reqId and trace, its request 500 with funcrun's body, the other answered, exit 1", async () => {
+    const dir = project({
+      'index.js': `
+const { log } = require(${FUNCRUN});
+module.exports = {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    log.info({ path: url.pathname }, 'invoked');
+    if (url.pathname === '/crash') { setTimeout(() => { throw new Error('a fetch timer threw: secret-ish detail'); }, 5); return new Promise(() => {}); }
+    await new Promise((r) => setTimeout(r, 300));
+    return Response.json({ reqId: ctx.reqId });
+  },
+};
+`,
+    });
+    const proc = await runServing([dir, '--grace-period', '5s']);
+    const slow = request(`${proc.url}/slow`);
+    await new Promise((r) => setTimeout(r, 50));
+    const crashed = await request(`${proc.url}/crash`, { headers: { traceparent: TRACEPARENT } });
+    const { code } = await proc.exited;
+    assert.equal(code, 1);
+    assert.equal(crashed.status, 500);
+    assert.deepEqual(crashed.json, { statusCode: 500, code: 'FUNCRUN_FUNCTION_CRASHED', error: 'Internal Server Error', message: 'Internal Server Error' });
+    assert.equal((await slow).status, 200, 'a request in flight finishes');
+    const lines = proc.lines();
+    const fatal = lines.find((l) => l.level === 60);
+    assert.equal(fatal.msg, 'uncaught exception in this invocation');
+    assert.equal(fatal.reqId, lines.find((l) => l.msg === 'invoked' && l.path === '/crash').reqId);
+    assert.equal(fatal.trace_id, TRACE_ID);
+    assert.ok(!lines.some((l) => l.msg === 'invoked' && l.path === '/slow' && l.reqId === fatal.reqId));
+  });
 });
 
 describe('a fault in a batch of CloudEvents', () => {
