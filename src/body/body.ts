@@ -41,42 +41,50 @@ export function hasBody(req: IncomingMessage): boolean {
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    let chunks: Buffer[] = [];
-    let size = 0;
-    // Once settled, the listeners go: the request (kept while its connection is) holds no chunks.
-    const settle = () => {
-      req.removeListener('data', onData);
-      req.removeListener('end', onEnd);
-      req.removeListener('close', onClose);
-      const body = chunks;
-      chunks = [];
-      return body;
-    };
+    // What the listeners hold until the body is settled, and then nothing: they stay on the request
+    // (kept while its connection is, holding no chunks), where taking three listeners off again
+    // would cost each request more than reading its body does.
+    let reading: Reading | undefined = { chunks: [], size: 0, resolve, reject };
     const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
+      const read = reading;
+      if (read === undefined) return;
+      read.size += chunk.length;
+      if (read.size > limit) {
         // Stop reading: the response to this 413 closes the connection.
+        reading = undefined;
         req.pause();
-        settle();
-        reject(tooLarge(limit, 'bodyLimit'));
+        req.removeListener('data', onData);
+        read.reject(tooLarge(limit, 'bodyLimit'));
         return;
       }
-      chunks.push(chunk);
+      read.chunks.push(chunk);
     };
     const onEnd = () => {
-      const body = settle();
-      resolve(body.length === 1 ? body[0] : Buffer.concat(body, size));
+      const read = reading;
+      if (read === undefined) return;
+      reading = undefined;
+      read.resolve(read.chunks.length === 1 ? read.chunks[0] : Buffer.concat(read.chunks, read.size));
     };
     // No 'error' listener: node emits a request's 'error' only to listeners, and 'close' follows
     // every failure (an abort, malformed chunked framing) as it follows the end.
     const onClose = () => {
-      settle();
-      reject(bodyIncomplete());
+      const read = reading;
+      if (read === undefined) return;
+      reading = undefined;
+      read.reject(bodyIncomplete());
     };
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('close', onClose);
   });
+}
+
+/** A body being read (readBody()): its chunks so far, and its promise's ends. */
+interface Reading {
+  readonly chunks: Buffer[];
+  size: number;
+  readonly resolve: (body: Buffer) => void;
+  readonly reject: (err: Error) => void;
 }
 
 /** The error for a body sent in a coding funcrun does not read, if it is. */
