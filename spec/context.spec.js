@@ -77,6 +77,20 @@ describe('context', () => {
     });
   });
 
+  it('leads to none of the runtime behind it: no symbol-keyed member, own or inherited, and no getter shows the response or the runtime', async (t) => {
+    const { url } = await serve(t, (ctx) => {
+      const symbols = [];
+      for (let o = ctx; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) symbols.push(...Object.getOwnPropertySymbols(o).map(String));
+      const shown = require('node:util').inspect({ ...ctx, req: undefined }, { showHidden: true, getters: true, depth: 3 });
+      const getters = Object.entries(Object.getOwnPropertyDescriptors(Object.getPrototypeOf(ctx)))
+        .filter(([, d]) => d.get !== undefined)
+        .map(([name]) => name);
+      const read = getters.filter((name) => name !== 'req').map((name) => require('node:util').inspect(ctx[name], { depth: 3 }));
+      return { symbols, shown: /ServerResponse|inFlight/.test(shown), read: read.some((text) => /ServerResponse|inFlight|IncomingMessage/.test(text)) };
+    });
+    assert.deepEqual((await request(url)).json, { symbols: [], shown: false, read: false });
+  });
+
   it('rawBody is the exact text of a textual body and the exact bytes of any other when includeRaw is on', async (t) => {
     const { url } = await serve(t, describeContext, { includeRaw: true });
     const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{ "k" : 1 }' });

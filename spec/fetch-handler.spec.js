@@ -264,13 +264,22 @@ describe('a fetch handler: requests', () => {
     const res = await request(server.url);
     assert.deepEqual(res.json.copy, { reqId: kept[0].reqId });
     assert.doesNotMatch(res.json.inspected, /IncomingMessage|ServerResponse|Socket|AbortController|level/);
+    // Nothing inherited leads there either: no symbol-keyed member, and every getter read shows none of it.
+    const proto = Object.getPrototypeOf(kept[0]);
+    assert.deepEqual(Object.getOwnPropertySymbols(proto), []);
+    assert.doesNotMatch(require('node:util').inspect(kept[0], { showHidden: true, getters: true, depth: 6 }), /IncomingMessage|ServerResponse|Socket|inFlight/);
     // Its lines keep the request's reqId until the invocation ends; after that, they say they outlived it.
     await sleep(20);
     kept[0].log.info('late');
-    kept[0].waitUntil(Promise.resolve());
+    // Work handed over after the invocation ended fails as work that outlived it, not as the request's.
+    kept[0].waitUntil(Promise.reject(new Error('late work')));
+    await sleep(20);
     const late = server.log.entries().find((l) => l.msg === 'late');
     assert.equal(late.reqId, undefined);
     assert.equal(late.outlivedRequest, kept[0].reqId);
+    const failed = server.log.entries().find((l) => l.err?.message === 'late work');
+    assert.equal(failed.reqId, undefined);
+    assert.equal(failed.outlivedRequest, kept[0].reqId);
   });
 
   it('ctx.waitUntil work runs after the answer, and its failure is logged with the reqId', async (t) => {

@@ -115,6 +115,27 @@ describe('lifecycle', () => {
     );
   });
 
+  it('a fault while draining decides the exit code (1), and the line saying the drain was incomplete names it', async () => {
+    const folder = project({
+      'index.js': `module.exports = (ctx) => new Promise(() => { ctx.signal.addEventListener('abort', () => { throw new Error('cut, and threw'); }); console.log(JSON.stringify({ msg: 'hanging' })); });`,
+    });
+    const proc = await runServing([folder, '--grace-period', '300ms']);
+    const hanging = request(proc.url).catch((err) => err);
+    await proc.waitFor((l) => l.msg === 'hanging');
+    proc.child.kill('SIGTERM');
+    assert.equal((await proc.exited).code, 1);
+    assert.ok((await hanging) instanceof Error);
+    assert.ok(
+      proc.lines().some((l) => l.level === 60 && l.err?.message === 'cut, and threw'),
+      proc.out.stdout,
+    );
+    const incomplete = proc.lines().filter((l) => /drain was incomplete/.test(l.msg));
+    assert.deepEqual(
+      incomplete.map((l) => l.msg),
+      ['stopped, but the drain was incomplete: exit code 1'],
+    );
+  });
+
   it('an uncaught exception is logged as fatal with its stack, shutdown() runs, exit code 1', async () => {
     const folder = project({
       'index.js': `

@@ -21,6 +21,8 @@ const ALLOWED = {
   'cloudevents/cloudevent.ts sdk': 'the CloudEvents SDK, one per process (instanceof holds in the function), loaded with the first event',
   'lifecycle/deadline.ts clock': "`performance`, read on first use: its first read loads node's perf_hooks",
   'http/connections.ts connectionsKey': "node:http's private symbol for a server's connections, looked up on first use",
+  'context.ts contextState': "the reader of a Context's private state, set once by its class's static block: a symbol key would lead the function to it",
+  'context.ts executionState': "the reader of a fetch handler's ctx's private state, set once by its class's static block, as contextState",
   'tools/templates/javascript.ts running': TEMPLATE_TEXT,
   'tools/templates/typescript.ts running': TEMPLATE_TEXT,
 };

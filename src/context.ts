@@ -80,7 +80,8 @@ class InvocationState implements InvocationParts {
   }
 
   waitUntil(promise: PromiseLike<unknown>): void {
-    const work = keepInFlight(this.runtime, promise, this.log);
+    // Handed over after the invocation ended (a kept ctx, a timer), its failure says it outlived it.
+    const work = keepInFlight(this.runtime, promise, this.currentLog);
     (this.held ??= []).push(work);
     // The invocation goes on until its waitUntil work settles: its lines keep their reqId until then.
     this.record?.holdUntil(work);
@@ -96,10 +97,16 @@ class InvocationState implements InvocationParts {
 }
 
 /**
- * The key of an invocation's state: not exported, so only this module reaches it. An accessor on
- * the prototype, not an own property, so that `{ ...context }` and util.inspect leave it out.
+ * An invocation's state, read from either face's private field by the accessors their classes
+ * set (static blocks below): nothing on a context or ctx, own or inherited, leads to it (a symbol
+ * key would: Reflect.ownKeys finds it), so the function reaches none of its request's internals.
  */
-const STATE = Symbol('funcrun.context.state');
+let contextState: (ctx: Context) => InvocationState;
+let executionState: (ctx: ExecutionContext) => InvocationState;
+
+function stateOf(ctx: Invocation): InvocationState {
+  return ctx instanceof ExecutionContext ? executionState(ctx) : contextState(ctx);
+}
 
 /** An invocation, by the face its handler was given: a `handle` function's Context, or a fetch handler's ctx. */
 export type Invocation = Context | ExecutionContext;
@@ -109,39 +116,39 @@ export type Invocation = Context | ExecutionContext;
  * and cut loose from the invocation when it ends.
  */
 export function invocationRecord(ctx: Invocation): InvocationRecord {
-  const state = ctx[STATE];
+  const state = stateOf(ctx);
   return (state.record ??= new InvocationRecord(ctx, state.log, state.reqId, state.runtime?.log));
 }
 
 /** The request of `ctx` has been answered: its invocation ends once its waitUntil work settles. */
 export function invocationAnswered(ctx: Invocation): void {
-  ctx[STATE].record?.answered();
+  stateOf(ctx).record?.answered();
 }
 
 /** Aborts the invocation's `signal`: its timeout has passed. */
 export function abortInvocation(ctx: Invocation, reason: Error): void {
-  const state = ctx[STATE];
+  const state = stateOf(ctx);
   (state.controller ??= new AbortController()).abort(reason);
 }
 
 /** The request, response, logger and runtime an invocation was made with. */
 export function invocationParts(ctx: Invocation): InvocationParts {
-  return ctx[STATE];
+  return stateOf(ctx);
 }
 
 /** The work handed to the invocation's waitUntil so far (each never rejects), if any. */
 export function heldWork(ctx: Invocation): readonly Promise<void>[] | undefined {
-  return ctx[STATE].held;
+  return stateOf(ctx).held;
 }
 
 /** The handler was answered for at its timeout and still runs: `running` is what it returned. */
 export function invocationOutlived(ctx: Invocation, running: PromiseLike<unknown>): void {
-  ctx[STATE].outliving = running;
+  stateOf(ctx).outliving = running;
 }
 
 /** What the handler returned, when it was answered for at its timeout and may still run. */
 export function outlivingHandler(ctx: Invocation): PromiseLike<unknown> | undefined {
-  return ctx[STATE].outliving;
+  return stateOf(ctx).outliving;
 }
 
 /**
@@ -150,7 +157,7 @@ export function outlivingHandler(ctx: Invocation): PromiseLike<unknown> | undefi
  * structured event, binary for any other request; binary always in faas-js-runtime's way.
  */
 export function answerMode(ctx: Invocation): 'binary' | 'structured' {
-  const { req, defaults } = ctx[STATE];
+  const { req, defaults } = stateOf(ctx);
   if (defaults.binaryAnswers === true) return 'binary';
   const headers = req.headers;
   return detectMode(headers, parseMediaType(headers['content-type'])) === 'structured' ? 'structured' : 'binary';
@@ -158,17 +165,17 @@ export function answerMode(ctx: Invocation): 'binary' | 'structured' {
 
 /** The trace an invocation was made with (its OpenTelemetry span, when there is one). */
 export function invocationTrace(ctx: Invocation): Trace | undefined {
-  return ctx[STATE].trace;
+  return stateOf(ctx).trace;
 }
 
 /** The event an invocation runs for, if any. */
 export function invocationEvent(ctx: Invocation): CloudEvent<unknown> | undefined {
-  return ctx[STATE].event;
+  return stateOf(ctx).event;
 }
 
 /** Where the invocation's signal comes from, made on first use (a Request's `signal`). */
 export function signalSource(ctx: Invocation): { readonly signal: AbortSignal } {
-  return ctx[STATE];
+  return stateOf(ctx);
 }
 
 /**
@@ -240,9 +247,8 @@ export class Context<Data = unknown> {
     return this.#state.currentLog;
   }
 
-  /** The context's state, for this module's functions: see STATE. */
-  get [STATE](): InvocationState {
-    return this.#state;
+  static {
+    contextState = (ctx) => ctx.#state;
   }
 
   /**
@@ -325,9 +331,8 @@ export class ExecutionContext implements FetchContext {
     return this.#state.currentLog;
   }
 
-  /** The invocation's state, for this module's functions: see STATE. */
-  get [STATE](): InvocationState {
-    return this.#state;
+  static {
+    executionState = (ctx) => ctx.#state;
   }
 }
 

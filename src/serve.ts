@@ -154,9 +154,11 @@ export async function serve(argv: string[], command?: string): Promise<void> {
       exitAfterDrain(server);
       stop(server, gracePeriod).then(
         (drain) => {
+          // A fault (during the drain too) decides the exit code: the line says the one it exits with.
+          const exitCode = failed ? EXIT.FAILED : drain.complete ? code : EXIT.INCOMPLETE_DRAIN;
           if (drain.complete) log.info('stopped');
-          else log.warn({ cut: drain.cut, unfinished: drain.unfinished }, `stopped, but the drain was incomplete: exit code ${EXIT.INCOMPLETE_DRAIN}`);
-          exitFlushed(failed ? EXIT.FAILED : drain.complete ? code : EXIT.INCOMPLETE_DRAIN, gracePeriod);
+          else log.warn({ cut: drain.cut, unfinished: drain.unfinished }, `stopped, but the drain was incomplete: exit code ${exitCode}`);
+          exitFlushed(exitCode, gracePeriod);
         },
         // The server has logged shutdown()'s error (or that it did not finish in time) already.
         () => exitFlushed(EXIT.FAILED, gracePeriod),
