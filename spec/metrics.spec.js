@@ -52,6 +52,33 @@ describe('metrics', () => {
       assert.match(line, /^[a-z_]+\{[^}]*\} [-\d.e+]+$/, line);
   });
 
+  it("a fetch handler's requests are counted and timed; their queue latency is the admission of their events, else none", async (t) => {
+    const app = {
+      fetch(request) {
+        if (new URL(request.url).pathname === '/fail') throw new Error('boom');
+        return new Response('ok');
+      },
+    };
+    const plain = await serve(t, app);
+    for (const path of ['/', '/a', '/fail']) await request(plain.url + path);
+    const text = (await request(plain.url + '/metrics')).text;
+    assert.equal(value(text, 'faas_invocations{'), 3);
+    assert.equal(value(text, 'faas_errors{'), 1);
+    assert.equal(value(text, 'faas_execution_latency_count{'), 3);
+    assert.ok(value(text, 'faas_execution_latency_sum{') > 0);
+    // Nothing is read before fetch is called: no time queued.
+    assert.equal(value(text, 'faas_queue_latency_count{'), 3);
+    assert.equal(value(text, 'faas_queue_latency_sum{'), 0);
+
+    // With idempotency on, a CloudEvent is read and admitted first: that is its queue latency.
+    const admitting = await serve(t, app, { idempotency: true });
+    const headers = { 'ce-specversion': '1.0', 'ce-id': 'q-1', 'ce-type': 'spec.queued', 'ce-source': '/spec', 'content-type': 'application/json' };
+    assert.equal((await request(admitting.url + '/', { method: 'POST', headers, body: '{"n":1}' })).status, 200);
+    const admitted = (await request(admitting.url + '/metrics')).text;
+    assert.equal(value(admitted, 'faas_queue_latency_count{'), 1);
+    assert.ok(value(admitted, 'faas_queue_latency_sum{') > 0);
+  });
+
   it('the path is configurable, and metrics can be switched off', async (t) => {
     const moved = await serve(t, () => 'handler', { metricsPath: '/internal/metrics' });
     assert.match((await request(moved.url + '/internal/metrics')).text, /faas_invocations/);
