@@ -156,6 +156,17 @@ describe('fetch handlers in the docs', () => {
     assert.equal(refused.json.code, 'FUNCRUN_INVALID_EVENT_DATA');
   });
 
+  it('the Testing example is a test that passes, beside the Hono app of the first screen', (t) => {
+    const app = blockWith(README.slice(0, README.indexOf('\n## Common tasks')), 'js', 'module.exports = app');
+    const unit = blockWith(PAGE.slice(PAGE.indexOf('## Testing')), 'js', 'createFetchContext()');
+    const dir = folder(t, { 'index.js': app, 'test/unit.js': unit });
+    // A run of its own, not a subtest reported to this one (node:test marks its children so).
+    const env = { ...process.env, NODE_TEST_CONTEXT: undefined };
+    const run = spawnSync(process.execPath, ['--test', '--test-reporter=spec', 'test/unit.js'], { cwd: dir, encoding: 'utf8', env });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /pass 1/);
+  });
+
   it("the TypeScript example compiles against funcrun's FetchHandler, FetchEnv and FetchContext", (t) => {
     const code = blockWith(PAGE, 'ts', 'FetchHandler');
     const dir = folder(t, { 'handler.ts': code });
