@@ -156,6 +156,14 @@ describe('fetch handlers in the docs', () => {
     assert.equal(refused.json.code, 'FUNCRUN_INVALID_EVENT_DATA');
   });
 
+  it("the moves to funcrun name the tarball funcrun's npm pack makes", () => {
+    const { version } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+    const moving = PAGE.slice(PAGE.indexOf('## Moving to funcrun'));
+    const named = [...moving.matchAll(/funcrun-(\d[^\s`]*)\.tgz/g)].map((m) => m[1]);
+    assert.ok(named.length > 0);
+    for (const v of named) assert.equal(v, version);
+  });
+
   it('the Testing example is a test that passes, beside the Hono app of the first screen', (t) => {
     const app = blockWith(README.slice(0, README.indexOf('\n## Common tasks')), 'js', 'module.exports = app');
     const unit = blockWith(PAGE.slice(PAGE.indexOf('## Testing')), 'js', 'createFetchContext()');
