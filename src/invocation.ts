@@ -139,16 +139,17 @@ export function callFunction(p: Pipeline, x: Exchange, destination: FunctionDest
 /**
  * A fetch handler's invocation (fetch/serve.ts): its `ctx`, whose waitUntil, signal, logger and
  * scope the handler's Request is made of too; called with `p.invoke`, within the request's
- * timeout. `admitted`: its events were read and admitted before it (fetch/events.ts); `event`:
- * the single one, whose trace it runs in.
+ * timeout. `admitted`: the events read and admitted before it (fetch/events.ts), if any; a single
+ * one is the invocation's event, whose trace it runs in.
  */
-export function fetchContext(p: Pipeline, x: Exchange, admitted: boolean, event?: CloudEvent<unknown>): ExecutionContext {
+export function fetchContext(p: Pipeline, x: Exchange, admitted: CloudEvent<unknown> | CloudEvent<unknown>[] | undefined): ExecutionContext {
+  const event = Array.isArray(admitted) ? undefined : admitted;
   const trace = ownTrace(p, x, undefined, p.tracing?.active() === true ? p.tracing : undefined, event);
   const ctx = fetchInvocation(x.req, x.res, x.log, p.runtime, trace ?? x.trace, x.reqId, p.defaults, event);
   x.contexts = ctx;
   // Nothing is read before a fetch handler is called, unless its events are admitted first: its
   // queue latency is that reading, else none (and the clock is not read for it).
-  if (p.metrics !== undefined) p.metrics.queued(admitted ? (now() - x.began) / 1000 : 0);
+  if (p.metrics !== undefined) p.metrics.queued(admitted !== undefined ? (now() - x.began) / 1000 : 0);
   x.invoked = true;
   return ctx;
 }

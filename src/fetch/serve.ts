@@ -64,7 +64,7 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
   body?.on('error', ignore);
   let served: Served;
   try {
-    const ctx = fetchContext(p, x, admitted !== undefined, admitted === undefined || Array.isArray(admitted.events) ? undefined : admitted.events);
+    const ctx = fetchContext(p, x, admitted?.events);
     // With lightWebGlobals, a look-alike made lazily (light-request.ts); else undici's own.
     const request =
       admitted !== undefined
