@@ -173,3 +173,26 @@ describe('a client that goes away while the function reads its body', () => {
     assert.equal(line?.level, 50);
   });
 });
+
+describe('a client that half-closes after a whole request', () => {
+  it('is taken as gone, as node takes it (docs/limits.md): no answer, the connection closed, the signal aborted', async (t) => {
+    let aborted = false;
+    const server = await serve(t, async (context) => {
+      context.signal.addEventListener('abort', () => (aborted = true));
+      await sleep(200);
+      return { ok: true };
+    });
+    const socket = net.connect(server.port, '127.0.0.1');
+    t.after(() => socket.destroy());
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk));
+    socket.on('error', () => {});
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.end();
+    await closed;
+    assert.equal(received, '');
+    for (let waited = 0; waited < 2000 && !aborted; waited += 20) await sleep(20);
+    assert.equal(aborted, true);
+  });
+});

@@ -7,7 +7,10 @@ const assert = require('node:assert/strict');
 const http = require('node:http');
 const net = require('node:net');
 const { serve } = require('./helpers');
-const { exchange, firstResponse } = require('./raw');
+const { exchange, firstResponse, statuses } = require('./raw');
+
+// The platform's Response, taken before any server of these specs installs light web globals (the same specs run with them on).
+const PlatformResponse = globalThis.Response;
 
 const encoder = new TextEncoder();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -278,6 +281,24 @@ describe("a fetch handler: a Response's init as the platform reads it", () => {
       assert.equal(answer.headers['x-name'], 'caf\u00e9 \u00ff', path);
       assert.equal(answer.body, 'body', path);
     }
+  });
+
+  it("a Response whose status reads as a 1xx (a Response's own check got past) is funcrun's JSON 500, and the connection goes on", async (t) => {
+    const server = await serve(t, {
+      fetch(request) {
+        if (new URL(request.url).pathname === '/ok') return new PlatformResponse('ok');
+        const response = new PlatformResponse('x');
+        Object.defineProperty(response, 'status', { value: 101 });
+        return response;
+      },
+    });
+    const { text, timedOut } = await exchange(server.port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', {
+      wait: 4000,
+    });
+    assert.equal(timedOut, false, text);
+    assert.deepEqual(statuses(text), [500, 200]);
+    assert.match(firstResponse(text).body, /^\{"statusCode":500,/);
+    assert.ok(text.endsWith('ok'));
   });
 
   it("headers named twice in different case are the platform's one header, its values joined, sent on one line", async (t) => {

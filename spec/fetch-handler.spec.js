@@ -96,6 +96,23 @@ describe('a fetch handler: requests', () => {
     assert.equal(await read('h:99999'), `http://127.0.0.1:${server.port}/p/q?x=1&y=%20`);
   });
 
+  it("an absolute-form target names the host of request.url, not the Host header (RFC 9112 section 3.2.2), and the connection's next request has its own", async (t) => {
+    const server = await serve(t, { fetch: (request) => new Response(request.url) });
+    const { exchange } = require('./raw');
+    const { text } = await exchange(
+      server.port,
+      'GET http://other.test:81/p?x=1 HTTP/1.1\r\nHost: example.test\r\n\r\n' +
+        'GET /q HTTP/1.1\r\nHost: example.test\r\n\r\n' +
+        'GET http://a@b/r HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n',
+      { wait: 4000 },
+    );
+    const bodies = text
+      .split(/HTTP\/1\.1 200 OK\r\n/)
+      .slice(1)
+      .map((answer) => answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    assert.deepEqual(bodies, ['http://other.test:81/p?x=1', 'http://example.test/q', `http://127.0.0.1:${server.port}/r`]);
+  });
+
   it('hands over the method, the headers and the body as text, JSON and bytes', async (t) => {
     const server = await serve(t, {
       async fetch(request) {
@@ -706,6 +723,48 @@ module.exports = app;
     const boom = await request(`${proc.url}/boom`);
     assert.equal(boom.status, 500);
     assert.doesNotMatch(boom.text, /db\.internal/);
+  });
+});
+
+describe("a fetch handler: a Hono app's onError as docs/fetch.md gives it", () => {
+  it("Hono's HTTPException answers as Hono makes them (basicAuth's 401, bodyLimit's 413, a route's 403); any other error is funcrun's JSON 500", async (t) => {
+    const docs = fs.readFileSync(path.join(__dirname, '..', 'docs', 'fetch.md'), 'utf8');
+    const block = [...docs.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((code) => code.includes('app.onError'));
+    assert.ok(block, 'docs/fetch.md has the onError block');
+    const hono = (name) => JSON.stringify(require.resolve(name));
+    const folder = project({
+      'index.js': `
+const { Hono } = require(${hono('hono')});
+const { basicAuth } = require(${hono('hono/basic-auth')});
+const { bodyLimit } = require(${hono('hono/body-limit')});
+const app = new Hono();
+app.use('/admin/*', basicAuth({ username: 'u', password: 'p' }));
+app.get('/admin/x', (c) => c.text('in'));
+app.post('/small', bodyLimit({ maxSize: 10 }), (c) => c.text('ok'));
+app.get('/forbidden', () => { throw new HTTPException(403, { message: 'not yours' }); });
+app.get('/boom', () => { throw new Error('the database at db.internal is down'); });
+${block.replace("'hono/http-exception'", hono('hono/http-exception'))}
+module.exports = app;
+`,
+    });
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    const proc = await runServing([folder]);
+    t.after(() => proc.stop());
+    const auth = await request(`${proc.url}/admin/x`);
+    assert.equal(auth.status, 401);
+    assert.match(auth.headers.get('www-authenticate') ?? '', /^Basic /);
+    assert.equal((await request(`${proc.url}/admin/x`, { headers: { authorization: `Basic ${Buffer.from('u:p').toString('base64')}` } })).text, 'in');
+    assert.equal((await request(`${proc.url}/small`, { method: 'POST', body: 'x'.repeat(100) })).status, 413);
+    const forbidden = await request(`${proc.url}/forbidden`);
+    assert.equal(forbidden.status, 403);
+    assert.equal(forbidden.text, 'not yours');
+    const boom = await request(`${proc.url}/boom`);
+    assert.equal(boom.status, 500);
+    assert.equal(boom.json.statusCode, 500);
+    assert.doesNotMatch(boom.text, /db\.internal/);
+    const failed = proc.lines().filter((line) => line.level >= 50);
+    assert.equal(failed.length, 1, 'only the plain throw is a fault: ' + proc.out.stdout);
+    assert.equal(typeof failed[0].reqId, 'number');
   });
 });
 

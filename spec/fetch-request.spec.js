@@ -341,3 +341,25 @@ describe("a fetch handler's Request: the connection's own headers left out", () 
     assert.equal(JSON.parse(res.text).code, 'FUNCRUN_BODY_TOO_LARGE');
   });
 });
+
+describe("a fetch handler's Request: the methods a Request cannot carry", () => {
+  it("TRACE is funcrun's 405 with an Allow of the methods that reach fetch; TRACK, which node does not parse, its 400: neither reaches fetch", async (t) => {
+    let called = 0;
+    const server = await serve(t, {
+      fetch() {
+        called++;
+        return new Response('ok');
+      },
+    });
+    const { exchange, firstResponse } = require('./raw');
+    const trace = firstResponse((await exchange(server.port, 'TRACE /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { wait: 4000 })).text);
+    assert.equal(trace.status, 405);
+    assert.equal(trace.headers.allow, 'GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS');
+    assert.equal(JSON.parse(trace.body).code, 'FUNCRUN_METHOD_NOT_ALLOWED');
+    const track = firstResponse((await exchange(server.port, 'TRACK /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { wait: 4000 })).text);
+    assert.equal(track.status, 400);
+    assert.equal(JSON.parse(track.body).code, 'FUNCRUN_MALFORMED_REQUEST');
+    assert.equal((await request(`${server.url}/x`, { method: 'PUT', body: 'a' })).text, 'ok');
+    assert.equal(called, 1, 'only the PUT reached fetch');
+  });
+});

@@ -346,14 +346,22 @@ describe('pipelining before garbage, CONNECT, Upgrade, transfer codings', () => 
     });
   }
 
-  it('Transfer-Encoding: gzip, chunked is a 501, not still-coded bytes for the function', async () => {
+  it("Transfer-Encoding: gzip, chunked is a 501, not still-coded bytes for the function; the client's doing, logged as a refusal, not an error", async (t) => {
+    const own = await serve(t, () => 'ok', { logLevel: 'debug' });
     const { text } = await exchange(
-      port,
+      own.port,
       'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n',
     );
     const answer = firstResponse(text);
     assert.equal(answer.status, 501);
     assert.equal(answer.headers.connection, 'close');
+    assert.deepEqual(
+      own.log.entries().filter((line) => line.level >= 40),
+      [],
+      'no warning or error line',
+    );
+    const rejected = own.log.entries().find((line) => line.msg === 'request rejected');
+    assert.equal(rejected?.statusCode, 501, own.log.text());
   });
 
   it('an Upgrade request is answered and the connection closed; nothing behind it hangs', async (t) => {

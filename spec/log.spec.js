@@ -4,6 +4,7 @@
 // or flood the server.
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
+const net = require('node:net');
 const { serve, request } = require('./helpers');
 
 describe('logging in requests', () => {
@@ -55,6 +56,61 @@ describe('logging in requests', () => {
     assert.equal(access[0].statusCode, 200);
     assert.equal(access[0].url, '/a?b=…&access_token=…&flag', 'query names only: values often carry tokens');
     assert.ok(!chatty.log.text().includes('s3cr3t'));
+  });
+
+  it('an answer cut short has its access line too: request aborted, with a status only when one was sent', async (t) => {
+    const never = new Promise(() => {});
+    const server = await serve(
+      t,
+      {
+        fetch(request) {
+          const path = new URL(request.url).pathname;
+          // No answer ever: only the client leaving ends it.
+          if (path === '/never') return never;
+          let sent = false;
+          const body = new ReadableStream({
+            pull(controller) {
+              if (sent && path === '/fails') throw new Error('the upstream went away');
+              if (sent) return never;
+              sent = true;
+              controller.enqueue(new TextEncoder().encode('data: 1\n\n'));
+            },
+          });
+          return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+        },
+      },
+      { accessLog: true },
+    );
+    const lines = (msg) => server.log.entries().filter((e) => e.msg === msg);
+    const until = async (test) => {
+      for (let waited = 0; waited < 4000 && !test(); waited += 20) await new Promise((r) => setTimeout(r, 20));
+    };
+    // The client leaves a stream that has started, and one whose answer never came.
+    for (const path of ['/stream', '/never']) {
+      const socket = net.connect(server.port, '127.0.0.1');
+      socket.on('error', () => {});
+      let received = '';
+      socket.on('data', (chunk) => (received += chunk));
+      socket.write(`GET ${path}?token=s3cr3t HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await new Promise((r) => setTimeout(r, 100));
+      if (path === '/stream') assert.match(received, /data: 1/);
+      socket.destroy();
+    }
+    // A stream that fails after its head: funcrun ends the connection.
+    const failing = net.connect(server.port, '127.0.0.1');
+    failing.on('error', () => {});
+    failing.write('GET /fails HTTP/1.1\r\nHost: x\r\n\r\n');
+    t.after(() => failing.destroy());
+    await until(() => lines('request aborted').length === 3);
+    const aborted = lines('request aborted');
+    assert.deepEqual(aborted.map((e) => [e.url, e.statusCode, e.level]).sort(), [
+      ['/fails', 200, 30],
+      ['/never?token=…', undefined, 30],
+      ['/stream?token=…', 200, 30],
+    ]);
+    for (const line of aborted) assert.equal(typeof line.reqId, 'number');
+    assert.equal(lines('request completed').length, 0, 'none of them completed');
+    assert.ok(!server.log.text().includes('s3cr3t'));
   });
 
   it("the module's logLevel applies when no option or variable sets one", async (t) => {

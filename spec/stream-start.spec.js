@@ -9,7 +9,7 @@ const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const { PassThrough, Readable } = require('node:stream');
-const { serve, request } = require('./helpers');
+const { serve, request, project, runServing } = require('./helpers');
 const { exchange, statuses, firstResponse } = require('./raw');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -385,5 +385,92 @@ describe("the wait for a Readable's first chunk costs nothing when the chunk is 
         },
       });
     assert.equal(await timersArmed(t, later), 1);
+  });
+});
+
+// An empty chunk writes nothing, so nothing in writing it waits: a body that produces them without
+// end would hold the event loop (its timeout, the probes, every other request) unless the runtime
+// gives the loop a turn after each one. The server runs in a process of its own, so that the old
+// behaviour fails these specs rather than hold the process that runs them.
+const EMPTY_FOREVER = `
+  const empties = (log) => new ReadableStream({ pull(c) { c.enqueue(new Uint8Array(0)); }, cancel(reason) { log('cancelled: ' + (reason && reason.message)); } });
+  const emptiesAsync = (log) => new ReadableStream({ async pull(c) { await null; c.enqueue(new Uint8Array(0)); }, cancel(reason) { log('cancelled: ' + (reason && reason.message)); } });
+  const firstThenEmpties = (log) => { let n = 0; return new ReadableStream({ pull(c) { c.enqueue(n++ === 0 ? new TextEncoder().encode('first') : ''); }, cancel() { log('cancelled'); } }); };
+  const say = (text) => console.log(JSON.stringify({ msg: text }));
+`;
+
+function emptyChunksProject(body) {
+  return project({ 'package.json': '{"name":"empties","main":"index.js"}', 'index.js': EMPTY_FOREVER + body });
+}
+
+/** GET `path` on a connection of its own: the status and body, or 'no answer' within `ms`. */
+async function answerWithin(url, ms, init) {
+  return within(
+    request(url, init).catch((err) => `failed: ${err.message}`),
+    ms,
+    'no answer',
+  );
+}
+
+describe('a web answer whose body produces empty chunks', () => {
+  for (const [what, body] of [
+    ["a fetch handler's Response (a sync pull)", 'module.exports = { fetch: () => new Response(empties(say)) };'],
+    ["a fetch handler's Response (an async pull)", 'module.exports = { fetch: () => new Response(emptiesAsync(say)) };'],
+    ['a handle function returning a ReadableStream', 'module.exports = { handle: () => empties(say) };'],
+  ]) {
+    it(`${what}, without end and with a timeout: the JSON 504, the stream cancelled, and the probes answered meanwhile`, async (t) => {
+      const server = await runServing([emptyChunksProject(body)], { env: { FUNC_TIMEOUT: '400ms' } });
+      t.after(() => server.stop('SIGKILL'));
+      const answer = answerWithin(`${server.url}/`, BOUND_MS);
+      await sleep(100);
+      const probe = await answerWithin(`${server.url}/health/liveness`, BOUND_MS);
+      assert.equal(probe.status, 200, 'the liveness probe is answered while the body is waited for');
+      const res = await answer;
+      assert.notEqual(res, 'no answer', `no answer within ${BOUND_MS} ms`);
+      assert.equal(res.status, 504);
+      assert.deepEqual(res.json, TIMEOUT_504);
+      await server.waitFor((line) => /^cancelled: .*first chunk within the timeout/.test(line.msg), 'the stream cancelled');
+    });
+  }
+
+  it('a Response that sent its first chunk and then produces empty ones: the probes answered, other requests served, the client leaving cancels it', async (t) => {
+    const server = await runServing(
+      [
+        emptyChunksProject(
+          "module.exports = { fetch: (r) => new URL(r.url).pathname === '/other' ? new Response('ok') : new Response(firstThenEmpties(say)) };",
+        ),
+      ],
+      { env: { FUNC_TIMEOUT: '400ms' } },
+    );
+    t.after(() => server.stop('SIGKILL'));
+    const socket = net.connect(server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    t.after(() => socket.destroy());
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk));
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    for (let waited = 0; waited < BOUND_MS && !received.includes('first'); waited += 20) await sleep(20);
+    assert.match(received, /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\n5\r\nfirst\r\n$/, 'the head and the first chunk, and nothing more');
+    // Past the timeout: the stream has started, so it goes on; the loop is not held by it.
+    await sleep(500);
+    assert.equal((await answerWithin(`${server.url}/health/liveness`, BOUND_MS)).status, 200);
+    assert.equal((await answerWithin(`${server.url}/other`, BOUND_MS)).text, 'ok');
+    socket.destroy();
+    await server.waitFor((line) => line.msg === 'cancelled', 'the stream cancelled');
+  });
+
+  it('with idempotency, an event whose answer produces empty chunks without end: read ahead within a bound, then the JSON 504', async (t) => {
+    const server = await runServing([emptyChunksProject('module.exports = { fetch: () => new Response(empties(say)) };')], {
+      env: { FUNC_TIMEOUT: '400ms', FUNC_IDEMPOTENCY: 'on' },
+    });
+    t.after(() => server.stop('SIGKILL'));
+    const headers = { 'ce-id': 'e-1', 'ce-source': '/spec', 'ce-type': 'spec.empty', 'ce-specversion': '1.0', 'content-type': 'application/json' };
+    const answer = answerWithin(`${server.url}/`, BOUND_MS, { method: 'POST', headers, body: '{}' });
+    await sleep(100);
+    assert.equal((await answerWithin(`${server.url}/health/liveness`, BOUND_MS)).status, 200);
+    const res = await answer;
+    assert.notEqual(res, 'no answer', `no answer within ${BOUND_MS} ms`);
+    assert.equal(res.status, 504);
+    await server.waitFor((line) => /^cancelled: /.test(line.msg), 'the stream cancelled');
   });
 });

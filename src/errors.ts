@@ -274,6 +274,8 @@ export function errorJson(facts: Thrown, thrown: unknown, log: Logger, style: Er
 // 5xx answers that are outcomes, not failures: the function's retry(), and a store outage (its
 // store logs the outage once). The request's own line says more, where they are raised.
 const LOGGED_WHERE_RAISED = new Set<string | undefined>(['FUNCRUN_RETRY', 'FUNCRUN_STORE_UNAVAILABLE']);
+// 5xx answers to what a client sent (a transfer coding funcrun does not read): refusals, logged as a 4xx is, not server errors any client could flood the log with.
+const CLIENTS_DOING = new Set<string | undefined>(['FUNCRUN_TRANSFER_ENCODING']);
 
 /** What sendError() sent. */
 export interface SentError {
@@ -292,7 +294,8 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
     const dropped: Dropped[] = [];
     const facts = readThrown(thrown, dropped, input, asText);
     const request = { method: req.method, path: pathOf(req.url), statusCode: facts.status };
-    if (facts.status >= 500 && !LOGGED_WHERE_RAISED.has(facts.code)) quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));
+    if (facts.status >= 500 && !LOGGED_WHERE_RAISED.has(facts.code) && !CLIENTS_DOING.has(facts.code))
+      quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));
     else quietly(() => log.debug({ ...request, message: loggedMessage(facts.message, req.url) }, 'request rejected'));
     if (dropped.length > 0) quietly(() => log.warn({ headers: dropped }, 'error headers left out'));
     if (res.headersSent || res.destroyed) {

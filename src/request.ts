@@ -357,8 +357,13 @@ function webTagged(value: object): boolean {
 // One line per answered request, with the logger the request has by then (a single event's trace).
 function logWhenAnswered(x: Exchange, level: 'info' | 'debug'): void {
   const started = process.hrtime.bigint();
-  x.res.once('finish', () => {
+  // 'close', not 'finish': an answer cut short (the client gone, a streamed body that failed) has its line too.
+  x.res.once('close', () => {
+    const { req, res } = x;
     const responseTime = Number(process.hrtime.bigint() - started) / 1e6;
-    x.log[level]({ method: x.req.method, url: withoutQueryValues(x.req.url ?? ''), statusCode: x.res.statusCode, responseTime }, 'request completed');
+    const url = withoutQueryValues(req.url ?? '');
+    if (res.writableFinished) x.log[level]({ method: req.method, url, statusCode: res.statusCode, responseTime }, 'request completed');
+    // A status only when one was sent: node's default 200 would say an answer went out.
+    else x.log[level]({ method: req.method, url, statusCode: res.headersSent ? res.statusCode : undefined, responseTime }, 'request aborted');
   });
 }

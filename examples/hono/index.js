@@ -3,6 +3,7 @@
 // method, and keeps its own probes, limits, timeout, logs, metrics and drain around it.
 const { Hono } = require('hono');
 const { streamSSE } = require('hono/streaming');
+const { HTTPException } = require('hono/http-exception');
 
 const app = new Hono();
 
@@ -37,8 +38,11 @@ app.get('/boom', () => {
 });
 
 // Errors go on to funcrun, which logs them (with reqId) and answers its JSON 500, never the
-// message; Hono's own handler would answer a plain-text 500 and print to the console.
+// message; Hono's own handler would answer a plain-text 500 and print to the console. Hono's
+// HTTPException (basicAuth's 401, bodyLimit's 413, one a route throws) is an answer for the
+// client, not a fault: sent as Hono makes it.
 app.onError((err) => {
+  if (err instanceof HTTPException) return err.getResponse();
   throw err;
 });
 

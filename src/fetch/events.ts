@@ -89,6 +89,7 @@ async function readAhead(reply: Reply, limit: number): Promise<ReadableStream<un
   const reader = body.getReader();
   const chunks: unknown[] = [];
   let size = 0;
+  let empty = 0;
   let coming: Promise<Read> | undefined = reader.read();
   try {
     for (;;) {
@@ -104,6 +105,8 @@ async function readAhead(reply: Reply, limit: number): Promise<ReadableStream<un
       // A chunk that is not bytes is sendWeb()'s to refuse.
       const length = byteLength(read.value);
       if (length === undefined || (size += length) > limit) break;
+      // Empty chunks are bounded by their number, not their size: a stream of them is sent (streamed) as sendWeb() sends one.
+      if (length === 0 && ++empty > MAX_EMPTY_CHUNKS) break;
       coming = reader.read();
     }
   } catch (err) {
@@ -112,6 +115,9 @@ async function readAhead(reply: Reply, limit: number): Promise<ReadableStream<un
   }
   return streamOf(chunks, coming, reader);
 }
+
+// How many empty chunks a body read ahead may hold before it is sent as a stream.
+const MAX_EMPTY_CHUNKS = 64;
 
 /** The chunks read ahead, then the read still coming, then the rest of `reader`. */
 function streamOf(chunks: unknown[], coming: Promise<Read> | undefined, reader: ReadableStreamDefaultReader<unknown>): ReadableStream<unknown> {

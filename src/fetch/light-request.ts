@@ -187,14 +187,15 @@ function originOf(req: IncomingMessage): string {
   try {
     return new URL(`${scheme}://${authorityOf(req)}/`).origin;
   } catch (err) {
-    if (!(err instanceof TypeError) || req.headers.host === undefined) throw err;
+    if (!(err instanceof TypeError)) throw err;
     return new URL(`${scheme}://${authorityOf(req, false)}/`).origin;
   }
 }
 
 /** The absolute URL as a Request's `url` gives it. */
 function requestUrl(req: IncomingMessage, host: string | undefined, target: Target, plain: boolean): string {
-  const origin = connectionOrigin(req, host, originOf);
+  // An absolute-form target names a host of its own (web-request.ts namedHost()): its origin is not the connection's to keep.
+  const origin = plain || req.url!.charCodeAt(0) === 0x2f ? connectionOrigin(req, host, originOf) : originOf(req);
   // A plain target (target.ts) is written as it is, and needs no second look.
   if (plain) return origin + req.url!;
   const path = pathOf(req, target);

@@ -150,11 +150,13 @@ export function toRequest(req: IncomingMessage, target: Target, body: Readable |
   try {
     return new IncomingRequest(urlOf(req, target), init, signal, init.body === undefined ? undefined : body);
   } catch (err) {
-    // A Host the URL standard refuses (`999.999.999.999`): the listening address, as for none.
-    if (!(err instanceof TypeError) || req.headers.host === undefined) throw err;
+    // A host the URL standard refuses (`999.999.999.999`): the listening address, as for none.
+    if (!(err instanceof TypeError)) throw err;
     return new IncomingRequest(urlOf(req, target, false), init, signal, init.body === undefined ? undefined : body);
   }
 }
+
+const FETCH_METHODS = 'GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS';
 
 /** Whether a Request refuses to carry `method` (the Fetch standard's forbidden methods): compared, not hashed. */
 function isForbidden(method: string): boolean {
@@ -164,7 +166,9 @@ function isForbidden(method: string): boolean {
 /** The request's method; one a Request cannot carry is a 405. */
 export function methodOf(req: IncomingMessage, target: Target): string {
   const method = req.method ?? 'GET';
-  if (isForbidden(method)) throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${target.path}`);
+  // A 405 says what is allowed (RFC 9110 section 15.5.6): the methods a Request carries, which are the handler's to answer.
+  if (isForbidden(method))
+    throw runtimeError('FUNCRUN_METHOD_NOT_ALLOWED', `method ${method} is not allowed on ${target.path}`, { headers: { allow: FETCH_METHODS } });
   return method;
 }
 
@@ -225,10 +229,23 @@ export function schemeOf(req: IncomingMessage): 'http' | 'https' {
   return (req.socket as TLSSocket | undefined)?.encrypted === true ? 'https' : 'http';
 }
 
-/** The host (and port) the Host header names, when it names one; else the listening address. */
+/** The host (and port) the request names, when it names a valid one (namedHost()); else the listening address. */
 export function authorityOf(req: IncomingMessage, byHost = true): string {
-  const host = req.headers.host;
-  return byHost && host !== undefined && HOST.test(host) && portOk(host) ? host : listeningAddress(req);
+  const host = byHost ? namedHost(req) : undefined;
+  return host !== undefined && HOST.test(host) && portOk(host) ? host : listeningAddress(req);
+}
+
+/**
+ * An absolute-form target's host (`GET http://host/path`): a server ignores the Host header then
+ * (RFC 9112 section 3.2.2); else the Host header's.
+ */
+function namedHost(req: IncomingMessage): string | undefined {
+  const url = req.url ?? '/';
+  const scheme = url.charCodeAt(0) === 0x2f ? -1 : url.indexOf('://');
+  if (scheme === -1) return req.headers.host;
+  let end = scheme + 3;
+  while (end < url.length && url[end] !== '/' && url[end] !== '?') end++;
+  return url.slice(scheme + 3, end);
 }
 
 /** The origin-form target (`/path?query`) as sent; an absolute-form one by its path and query. */

@@ -13,6 +13,7 @@ import { abortInvocation, type Invocation } from '../context';
 import { firstChunkTimeout, isUnreadable, UnreadableReturn } from '../errors';
 import { safeHeaders, type Dropped } from '../http/headers';
 import { now } from '../lifecycle/deadline';
+import { kindOf } from '../util/kind';
 import type { Reply } from '../respond';
 import { sendAsGiven, withoutContent } from '../send';
 import { LIGHT, type LightParts } from './light-response';
@@ -30,10 +31,14 @@ export function responseReply(response: Response): Reply {
   const light = lightOf(response);
   if (light !== undefined) return withEventMode(lightReply(light), response);
   if (response.type === 'error') throw new Error('the function returned Response.error(), which is no answer');
+  // A final answer's status (a Response's own check, which a status made to read otherwise gets past): a 1xx would leave the client waiting.
+  const status = response.status;
+  if (!(Number.isInteger(status) && status >= 200 && status <= 599))
+    throw new Error(`the function returned a Response whose status is ${kindOf(status)}: expected 200 to 599`);
   const dropped: Dropped[] = [];
   // Iterating Headers gives each Set-Cookie apart (the Fetch standard's "sort and combine").
   const headers = safeHeaders(response.headers, dropped);
-  const reply: Reply = { status: response.status, headers };
+  const reply: Reply = { status, headers };
   if (response.statusText !== '') reply.reason = response.statusText;
   if (response.body !== null) reply.body = response.body;
   // A Response's framing headers (an upstream's Content-Length and Connection, passed on) are
@@ -152,6 +157,8 @@ export async function sendWeb(
     let read = await Promise.race([reading, PENDING_NOW]);
     if (read === PENDING) read = await Promise.race([reading, PENDING_NOW]);
     if (read === PENDING) read = await firstRead(res, reader, reading, deadline, invocation);
+    // An empty chunk is no first byte: the head waits on, within the deadline.
+    while (!read.done && !res.destroyed && isEmpty(read.value)) read = await afterEmpty(res, reader, deadline, invocation);
     // The client went away while the first chunk was awaited: the stream was cancelled.
     if (res.destroyed) {
       reader.cancel().catch(ignore);
@@ -240,6 +247,32 @@ function firstRead(
   });
 }
 
+/** Whether a chunk holds no bytes (one that is not bytes is bytesOf()'s to refuse). Asks nothing a Proxy could answer. */
+function isEmpty(chunk: unknown): boolean {
+  return chunk === '' || (ArrayBuffer.isView(chunk) && chunk.byteLength === 0);
+}
+
+/**
+ * The read after an empty chunk, before the head is sent: a turn of the event loop first (a stream
+ * of empty chunks would otherwise hold it, its timers included), then past `deadline` the 504 as
+ * firstRead() throws it, else the read, waited for as the first one is.
+ */
+async function afterEmpty(
+  res: ServerResponse,
+  reader: ReadableStreamDefaultReader<unknown>,
+  deadline: number,
+  invocation: Invocation | undefined,
+): Promise<Read> {
+  await nextTurn();
+  if (now() >= deadline) {
+    const late = firstChunkTimeout();
+    if (invocation !== undefined) abortInvocation(invocation, late);
+    reader.cancel(late).catch(ignore);
+    throw late;
+  }
+  return firstRead(res, reader, reader.read(), deadline, invocation);
+}
+
 /** The rest of the body, chunked: the head and the first chunk now, then each chunk as it is read. */
 async function pump(res: ServerResponse, reply: Reply, reader: ReadableStreamDefaultReader<unknown>, first: Buffer, coming: Promise<Read>): Promise<Reply> {
   // The client going away cancels the stream: a pending read then ends, and nothing more is produced.
@@ -254,7 +287,11 @@ async function pump(res: ServerResponse, reply: Reply, reader: ReadableStreamDef
     for (let read = await coming; !read.done; read = await reader.read()) {
       if (!writable) await drained(res);
       if (res.destroyed) break;
-      writable = res.write(bytesOf(read.value));
+      const bytes = bytesOf(read.value);
+      // An empty chunk writes nothing, so nothing would ever make this loop wait: a stream of them
+      // would hold the event loop (no probe, no timer, no other request). It gets a turn instead.
+      if (bytes.length === 0) await nextTurn();
+      else writable = res.write(bytes);
     }
     if (!res.destroyed) res.end();
     return reply;
