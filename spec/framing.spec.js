@@ -265,6 +265,21 @@ describe('HTTP framing an attacker chooses', () => {
     assert.match(JSON.parse(answer.body).message, /Host/);
   });
 
+  it('a request with two Host headers gets a JSON 400, in any case and also on HTTP/1.0', async () => {
+    for (const head of [
+      'GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test',
+      'GET / HTTP/1.1\r\nhost: a.test\r\nX-A: 1\r\nHOST: a.test',
+      'GET / HTTP/1.0\r\nHost: a\r\nhOsT: b',
+    ]) {
+      const answer = firstResponse((await exchange(port, `${head}\r\nConnection: close\r\n\r\n`)).text);
+      assert.equal(answer.status, 400, head);
+      assert.equal(JSON.parse(answer.body).code, 'FUNCRUN_HOST_REPEATED', head);
+    }
+    // A header whose name only starts or ends like it is another header.
+    const other = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: a\r\nX-Host: b\r\nHosts: c\r\nConnection: close\r\n\r\n')).text);
+    assert.equal(other.status, 200);
+  });
+
   it('an HTTP/1.0 request without Host is served', async () => {
     const answer = firstResponse((await exchange(port, 'GET / HTTP/1.0\r\n\r\n')).text);
     assert.equal(answer.status, 200);

@@ -3,6 +3,7 @@
 // checks that the two agree). Errors a function throws carry no code of funcrun's.
 export const ERROR_CODES = {
   FUNCRUN_NO_HOST: { status: 400, when: 'an HTTP/1.1 request without a Host header' },
+  FUNCRUN_HOST_REPEATED: { status: 400, when: 'a request with more than one Host header' },
   FUNCRUN_MALFORMED_REQUEST: { status: 400, when: 'bytes that are not HTTP (node could not parse the request)' },
   FUNCRUN_REQUEST_TIMEOUT: {
     status: 408,

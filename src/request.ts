@@ -217,12 +217,27 @@ function firstSteps(p: Pipeline, x: Exchange, found: Match<Destination> | undefi
 function checkHttp(x: Exchange): void {
   const req = x.req;
   // HTTP/1.1 requires Host (RFC 9112 section 3.2); node's own check would answer without a JSON body.
-  if (x.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
-    throw runtimeError('FUNCRUN_NO_HOST', 'the request has no Host header');
+  if (x.headers.host === undefined) {
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1) throw runtimeError('FUNCRUN_NO_HOST', 'the request has no Host header');
+  } else if (repeatsHost(req.rawHeaders)) {
+    // node keeps the first of them; a proxy in front may have read another (RFC 9112 section 3.2: a 400).
+    throw runtimeError('FUNCRUN_HOST_REPEATED', 'the request has more than one Host header');
   }
   // funcrun upgrades nothing, and node has handed the rest of this connection's bytes to the
   // upgrade: answer this request, then close, rather than leave requests behind it unanswered.
   if (x.headers.upgrade !== undefined) lastAnswer(req, x.res);
+}
+
+/** Whether the headers (node's raw list: name, value, ...) name Host more than once. */
+function repeatsHost(raw: string[]): boolean {
+  let seen = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length !== 4 || name.toLowerCase() !== 'host') continue;
+    if (seen) return true;
+    seen = true;
+  }
+  return false;
 }
 
 /** True when the request was answered here: a preflight, or OPTIONS under faas-js-runtime's blanket CORS. */
