@@ -264,6 +264,11 @@ async function afterEmpty(
   invocation: Invocation | undefined,
 ): Promise<Read> {
   await nextTurn();
+  // The client went away during the turn, before a read was armed to hear it: the stream is cancelled.
+  if (res.destroyed) {
+    reader.cancel(new Error('the client closed the connection')).catch(ignore);
+    return { done: true, value: undefined };
+  }
   if (now() >= deadline) {
     const late = firstChunkTimeout();
     if (invocation !== undefined) abortInvocation(invocation, late);
