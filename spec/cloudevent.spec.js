@@ -464,4 +464,12 @@ describe('CloudEvents passed through', () => {
     assert.equal(res.status, 500);
     assert.ok(log.entries().some((e) => /source must be a URI reference/.test(e.err?.message ?? '')));
   });
+
+  it('an empty id given to response() is a 500 logged, not an event sent with an empty ce-id', async (t) => {
+    const { url, log } = await serve(t, (ctx) => ctx.cloudEventResponse({}).id('').source('/s').type('t').response());
+    const res = await send(url, HTTP.binary(event()));
+    assert.equal(res.status, 500);
+    assert.equal(res.headers['ce-id'], undefined);
+    assert.ok(log.entries().some((e) => /id must be a non-empty string/.test(e.err?.message ?? '')));
+  });
 });

@@ -272,57 +272,33 @@ describe('a value that cannot be read, thrown, rejected with or returned', () =>
   }
 });
 
-describe('a batch event that returns a value that cannot be read', () => {
-  it('a JSON 500, one error line without funcrun stack, saying what was returned', async (t) => {
-    const server = await startServer(
-      () => {
-        const { proxy, revoke } = Proxy.revocable({}, {});
-        revoke();
-        return proxy;
-      },
-      { logLevel: 'debug' },
-    );
-    t.after(() => server.close());
-    const events = [{ specversion: '1.0', id: '1', source: '/batch', type: 'test.event', data: {} }];
-    const answer = await request(server.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/cloudevents-batch+json' },
-      body: JSON.stringify(events),
-    });
-    assert.equal(answer.status, 500);
-    assert.deepEqual(answer.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
-    const errors = server.log.entries().filter((line) => line.level >= 50);
-    assert.equal(errors.length, 1, JSON.stringify(errors));
-    assert.doesNotMatch(JSON.stringify(errors[0]), /\/(src|lib)\/|TypeError/, JSON.stringify(errors[0]));
-    assert.equal(errors[0].returned, '[unreadable value]');
-  });
-});
+/** A revoked Proxy: a value that answers nothing it is asked. */
+function revokedProxy() {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
 
-describe('a response body chunk that cannot be read', () => {
-  it('a revoked Proxy enqueued as the first chunk: a JSON 500, one error line without funcrun stack', async (t) => {
-    const server = await startServer(
-      {
-        fetch: () => {
-          const { proxy, revoke } = Proxy.revocable({}, {});
-          revoke();
-          return new Response(
-            new ReadableStream({
-              start(controller) {
-                controller.enqueue(proxy);
-                controller.close();
-              },
-            }),
-          );
-        },
-      },
-      { logLevel: 'debug' },
-    );
-    t.after(() => server.close());
-    const answer = await request(server.url);
-    assert.equal(answer.status, 500);
-    assert.deepEqual(answer.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
-    const errors = server.log.entries().filter((line) => line.level >= 50);
-    assert.equal(errors.length, 1, JSON.stringify(errors));
-    assert.doesNotMatch(JSON.stringify(errors[0]), /\/(src|lib)\/|TypeError/, JSON.stringify(errors[0]));
-  });
+describe('a value that cannot be read, inside what the function returned', () => {
+  const batch = {
+    method: 'POST',
+    headers: { 'content-type': 'application/cloudevents-batch+json' },
+    body: JSON.stringify([{ specversion: '1.0', id: '1', source: '/batch', type: 'test.event', data: {} }]),
+  };
+  for (const [what, handle, init] of [
+    ['a batch event returning a revoked Proxy', () => revokedProxy(), batch],
+    ['{ statusCode, body: a revoked Proxy }', () => ({ statusCode: 200, body: revokedProxy() }), undefined],
+  ]) {
+    it(`${what}: a JSON 500, one error line without funcrun stack, saying what was returned`, async (t) => {
+      const server = await startServer(handle, { logLevel: 'debug' });
+      t.after(() => server.close());
+      const answer = await request(server.url, init);
+      assert.equal(answer.status, 500);
+      assert.deepEqual(answer.json, { statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
+      const errors = server.log.entries().filter((line) => line.level >= 50);
+      assert.equal(errors.length, 1, JSON.stringify(errors));
+      assert.doesNotMatch(JSON.stringify(errors[0]), /\/(src|lib)\/|TypeError/, JSON.stringify(errors[0]));
+      assert.equal(errors[0].returned, '[unreadable value]');
+    });
+  }
 });

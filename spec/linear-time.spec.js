@@ -45,6 +45,18 @@ describe('time linear in input size', () => {
     assertQuick(answer);
   });
 
+  for (const [what, body] of [
+    ['1 MiB of fields without "=" (a&a&a...)', 'a&'.repeat(520_000)],
+    ['2 MB of distinct names without "="', Array.from({ length: 250_000 }, (_, i) => `k${i}`).join('&')],
+  ]) {
+    it(`a form body of ${what} is read at once, and liveness is answered meanwhile`, async () => {
+      const answer = await whileHostile(server.url, '/', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+      assert.equal(answer.status, 200);
+      assert.deepEqual(answer.json, { kind: 'object' });
+      assertQuick(answer);
+    });
+  }
+
   it('malformed JSON nested 1,000,000 deep is a 400 with its position, not a 500', async () => {
     const answer = await whileHostile(server.url, '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '['.repeat(1_000_000) });
     assert.equal(answer.status, 400);

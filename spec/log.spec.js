@@ -58,6 +58,32 @@ describe('logging in requests', () => {
     assert.ok(!chatty.log.text().includes('s3cr3t'));
   });
 
+  it("an absolute-form target's credentials are logged nowhere: access line, refusals, errors", async (t) => {
+    const { exchange } = require('./raw');
+    for (const compat of [false, true]) {
+      const server = await serve(
+        t,
+        (context) => {
+          if (context.query.fail !== undefined) throw new Error('failed');
+          return 'ok';
+        },
+        { logLevel: 'trace', accessLog: true, ...(compat ? { compat: 'faas-js-runtime' } : {}) },
+      );
+      const sent = [
+        'GET http://user:pa55w0rd@h.test/?a=s3cr3t HTTP/1.1\r\nHost: h.test\r\n\r\n',
+        'GET http://user:pa55w0rd@h.test/?fail=1 HTTP/1.1\r\nHost: h.test\r\n\r\n',
+        'GET http://user:pa55w0rd@h.test/nowhere/x?b=1 HTTP/1.1\r\nHost: h.test\r\n\r\n',
+        'DELETE http://pa55w0rd@h.test/ HTTP/1.1\r\nHost: h.test\r\nConnection: close\r\n\r\n',
+      ].join('');
+      await exchange(server.port, sent, { wait: 4000 });
+      await server.close();
+      const text = server.log.text();
+      assert.match(text, /"url":"http:\/\/…@h\.test\/\?a=…"/, text);
+      assert.ok(!text.includes('pa55w0rd'), text);
+      assert.ok(!text.includes('s3cr3t'), text);
+    }
+  });
+
   it('an answer cut short has its access line too: request aborted, with a status only when one was sent', async (t) => {
     const never = new Promise(() => {});
     const server = await serve(

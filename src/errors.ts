@@ -322,17 +322,39 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
   }
 }
 
-/** The request's path for the log: without the query string, whose values often carry tokens. */
+/** The request's path for the log: without the query string, whose values often carry tokens, nor an absolute-form target's credentials. */
 export function pathOf(url: string | undefined): string {
   if (url === undefined) return '';
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
+  const shown = withoutUserinfo(url);
+  const q = shown.indexOf('?');
+  return q === -1 ? shown : shown.slice(0, q);
+}
+
+/**
+ * Where the request target is absolute-form with credentials (`http://user:password@host/`), the
+ * credentials: logged nowhere (`…@` in their place).
+ */
+function userinfoOf(url: string): string | undefined {
+  if (url.charCodeAt(0) === 0x2f) return undefined;
+  const scheme = url.indexOf('://');
+  if (scheme === -1) return undefined;
+  const start = scheme + 3;
+  let end = start;
+  while (end < url.length && url[end] !== '/' && url[end] !== '?') end++;
+  const at = url.lastIndexOf('@', end - 1);
+  return at < start ? undefined : url.slice(start, at + 1);
+}
+
+function withoutUserinfo(url: string): string {
+  const userinfo = userinfoOf(url);
+  return userinfo === undefined ? url : url.replace(userinfo, '…@');
 }
 
 const INTERNAL = JSON.stringify({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
 
-/** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept. */
-export function withoutQueryValues(url: string): string {
+/** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept (and no credentials). */
+export function withoutQueryValues(sent: string): string {
+  const url = withoutUserinfo(sent);
   const q = url.indexOf('?');
   if (q === -1) return url;
   const names = url
@@ -349,7 +371,10 @@ export function withoutQueryValues(url: string): string {
  * A message for the log: where it quotes the request's URL (faas-js-runtime's 404 does), without
  * the query's values, also when the message was cut short inside the URL.
  */
-function loggedMessage(message: string | undefined, url: string | undefined): string | undefined {
+function loggedMessage(quoting: string | undefined, sent: string | undefined): string | undefined {
+  const userinfo = sent === undefined ? undefined : userinfoOf(sent);
+  const message = userinfo === undefined ? quoting : quoting?.split(userinfo).join('…@');
+  const url = sent === undefined ? undefined : withoutUserinfo(sent);
   const q = url === undefined ? -1 : url.indexOf('?');
   if (message === undefined || q === -1) return message;
   const at = message.indexOf(url!.slice(0, q + 1));

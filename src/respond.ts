@@ -13,7 +13,7 @@ import type { Trace } from './telemetry/trace';
 import { abortInvocation, type Invocation } from './context';
 import type { Behaviour } from './start/compat';
 import { safeHeaders, type Dropped } from './http/headers';
-import { firstChunkTimeout } from './errors';
+import { firstChunkTimeout, isUnreadable, UnreadableReturn } from './errors';
 import { now } from './lifecycle/deadline';
 import { isInstance, isPartOf, type RequestInput } from './body/provenance';
 import { BINARY, JSON_TYPE, send, TEXT, withoutContent, XML } from './send';
@@ -257,6 +257,8 @@ function replyBodyOf(
     case 'bigint':
       return { body: String(body), type: TEXT };
     case 'object': {
+      // A body that answers nothing it is asked (a revoked Proxy): what the function returned, logged as such.
+      if (isUnreadable(body)) throw new UnreadableReturn();
       // The common body, an object literal or parsed data: no class, so no bytes, stream, document or event.
       if (!isInstance(body)) return { body: stringify(body), type: JSON_TYPE };
       if (Buffer.isBuffer(body) || body instanceof Uint8Array) return { body: asBuffer(body), type: BINARY };

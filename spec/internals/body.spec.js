@@ -1,7 +1,7 @@
 'use strict';
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { findJsonError } = require('../../lib/body/body.js');
+const { findJsonError, parseForm } = require('../../lib/body/body.js');
 
 describe('findJsonError', () => {
   const cases = [
@@ -45,5 +45,16 @@ describe('findJsonError', () => {
     assert.equal(findJsonError(text), 200_000);
     const object = '{"a":'.repeat(100_000) + 'x';
     assert.equal(findJsonError(object), object.length - 1);
+  });
+});
+
+describe('parseForm', () => {
+  it('a long form reads the same fields as a short one: a name alone has the value "", empty fields are none', () => {
+    const fields = 'a&b=1&&c&a=2&d=x%3Dy&e+f&';
+    const expected = { a: ['', '2'], b: '1', c: '', d: 'x=y', 'e f': '' };
+    assert.deepEqual({ ...parseForm(fields) }, expected);
+    const pad = 'x'.repeat(5000);
+    assert.deepEqual({ ...parseForm(`${fields}&pad=${pad}`) }, { ...expected, pad });
+    assert.deepEqual({ ...parseForm(`pad&${fields}${pad}`) }, { ...expected, pad: '', [`${pad}`]: '' });
   });
 });

@@ -248,6 +248,9 @@ export class CloudEventResponse<T = unknown> {
     if (typeof type !== 'string' || type === '') throw new TypeError('cloudEventResponse(): type must be a non-empty string');
     if (typeof source !== 'string' || !isUriReference(source)) throw new TypeError('cloudEventResponse(): source must be a URI reference');
     if (!isSpecVersion(specversion)) throw new TypeError('cloudEventResponse(): version must be 1.0 or 0.3');
+    if (attributes.id !== undefined && (typeof attributes.id !== 'string' || attributes.id === '')) {
+      throw new TypeError('cloudEventResponse(): id must be a non-empty string (or left out, for a new one)');
+    }
     const { made } = loadedSdk();
     const event = Object.create(attributes.id === undefined ? made.id : made.time) as Record<string, unknown>;
     event.id = attributes.id ?? randomUUID();

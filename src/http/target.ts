@@ -1,6 +1,6 @@
 // The request target as the context shows it: the path and the query, read one way by the
 // server and by funcrun/testing's createContext.
-import { searchParamsToObject } from '../body/body';
+import { formParams, searchParamsToObject } from '../body/body';
 
 export interface Target {
   /** The path without the query string, as sent (an absolute-form target by its path). */
@@ -37,7 +37,7 @@ export function plainTarget(url: string): boolean {
 
 /** The query as an object: a repeated key gives an array; `__proto__` is only a key. */
 export function queryOf(search: string | undefined): Record<string, string | string[]> {
-  return search === undefined ? {} : searchParamsToObject(new URLSearchParams(search));
+  return search === undefined ? {} : searchParamsToObject(formParams(search));
 }
 
 /**
