@@ -41,6 +41,47 @@ describe('return rules', () => {
     assert.deepEqual(Buffer.from(await res.arrayBuffer()), bytes);
   });
 
+  // Bytes in any view, and the web's body objects, are sent as the data they hold, never as `{}` or
+  // a typed array's indexes as JSON (faas-js-runtime, whose labels the compatibility mode keeps).
+  const half = new Float64Array([1.5]);
+  const BODIES = [
+    ['an ArrayBuffer', () => new Uint8Array([104, 105]).buffer, 'hi', 'application/octet-stream'],
+    ['a Float64Array', () => half, Buffer.from(half.buffer), 'application/octet-stream'],
+    ['a DataView over part of its buffer', () => new DataView(new Uint8Array([0, 104, 105, 0]).buffer, 1, 2), 'hi', 'application/octet-stream'],
+    ['a Blob', () => new Blob(['hi'], { type: 'text/plain' }), 'hi', 'text/plain'],
+    ['URLSearchParams', () => new URLSearchParams({ a: '1', b: 'x y' }), 'a=1&b=x+y', 'application/x-www-form-urlencoded;charset=UTF-8'],
+  ];
+  for (const compat of [false, true]) {
+    for (const [what, make, sent, type] of BODIES) {
+      for (const shape of ['returned', 'as the body of { statusCode, body }']) {
+        it(`${what} ${shape} is sent as its bytes${compat ? ' (faas-js-runtime compatibility)' : ''}`, async (t) => {
+          const { url } = await serve(
+            t,
+            () => (shape === 'returned' ? make() : { statusCode: 201, body: make() }),
+            compat ? { compat: 'faas-js-runtime' } : {},
+          );
+          const res = await fetch(url);
+          assert.equal(res.status, shape === 'returned' ? 200 : 201);
+          assert.deepEqual(Buffer.from(await res.arrayBuffer()), Buffer.from(sent));
+          // faas-js-runtime labels bytes, and any body of { statusCode, body }, with its default type.
+          const labelledJson = compat && (type === 'application/octet-stream' || shape !== 'returned');
+          assert.equal(res.headers.get('content-type'), labelledJson ? 'application/json; charset=utf-8' : type);
+        });
+      }
+    }
+  }
+
+  it('FormData is sent as the platform writes it: multipart/form-data with its boundary', async (t) => {
+    const { url } = await serve(t, () => {
+      const form = new FormData();
+      form.append('a', '1');
+      return form;
+    });
+    const res = await fetch(url);
+    assert.match(res.headers.get('content-type'), /^multipart\/form-data; boundary=/);
+    assert.equal((await res.formData()).get('a'), '1');
+  });
+
   it('an object or array without body, headers or statusCode gives 200 JSON', async (t) => {
     const object = await returning(t, { a: 1, nested: { b: [1, 2] } });
     assert.equal(object.status, 200);

@@ -99,14 +99,22 @@ function web(): typeof WebResponse {
 }
 
 /** Whether a value is a Response or a web ReadableStream, by its tag first: the globals are only looked at for such a value. */
-function webAnswer(value: object): 'response' | 'stream' | undefined {
+function webAnswer(value: object): 'response' | 'stream' | 'body' | undefined {
   let tag: unknown;
   try {
     tag = (value as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag];
   } catch {
     return undefined;
   }
-  return tag === 'Response' || tag === 'ReadableStream' ? web().webKind(value) : undefined;
+  return typeof tag === 'string' && WEB_TAGS.has(tag) ? web().webKind(value) : undefined;
+}
+
+// The tags of the web objects answered as the platform's Response sends them (a Response's body, for the last four).
+const WEB_TAGS = new Set(['Response', 'ReadableStream', 'Blob', 'File', 'URLSearchParams', 'FormData']);
+
+/** Bytes in any form: a Buffer, any typed array or DataView, an ArrayBuffer. */
+function isBytes(value: object): value is ArrayBufferView | ArrayBuffer {
+  return ArrayBuffer.isView(value) || value instanceof ArrayBuffer;
 }
 
 /**
@@ -177,14 +185,13 @@ export function toReply(value: unknown, to: ReplyContext): Reply {
   }
   // faas-js-runtime labels bytes and streams with its default type, JSON.
   const bytesType = behaviour.jsonByDefault ? JSON_TYPE : BINARY;
-  if (Buffer.isBuffer(object) || object instanceof Uint8Array) {
-    return { status: 200, headers: { 'content-type': bytesType }, body: asBuffer(object) };
-  }
+  if (isBytes(object)) return { status: 200, headers: { 'content-type': bytesType }, body: asBuffer(object) };
   if (object instanceof Readable) return { status: 200, headers: { 'content-type': bytesType }, body: object };
   if (isXmlDocument(object)) return { status: 200, headers: { 'content-type': XML }, body: String(object) };
   const web = webAnswer(object);
   if (web === 'response') return webReply(object as Response);
   if (web === 'stream') return { status: 200, headers: { 'content-type': bytesType }, body: object as ReadableStream<unknown> };
+  if (web === 'body') return webReply(bodyResponse(object as Blob));
   return plainReply(object, to);
 }
 
@@ -261,7 +268,7 @@ function replyBodyOf(
       if (isUnreadable(body)) throw new UnreadableReturn();
       // The common body, an object literal or parsed data: no class, so no bytes, stream, document or event.
       if (!isInstance(body)) return { body: stringify(body), type: JSON_TYPE };
-      if (Buffer.isBuffer(body) || body instanceof Uint8Array) return { body: asBuffer(body), type: BINARY };
+      if (isBytes(body)) return { body: asBuffer(body), type: BINARY };
       if (body instanceof Readable) return { body, type: BINARY };
       if (isXmlDocument(body)) return { body: String(body), type: XML };
       const event = asCloudEvent(body);
@@ -274,6 +281,10 @@ function replyBodyOf(
       if (web === 'stream') return { body: body as ReadableStream<unknown>, type: BINARY };
       // A Response has a status and headers of its own, which would contend with the object's.
       if (web === 'response') throw new Error('the function returned a Response as the body of a structured response: return the Response itself');
+      if (web === 'body') {
+        const made = bodyResponse(body as Blob);
+        return { body: made.body ?? undefined, type: made.headers.get('content-type') ?? BINARY };
+      }
       return { body: stringify(body), type: JSON_TYPE };
     }
     default:
@@ -281,8 +292,14 @@ function replyBodyOf(
   }
 }
 
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+function asBuffer(bytes: ArrayBufferView | ArrayBuffer): Buffer {
+  if (Buffer.isBuffer(bytes)) return bytes;
+  return ArrayBuffer.isView(bytes) ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : Buffer.from(bytes);
+}
+
+/** A Blob, URLSearchParams or FormData as the platform's Response makes it (fetch/web-response.ts). */
+function bodyResponse(value: Blob | URLSearchParams | FormData): Response {
+  return web().bodyResponse(value);
 }
 
 function stringify(value: unknown): string {

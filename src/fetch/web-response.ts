@@ -101,10 +101,16 @@ function declaredLength(value: string | null): number | undefined {
 }
 
 /** Whether a value is a web Response or ReadableStream: told by its class, as node's own. */
-export function webKind(value: object): 'response' | 'stream' | undefined {
+export function webKind(value: object): 'response' | 'stream' | 'body' | undefined {
   if (value instanceof NativeResponse) return 'response';
   if (value instanceof ReadableStream) return 'stream';
+  if (value instanceof Blob || value instanceof URLSearchParams || value instanceof FormData) return 'body';
   return undefined;
+}
+
+/** A Blob (a File), URLSearchParams or FormData returned: the Response the platform makes of it (its bytes, its Content-Type). */
+export function bodyResponse(value: Blob | URLSearchParams | FormData): Response {
+  return new NativeResponse(value);
 }
 
 /** A web answer that will not be sent (a late result, a refused one): its body is cancelled. */
