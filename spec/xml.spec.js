@@ -21,6 +21,23 @@ describe('XML bodies over HTTP', () => {
     assert.deepEqual(res.json, { type: 'object', root: 's:Envelope' });
   });
 
+  it('a document without a charset parameter is read in the encoding its byte order mark or declaration names; the parameter wins', async (t) => {
+    const own = await startServer((context, body) => ({ text: body?.documentElement?.textContent ?? null }));
+    t.after(() => own.close());
+    const send = (bytes, type = 'application/xml') => request(own.url + '/', { method: 'POST', headers: { 'content-type': type }, body: bytes });
+    const latin1 = Buffer.from('<?xml version="1.0" encoding="ISO-8859-1"?><a>caf\u00e9</a>', 'latin1');
+    assert.deepEqual((await send(latin1)).json, { text: 'caf\u00e9' });
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<?xml version="1.0" encoding="UTF-16"?><a>caf\u00e9</a>', 'utf16le')]);
+    assert.deepEqual((await send(utf16)).json, { text: 'caf\u00e9' });
+    // The parameter says UTF-8, and the declaration's Latin-1 byte is no UTF-8: the parameter wins.
+    assert.equal((await send(latin1, 'application/xml; charset=utf-8')).status, 400);
+    const unknown = await send(Buffer.from('<?xml version="1.0" encoding="x-unknown-9"?><a/>'));
+    assert.equal(unknown.status, 415);
+    assert.equal(unknown.json.code, 'FUNCRUN_UNSUPPORTED_CHARSET');
+    // Without a declaration or a mark, UTF-8.
+    assert.deepEqual((await send(Buffer.from('<a>caf\u00e9</a>'))).json, { text: 'caf\u00e9' });
+  });
+
   const bodies = {
     'nested namespace declarations': () => grow((n) => `<a xmlns:p${n}="u">`),
     'all <': () => fill('<'),

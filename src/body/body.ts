@@ -140,6 +140,20 @@ export function decodeText(bytes: Buffer, charset: string | undefined): string {
   }
 }
 
+// An XML declaration's encoding, in the document's first bytes (ASCII in every encoding it can name).
+const XML_DECLARATION = /^<\?xml[^>]{0,200}?\sencoding\s*=\s*["']([A-Za-z][A-Za-z0-9._-]{0,40})["']/;
+
+/**
+ * The encoding an XML document without a `charset` parameter says it is in (RFC 7303 section 3.2
+ * lets the parameter win): its byte order mark, else its declaration's `encoding`, else UTF-8.
+ */
+function xmlEncoding(bytes: Buffer): string | undefined {
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'utf-16le';
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'utf-16be';
+  if (bytes[0] !== 0x3c) return undefined;
+  return XML_DECLARATION.exec(bytes.toString('latin1', 0, 256))?.[1].toLowerCase();
+}
+
 /** The handler's data for a body of this media type. Throws 400 for malformed JSON or XML. */
 export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown {
   switch (bodyKind(media)) {
@@ -147,7 +161,7 @@ export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown 
       return parseJson(decodeText(bytes, media?.charset));
     case 'xml':
       // An empty XML body has no document; like an empty JSON body, it is no data.
-      return bytes.length === 0 ? undefined : parseXml(decodeText(bytes, media?.charset));
+      return bytes.length === 0 ? undefined : parseXml(decodeText(bytes, media?.charset ?? xmlEncoding(bytes)));
     case 'text':
       return decodeText(bytes, media?.charset);
     case 'form':
