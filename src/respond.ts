@@ -98,7 +98,10 @@ function web(): typeof WebResponse {
   return require('./fetch/web-response') as typeof WebResponse;
 }
 
-/** Whether a value is a Response or a web ReadableStream, by its tag first: the globals are only looked at for such a value. */
+/**
+ * Whether a value is a Response, a web ReadableStream, or a body a Response is made of (a Blob,
+ * URLSearchParams, FormData), by its tag first: the classes are only asked about such a value.
+ */
 function webAnswer(value: object): 'response' | 'stream' | 'body' | undefined {
   let tag: unknown;
   try {
