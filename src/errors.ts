@@ -11,6 +11,7 @@ import { isInstance, isPartOf, isReceived, type RequestInput } from './body/prov
 import { JSON_TYPE, send, TEXT } from './send';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
 import { cutAnswer, lastAnswer } from './http/connections';
+import { authorityIn } from './http/target';
 
 /** An error with an HTTP status. Its message is shown to the client when the status is below 500. */
 export class HttpError extends Error {
@@ -335,14 +336,10 @@ export function pathOf(url: string | undefined): string {
  * credentials: logged nowhere (`…@` in their place).
  */
 function userinfoOf(url: string): string | undefined {
-  if (url.charCodeAt(0) === 0x2f) return undefined;
-  const scheme = url.indexOf('://');
-  if (scheme === -1) return undefined;
-  const start = scheme + 3;
-  let end = start;
-  while (end < url.length && url[end] !== '/' && url[end] !== '?') end++;
-  const at = url.lastIndexOf('@', end - 1);
-  return at < start ? undefined : url.slice(start, at + 1);
+  const authority = authorityIn(url);
+  if (authority === undefined) return undefined;
+  const at = url.lastIndexOf('@', authority.end - 1);
+  return at < authority.start ? undefined : url.slice(authority.start, at + 1);
 }
 
 function withoutUserinfo(url: string): string {

@@ -5,7 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { runtimeError } from '../errors';
-import type { Target } from '../http/target';
+import { authorityIn, type Target } from '../http/target';
 import { NativeRequest } from './natives';
 import { BodyStream } from '../body/body-stream';
 
@@ -241,11 +241,8 @@ export function authorityOf(req: IncomingMessage, byHost = true): string {
  */
 function namedHost(req: IncomingMessage): string | undefined {
   const url = req.url ?? '/';
-  const scheme = url.charCodeAt(0) === 0x2f ? -1 : url.indexOf('://');
-  if (scheme === -1) return req.headers.host;
-  let end = scheme + 3;
-  while (end < url.length && url[end] !== '/' && url[end] !== '?') end++;
-  return url.slice(scheme + 3, end);
+  const authority = authorityIn(url);
+  return authority === undefined ? req.headers.host : url.slice(authority.start, authority.end);
 }
 
 /** The origin-form target (`/path?query`) as sent; an absolute-form one by its path and query. */

@@ -45,11 +45,19 @@ export function queryOf(search: string | undefined): Record<string, string | str
  * everything else is already a path (or `*`, which no route matches).
  */
 export function originForm(url: string): string {
-  if (url.charCodeAt(0) === 0x2f) return url;
-  const scheme = url.indexOf('://');
-  if (scheme === -1) return url;
-  let end = scheme + 3;
-  while (end < url.length && url[end] !== '/' && url[end] !== '?') end++;
-  const rest = url.slice(end);
+  const authority = authorityIn(url);
+  if (authority === undefined) return url;
+  const rest = url.slice(authority.end);
   return rest.startsWith('/') ? rest : '/' + rest;
+}
+
+/** Where an absolute-form target's authority is (`user@host:80` in `http://user@host:80/p?q`); undefined for any other target. */
+export function authorityIn(url: string): { start: number; end: number } | undefined {
+  if (url.charCodeAt(0) === 0x2f) return undefined;
+  const scheme = url.indexOf('://');
+  if (scheme === -1) return undefined;
+  const start = scheme + 3;
+  let end = start;
+  while (end < url.length && url[end] !== '/' && url[end] !== '?') end++;
+  return { start, end };
 }
