@@ -275,8 +275,10 @@ describe('HTTP framing an attacker chooses', () => {
       assert.equal(answer.status, 400, head);
       assert.equal(JSON.parse(answer.body).code, 'FUNCRUN_HOST_REPEATED', head);
     }
-    // A header whose name only starts or ends like it is another header.
-    const other = firstResponse((await exchange(port, 'GET / HTTP/1.1\r\nHost: a\r\nX-Host: b\r\nHosts: c\r\nConnection: close\r\n\r\n')).text);
+    // A header whose name only starts or ends like it, or is four characters one off it, is another header.
+    const other = firstResponse(
+      (await exchange(port, 'GET / HTTP/1.1\r\nHost: a\r\nX-Host: b\r\nHosts: c\r\nHoss: d\r\nGost: e\r\nConnection: close\r\n\r\n')).text,
+    );
     assert.equal(other.status, 200);
   });
 

@@ -233,11 +233,19 @@ function repeatsHost(raw: string[]): boolean {
   let seen = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i];
-    if (name.length !== 4 || name.toLowerCase() !== 'host') continue;
+    // Compared by character, in either case: toLowerCase() would make a string per request.
+    if (name.length !== 4 || !isHost(name)) continue;
     if (seen) return true;
     seen = true;
   }
   return false;
+}
+
+/** Whether a four-character header name is Host, in any case (ASCII letters: `| 0x20` lowercases them). */
+function isHost(name: string): boolean {
+  return (
+    (name.charCodeAt(0) | 0x20) === 0x68 && (name.charCodeAt(1) | 0x20) === 0x6f && (name.charCodeAt(2) | 0x20) === 0x73 && (name.charCodeAt(3) | 0x20) === 0x74
+  );
 }
 
 /** True when the request was answered here: a preflight, or OPTIONS under faas-js-runtime's blanket CORS. */
