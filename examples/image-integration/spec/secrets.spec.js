@@ -569,6 +569,16 @@ describe('a peer that rewrites the secret: case mapped, normalized, spaced, spli
       (pw) => `denied: ${[...pw].map((c) => `\\u{${c.charCodeAt(0).toString(16)}}`).join('')}`,
       '\\u{53}',
     ],
+    "Python's repr() of a text with both quotes (\\')": ['Both\'"Passw0rd-1234', (pw) => `denied: '${pw.replace(/'/g, "\\'")}'`, 'Passw0rd-1234'],
+    "PHP's addslashes()": ['Both\'"Pa\\ssw0rd-1234', (pw) => `denied: ${pw.replace(/['"\\]/g, (c) => `\\${c}`)}`, 'ssw0rd-1234'],
+    "SQL's quotes written twice": ['Both\'"Passw0rd-1234', (pw) => `denied: '${pw.replace(/'/g, "''")}'`, 'Passw0rd-1234'],
+    "CSV's quotes written twice": ['Both\'"Passw0rd-1234', (pw) => `denied,"${pw.replace(/"/g, '""')}"`, 'Passw0rd-1234'],
+    "the shell's quoting ('\\'')": ['Both\'"Passw0rd-1234', (pw) => `denied: '${pw.replace(/'/g, "'\\''")}'`, 'Passw0rd-1234'],
+    "SQL's quotes written twice, in a JSON string": [
+      "It's''Passw0rd-1234",
+      (pw) => ({ type: 'application/json', body: JSON.stringify({ errors: [{ code: 'DENIED', message: `'${pw.replace(/'/g, "''")}'` }] }) }),
+      'Passw0rd-1234',
+    ],
     "split over an error's code and message": ['Sekr3tPassw0rd-XyZ', (pw) => structured([{ code: half(pw)[0], message: half(pw)[1] }]), 'Sekr3tPas'],
     'split over the messages of two errors': [
       'Sekr3tPassw0rd-XyZ',

@@ -1,12 +1,13 @@
 // The escapes a peer's text may hold a secret in, each undone into a view of its own: JSON string
-// escapes, percent-encoding (with or without `+` for a space), `\x` and octal escapes of bytes, and
-// HTML character references. With `cut`, an escape the text's end cut short ends the view there
+// escapes, percent-encoding (with or without `+` for a space), `\x` and octal escapes of bytes,
+// HTML character references, and quotes written twice. With `cut`, an escape the text's end cut short ends the view there
 // (View.dropped). views.ts stacks them in layers.
 import { decoded, hex, hexDigit, hexTail, utf8, type View } from './view';
 
-const JSON_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
+// JSON's, and `\'`: the quote Python's repr(), PHP's addslashes() and JavaScript escape in a text quoted with it.
+const JSON_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x27: 0x27, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
 
-/** JSON string escapes: `\"`, `\\`, `\/`, `\n`..., and `\u0026` (Go writes <, > and & so); also `\u{26}`. */
+/** JSON string escapes: `\"`, `\\`, `\/`, `\n`..., and `\u0026` (Go writes <, > and & so); also `\u{26}` and `\'`. */
 export function jsonView(source: View, cut: boolean): View | undefined {
   if (source.codes.indexOf(0x5c) === -1) return undefined;
   return decoded(source, (codes, emit) => {
@@ -212,4 +213,43 @@ export function htmlView(source: View, cut: boolean): View | undefined {
       i++;
     }
   });
+}
+
+const QUOTE = 0x27;
+const DOUBLE_QUOTE = 0x22;
+
+/**
+ * Quotes in a quoted text: written twice to stand for one (SQL's `''`, CSV's `""`), and the
+ * shell's `'\''` (the quote closed, escaped, opened again) for a `'`. A cut after a pair's first
+ * quote leaves the secret's start in the text itself: nothing is left out at a cut.
+ */
+export function quoteView(source: View): View | undefined {
+  if (!doublesQuotes(source.codes)) return undefined;
+  return decoded(source, (codes, emit) => {
+    const n = codes.length;
+    for (let i = 0; i < n;) {
+      const c = codes[i];
+      if (c === QUOTE && codes[i + 1] === 0x5c && codes[i + 2] === QUOTE && codes[i + 3] === QUOTE) {
+        emit(QUOTE, i, i + 4);
+        i += 4;
+        continue;
+      }
+      if ((c === QUOTE || c === DOUBLE_QUOTE) && codes[i + 1] === c) {
+        emit(c, i, i + 2);
+        i += 2;
+        continue;
+      }
+      emit(c, i, i + 1);
+      i++;
+    }
+  });
+}
+
+/** Whether a quote follows one of its own (`'\''` holds `''` too): where none does, the view would be the text. */
+function doublesQuotes(codes: Uint16Array): boolean {
+  for (let i = 1; i < codes.length; i++) {
+    const c = codes[i];
+    if ((c === QUOTE || c === DOUBLE_QUOTE) && codes[i - 1] === c) return true;
+  }
+  return false;
 }

@@ -2,7 +2,7 @@
 // encoding undone (decoders.ts, hex-runs.ts), each character mapped back to where it came from;
 // the text without the separators this service put between a peer's pieces; and the view the
 // white-space-free search reads. inOriginal maps what was found back to the text.
-import { htmlView, hexEscapeView, jsonView, percentView } from './decoders';
+import { htmlView, hexEscapeView, jsonView, percentView, quoteView } from './decoders';
 import { hexRunsView } from './hex-runs';
 import { decoded, type View } from './view';
 
@@ -10,7 +10,7 @@ export type { View } from './view';
 
 /** The decoded views a text is searched in, besides the text itself: one decoding, or two in a row. */
 // How the text may have been encoded, one layer each; layers stack (a password percent-encoded
-// twice in a redirect URL, Go's JSON escapes under percent-encoding, HTML over percent).
+// twice in a redirect URL, Go's JSON escapes under percent-encoding, HTML over percent, SQL's quotes in JSON).
 const DECODERS: ((view: View, cut: boolean) => View | undefined)[] = [
   jsonView,
   (v, cut) => percentView(v, false, cut),
@@ -18,6 +18,7 @@ const DECODERS: ((view: View, cut: boolean) => View | undefined)[] = [
   htmlView,
   hexEscapeView,
   hexRunsView,
+  quoteView,
 ];
 /** Layers of encoding undone, at most; and views made, at most (each is one pass over the text). */
 const MAX_LAYERS = 3;
