@@ -134,10 +134,15 @@ export function followsRedirect(from: URL, to: URL, headers: Record<string, stri
   return from.protocol === 'http:' && to.protocol === 'https:' && to.hostname === from.hostname && !credentials;
 }
 
+const GRPC_PATH = 'must be host:port, without a path';
+
 /** `host:port` for a gRPC endpoint (clairify's node scanner, scanner V4), with or without a scheme. */
 export function parseHostPort(value: string, defaultPort: number): { host: string; port: number } | string {
   const parsed = parseEndpoint(value);
   if (typeof parsed === 'string') return parsed;
+  // A gRPC target has no path; read as a URL's, one would take what follows it from the authority
+  // (`127.0.0.1/x:1` is 127.0.0.1 on the default port), and another port than the one named be dialled.
+  if (parsed.pathname !== '/') return GRPC_PATH;
   const port = parsed.port === '' ? defaultPort : Number(parsed.port);
   return { host: parsed.hostname.replace(/^\[|\]$/g, ''), port };
 }

@@ -358,7 +358,7 @@ function requireFields(
           add(at(field), `invalid ${role} address (want [host]:port): port '${split.port}' is not a number from 0 to 65535`);
         else {
           const parsed = parseHostPort(value, 8443);
-          if (typeof parsed === 'string') add(at(field), parsed);
+          if (typeof parsed === 'string') add(at(field), `invalid ${role} address (want [host]:port): ${parsed}`);
         }
       }
       break;

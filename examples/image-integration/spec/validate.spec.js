@@ -154,6 +154,8 @@ describe('validation (pure)', () => {
       ],
       [{ ...good.ibm, ibm: { endpoint: 'us.icr.io' } }, ['ibm.apiKey']],
       [{ ...good.clairify, clairify: {} }, ['clairify.endpoint']],
+      [{ ...good.clairify, clairify: { ...good.clairify.clairify, grpcEndpoint: '127.0.0.1/x:1' } }, ['clairify.grpcEndpoint']],
+      [{ ...good.clairify, clairify: { ...good.clairify.clairify, grpcEndpoint: 'https://scanner:8443/' } }, []],
       // Empty endpoints are StackRox's in-cluster defaults (scannerv4.go), as the UI form allows.
       [{ ...good.scannerv4, scannerV4: { indexerEndpoint: 'i:8443' } }, []],
       [{ ...good.scannerv4, scannerV4: { indexerEndpoint: '', matcherEndpoint: '' } }, []],
@@ -206,6 +208,8 @@ describe('validation (pure)', () => {
       ['2001:db8::1:8443', 'too many colons in address'],
       ['[2001:db8::1:8443', "missing ']' in address"],
       ['indexer]:8443', "unexpected ']' in address"],
+      // Split as Go splits it, a host with a path: read as a URL, it would be dialled on 8443.
+      ['127.0.0.1/x:1', 'must be host:port, without a path'],
     ]) {
       assert.deepEqual(v4(bad), [{ field: 'scannerV4.indexerEndpoint', description: `invalid indexer address (want [host]:port): ${why}` }], bad);
     }
@@ -399,6 +403,7 @@ describe('validation over HTTP', () => {
         ['127.0.0.1', 'missing port in address'],
         [`https://127.0.0.1:${port}`, 'too many colons in address'],
         ['https://127.0.0.1', "port '//127.0.0.1' is not a number from 0 to 65535"],
+        [`127.0.0.1/x:${port}`, 'must be host:port, without a path'],
       ]) {
         const res = await service.test({
           name: 's',
