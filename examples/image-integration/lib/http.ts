@@ -37,6 +37,8 @@ export interface Reply {
   headers: IncomingHttpHeaders;
   body: Buffer;
   url: URL;
+  /** Each WWW-Authenticate header as sent: node joins them into one in `headers`, where a challenge's parameters run into the next's. */
+  challenges: string[];
   /** The body was cut at the cap (`maxBodyBytes`): its end may be the start of something longer. */
   truncated?: boolean;
 }
@@ -174,7 +176,14 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
         settled = true;
         clearTimeout(timer);
         req?.destroy();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url, truncated: size >= limits.maxBodyBytes });
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks),
+          url,
+          challenges: headerLines(res.rawHeaders, 'www-authenticate'),
+          truncated: size >= limits.maxBodyBytes,
+        });
       };
       res.once('end', done);
       res.on('error', () => done());
@@ -186,4 +195,11 @@ function attempt(url: URL, init: RequestInit, limits: Limits, { address, family 
       thrown(err);
     }
   });
+}
+
+/** The values of every header named `name` (lowercase), in node's raw list (name, value, ...). */
+function headerLines(raw: string[], name: string): string[] {
+  const values: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) values.push(raw[i + 1]);
+  return values;
 }

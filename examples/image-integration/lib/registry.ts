@@ -47,6 +47,15 @@ export function parseChallenge(header: string | undefined): Challenge | undefine
   return { scheme: m[1].toLowerCase(), params };
 }
 
+/**
+ * The registry's challenge, one per WWW-Authenticate header: its Bearer one where it sends others
+ * too (Basic beside it), as StackRox's registry client takes it (parseOauthHeader); else the first.
+ */
+function bearerFirst(headers: string[]): Challenge | undefined {
+  const challenges = headers.map(parseChallenge);
+  return challenges.find((challenge) => challenge?.scheme === 'bearer') ?? challenges[0];
+}
+
 function basic(username: string, password: string, redactor: Redactor): string {
   // The redactor knows `user:password` as it is and in base64 (std and url, alone or in a longer
   // text), and the credentials as the header carries them whatever is left of its budget.
@@ -70,7 +79,7 @@ export async function checkRegistry(target: RegistryTarget, ctx: CheckContext): 
 
   let reply = await fetchBounded(url, { headers, insecure, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status === 401) {
-    const challenge = parseChallenge(reply.headers['www-authenticate']);
+    const challenge = bearerFirst(reply.challenges);
     if (challenge?.scheme === 'bearer' && challenge.params.realm) {
       const token = await fetchToken(challenge.params, target, ctx);
       // Where the challenge came from: after an http to https redirect, the token goes over TLS.

@@ -494,7 +494,7 @@ describe('network failures, each with its own message', () => {
     });
 
     /** A registry on plain http whose token service is at `realm(url)`; it accepts the token `issued`. */
-    async function startTokenRegistry(realm) {
+    async function startTokenRegistry(realm, challenges = (bearer) => bearer) {
       const peer = await startPeer((req, res) => {
         if (req.url.startsWith('/token')) {
           const ok = req.headers.authorization === `Basic ${Buffer.from(`alice:${PASSWORD}`).toString('base64')}`;
@@ -502,7 +502,8 @@ describe('network failures, each with its own message', () => {
           return res.end(JSON.stringify(ok ? { token: 'issued-token' } : { details: 'denied' }));
         }
         if (req.headers.authorization === 'Bearer issued-token') return res.end('{}');
-        res.writeHead(401, { 'www-authenticate': `Bearer realm="${realm(peer.url)}",service="spec"`, 'content-type': 'application/json' });
+        const bearer = `Bearer realm="${realm(peer.url)}",service="spec"`;
+        res.writeHead(401, { 'www-authenticate': challenges(bearer), 'content-type': 'application/json' });
         res.end('{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}');
       });
       return peer;
@@ -518,6 +519,20 @@ describe('network failures, each with its own message', () => {
         assert.ok(registry.received.some((r) => r.url === '/token?service=spec' && r.headers.authorization?.startsWith('Basic ')));
       } finally {
         await registry.close();
+      }
+    });
+
+    it('a registry that sends a Basic challenge beside its Bearer one, in either order, gets the token flow (as parseOauthHeader picks Bearer)', async () => {
+      const BASIC = 'Basic realm="basic-realm"';
+      for (const challenges of [(bearer) => [BASIC, bearer], (bearer) => [bearer, BASIC], (bearer) => [BASIC, 'Custom x=1', bearer]]) {
+        const registry = await startTokenRegistry((url) => `${url}/token`, challenges);
+        try {
+          const res = await service.test(docker(registry.url));
+          assert.equal(res.status, 200, res.text);
+          assert.ok(registry.received.some((r) => r.url === '/token?service=spec'));
+        } finally {
+          await registry.close();
+        }
       }
     });
 
