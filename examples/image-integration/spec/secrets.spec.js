@@ -250,6 +250,10 @@ describe('userinfo in endpoints, in every form (item 8)', () => {
       ['//u:p/w@host', '//******@host'],
       ['https:u:pw@host', '******@host'],
       ['host:5000', 'host:5000'],
+      // A query or fragment, where tokens travel: refused as an endpoint, masked where it is logged.
+      ['https://host/?access_token=tok', 'https://host/?******'],
+      ['https://u:pw@host/x#tok', 'https://******@host/x#******'],
+      ['host?', 'host?'],
     ])
       assert.equal(maskEndpoint(endpoint), masked, endpoint);
     const redactor = new Redactor();
@@ -263,6 +267,16 @@ describe('userinfo in endpoints, in every form (item 8)', () => {
     userinfoSpans(linear);
     new Redactor(['pw']).redact(`${'x://'.repeat(100_000)}${'a@'.repeat(100_000)}`);
     assert.ok(performance.now() - started < 1000, 'linear');
+  });
+
+  it('an endpoint with a token in its query or fragment: refused, and the token is in no answer or log line', async () => {
+    const TOKEN = 'QueryTok-77665544';
+    for (const endpoint of [`https://127.0.0.1/?access_token=${TOKEN}`, `https://127.0.0.1/#${TOKEN}`]) {
+      const res = await service.test(docker(endpoint));
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.json.message, /must not have a query string or fragment/);
+      assertNoLeak(res, service.log, TOKEN);
+    }
   });
 
   for (const form of [

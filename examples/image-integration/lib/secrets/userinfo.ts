@@ -24,10 +24,17 @@ function endpointUserinfo(value: string): [number, number] | undefined {
   return start < at ? [start, at] : undefined;
 }
 
-/** An endpoint with its userinfo masked, in every form: `https://******@host`, `******@host`, `//******@host`. */
+/**
+ * An endpoint with its userinfo masked, in every form (`https://******@host`, `******@host`,
+ * `//******@host`), and its query or fragment, where tokens travel (`https://host/?******`): an
+ * endpoint with either is refused, but the request is logged as it came.
+ */
 export function maskEndpoint(value: string): string {
   const span = endpointUserinfo(value);
-  return span === undefined ? value : `${value.slice(0, span[0])}${MASK}${value.slice(span[1])}`;
+  const masked = span === undefined ? value : `${value.slice(0, span[0])}${MASK}${value.slice(span[1])}`;
+  const rest = masked.slice(span === undefined ? 0 : span[0] + MASK.length);
+  const query = rest.search(/[?#]/);
+  return query === -1 || query + 1 === rest.length ? masked : `${masked.slice(0, masked.length - rest.length + query + 1)}${MASK}`;
 }
 
 /** The secrets in an endpoint's userinfo: the userinfo, the password, and their percent-decoded forms. */
