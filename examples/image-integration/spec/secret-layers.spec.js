@@ -79,4 +79,22 @@ describe('what the service itself must not show', () => {
       await service.close();
     }
   });
+
+  it("a service account's one-letter private_key or private_key_id is masked only where it stands alone", async () => {
+    const service = await startService();
+    try {
+      for (const serviceAccount of ['{"client_email":"a@b.c","private_key":"k","private_key_id":"1"}', '{"client_email":"a@b.c","private_key":"c"}']) {
+        const answer = await service.test({
+          name: 'g',
+          type: 'artifactregistry',
+          categories: ['SCANNER'],
+          google: { endpoint: 'x', project: 'p', serviceAccount },
+        });
+        assert.equal(answer.status, 400);
+        assert.equal(answer.json.message, "invalid image integration: categories[0]: a 'artifactregistry' integration cannot be SCANNER; it can be REGISTRY");
+      }
+    } finally {
+      await service.close();
+    }
+  });
 });

@@ -182,9 +182,10 @@ export class FormBook {
       return [];
     }
     const { private_key: key, private_key_id: id } = (parsed ?? {}) as { private_key?: unknown; private_key_id?: unknown };
-    if (typeof id === 'string' && id !== '') this.#learn('values', foldString(id));
+    // Known as they are, a short one (under SHORT_FORM) only where it stands alone, as any secret's text.
+    if (typeof id === 'string' && id !== '') this.#text(id);
     if (typeof key !== 'string' || key === '') return [];
-    this.#learn('values', foldString(key));
+    this.#text(key);
     return key.split(/\r?\n/).filter((line) => line.length >= 16 && !line.startsWith('-----'));
   }
 }
