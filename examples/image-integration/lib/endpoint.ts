@@ -5,6 +5,15 @@ import { isIP } from 'node:net';
 export const INVALID_ENDPOINT = 'is not a valid host, host:port or URL';
 /** A `%` not followed by two hex digits: Go's url.Parse refuses it ("invalid URL escape"), and so does StackRox. */
 export const MALFORMED_ESCAPE = 'has a malformed percent-escape (a % must be followed by two hex digits)';
+/** A control character: Go's url.Parse refuses it ("invalid control character in URL"), where WHATWG's drops a tab or newline. */
+export const CONTROL_CHARACTER = 'has a control character (a tab, CR or LF, say)';
+/** `%31` in a host: Go's url.Parse allows escapes there only of bytes past ASCII (and `%25`), where WHATWG's decodes any. */
+export const HOST_ESCAPE = 'has a percent-escape of an ASCII character in its host';
+
+/** Whether `why` (parseEndpoint's) is one of Go's url.Parse: StackRox's validateIntegration refuses those before anything else. */
+export function refusedByUrlParse(why: string): boolean {
+  return why === INVALID_ENDPOINT || why === MALFORMED_ESCAPE || why === CONTROL_CHARACTER || why === HOST_ESCAPE;
+}
 
 /**
  * A registry or scanner address: `host`, `host:port` (https), or `https://` or `http://host[:port][/path]`.
@@ -20,6 +29,8 @@ export function parseEndpoint(value: string): URL | string {
   // ValidateEndpoints), which refuses a malformed escape in the host, path or fragment; WHATWG's
   // parser keeps it, and it would reach the SigV4 signer's decoding of the path.
   if (malformedEscape(text)) return MALFORMED_ESCAPE;
+  if (hasControlCharacter(text)) return CONTROL_CHARACTER;
+  if (asciiEscapeInHost(text, scheme === undefined ? 0 : scheme.length + 3)) return HOST_ESCAPE;
   let url: URL;
   try {
     url = new URL(scheme === undefined ? `https://${text}` : text);
@@ -49,6 +60,27 @@ function malformedEscape(text: string): boolean {
   for (let i = text.indexOf('%'); i !== -1; i = text.indexOf('%', i + 1)) {
     if (query !== -1 && i > query && (fragment === -1 || i < fragment)) continue;
     if (!isHex(text.charCodeAt(i + 1)) || !isHex(text.charCodeAt(i + 2))) return true;
+  }
+  return false;
+}
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/** A `%` escape of an ASCII byte (its first hex digit under 8), other than `%25`, in the host: from `start` (after `scheme://`) to the path, past any userinfo. */
+function asciiEscapeInHost(text: string, start: number): boolean {
+  let end = start;
+  while (end < text.length && text[end] !== '/' && text[end] !== '?' && text[end] !== '#') end++;
+  const at = text.lastIndexOf('@', end - 1);
+  for (let i = text.indexOf('%', Math.max(start, at + 1)); i !== -1 && i < end; i = text.indexOf('%', i + 1)) {
+    if (text.startsWith('%25', i)) continue;
+    const c = text.charCodeAt(i + 1);
+    if (c >= 0x30 && c <= 0x37) return true;
   }
   return false;
 }

@@ -153,7 +153,10 @@ export function createService(options: ServiceOptions): FunctionModule {
       }
     });
   const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-  const ownPaths = new Set([PATH, `${PATH}/`, UPDATED_PATH, `${UPDATED_PATH}/`]);
+  const ownPaths = new Set([PATH, UPDATED_PATH]);
+  // funcrun's router takes a path with a trailing slash as its route; grpc-gateway's patterns match
+  // none (an empty last segment): a 404, as for any path that is not a route.
+  const withSlash = new Set([`${PATH}/`, `${UPDATED_PATH}/`]);
 
   return {
     routes: { [PATH]: route(false), [UPDATED_PATH]: route(true) },
@@ -162,6 +165,7 @@ export function createService(options: ServiceOptions): FunctionModule {
     // Then what grpc-gateway refuses by the headers alone, before funcrun would answer it otherwise.
     authorize: (request: RequestInfo) => {
       authorize(firstHeader(request.headers.authorization));
+      if (withSlash.has(request.path)) throw new ServiceError(404, `no route for ${request.method} ${request.path}`);
       if (ownPaths.has(request.path)) admit(request, maxRequestBytes);
     },
     init({ log }: { log: Logger }) {
@@ -228,11 +232,10 @@ function missingCredentials(result: Validation, integration: Record<string, unkn
   return anyFilled || alternative ? [] : paths.map((p) => `config.${p.join('.')}`);
 }
 
-/** The body as text: the bytes must be UTF-8 (protojson refuses anything else); a BOM is dropped. */
+/** The body as text: the bytes must be UTF-8 (protojson refuses anything else); a BOM is not JSON, as Go's decoder reads it. */
 function bodyText(bytes: Buffer): string {
   if (!isUtf8(bytes)) throw badRequest('the request body is not valid UTF-8', [{ field: '(body)', description: 'must be UTF-8 JSON' }]);
-  const text = bytes.toString('utf8');
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  return bytes.toString('utf8');
 }
 
 // The service's own words (config names, types, categories): a value equal to one is no secret, and

@@ -1,7 +1,7 @@
 // Validation before any network call: the body decoded as StackRox decodes it (request-decode.ts:
 // protojson with unknown fields ignored), then every problem at once, each with its field.
 import { CONFIG_NAMES, schema, secretPaths, updateSchema, type Category, type ConfigName } from './schema';
-import { INVALID_ENDPOINT, MALFORMED_ESCAPE, parseEndpoint, parseHostPort, splitHostPort } from './endpoint';
+import { parseEndpoint, parseHostPort, refusedByUrlParse, splitHostPort } from './endpoint';
 import type { FieldViolation } from './grpc';
 import { decodeMessage, nearMisses, quoteName, type Decoded } from './request-decode';
 import { fromParsed, parseRequestJson, RequestSyntaxError, type JsonNode } from './request-json';
@@ -234,7 +234,7 @@ function requireFields(
     const parsed = parseEndpoint(value as string);
     // What Go's url.Parse refuses too is refused by validateIntegration (pkg/endpoints
     // ValidateEndpoints), before the id is looked up; the rest by the factories, after it.
-    if (typeof parsed === 'string') add(at(field), parsed, parsed === INVALID_ENDPOINT || parsed === MALFORMED_ESCAPE);
+    if (typeof parsed === 'string') add(at(field), parsed, refusedByUrlParse(parsed));
     else endpoints[at(field)] = parsed;
   };
   const pair = (user: string, password: string) => {
@@ -333,7 +333,7 @@ function requireFields(
       endpoint('endpoint');
       if (filled(config.grpcEndpoint)) {
         const parsed = parseHostPort(config.grpcEndpoint as string, 8443);
-        if (typeof parsed === 'string') add(at('grpcEndpoint'), parsed, parsed === INVALID_ENDPOINT || parsed === MALFORMED_ESCAPE);
+        if (typeof parsed === 'string') add(at('grpcEndpoint'), parsed, refusedByUrlParse(parsed));
       }
       break;
     case 'clair':

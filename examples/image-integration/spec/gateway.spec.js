@@ -125,6 +125,13 @@ describe('the body as grpc-gateway reads it', () => {
     }
   });
 
+  it("a body that begins with a byte order mark is a 400, as Go's JSON decoder reads it", async () => {
+    const res = await post(`\ufeff${JSON.stringify(clairBody())}`, { 'content-type': 'application/json' });
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 3);
+    assert.match(res.json.message, /invalid JSON at offset 0/);
+  });
+
   it('a body that is not UTF-8 is a 400', async () => {
     const res = await request(service.url + PATH, {
       method: 'POST',

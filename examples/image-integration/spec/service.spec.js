@@ -54,6 +54,13 @@ describe('routes', () => {
         assert.deepEqual(other.json, { code: 12, message: 'Method Not Allowed', details: [], error: 'Method Not Allowed' }, method);
         assert.equal(other.headers.get('allow'), null, 'grpc-gateway sends no Allow');
       }
+      // grpc-gateway's patterns match no path with a trailing slash: a 404, code 5, and nothing tested.
+      for (const path of ['/v1/imageintegrations/test/', '/v1/imageintegrations/test/updated/']) {
+        const slashed = await request(service.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        assert.equal(slashed.status, 404, path);
+        assert.equal(slashed.json.code, 5, path);
+      }
+      assert.equal(service.log.entries().filter((e) => e.msg === 'testing image integration').length, 2, 'only the two routes were tested');
     } finally {
       await service.close();
     }

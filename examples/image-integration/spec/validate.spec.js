@@ -161,6 +161,16 @@ describe('validation (pure)', () => {
       [{ ...good.scannerv4, scannerV4: { indexerEndpoint: '', matcherEndpoint: '' } }, []],
       [{ ...good.scannerv4, scannerV4: { indexerEndpoint: 'ftp://i' } }, ['scannerV4.indexerEndpoint']],
       [{ ...good.clair, clair: {} }, ['clair.endpoint']],
+      // What Go's url.Parse refuses and WHATWG's takes: a control character (dropped by WHATWG), an
+      // escape of an ASCII character in the host (decoded by WHATWG); an escape of a byte past ASCII is Go's too.
+      ...['http://registry.example.com/o\tk', 'registry.example.com/v2\r\n/x', 'http://127.0.0.%31:5000', 'http://u@registry.example.%63om'].map((endpoint) => [
+        { ...good.docker, docker: { ...good.docker.docker, endpoint } },
+        ['docker.endpoint'],
+      ]),
+      ...['https://r%C3%A9gistry.example.com', 'registry.example.com/a%31b'].map((endpoint) => [
+        { ...good.docker, docker: { ...good.docker.docker, endpoint } },
+        [],
+      ]),
     ];
     for (const [body, expected] of cases) assert.deepEqual(fields(body).sort(), expected.sort(), JSON.stringify(body));
   });
