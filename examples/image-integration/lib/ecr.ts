@@ -160,6 +160,7 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
     credentials,
     headers: { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken' },
   });
+  await learnSignature(headers, ctx.redactor);
   const reply = await fetchBounded(url, { method: 'POST', headers, body, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status !== 200) throw awsError('ECR GetAuthorizationToken', reply, ctx.redactor);
   let token: unknown;
@@ -180,6 +181,16 @@ async function getAuthorizationToken(config: EcrConfig, credentials: AwsCredenti
     .add(decoded.slice(colon + 1))
     .ready();
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/**
+ * A signed request's signature, a secret of its own: anyone who has it may send the same request
+ * again within minutes, with this service's identity under useIam. A peer that echoes the
+ * Authorization header has it masked, as the Google token's assertion is (google.ts).
+ */
+async function learnSignature(headers: Record<string, string>, redactor: Redactor): Promise<void> {
+  const signature = /Signature=([0-9a-f]+)$/.exec(headers.authorization)?.[1];
+  if (signature !== undefined) await redactor.add(signature).ready();
 }
 
 /** What a JSON value is, for a message: `a number`, `an object`, `a list`, `true`, `null`. */
@@ -215,6 +226,7 @@ async function assumeRole(config: EcrConfig, credentials: AwsCredentials, aws: A
   url.searchParams.set('RoleSessionName', 'funcrun-image-integration-test');
   if (config.assumeRoleExternalId) url.searchParams.set('ExternalId', config.assumeRoleExternalId);
   const headers = signV4({ method: 'GET', url, region: config.region, service: 'sts', credentials });
+  await learnSignature(headers, ctx.redactor);
   const reply = await fetchBounded(url, { headers, signal: ctx.signal, redactor: ctx.redactor }, ctx.limits);
   if (reply.status !== 200) throw awsError('STS AssumeRole', reply, ctx.redactor);
   const text = reply.body.toString('utf8');

@@ -346,6 +346,40 @@ describe("an AWS API's error is quoted as any peer text: masked, on one line, at
   }
 });
 
+describe('a SigV4 signature is replayable while fresh: an AWS endpoint that echoes the Authorization header gets it masked', () => {
+  for (const [what, call, ecr] of [
+    ['GetAuthorizationToken', 'ECR GetAuthorizationToken', {}],
+    ['STS AssumeRole', 'STS AssumeRole', { useAssumeRole: true, assumeRoleId: 'puller' }],
+  ]) {
+    it(what, async (t) => {
+      const signatures = [];
+      const api = await startPeer((req, res) => {
+        req.resume();
+        const authorization = req.headers.authorization ?? '';
+        signatures.push(/Signature=([0-9a-f]{64})/.exec(authorization)?.[1]);
+        res.writeHead(403, { 'content-type': 'text/plain' });
+        res.end(`denied: ${authorization}`);
+      });
+      const service = await startService({ aws: { ecrEndpoint: `${api.url}/`, stsEndpoint: `${api.url}/`, allowAssumeRole: true } });
+      t.after(async () => {
+        await service.close();
+        await api.close();
+      });
+      const res = await service.test({
+        name: 'ecr',
+        type: 'ecr',
+        categories: ['REGISTRY'],
+        ecr: { registryId: '123456789012', region: 'us-east-1', accessKeyId: 'AKIAREALKEY', secretAccessKey: 'the-secret-access-key-42', ...ecr },
+      });
+      assert.equal(res.status, 400);
+      assert.match(res.json.message, new RegExp(`^authentication: ${call} answered HTTP 403 \\(denied: AWS4-HMAC-SHA256 .*Signature=\\*{6}`));
+      assert.equal(signatures.length, 1);
+      assert.ok(signatures[0], 'the request was signed');
+      assertNoSecret(assert, res, service.log, [signatures[0]]);
+    });
+  }
+});
+
 describe('what the ECR API and STS hand over is checked before it is used: a 400 naming the call, never a 500', () => {
   const ecr = (config) => ({ name: 'ecr', type: 'ecr', categories: ['REGISTRY'], ecr: { registryId: '123456789012', region: 'us-east-1', ...config } });
   const keys = { accessKeyId: 'AKIAREALKEY', secretAccessKey: KEYS.AKIAREALKEY };
