@@ -23,6 +23,9 @@ export class RequestSyntaxError extends Error {
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
+// A high surrogate not followed by a low one, or a low one not after a high one (String#toWellFormed's, which ES2024 has).
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
 /** True when `s` has no lone surrogate (it can then be encoded as UTF-8). */
 export function wellFormed(s: string): boolean {
   for (let i = 0; i < s.length; i++) {
@@ -38,9 +41,11 @@ export function wellFormed(s: string): boolean {
 
 /**
  * Parses one JSON text. A blank text is an empty object, as grpc-gateway reads an empty body.
- * Errors say where and what, never quoting the input (it may hold secrets).
+ * Errors say where and what, never quoting the input (it may hold secrets). With
+ * `replaceLoneSurrogates`, a lone surrogate is U+FFFD, as Go's encoding/json reads a peer's answer;
+ * else an error, as protojson reads a request.
  */
-export function parseRequestJson(text: string): JsonNode {
+export function parseRequestJson(text: string, { replaceLoneSurrogates = false } = {}): JsonNode {
   let i = 0;
   const n = text.length;
   const fail = (what: string): never => {
@@ -106,8 +111,9 @@ export function parseRequestJson(text: string): JsonNode {
     }
     out += text.slice(from, i);
     i++; // the closing quote
-    if (!wellFormed(out)) fail('a string holds a lone surrogate (an unpaired \\ud800-\\udfff), which is not text');
-    return out;
+    if (wellFormed(out)) return out;
+    if (replaceLoneSurrogates) return out.replace(LONE_SURROGATE, '\ufffd');
+    return fail('a string holds a lone surrogate (an unpaired \\ud800-\\udfff), which is not text');
   };
   const value = (depth: number): JsonNode => {
     ws();

@@ -33,7 +33,8 @@ export async function checkHttpScanner(kind: keyof typeof SCANNER_PATHS, endpoin
  * (stackrox/scanner pkg/clairify/client, sendRequest) decodes the body as JSON into
  * `{"Error": {"Message": ...}}` with Go's encoding/json, and fails when that fails or `Error` is
  * set. So a body that is empty, not JSON, JSON but no object (`null` aside), or an object whose
- * `Error` (any case, the last one given) is not null fails, as there.
+ * `Error` (any case, the last one given) is not null fails, as there; a lone surrogate in a string
+ * is U+FFFD there, not a failure.
  */
 function clairifyPingBody(reply: Reply, ctx: CheckContext): string | undefined {
   if (reply.truncated) return `a body larger than ${ctx.limits.maxBodyBytes} bytes, where a JSON object was expected`;
@@ -41,7 +42,7 @@ function clairifyPingBody(reply: Reply, ctx: CheckContext): string | undefined {
   if (text.trim() === '') return 'an empty body, where a JSON object was expected';
   let json: JsonNode;
   try {
-    json = parseRequestJson(text);
+    json = parseRequestJson(text, { replaceLoneSurrogates: true });
   } catch {
     return `a body that is not JSON${excerpt(reply, ctx.redactor)}`;
   }

@@ -148,6 +148,7 @@ describe("clairify's ping: a 200 whose body StackRox's client reads as JSON with
     'null (Go decodes it into nothing)': 'null',
     'other fields only': '{"status": "ok", "Errors": [1]}',
     'an Error given twice, the last null (the last wins)': '{"Error": {"Message": "starting"}, "error": null}',
+    'a lone surrogate in a string (U+FFFD to encoding/json)': '{"status": "\\ud800", "Error": null}',
   };
   for (const [what, body] of Object.entries(passing)) {
     it(`passes: ${what}`, async () => {
