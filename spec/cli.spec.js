@@ -34,17 +34,27 @@ describe('funcrun', () => {
       ['create', '--help'],
       ['invoke', '--help'],
       ['config', '--help'],
+      ['config', 'envs', '--help'],
+      ['config', 'envs', 'add', '-h'],
+      ['config', 'health', '--help'],
       ['serve', '--help'],
     ]) {
       const res = await funcrun(args);
       assert.equal(res.code, 0, args.join(' '));
       assert.match(res.stdout, new RegExp(`^Usage: funcrun ${args[0]}`));
     }
+    assert.match(
+      (await funcrun(['create', '--help'])).stdout,
+      /^Usage: funcrun create <folder> .*\[--template http\|cloudevents\|fetch\] \[--funcrun <spec>\]\n/,
+    );
   });
 
-  it('--version prints the package version', async () => {
-    const res = await funcrun(['--version']);
-    assert.equal(res.stdout.trim(), require('../package.json').version);
+  it('--version, -V and version print the package version', async () => {
+    for (const args of [['--version'], ['-V'], ['version']]) {
+      const res = await funcrun(args);
+      assert.equal(res.code, 0, args.join(' '));
+      assert.equal(res.stdout.trim(), require('../package.json').version, args.join(' '));
+    }
   });
 
   it('bad use exits non-zero with one line', async () => {
@@ -305,11 +315,36 @@ describe('funcrun invoke', () => {
     assert.match(res.stderr, /answered 404/);
   });
 
-  it('a function that cannot be reached exits 1 with a clear message', async () => {
+  it('a function that cannot be reached exits 1 with a clear message, and what to do', async () => {
     const port = await freePort();
     const res = await funcrun(['invoke', '--target', `http://127.0.0.1:${port}`]);
     assert.equal(res.code, 1);
-    assert.match(res.stderr, new RegExp(`^funcrun: cannot reach http://127\\.0\\.0\\.1:${port}: ECONNREFUSED`));
+    assert.match(
+      res.stderr,
+      new RegExp(`^funcrun: cannot reach http://127\\.0\\.0\\.1:${port}: ECONNREFUSED \\(nothing listens there: start the function first`),
+    );
+  });
+
+  it('a --file that is not there, or a folder, is said in words: exit 2', async () => {
+    const dir = scratch();
+    for (const [file, why] of [
+      ['missing.txt', 'no such file'],
+      ['.', 'it is a folder'],
+    ]) {
+      const res = await funcrun(['invoke', '--target', server.url, '--file', file], { cwd: dir });
+      assert.equal(res.code, 2);
+      assert.equal(res.stderr, `funcrun: cannot read --file ${file}: ${why}\n`);
+    }
+  });
+
+  it('with --format, a malformed func.yaml does not stop the request; without it, it is bad use (exit 2)', async () => {
+    const dir = scratch();
+    fs.writeFileSync(path.join(dir, 'func.yaml'), 'name: [\n');
+    const sent = await funcrun(['invoke', '--target', server.url, '--format', 'http', '--path', dir]);
+    assert.equal(sent.code, 0, sent.stderr);
+    const refused = await funcrun(['invoke', '--target', server.url, '--path', dir]);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /^funcrun: .*func\.yaml:\d+: /);
   });
 });
 
@@ -343,12 +378,12 @@ describe('funcrun config', () => {
     assert.equal(list.stdout, 'EXISTING=two\nFUNC_LOG_LEVEL=debug\n');
   });
 
-  it('envs remove takes a variable out; removing one that is not there is an error', async () => {
+  it('envs remove takes a variable out; removing one that is not there is bad use (exit 2)', async () => {
     const dir = folder();
     assert.equal((await funcrun(['config', 'envs', 'remove', '--name', 'EXISTING', '--path', dir])).code, 0);
     assert.equal(require('yaml').parse(fs.readFileSync(path.join(dir, 'func.yaml'), 'utf8')).run.envs.length, 0);
     const again = await funcrun(['config', 'envs', 'remove', '--name', 'EXISTING', '--path', dir]);
-    assert.equal(again.code, 1);
+    assert.equal(again.code, 2);
     assert.match(again.stderr, /no variable EXISTING in run\.envs/);
   });
 
@@ -428,10 +463,27 @@ describe('funcrun config', () => {
     assert.equal((await request(`http://127.0.0.1:${port}/alive`)).text, 'OK');
   });
 
-  it('without func.yaml: an error naming where it looked', async () => {
+  it('a value that starts with a dash says how to write it', async () => {
+    const res = await funcrun(['config', 'envs', 'add', '--name', 'FUNC_GRACE_PERIOD', '--value', '-1s', '--path', folder()]);
+    assert.equal(res.code, 2);
+    assert.equal(
+      res.stderr,
+      "funcrun: Option '--value' argument is ambiguous: a value that starts with a dash is written --value=<value> (funcrun config --help)\n",
+    );
+  });
+
+  it('a malformed func.yaml is bad use (exit 2), naming its line', async () => {
+    const dir = scratch();
+    fs.writeFileSync(path.join(dir, 'func.yaml'), 'name: [\n');
+    const res = await funcrun(['config', 'envs', 'add', '--name', 'A', '--value', '1', '--path', dir]);
+    assert.equal(res.code, 2);
+    assert.match(res.stderr, /^funcrun: .*func\.yaml:\d+: /);
+  });
+
+  it('without func.yaml: an error naming where it looked (bad use, exit 2)', async () => {
     const dir = scratch();
     const res = await funcrun(['config', 'envs', 'list', '--path', dir]);
-    assert.equal(res.code, 1);
+    assert.equal(res.code, 2);
     assert.match(res.stderr, /^funcrun: no func\.yaml in .*: pass the function.s folder with --path, or write one/);
   });
 });

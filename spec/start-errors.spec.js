@@ -224,6 +224,36 @@ describe('the command line and the machine', () => {
     assert.equal(text, "funcrun: unknown option '--prot': did you mean --port? (funcrun serve --help lists the options)\n");
   });
 
+  it('two folders: bad use, exit code 2, one line without a stack', async () => {
+    const { code, json } = await failToStart({ 'index.js': 'module.exports = () => 1;' }, ['extra']);
+    assert.equal(code, 2);
+    assert.match(json.msg, /^expected one folder, got 2: .* extra \(funcrun serve --help\)$/);
+    assert.equal(json.err, undefined);
+  });
+
+  it('a package the function requires that is not installed: the hint says to install it, without a stack', async () => {
+    for (const [source, name] of [
+      ["module.exports = require('not-installed-pkg/sub');", 'not-installed-pkg'],
+      ["import x from '@scope/not-installed'; export default () => x;", '@scope/not-installed'],
+    ]) {
+      const { code, json } = await failToStart({ [source.startsWith('import') ? 'index.mjs' : 'index.js']: source });
+      assert.equal(code, 1);
+      assert.equal(
+        json.hint,
+        `the package ${name} is not installed: run npm install in the function's folder (npm install ${name}, if package.json does not list it)`,
+      );
+      assert.equal(json.err, undefined, 'no stack');
+    }
+  });
+
+  it('an address of no interface of this machine: said in words, with where to listen instead', async () => {
+    const { code, json } = await failToStart({ 'index.js': 'module.exports = () => 1;' }, ['--host', '192.0.2.1']);
+    assert.equal(code, 1);
+    assert.equal(json.msg, 'cannot listen on 192.0.2.1: no network interface of this machine has that address');
+    assert.match(json.hint, /LISTEN_ADDRESS=0\.0\.0\.0/);
+    assert.equal(json.err, undefined);
+  });
+
   it('a flag for a setting that has only a variable names the variable', async () => {
     const { code, json } = await failToStart({ 'index.js': 'module.exports = () => 1;' }, ['--file-size-limit', '200mb']);
     assert.equal(code, 2);

@@ -115,7 +115,7 @@ function parseCommandLine(argv: string[]): { target: string; flags: Partial<Valu
     process.stdout.write(`${(JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version}\n`);
     process.exit(0);
   }
-  if (positionals.length > 1) throw new Error(`expected one path, got ${positionals.length}: ${positionals.join(' ')}`);
+  if (positionals.length > 1) throw new ConfigError(`expected one folder, got ${positionals.length}: ${positionals.join(' ')} (funcrun serve --help)`);
   const { 'from-source': preferSource, help: _help, version: _version, ...settings } = values;
   return { target: positionals[0] ?? '.', flags: fromFlags(settings), preferSource: preferSource === true };
 }

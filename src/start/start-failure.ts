@@ -50,6 +50,13 @@ function explain(err: unknown): StartFailure {
       hint: `serve on another port: ${moveTo(err as { setBy?: unknown; address?: unknown }, other)}${code === 'EACCES' ? '; ports below 1024 need privileges' : ''}`,
     };
   }
+  if (code === 'EADDRNOTAVAIL') {
+    const address = (err as { address?: unknown }).address;
+    return {
+      message: `cannot listen on ${String(address)}: no network interface of this machine has that address`,
+      hint: 'listen on one it has, or on all of them: LISTEN_ADDRESS=0.0.0.0:<port> (or --host 0.0.0.0)',
+    };
+  }
   // Anything else (a throwing init(), say) is the function's own: its message, and its stack in the log.
   return { message: err instanceof Error ? err.message : `the function failed to start: it threw ${describeThrown(err)}`, stack: err };
 }
@@ -130,7 +137,13 @@ function missingModule(cause: unknown, importer: string | undefined): string | u
   if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return undefined;
   // ESM says "Cannot find package" for a package whose main is missing, and "module" otherwise.
   const named = /Cannot find (?:module|package) '([^']+)'/.exec(String((cause as Error).message))?.[1];
-  if (named === undefined || !isAbsolute(named)) return undefined;
+  if (named === undefined) return undefined;
+  // A package by its name: not installed (or not yet, in a folder just made or cloned).
+  if (!isAbsolute(named) && !named.startsWith('.')) {
+    const name = named.startsWith('@') ? named.split('/').slice(0, 2).join('/') : named.split('/')[0];
+    return `the package ${name} is not installed: run npm install in the function's folder (npm install ${name}, if package.json does not list it)`;
+  }
+  if (!isAbsolute(named)) return undefined;
   const owner = packageRoot(dirname(named));
   if (owner !== undefined && (importer === undefined || owner !== packageRoot(dirname(importer)))) return unbuiltPackage(owner, named);
   const asTypeScript = /\.(m|c)?js$/.test(named) ? named.replace(/\.(m|c)?js$/, '.$1ts') : `${named}.ts`;

@@ -83,5 +83,8 @@ export function usageMessage(
       return `unknown option '${option}'${meant === undefined ? '' : `: did you mean --${meant}?`} (${help} lists the options)`;
     }
   }
+  // Node's own way out, on a later line of its message: `--value=-1s` for a value that starts with a dash.
+  const dashed = /use '(--[^'=]+)=-XYZ'/.exec(String((err as Error | null)?.message ?? ''))?.[1];
+  if (dashed !== undefined) return `${message.replace(/\.$/, '')}: a value that starts with a dash is written ${dashed}=<value> (${help})`;
   return `${message.replace(/\.$/, '')} (${help})`;
 }

@@ -42,10 +42,11 @@ function shellWord(word: string): string {
 type ConfigValues = { name?: string; value?: string; liveness?: string; readiness?: string; env?: boolean };
 
 export function config(args: string[]): void {
+  // --help wherever it is: `config envs --help` asks as `config --help` does.
+  if (args.includes('--help') || args.includes('-h')) help(CONFIG_USAGE);
   const [area, action] = args;
   const rest = args.slice(area === 'envs' ? 2 : 1);
   const { values, positionals } = options(rest, CONFIG_OPTIONS, false, 'config');
-  if (values.help || area === '--help' || area === '-h') help(CONFIG_USAGE);
   if (positionals.length > 0) throw new UsageError(`unexpected ${positionals.join(' ')}`);
   const folder = resolve((values.path as string | undefined) ?? '.');
   if (area === 'envs') return configEnvs(action, values, folder);

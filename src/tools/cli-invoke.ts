@@ -106,7 +106,8 @@ function withQuery(target: string, query: string): string {
 
 /** --format, else func.yaml's invoke in `folder`, else http. */
 function formatOf(given: string | undefined, folder: string): 'http' | 'cloudevent' {
-  const funcYaml = existsSync(join(folder, 'func.yaml')) ? readFuncYaml(folder) : undefined;
+  // Read only when it decides something: with --format, a func.yaml being edited does not stop a request.
+  const funcYaml = given === undefined && existsSync(join(folder, 'func.yaml')) ? readFuncYaml(folder) : undefined;
   const format = given ?? (funcYaml?.invoke === 'cloudevent' ? 'cloudevent' : 'http');
   if (format !== 'http' && format !== 'cloudevent') throw new UsageError(notOneOf('--format', format, ['http', 'cloudevent']));
   return format;
@@ -195,7 +196,16 @@ async function invokeBody(given: { name: string; value: string }[], data: string
       accessSync(path, constants.R_OK);
       return { path, regular: stats.isFile() };
     } catch (err) {
-      throw new UsageError(`cannot read --file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      const code = (err as NodeJS.ErrnoException).code;
+      const why =
+        code === 'ENOENT'
+          ? 'no such file'
+          : code === 'EACCES'
+            ? 'not allowed to read it'
+            : code === 'EISDIR'
+              ? 'it is a folder'
+              : (code ?? (err as Error).message);
+      throw new UsageError(`cannot read --file ${path}: ${why}`);
     }
   }
   return data ?? (method === 'POST' ? '{"message":"Hello World"}' : undefined);

@@ -22,9 +22,9 @@ Commands:
   serve [path]        serve a function (the same as node lib/serve.js)
   cache               write funcrun's code caches for this node and user (while an image is built)
 
-Run funcrun <command> --help for its options. funcrun --version prints the version.`;
+Run funcrun <command> --help for its options. funcrun --version (or -V, or version) prints the version.`;
 
-export const CREATE_USAGE = `Usage: funcrun create <folder> [--language node|typescript] [--template http|cloudevents]
+export const CREATE_USAGE = `Usage: funcrun create <folder> [--language node|typescript] [--template http|cloudevents|fetch] [--funcrun <spec>]
 
 Writes a function project into folder (created if missing; it must be empty): func.yaml,
 package.json, README.md, the function, unit and integration tests, Dockerfile and .dockerignore.
@@ -62,7 +62,8 @@ Options:
       --type <t>            CloudEvent type (default funcrun.invoke)
   -e, --extension <k=v>     a CloudEvent extension attribute; repeat for more
       --path <folder>       the function project, for func.yaml (default the current folder)
-      --timeout <t>         how long to wait for the answer (default 30s)
+      --timeout <t>         how long to wait for the answer: 30s, 2m, 500ms (default 30s; a bare
+                            number is milliseconds, as in FUNC_TIMEOUT)
   -h, --help                show this help`;
 
 export const CONFIG_USAGE = `Usage: funcrun config envs add --name <NAME> --value <value> [--path <folder>]

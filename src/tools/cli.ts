@@ -11,6 +11,7 @@ import { requireCached, RUNTIME } from '../boot/code-cache';
 requireCached(RUNTIME);
 import { existsSync } from 'node:fs';
 import { EXIT, unsupportedNode } from '../start/exit';
+import { ConfigError } from '../start/func-yaml';
 import { nearest } from '../start/suggest';
 import { flagOptions } from '../start/settings';
 import { cacheCommand, config, create, serveCommand } from './cli-commands';
@@ -35,6 +36,8 @@ async function main(argv: string[]): Promise<void> {
       return cacheCommand(rest);
     case '--version':
     case '-v':
+    case '-V':
+    case 'version':
       process.stdout.write(`${VERSION}\n`);
       return;
     case '--help':
@@ -57,5 +60,6 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   process.stderr.write(`funcrun: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(err instanceof UsageError ? EXIT.USAGE : EXIT.FAILED);
+  // A malformed func.yaml is bad use too, as serve answers it (exit code 2).
+  process.exit(err instanceof UsageError || err instanceof ConfigError ? EXIT.USAGE : EXIT.FAILED);
 });

@@ -82,7 +82,7 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
       // fetch's reason is its cause; node's client's (a --file body) the error itself.
       const failure = cause ?? (err as NodeJS.ErrnoException);
       const reason = signal.aborted ? `no answer within ${options.timeout / 1000}s` : (failure.code ?? failure.message ?? (err as Error).message);
-      throw new Error(`cannot reach ${url.origin}: ${reason}`);
+      throw new Error(`cannot reach ${url.origin}: ${reason}${failure.code === 'ECONNREFUSED' ? NOTHING_LISTENS : ''}`);
     }
     const location = res.headers.get('location');
     if (res.status < 300 || res.status > 308 || location === null || hops === MAX_REDIRECTS) break;
@@ -116,6 +116,8 @@ export async function invoke(options: InvokeOptions): Promise<InvokeResult> {
 }
 
 const MAX_REDIRECTS = 5;
+// What a refused connection means to someone who just ran invoke.
+const NOTHING_LISTENS = ' (nothing listens there: start the function first, with funcrun serve or npm start, or give its --target)';
 
 /** A file-backed Blob fails to read once its file changes on disk; fetch then fails mid-body. */
 export const FILE_CHANGED = 'a file of the form changed on disk while it was sent';
