@@ -316,4 +316,19 @@ describe('funcrun cache', () => {
     const refused = spawnSync(process.execPath, [cli, 'cache', 'now'], { encoding: 'utf8' });
     assert.equal(refused.status, 2, refused.stderr);
   });
+
+  it('refuses a func.yaml whose run.envs hold a value serve would refuse: exit code 2, before the image is built to crash at its start', (t) => {
+    const cache = cacheFolder(t);
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'funcrun-cache-envs-'));
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    fs.writeFileSync(path.join(folder, 'index.js'), 'module.exports = () => 1;\n');
+    const funcYaml = (value) => `specVersion: 0.36.0\nname: f\nruntime: node\nrun:\n  envs:\n    - name: FUNC_LOG_LEVEL\n      value: ${value}\n`;
+    fs.writeFileSync(path.join(folder, 'func.yaml'), funcYaml('loud'));
+    const refused = cacheCommand(folder, { NODE_COMPILE_CACHE: cache });
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(refused.stderr, /^funcrun: .*unknown log level 'loud'/);
+    // A reference is resolved where the function runs: not checked here.
+    fs.writeFileSync(path.join(folder, 'func.yaml'), funcYaml("'{{ env:LEVEL }}'"));
+    assert.equal(cacheCommand(folder, { NODE_COMPILE_CACHE: cache }).status, 0);
+  });
 });

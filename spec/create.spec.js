@@ -119,6 +119,10 @@ describe('funcrun create, then npm install, npm test and npm start', { concurren
         }
         assert.deepEqual(yaml.run.envs, [{ name: 'FUNC_LOG_LEVEL', value: 'info' }]);
         assert.deepEqual(yaml.deploy.healthEndpoints, { liveness: '/health/liveness', readiness: '/health/readiness' });
+        // The probe test asks where the probe is (funcrun config health moves it), not the default path.
+        const integration = fs.readFileSync(path.join(folder, language === 'node' ? 'test/integration.js' : 'test/integration.ts'), 'utf8');
+        if (template !== 'cloudevents') assert.match(integration, /fetch\(running\.url \+ running\.probes\.readiness\)/);
+        assert.doesNotMatch(integration, /\/health\//);
         const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'package.json'), 'utf8'));
         assert.equal(manifest.dependencies.funcrun, `file:${TARBALL}`);
         assert.equal(manifest.scripts.start, 'funcrun serve .');

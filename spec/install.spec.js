@@ -72,4 +72,15 @@ describe('packing the checkout', () => {
     assert.equal(spawnSync('git', ['check-ignore', '--no-index', '-q', `spec/${tarball}`], { cwd: ROOT }).status, 1);
     assert.match(execFileSync('git', ['check-ignore', '--no-index', '-v', tarball], { cwd: ROOT, encoding: 'utf8' }), /^\.gitignore:\d+:\/funcrun-\*\.tgz\t/);
   });
+
+  it('the package holds the pages its README, --help and warnings name, and the deploy files the docs copy from it', () => {
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' }))[0].files.map(
+      (f) => f.path,
+    );
+    const pages = fs.readdirSync(path.join(ROOT, 'docs')).filter((name) => name.endsWith('.md'));
+    for (const page of pages) assert.ok(packed.includes(`docs/${page}`), `docs/${page}`);
+    // README's links to docs/ resolve in node_modules/funcrun, as serve --help's and the compatibility warning's do.
+    for (const [, link] of fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').matchAll(/\]\((docs\/[\w-]+\.md)/g)) assert.ok(packed.includes(link), link);
+    for (const file of ['Dockerfile', '.dockerignore', 'service.yaml']) assert.ok(packed.includes(`examples/deploy/${file}`), file);
+  });
 });

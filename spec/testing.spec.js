@@ -50,6 +50,8 @@ describe('funcrun/testing', () => {
     t.after(() => fromFolder.close());
     assert.equal((await request(fromFolder.url)).text, 'yes from yaml');
     assert.equal((await request(fromFolder.url + '/alive')).text, 'OK');
+    assert.deepEqual(fromFolder.probes, { liveness: '/alive', readiness: '/health/readiness' });
+    assert.deepEqual(running.probes, { liveness: '/health/liveness', readiness: '/health/readiness' });
   });
 
   it('serve serves for one test with the options given, and closes the server after it: then its port refuses', async (t) => {
@@ -231,5 +233,34 @@ describe('fetch handlers in funcrun/testing', () => {
     assert.equal((await request(`${running.url}/`)).text, 'no body');
     assert.equal((await request(`${running.url}/health/readiness`)).text, 'OK');
     assert.deepEqual(seen, ['PUT /a/b', 'GET /']);
+  });
+});
+
+describe('docs/testing.md', () => {
+  it("createFetchContext's Hono app and its unit test run as written, and the test passes", (t) => {
+    const fs = require('node:fs');
+    const path = require('node:path');
+    const { spawnSync } = require('node:child_process');
+    const ROOT = path.join(__dirname, '..');
+    const page = fs.readFileSync(path.join(ROOT, 'docs', 'testing.md'), 'utf8');
+    const section = page.slice(page.indexOf('## createFetchContext'), page.indexOf('## serve'));
+    const blocks = [...section.matchAll(/```js\n\/\/ (\S+)\n([\s\S]*?)```/g)];
+    assert.deepEqual(
+      blocks.map(([, file]) => file),
+      ['index.js', 'test/unit.js'],
+    );
+    // Inside the checkout, where funcrun/testing and hono resolve as in a project that installed them.
+    const folder = path.join(ROOT, '.tmp', 'docs-fetch-test');
+    t.after(() => fs.rmSync(folder, { recursive: true, force: true }));
+    for (const [, file, text] of blocks) {
+      fs.mkdirSync(path.dirname(path.join(folder, file)), { recursive: true });
+      fs.writeFileSync(path.join(folder, file), text);
+    }
+    // Without this run's NODE_TEST_CONTEXT, which would send the inner run's report to this one.
+    const env = { ...process.env };
+    delete env.NODE_TEST_CONTEXT;
+    const run = spawnSync(process.execPath, ['--test', '--test-reporter=tap', path.join(folder, 'test', 'unit.js')], { cwd: folder, encoding: 'utf8', env });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /^# pass 1$/m);
   });
 });

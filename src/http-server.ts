@@ -110,6 +110,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     claims: idempotency,
     inFlight: new InFlight(),
     outside: AsyncResource.bind((run) => run()),
+    probes: { liveness: settings.livenessPath, readiness: settings.readinessPath },
   };
   // One line per answered request: at info when asked for (FUNC_ACCESS_LOG), else at debug.
   const accessLevel = settings.accessLog ? 'info' : 'debug';

@@ -42,6 +42,8 @@ export interface Runtime {
    * of whichever invocation happened to close the last connection (its reqId, trace, span).
    */
   readonly outside: (run: () => unknown) => unknown;
+  /** Where the probes answer, as decided at start (probe-paths.ts). */
+  readonly probes: { readonly liveness: string; readonly readiness: string };
 }
 
 /**
@@ -121,6 +123,11 @@ const runtimes = new WeakMap<Server, Runtime>();
 
 export function register(server: Server, runtime: Runtime): void {
   runtimes.set(server, runtime);
+}
+
+/** Where the server's probes answer (funcrun/testing tells a function's tests). */
+export function probesOf(server: Server): Runtime['probes'] | undefined {
+  return runtimes.get(server)?.probes;
 }
 
 /** The process exits once the server is drained (serve.ts): what its functions still run then stops with it. */

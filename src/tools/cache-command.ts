@@ -14,6 +14,7 @@ import { defaults, start, stop } from '../index';
 import { readFuncYaml } from '../start/func-yaml';
 import { forgetFuncYaml } from '../start/func-yaml-cache';
 import { loadFunction, resolveEntry } from '../start/loader';
+import { checkEnv } from './config-command';
 
 // The requests a function behind a Knative Broker or a route answers most: their way through
 // funcrun is the code a start then finds compiled.
@@ -58,8 +59,10 @@ export async function writeCaches(cwd: string): Promise<string> {
   }
   keepCompiled(RUNTIME);
   // What the project's own func.yaml says, kept without its values (start/func-yaml-cache.ts): a
-  // start of the image then needs no YAML parser. A malformed one fails here, as its start would.
-  if (existsSync(join(cwd, 'func.yaml'))) readFuncYaml(cwd);
+  // start of the image then needs no YAML parser. A malformed one fails here, as its start would,
+  // and so does a value of run.envs that start would refuse: the image is not built to crash-loop.
+  const funcYaml = existsSync(join(cwd, 'func.yaml')) ? readFuncYaml(cwd) : undefined;
+  for (const { name, value } of funcYaml?.envs ?? []) if (name !== undefined) checkEnv(name, value);
   // The parts loaded on demand (lib/runtime-events.js, ...): node's compile cache keeps them as it
   // loads them, so a function that uses one finds it compiled too.
   const lib = join(__dirname, '..');

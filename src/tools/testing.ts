@@ -11,7 +11,7 @@ import { Context, contentTypeOf } from '../context';
 import { responseDefaults } from '../cloudevents/cloudevent';
 import { createLogger, type LogDestination, type LogLevel } from '../log/log';
 import { loadFunction } from '../start/loader';
-import { loggerOf } from '../lifecycle/lifecycle';
+import { loggerOf, probesOf } from '../lifecycle/lifecycle';
 import { queryOf, readTarget } from '../http/target';
 import { start, stop, type Options } from '../index';
 import type { FetchContext, Function as FunctionModule, Invokable } from '../types';
@@ -25,6 +25,8 @@ export interface RunningFunction {
   url: string;
   port: number;
   server: import('node:http').Server;
+  /** Where the probes answer: func.yaml's `deploy.healthEndpoints` (with `config`), the module's, a variable's, or the defaults. */
+  probes: { readonly liveness: string; readonly readiness: string };
   /**
    * Stops the server, running the module's shutdown() once: called again (serve's teardown after a
    * test that closed the server itself), it waits for the same shutdown().
@@ -49,7 +51,8 @@ export async function startFunction(func: FunctionModule | Invokable | string, o
   // loads from a path, the loader found that out, and it is said as `node lib/serve.js` says it.
   if (loaded?.shapeChosen !== undefined) loggerOf(server).warn({ file: loaded.file }, loaded.shapeChosen);
   const { port } = server.address() as import('node:net').AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, port, server, close: () => stop(server, 1000).then(() => undefined) };
+  const probes = probesOf(server)!;
+  return { url: `http://127.0.0.1:${port}`, port, server, probes, close: () => stop(server, 1000).then(() => undefined) };
 }
 
 /** What serve() needs of a test: a hook run after it, as node:test's `t.after`. */

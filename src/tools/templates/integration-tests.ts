@@ -8,7 +8,7 @@ export const HTTP_INTEGRATION_TESTS = `test('POST with JSON answers 200 with the
 });
 
 test('the readiness probe answers at the path in func.yaml', async () => {
-  const res = await fetch(running.url + '/health/readiness');
+  const res = await fetch(running.url + running.probes.readiness);
   assert.equal(res.status, 200);
 });
 `;
