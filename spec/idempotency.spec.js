@@ -326,6 +326,49 @@ describe('idempotency', () => {
     assert.equal(runs, 2);
   });
 
+  it('a batch whose client goes away during its last event ran whole: kept, and run once; one cut before an event is released, and said', async (t) => {
+    const runs = [];
+    let ended = 0;
+    let finished;
+    const { url, log } = await serve(
+      t,
+      async (context) => {
+        runs.push(context.cloudevent.id);
+        if (context.cloudevent.type === 'slow') await new Promise((resolve) => setTimeout(resolve, 300));
+        ended++;
+        setImmediate(() => finished?.());
+        return context.cloudEventResponse({ id: context.cloudevent.id }).response();
+      },
+      ON,
+    );
+    const send = (events, signal) =>
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events), signal });
+    // The client leaves 100 ms in; then the events that ran are waited for (`lastRun` of them have ended by then).
+    const leaveDuring = async (events, lastRun) => {
+      const gone = new AbortController();
+      const done = new Promise((resolve) => (finished = () => ended >= lastRun && resolve()));
+      const first = send(events, gone.signal).catch((err) => err);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      gone.abort();
+      assert.equal((await first).name, 'AbortError');
+      await done;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    };
+    // Gone while the last event runs: every event ran; the redelivery is answered without a run.
+    const whole = [event({ id: 'a' }), event({ id: 'b', type: 'slow' })];
+    await leaveDuring(whole, 2);
+    const again = await send(whole);
+    assert.equal(again.status, 200);
+    assert.deepEqual(runs, ['a', 'b']);
+    // Gone while the first of two runs: the second never ran, so the batch runs again when delivered again.
+    const cut = [event({ id: 'c', type: 'slow' }), event({ id: 'd' })];
+    await leaveDuring(cut, 3);
+    assert.ok(log.entries().some((e) => e.msg === 'batch cut short: its claim is released, and its events run again when it is delivered again'));
+    const redelivered = await send(cut);
+    assert.equal(redelivered.status, 200);
+    assert.deepEqual(runs, ['a', 'b', 'c', 'c', 'd']);
+  });
+
   it('a batch of many events is deduplicated too: the key limit is per event', async (t) => {
     let runs = 0;
     const { url } = await serve(t, () => void runs++, { ...ON, idempotencyKeyLimit: 100 });

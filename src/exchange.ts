@@ -81,6 +81,8 @@ export class Exchange {
   contexts: Invocation | Context[] | undefined = undefined;
   /** Step 7, with idempotency: keeps the answer for duplicates, or releases the event's claim, once answered. */
   settleClaim: Settle | undefined = undefined;
+  /** Step 8: a batch stopped before one of its events (its client gone, a fault answered): those did not run. */
+  batchCut = false;
   #plain: boolean | undefined = undefined;
 
   constructor(

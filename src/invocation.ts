@@ -168,7 +168,10 @@ async function batch(call: BatchCall): Promise<CloudEvent<unknown>[] | undefined
   for (const event of call.events) {
     // The client went away, or the request was answered as failed (a fault of an earlier event's,
     // faults.ts): the sender delivers the batch again, so the rest of it is not run now.
-    if (x.res.destroyed || x.res.writableEnded) return undefined;
+    if (x.res.destroyed || x.res.writableEnded) {
+      x.batchCut = true;
+      return undefined;
+    }
     const ctx = eventContext(call, ContextClass, event);
     const called = p.invoke(fn, ctx, asArgument ? event : event.data, x.deadline);
     // A value that answers nothing it is asked (a revoked Proxy), which await would ask for its `then`.

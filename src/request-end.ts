@@ -83,8 +83,9 @@ function leftMidBody(req: IncomingMessage, res: ServerResponse, err: unknown): b
 
 /** The request is answered: its invocations end (once their waitUntil work settles), and its connection counts it. */
 export function finish(p: Pipeline, x: Exchange, input: Input | undefined, sent: Reply | SentError | undefined): void {
-  // A batch whose client went away may have been cut short (batch() stops): its answer is not the whole batch's.
-  if (x.settleClaim !== undefined) x.settleClaim(Array.isArray(input?.events) && x.res.destroyed, sent, outliving(x));
+  // A batch cut short (batch() stopped before an event): its answer is not the whole batch's. One
+  // whose client went away after its last event began ran whole: its answer is kept, as an event's.
+  if (x.settleClaim !== undefined) x.settleClaim(x.batchCut, sent, outliving(x));
   // However the request ended: its temporary files go (once its waitUntil work settles), and a body still streaming stops.
   if (x.uploads !== undefined) endUploads(x, x.uploads);
   const stream = input?.bodyStream;
