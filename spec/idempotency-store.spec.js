@@ -410,6 +410,54 @@ describe('the memory store', () => {
     assert.ok(answer.body.equals(Buffer.alloc(200, 7)));
   });
 
+  it('takes the least recently used answer first, a just-completed claim and a read among the recent, whatever it evicted before', async () => {
+    const store = new MemoryStore({ entries: 2, bytes: 1_000_000 });
+    const a = held('a');
+    store.claim(a, 60_000);
+    await answered(store, 'b');
+    // c's claim passes over a's (live) and takes b.
+    const c = held('c');
+    store.claim(c, 60_000);
+    store.complete(c, { status: 200, headers: [], body: answer(1) }, 60_000);
+    store.complete(a, { status: 200, headers: [], body: answer(1) }, 60_000);
+    assert.equal(store.claim(held('c'), 60_000).state, 'done');
+    // c was used after a: d takes a's place.
+    await answered(store, 'd');
+    assert.equal(store.claim(held('c'), 60_000).state, 'done');
+    assert.equal(store.claim(held('a'), 60_000).state, 'claimed');
+  });
+
+  it("keeps a copy of an answer's Buffer: a function that writes into its own again does not change the kept answer", () => {
+    const store = new MemoryStore({ entries: 10, bytes: 1_000_000 });
+    // Its own memory, no view of node's pool (which the store copied before too).
+    const reused = Buffer.alloc(12);
+    reused.write('first answer');
+    const claim = held('k');
+    store.claim(claim, 60_000);
+    store.complete(claim, { status: 200, headers: [['x-n', '1']], body: reused }, 60_000);
+    reused.write('later answer');
+    assert.equal(store.claim(held('k'), 60_000).answer.body.toString(), 'first answer');
+  });
+
+  it('keeps text cut from a larger string as text of its own: the bound on bytes holds for the memory, not only the count', () => {
+    // In a process of its own, with gc: 40 answers (body and a header) of 40 characters, each cut from 5 MB.
+    const store = path.join(__dirname, '..', 'lib', 'events', 'idempotency', 'memory-store.js');
+    const script = `const { MemoryStore } = require(${JSON.stringify(store)});
+const store = new MemoryStore({ entries: 1000, bytes: 64 * 1024 * 1024 });
+global.gc();
+const before = process.memoryUsage().heapUsed;
+for (let i = 0; i < 40; i++) {
+  const doc = 'x'.repeat(5e6) + i;
+  const held = { key: 'k' + i, token: 't' + i, digest: '' };
+  store.claim(held, 60000);
+  store.complete(held, { status: 200, headers: [['x-part', doc.slice(100, 140)]], body: doc.slice(1000, 1040) }, 60000);
+}
+global.gc();
+process.stdout.write(String(Math.round((process.memoryUsage().heapUsed - before) / 1e6)));`;
+    const grown = Number(execFileSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' }));
+    assert.ok(grown < 32, `the heap grew by ${grown} MB for 40 answers of 40 characters`);
+  });
+
   it('never evicts a live claim, even past its bounds: a duplicate must not run', async () => {
     const store = new MemoryStore({ entries: 2, bytes: 1_000_000 });
     for (const key of ['a', 'b', 'c', 'd']) assert.equal(await state(store, key), 'claimed');

@@ -50,15 +50,25 @@ function keptMode(headers: Answer['headers']): EventMode | undefined {
 }
 
 /**
- * The answer with a body of its own: a Buffer that is a view of a larger one (a function's
- * `big.subarray(0, 200)`, a slice of node's pool) would keep all of it alive, past the bound on
- * bytes, which counts the view.
+ * The answer with a body and headers of its own. A Buffer is copied: the function may write into
+ * its own again (one Buffer reused for every answer), and a view of a larger one (`big.subarray(0,
+ * 200)`, a slice of node's pool) would keep all of it alive, past the bound on bytes, which counts
+ * the view. Text is copied too: V8 keeps a string cut from a larger one (`doc.slice(0, 40)`) as a
+ * view of it, 5 MB alive for 40 characters counted.
  */
 function ownBytes(answer: Answer): Answer {
   const body = answer.body;
-  if (typeof body === 'string' || body.byteLength === body.buffer.byteLength) return answer;
-  const copy = new Uint8Array(body);
-  return { ...answer, body: Buffer.from(copy.buffer, 0, copy.byteLength) };
+  const copy = typeof body === 'string' ? ownText(body) : Buffer.from(new Uint8Array(body).buffer);
+  const headers = answer.headers.map(([name, value]): [string, OutgoingHttpHeader] => [
+    ownText(name),
+    typeof value === 'string' ? ownText(value) : Array.isArray(value) ? value.map(ownText) : value,
+  ]);
+  return { ...answer, body: copy, headers };
+}
+
+/** A copy of `text` that is no view of another string: V8 flattens a joined string into new memory when it is cut. */
+function ownText(text: string): string {
+  return text.length === 0 ? text : (' ' + text).slice(1);
 }
 
 /** The memory an answer takes, at most: its body and its headers' text (a character is 2 bytes at most). */
@@ -139,7 +149,6 @@ const CLAIMED: Claim = Object.freeze({ state: 'claimed' });
  */
 export class MemoryStore implements IdempotencyStore {
   readonly #entries = new Map<string, Entry>();
-  #cursor = this.#entries.entries();
   #bytes = 0;
   constructor(
     readonly limits: MemoryLimits,
@@ -176,14 +185,10 @@ export class MemoryStore implements IdempotencyStore {
     const outcome = entry?.token === held.token ? 'kept' : 'lapsed';
     const answer = ownBytes(given);
     const size = key.length + held.digest.length + sizeOf(answer);
-    if (entry === undefined) {
-      this.#entries.set(key, { token: undefined, answer, digest: held.digest, expires: this.now() + windowMs, size });
-      this.#bytes += size;
-    } else {
-      // The claim's entry becomes the answer's, where it stands in the order.
-      this.#bytes += size - entry.size;
-      Object.assign(entry, { token: undefined, answer, digest: held.digest, expires: this.now() + windowMs, size });
-    }
+    // The claim's entry, if it is there, becomes the answer's, at the end of the order: just written, it is the most recently used.
+    if (entry !== undefined) this.#remove(key);
+    this.#entries.set(key, { token: undefined, answer, digest: held.digest, expires: this.now() + windowMs, size });
+    this.#bytes += size;
     this.#evict();
     return outcome;
   }
@@ -221,23 +226,15 @@ export class MemoryStore implements IdempotencyStore {
     this.#bytes -= old.size;
   }
 
-  // Oldest first: expired entries and answers. Live claims are passed over (see the class's
-  // comment); there are no more of them than requests in flight. The scan goes on from where the
-  // last one stopped (a Map's iterator sees later changes), so removed entries are not walked again.
+  // Least recently used first: expired entries and answers. Live claims are passed over (see the
+  // class's comment); there are no more of them than requests in flight, so each scan from the
+  // start passes over at most those. (One that went on from where the last stopped would pass over
+  // keys used since, moved to the end, and take a later one first.)
   #evict(): void {
     const { entries, bytes } = this.limits;
     const now = this.now();
-    let restarted = false;
-    while (this.#entries.size > entries || this.#bytes > bytes) {
-      const next = this.#cursor.next();
-      if (next.done === true) {
-        // Only live claims are left to pass over: they stay.
-        if (restarted) return;
-        restarted = true;
-        this.#cursor = this.#entries.entries();
-        continue;
-      }
-      const [key, entry] = next.value;
+    for (const [key, entry] of this.#entries) {
+      if (this.#entries.size <= entries && this.#bytes <= bytes) return;
       if (entry.token === undefined || entry.expires <= now) this.#remove(key);
     }
   }
