@@ -195,7 +195,8 @@ export class Idempotency implements Claims {
     // Larger than the limit, or streamed: sent, not kept.
     if (final && answer === undefined)
       hold.log.warn({ event: identityOf(hold.events), limit: answerLimit }, 'answer not kept for duplicates: streamed, or larger than the answer limit');
-    if (incomplete) hold.log.info({ event: identityOf(hold.events) }, 'batch cut short: its claim is released, and its events run again when it is delivered again');
+    if (incomplete)
+      hold.log.info({ event: identityOf(hold.events) }, 'batch cut short: its claim is released, and its events run again when it is delivered again');
     if (answer === undefined) return this.#writes.write(hold, () => store.release(hold));
     this.#writes.write(
       hold,
