@@ -369,6 +369,21 @@ describe('idempotency', () => {
     assert.deepEqual(runs, ['a', 'b', 'c', 'c', 'd']);
   });
 
+  it('a handler that streams its body is refused at start with idempotency or event contracts: its events would run unchecked, every duplicate again', async () => {
+    const { start, streamed } = require('../lib/index.js');
+    const handle = streamed(async () => 'ok');
+    for (const [module, options, message] of [
+      [{ handle }, ON, /handle streams its body, so no request to it is read as a CloudEvent: idempotency cannot hold for it/],
+      [{ handle, events: { types: { 'com.example.a': {} } } }, {}, /handle streams its body, .*: event contracts cannot hold for it/],
+      [{ handle: () => 1, routes: { 'POST /upload': handle } }, ON, /routes\['POST \/upload'\] streams its body/],
+    ]) {
+      await assert.rejects(start(module, { port: 0, host: '127.0.0.1', logLevel: 'silent', ...options }), message);
+    }
+    // Without them, it serves.
+    const server = await start({ handle }, { port: 0, host: '127.0.0.1', logLevel: 'silent' });
+    await new Promise((resolve) => server.close(resolve));
+  });
+
   it('a batch of many events is deduplicated too: the key limit is per event', async (t) => {
     let runs = 0;
     const { url } = await serve(t, () => void runs++, { ...ON, idempotencyKeyLimit: 100 });

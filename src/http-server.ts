@@ -8,6 +8,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import type { Socket } from 'node:net';
 import { AsyncResource } from 'node:async_hooks';
 import type { Behaviour } from './start/compat';
+import { ConfigError } from './start/func-yaml';
 import { responseDefaults } from './cloudevents/cloudevent';
 import { originCheck } from './http/cors';
 import { runtimeError, lastResort, sendError } from './errors';
@@ -25,7 +26,7 @@ import type * as IdempotencyModule from './events/idempotency/idempotency';
 import type { IdempotencySettings } from './events/idempotency/idempotency';
 import { awaitContinue, onRequest } from './request';
 import type { Pipeline } from './exchange';
-import type { FetchEnv, Function as FunctionModule } from './types';
+import type { FetchEnv, Function as FunctionModule, Invokable } from './types';
 import type { MultipartLimits } from './uploads/multipart';
 import type * as UploadFolderModule from './uploads/upload-folder';
 import type * as WebGlobals from './fetch/web-globals';
@@ -74,6 +75,22 @@ export interface Settings {
   lightWebGlobals?: boolean;
 }
 
+/**
+ * A handler that streams its body (`streamed()`) gets bytes as they come, never read as a
+ * CloudEvent: with `needs` on (contracts, idempotency), its events would run unchecked, and every
+ * duplicate again. Refused at start, as a named function that streams and takes events is.
+ */
+function refuseStreamedEvents(module: FunctionModule, needs: string): void {
+  const streaming = [
+    ...((module.handle as Invokable | undefined)?.streamBody === true ? ['handle'] : []),
+    ...Object.entries(module.routes ?? {}).flatMap(([key, fn]) => (fn.streamBody === true ? [`routes['${key}']`] : [])),
+  ];
+  if (streaming.length === 0) return;
+  throw new ConfigError(
+    `${streaming.join(', ')} ${streaming.length === 1 ? 'streams its' : 'stream their'} body, so no request to it is read as a CloudEvent: ${needs} cannot hold for it. Read the body whole (drop streamed()), or turn ${needs} off`,
+  );
+}
+
 export function createServer(module: FunctionModule, settings: Settings, log: RootLogger): Server {
   const metrics = settings.metrics === undefined ? undefined : new Metrics(settings.metrics.labels);
   const loop = settings.maxEventLoopDelay > 0 || metrics !== undefined ? monitorLoop() : undefined;
@@ -82,6 +99,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
   const cors = module.cors ? originCheck(module.cors()) : undefined;
   // Event contracts and idempotency load only for a module that uses them (scripts/bundle.js ON_DEMAND).
   const types = module.events?.types;
+  if (types !== undefined || settings.idempotency !== undefined) refuseStreamedEvents(module, types !== undefined ? 'event contracts' : 'idempotency');
   // Made by the first multipart body: the uploads part loads then (scripts/bundle.js ON_DEMAND).
   let uploadFolder: UploadFolder | undefined;
   const contracts =
