@@ -34,6 +34,7 @@ module.exports = {
       await new Promise(() => {});
     }
     if (type === 'slow') await new Promise((resolve) => setTimeout(resolve, 800));
+    if (type === 'hang') await new Promise(() => {});
     return context.cloudEventResponse({ charged: data.total, by: process.pid }).type('order.charged').response();
   },
 };
@@ -150,6 +151,27 @@ describe('exactly once through a drain and a crash', () => {
     const retried = await post(b.url, ce);
     assert.equal(retried.status, 200, retried.text);
     assert.equal(runs().length, 2);
+  });
+
+  it('a function answered 504 at its timeout and still running at the exit: its claim is released and said so, never reported as lapsing', async (t) => {
+    const redis = await startRedis(t);
+    const { start, runs } = replicas(t, redis.url, { FUNC_TIMEOUT: '200ms', FUNC_GRACE_PERIOD: '500ms' });
+    const [a, b] = [await start(), await start()];
+    const ce = order('hang');
+    assert.equal((await post(a.url, ce)).status, 504);
+    a.child.kill('SIGTERM');
+    await a.exited;
+    const lines = a.lines();
+    const released = lines.find((l) => /^the process exits while the event's function still runs: its claim is released/.test(l.msg));
+    assert.ok(released, a.out.stdout);
+    assert.equal(released.event.id, ce.id);
+    assert.ok(!lines.some((l) => /lapses on its own/.test(l.msg)), a.out.stdout);
+    // Released: the redelivery runs on the other replica at once.
+    const retried = post(b.url, ce).catch(() => 'cut');
+    await sleep(300);
+    assert.equal(runs().length, 2);
+    b.child.kill('SIGKILL');
+    await retried;
   });
 
   it('an outcome the store cannot take before the drain ends is logged with its key, and the process still exits', async (t) => {

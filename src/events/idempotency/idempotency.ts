@@ -128,7 +128,15 @@ export class Idempotency implements Claims {
     await this.#writes.drain(deadline);
     // The process exits: functions still running (cut at the end of the grace period, or crashed) stop with it, so their claims go.
     if (this.#exiting && this.#live.size > 0) {
-      for (const hold of this.#live) this.#writes.write(hold, () => store.release(hold));
+      for (const hold of this.#live) {
+        hold.log.warn(
+          { event: identityOf(hold.events), key: hold.key },
+          "the process exits while the event's function still runs: its claim is released, and the event runs again when it is delivered again",
+        );
+        // What waited for the function (answered at its timeout) is settled by this release, or by its own failure's line.
+        this.#writes.settledOtherwise(hold.key);
+        this.#writes.write(hold, () => store.release(hold));
+      }
       this.#live.clear();
       await this.#writes.settleWithin(Math.max(0, deadline - now()));
     }

@@ -70,6 +70,11 @@ export class PendingWrites {
     this.#track({ key: about.key, events: about.events, log: about.log, reported: false }, done);
   }
 
+  /** The outcomes waited for under `key` are settled otherwise (its claim released at exit): close() does not report them as unwritten. */
+  settledOtherwise(key: string): void {
+    for (const write of this.#writes.values()) if (write.key === key) write.reported = true;
+  }
+
   /** Waits until no outcome is left to write, or `deadline` (`now()` time) has come; outcomes added meanwhile too. */
   async drain(deadline: number): Promise<void> {
     while (this.#writes.size > 0 && now() < deadline) await this.settleWithin(deadline - now());
