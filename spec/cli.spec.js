@@ -43,6 +43,8 @@ describe('funcrun', () => {
       assert.equal(res.code, 0, args.join(' '));
       assert.match(res.stdout, new RegExp(`^Usage: funcrun ${args[0]}`));
     }
+    // Durations as the docs write them.
+    assert.match((await funcrun(['serve', '--help'])).stdout, /\[FUNC_GRACE_PERIOD, else 10s\]/);
     assert.match(
       (await funcrun(['create', '--help'])).stdout,
       /^Usage: funcrun create <folder> .*\[--template http\|cloudevents\|fetch\] \[--funcrun <spec>\]\n/,

@@ -365,6 +365,19 @@ export function fromFlags(values: Record<string, string | boolean | undefined>):
   return out as Partial<Values>;
 }
 
+/** A default as the docs write it: a duration in its largest whole unit (`10s`, not 10000). */
+function shownDefault(setting: Setting<unknown>): string {
+  const value = setting.default;
+  if (setting.parse !== duration || typeof value !== 'number' || value <= 0) return String(value);
+  for (const [unit, ms] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const)
+    if (value % ms === 0) return `${value / ms}${unit}`;
+  return `${value}ms`;
+}
+
 /** The options part of --help, one line per flag, from the table. */
 export function flagHelp(): string {
   const lines: string[] = [];
@@ -373,7 +386,7 @@ export function flagHelp(): string {
     const [flag, ...others] = setting.flags;
     const names = `${setting.short ? `-${setting.short}, ` : '    '}${flag}${setting.boolean ? '' : ' <value>'}`;
     const variables = setting.env?.length ? setting.env.join(', ') : '';
-    const fallback = setting.default === undefined || setting.default === false ? '' : `, else ${String(setting.default)}`;
+    const fallback = setting.default === undefined || setting.default === false ? '' : `, else ${shownDefault(setting)}`;
     const also = others.length ? ` (also ${others.join(', ')})` : '';
     lines.push(`  ${names.padEnd(27)} ${setting.help}${also}${variables ? ` [${variables}${fallback}]` : ''}`);
   }
