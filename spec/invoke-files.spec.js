@@ -150,8 +150,11 @@ describe('funcrun invoke with files', () => {
     const before = received.length;
     const photo = `photo=${file('cat.png')}`;
     for (const [args, message] of [
-      [['--file', `photo=${file('x.png')}`], `cannot read --file photo=${file('x.png')}: ENOENT`],
-      [['--file', photo, '--file', `other=${file('missing.bin')};type=image/png`], `cannot read --file other=${file('missing.bin')};type=image/png: ENOENT`],
+      [['--file', `photo=${file('x.png')}`], `cannot read --file photo=${file('x.png')}: no such file`],
+      [
+        ['--file', photo, '--file', `other=${file('missing.bin')};type=image/png`],
+        `cannot read --file other=${file('missing.bin')};type=image/png: no such file`,
+      ],
       [['--file', `dir=${folder}`], `cannot read --file dir=${folder}: not a regular file`],
       [
         ['--file', file('a=b.bin'), '--file', photo],
@@ -174,7 +177,7 @@ describe('funcrun invoke with files', () => {
         ['--file', file('notes.txt'), '--file', file('a=b.bin')],
         'give one --file <path> as the body, not 2; the files of a form are named --file <field>=<path>',
       ],
-      [['--file', file('missing.bin')], `cannot read --file ${file('missing.bin')}: ENOENT`],
+      [['--file', file('missing.bin')], `cannot read --file ${file('missing.bin')}: no such file`],
     ]) {
       const res = await invoke(['--target', target, ...args]);
       assert.equal(res.code, 2, args.join(' '));

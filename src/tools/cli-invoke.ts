@@ -196,16 +196,7 @@ async function invokeBody(given: { name: string; value: string }[], data: string
       accessSync(path, constants.R_OK);
       return { path, regular: stats.isFile() };
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      const why =
-        code === 'ENOENT'
-          ? 'no such file'
-          : code === 'EACCES'
-            ? 'not allowed to read it'
-            : code === 'EISDIR'
-              ? 'it is a folder'
-              : (code ?? (err as Error).message);
-      throw new UsageError(`cannot read --file ${path}: ${why}`);
+      throw new UsageError(`cannot read --file ${path}: ${unreadable(err)}`);
     }
   }
   return data ?? (method === 'POST' ? '{"message":"Hello World"}' : undefined);
@@ -262,6 +253,15 @@ async function fileBlob(part: FormFile): Promise<Blob> {
     accessSync(part.path, constants.R_OK);
     return await openAsBlob(part.path, { type: part.type });
   } catch (err) {
-    throw new UsageError(`cannot read ${part.option}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new UsageError(`cannot read ${part.option}: ${unreadable(err)}`);
   }
+}
+
+/** Why a file cannot be read, in words (its code where there are none). */
+function unreadable(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES') return 'not allowed to read it';
+  if (code === 'EISDIR') return 'it is a folder';
+  return code ?? (err as Error).message;
 }

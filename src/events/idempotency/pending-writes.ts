@@ -70,9 +70,9 @@ export class PendingWrites {
     this.#track({ key: about.key, events: about.events, log: about.log, reported: false }, done);
   }
 
-  /** The outcomes waited for under `key` are settled otherwise (its claim released at exit): close() does not report them as unwritten. */
+  /** The outcomes waited for under `key` are settled otherwise (its claim released at exit): no longer waited for, nor reported as unwritten by close(). */
   settledOtherwise(key: string): void {
-    for (const write of this.#writes.values()) if (write.key === key) write.reported = true;
+    for (const [done, write] of this.#writes) if (write.key === key) this.#writes.delete(done);
   }
 
   /** Waits until no outcome is left to write, or `deadline` (`now()` time) has come; outcomes added meanwhile too. */
