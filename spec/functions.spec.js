@@ -293,14 +293,123 @@ describe('functions beside handle and routes', () => {
     assert.equal(routed.headers['ce-type'], 'echo.output');
   });
 
-  it('routes and functions claiming the same path stop the start', async (t) => {
+  it('routes and functions claiming the same path stop the start, with a trailing slash too', async (t) => {
     await assert.rejects(serve(t, { routes: { 'GET /echo': () => 1 }, functions: { echo: (x) => x } }), /routes and functions both claim \/echo/);
+    await assert.rejects(serve(t, { routes: { 'GET /echo/': () => 1 }, functions: { echo: (x) => x } }), /routes and functions both claim \/echo/);
+  });
+
+  it("a function where a probe or the metrics answer stops the start: its GET would be the runtime's", async (t) => {
+    await assert.rejects(serve(t, { functions: { metrics: (x) => x } }), /the function at \/metrics is where the metrics answers/);
+    const liveness = Object.assign(() => true, { path: '/hello' });
+    await assert.rejects(serve(t, { liveness, functions: { hello: (x) => x } }), /the function at \/hello is where the liveness probe answers/);
   });
 
   it('invalid functions stop the start with what is wrong', async (t) => {
     await assert.rejects(serve(t, { functions: { 'a/b': () => 1 } }), /a name is a path segment/);
+    for (const name of ['.', '..']) await assert.rejects(serve(t, { functions: { [name]: () => 1 } }), /not '\.' or '\.\.', which a URL resolves away/);
+    // ajv checks an $async schema in a promise: it would pass every input.
+    const order = Object.assign(() => 1, { inputSchema: { $async: true, type: 'object', properties: { id: { type: 'integer' } } } });
+    await assert.rejects(serve(t, { functions: { order } }), /a schema with \$async is not checked/);
     await assert.rejects(serve(t, { functions: { a: 'x' } }), /functions\['a'\] must be a function/);
     await assert.rejects(serve(t, { functions: { a: Object.assign(() => 1, { trigger: 5 }) } }), /trigger must be a CloudEvent type/);
+  });
+});
+
+describe('named functions: what the Java variant leaves to funcrun', () => {
+  it('a body that is not JSON (XML, a form, text) sent to a function with a schema is a 415, not checked against it', async (t) => {
+    let runs = 0;
+    const order = Object.assign(
+      () => {
+        runs++;
+        return 'ran';
+      },
+      { inputSchema: { type: 'object' } },
+    );
+    const { url } = await serve(t, { functions: { order } });
+    for (const [type, body] of [
+      ['application/xml', '<order><id>1</id></order>'],
+      ['application/x-www-form-urlencoded', 'id=1'],
+      ['text/plain', '{"id":1}'],
+    ]) {
+      const res = await json(url, '/order', body, type);
+      assert.equal(res.status, 415, type);
+      assert.equal(res.json.code, 'FUNCRUN_BYTES_NOT_ACCEPTED', type);
+    }
+    const event = await sendEvent(url, HTTP.binary(new CloudEvent({ type: 'order', source: '/s', datacontenttype: 'application/xml', data: '<order/>' })));
+    assert.equal(event.status, 415);
+    assert.equal(runs, 0);
+    assert.equal((await json(url, '/order', '{"id":1}', 'application/vnd.shop+json')).status, 200);
+  });
+
+  it('a batch to / is routed whole before any event runs: one no function takes (404) or two do (409) refuses it, naming the event', async (t) => {
+    const ran = [];
+    const count = (input, context) => ran.push(context.cloudevent.id);
+    const both = Object.assign((x) => x, { trigger: 'twice' });
+    const { url } = await serve(t, { functions: { count, twice: (x) => x, both } });
+    const batch = (types) =>
+      request(url + '/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents-batch+json' },
+        body: JSON.stringify(types.map((type, i) => ({ specversion: '1.0', type, source: '/s', id: String(i) }))),
+      });
+    const missing = await batch(['count', 'nosuch']);
+    assert.equal(missing.status, 404);
+    assert.match(missing.json.message, /^event \[1\]: no function for ce-type 'nosuch'$/);
+    const ambiguous = await batch(['count', 'twice']);
+    assert.equal(ambiguous.status, 409);
+    assert.match(ambiguous.json.message, /^event \[1\]: ce-type 'twice' matches more than one function/);
+    assert.deepEqual(ran, [], 'no event of either batch ran');
+    assert.equal((await batch(['count', 'count'])).status, 200);
+    assert.deepEqual(ran, ['0', '1']);
+  });
+
+  it("bytes in any view, a web stream, a Blob and a Response are answered as handle's are, not as {}", async (t) => {
+    const outputs = {
+      arrayBuffer: () => new Uint8Array([1, 2]).buffer,
+      dataView: () => new DataView(new Uint8Array([3, 4]).buffer),
+      float: () => new Uint8Array(new Float32Array([1.5]).buffer),
+      stream: () => new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode('streamed')), c.close()) }),
+      blob: () => new Blob(['a blob'], { type: 'text/plain' }),
+      response: () => new Response('a response', { status: 201, headers: { 'content-type': 'text/plain' } }),
+    };
+    const { url } = await serve(t, { functions: outputs });
+    const body = async (name) => {
+      const res = await fetch(`${url}/${name}`);
+      return { status: res.status, bytes: [...Buffer.from(await res.arrayBuffer())] };
+    };
+    assert.deepEqual((await body('arrayBuffer')).bytes, [1, 2]);
+    assert.deepEqual((await body('dataView')).bytes, [3, 4]);
+    assert.deepEqual((await body('float')).bytes, [...Buffer.from(new Float32Array([1.5]).buffer)]);
+    assert.equal(Buffer.from((await body('stream')).bytes).toString(), 'streamed');
+    assert.equal(Buffer.from((await body('blob')).bytes).toString(), 'a blob');
+    const response = await body('response');
+    assert.equal(response.status, 201);
+    assert.equal(Buffer.from(response.bytes).toString(), 'a response');
+  });
+
+  it("a function's this is the handlers' frozen empty object, not undefined", async (t) => {
+    const { url } = await serve(t, {
+      functions: {
+        self() {
+          return { type: typeof this, frozen: Object.isFrozen(this), keys: Object.keys(this ?? {}) };
+        },
+      },
+    });
+    assert.deepEqual((await request(url + '/self')).json, { type: 'object', frozen: true, keys: [] });
+  });
+
+  it("a client's text in a query name or a ce-type is quoted, escaped and cut, as violations are", async (t) => {
+    const { url } = await serve(t, { functions: { echo: (x) => x } });
+    const query = await request(`${url}/echo?a..b=1`);
+    assert.equal(query.status, 400);
+    assert.equal(query.json.message, "invalid query parameter name 'a..b'");
+    const type = `evil\u202e${'x'.repeat(100)}`;
+    // Structured: a header could not carry U+202E.
+    const event = await sendEvent(url, HTTP.structured(new CloudEvent({ type, source: '/s', data: {} })));
+    assert.equal(event.status, 404);
+    const message = JSON.parse(event.text).message;
+    assert.match(message, /^no function for ce-type 'evil\\u202ex+…'$/);
+    assert.ok(message.length < 80, message);
   });
 });
 

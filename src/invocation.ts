@@ -20,7 +20,7 @@ import {
 import { eventTrace, sibling, type Trace } from './telemetry/trace';
 import type { Tracing } from './telemetry/otel';
 import type { Logger } from './log/log';
-import { isUnreadable, runtimeError, UnreadableReturn } from './errors';
+import { HttpError, isUnreadable, runtimeError, UnreadableReturn } from './errors';
 import type { ErrorCode } from './error-codes';
 import { discard } from './respond';
 import { inScope, invocationScope } from './log/scope';
@@ -31,7 +31,8 @@ import type { Input } from './input';
 import type { Exchange, Pipeline } from './exchange';
 
 // A declared handler's `this`, as faas-js-runtime binds it: empty and frozen, not the global object.
-const HANDLER_THIS = Object.freeze({});
+/** What a handler's `this` is: nothing of funcrun's. */
+export const HANDLER_THIS = Object.freeze({});
 
 /** A handler as the runtime calls it: a `handle` function with its Context, a fetch handler's call with its ctx. */
 type Handler<C extends Invocation, D> = (ctx: C, data: D) => unknown;
@@ -154,6 +155,16 @@ export function fetchContext(p: Pipeline, x: Exchange, admitted: CloudEvent<unkn
   return ctx;
 }
 
+/** `route(event)`, its refusal naming the event's place in the batch, as an invalid event's does. */
+function routedAt(route: (event: CloudEvent<unknown>) => void, event: CloudEvent<unknown>, index: number): void {
+  try {
+    route(event);
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err;
+    throw new HttpError(err.statusCode, `event [${index}]: ${err.message}`, { code: err.code, details: { ...err.details, index } });
+  }
+}
+
 /**
  * A batch (`application/cloudevents-batch+json`): the handler runs once per event, in order.
  * The CloudEvents it returns are answered as a batch; values that are not events are not sent.
@@ -165,6 +176,9 @@ async function batch(call: BatchCall): Promise<CloudEvent<unknown>[] | undefined
   // A batch's events share the request's query: one prototype holds its keys for all of them.
   const ContextClass = x.search === undefined ? Context : sharingQuery(call.input.query);
   const replies: CloudEvent<unknown>[] = [];
+  // Named functions' events are routed before any runs: a batch with one no function takes is refused whole, as one with an invalid event is.
+  const route = call.destination.routeEvent;
+  if (route !== undefined) call.events.forEach((event, i) => routedAt(route, event, i));
   for (const event of call.events) {
     // The client went away, or the request was answered as failed (a fault of an earlier event's,
     // faults.ts): the sender delivers the batch again, so the rest of it is not run now.

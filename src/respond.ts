@@ -115,6 +115,11 @@ function webAnswer(value: object): 'response' | 'stream' | 'body' | undefined {
 // The tags of the web objects answered as the platform's Response sends them (a Response's body, for the last four).
 const WEB_TAGS = new Set(['Response', 'ReadableStream', 'Blob', 'File', 'URLSearchParams', 'FormData']);
 
+/** Whether a returned object is answered as it is by respond(): bytes in any view, a Response, a web stream, a body a Response is made of. */
+export function answeredAsItIs(value: object): boolean {
+  return isBytes(value) || webAnswer(value) !== undefined;
+}
+
 /** Bytes in any form: a Buffer, any typed array or DataView, an ArrayBuffer. */
 function isBytes(value: object): value is ArrayBufferView | ArrayBuffer {
   return ArrayBuffer.isView(value) || value instanceof ArrayBuffer;

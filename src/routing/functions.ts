@@ -8,11 +8,13 @@ import type { Context } from '../context';
 import { MAX_JSON_DEPTH } from '../body/body';
 import { runtimeError } from '../errors';
 import { isPartOf } from '../body/provenance';
-import { discard, Prepared } from '../respond';
+import { answeredAsItIs, discard, Prepared } from '../respond';
+import { HANDLER_THIS } from '../invocation';
+import { bodyKind, parseMediaType } from '../body/media-type';
 import { Outcome } from '../cloudevents/outcomes';
 import { Readable } from 'node:stream';
 import { JSON_TYPE } from '../send';
-import { compile, createAjv, listViolations, type Check } from './schema';
+import { compile, createAjv, listViolations, quoteName, type Check } from './schema';
 import type { Function as FunctionModule, HTTPFunctionReturn, Invokable, NamedFunction } from '../types';
 
 type Ajv = import('ajv').default;
@@ -24,6 +26,8 @@ export interface NamedRoute {
   handler: Invokable;
   /** The function reads its body as a stream (POST /<name> only). */
   streamBody: boolean;
+  /** On `/`: throws the answer to an event no one function takes (404, 409), for a batch to refuse before any event runs. */
+  routeEvent?: (event: CloudEvent<unknown>) => void;
 }
 
 const NAME = /^[A-Za-z0-9._~-]+$/;
@@ -32,7 +36,8 @@ const NAME = /^[A-Za-z0-9._~-]+$/;
 export function checkFunctions(functions: unknown, fail: (message: string) => never): void {
   if (functions === null || typeof functions !== 'object') fail(`'functions' must be an object of name to function`);
   for (const [name, fn] of Object.entries(functions as Record<string, unknown>)) {
-    if (!NAME.test(name)) fail(`functions['${name}']: a name is a path segment: letters, digits, '.', '_', '~' and '-'`);
+    if (!NAME.test(name) || name === '.' || name === '..')
+      fail(`functions['${name}']: a name is a path segment: letters, digits, '.', '_', '~' and '-' (not '.' or '..', which a URL resolves away)`);
     if (typeof fn !== 'function') fail(`functions['${name}'] must be a function`);
     const { inputSchema, cloudEvent, trigger, streamBody } = fn as NamedFunction;
     if (inputSchema !== undefined && (inputSchema === null || typeof inputSchema !== 'object'))
@@ -73,14 +78,19 @@ export function namedRoutes(module: FunctionModule): NamedRoute[] {
       throw runtimeError('FUNCRUN_EVENT_REQUIRED', 'POST / takes a CloudEvent (binary or structured), routed by its type; call a function by POST /<name>');
     }
     const names = byType.get(event.type) ?? [];
-    if (names.length > 1) throw runtimeError('FUNCRUN_AMBIGUOUS_EVENT', `ce-type '${event.type}' matches more than one function: ${names.join(', ')}`);
-    if (names.length === 0) {
-      if (fallback !== undefined) return fallback(context, data);
-      throw runtimeError('FUNCRUN_NO_FUNCTION_FOR_EVENT', `no function for ce-type '${event.type}'`);
-    }
-    return invokers.get(names[0])!(context, data);
+    if (names.length === 0 && fallback !== undefined) return fallback(context, data);
+    return invokers.get(functionFor(event))!(context, data);
   };
-  const routes: NamedRoute[] = [{ method: fallback === undefined ? 'POST' : '*', path: '/', handler: dispatch, streamBody: false }];
+  /** The one function an event's type routes to; else the 409 or 404 it is answered with. */
+  const functionFor = (event: CloudEvent<unknown>): string => {
+    const names = byType.get(event.type) ?? [];
+    if (names.length > 1) throw runtimeError('FUNCRUN_AMBIGUOUS_EVENT', `ce-type ${quoteName(event.type)} matches more than one function: ${names.join(', ')}`);
+    if (names.length === 0) throw runtimeError('FUNCRUN_NO_FUNCTION_FOR_EVENT', `no function for ce-type ${quoteName(event.type)}`);
+    return names[0];
+  };
+  // A batch's events are routed before any runs (invocation.ts batch()): one without its function refuses the batch, as an invalid one does.
+  const routeEvent = fallback === undefined ? (event: CloudEvent<unknown>) => void functionFor(event) : undefined;
+  const routes: NamedRoute[] = [{ method: fallback === undefined ? 'POST' : '*', path: '/', handler: dispatch, streamBody: false, routeEvent }];
   for (const [name, handler] of invokers) {
     const streamBody = module.functions![name].streamBody === true;
     routes.push({ method: 'GET', path: `/${name}`, handler, streamBody: false }, { method: 'POST', path: `/${name}`, handler, streamBody });
@@ -92,10 +102,12 @@ function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): In
   const schema = fn.inputSchema as Schema | undefined;
   const checkJson = schema && ajv ? invalidInput(compile(ajv, schema, false)) : undefined;
   // A JSON Schema describes JSON values: bytes (a Buffer is an object with a key per byte) are refused.
+  // So is any other body that is not JSON (XML read as a Document, a form, text): told by its media type.
   const checkBody =
     checkJson &&
-    ((input: unknown) => {
-      if (ArrayBuffer.isView(input)) throw runtimeError('FUNCRUN_BYTES_NOT_ACCEPTED', `function '${name}' takes JSON input described by its schema, not bytes`);
+    ((input: unknown, mediaType: string | undefined) => {
+      if (ArrayBuffer.isView(input) || (input !== undefined && mediaType !== undefined && bodyKind(parseMediaType(mediaType)) !== 'json'))
+        throw runtimeError('FUNCRUN_BYTES_NOT_ACCEPTED', `function '${name}' takes JSON input described by its schema, not ${mediaType ?? 'bytes'}`);
       checkJson(input);
     });
   // Query values are text: with a schema they are coerced to its types (and a single value to a list).
@@ -105,19 +117,19 @@ function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): In
     let input: unknown;
     if (event !== undefined) {
       input = fn.cloudEvent ? event : data;
-      checkBody?.(fn.cloudEvent ? event.data : data);
+      checkBody?.(fn.cloudEvent ? event.data : data, event.datacontenttype);
     } else if (fn.cloudEvent) {
       throw runtimeError('FUNCRUN_EVENT_REQUIRED', `function '${name}' takes CloudEvents only: POST one to / with ce-type '${fn.trigger ?? name}'`);
     } else if (context.method === 'POST') {
       input = data;
-      checkBody?.(input);
+      checkBody?.(input, headerText(context.headers['content-type']));
     } else {
       input = queryInput(context.query, schema);
       checkQuery?.(input);
     }
     let output: unknown;
     try {
-      output = await fn(input, context);
+      output = await fn.call(HANDLER_THIS, input, context);
     } catch (err) {
       // The input (made here from the query, so the server cannot know it) thrown back is a
       // failure, not a status and headers of the client's choosing.
@@ -151,7 +163,8 @@ function carriesInput(err: object, input: unknown): boolean {
 
 function httpOutput(output: unknown): HTTPFunctionReturn {
   if (output === undefined) return undefined;
-  if (Buffer.isBuffer(output) || output instanceof Uint8Array || output instanceof Readable) return output;
+  // Bytes in any view, node and web streams, a Response and what one is made of: answered as handle's are (respond.ts).
+  if (output instanceof Readable || (output !== null && typeof output === 'object' && answeredAsItIs(output))) return output;
   if (output !== null && typeof output === 'object' && asCloudEvent(output) !== undefined) return output;
   // Everything else is JSON, strings included: "HELLO" answers "\"HELLO\"", as Funqy does.
   // Made here once, as the answer itself, rather than as a return value respond.ts reads again.
@@ -181,7 +194,7 @@ export function queryInput(query: Record<string, string | string[]>, schema?: Sc
     // The same bound as JSON bodies: deeper input could not even be serialised back.
     if (path.length > MAX_JSON_DEPTH) throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter names nest deeper than ${MAX_JSON_DEPTH} levels`);
     if (path.some((part) => part === '' || part === '__proto__' || part === 'constructor' || part === 'prototype')) {
-      throw runtimeError('FUNCRUN_INVALID_QUERY', `invalid query parameter name '${key}'`);
+      throw runtimeError('FUNCRUN_INVALID_QUERY', `invalid query parameter name ${quoteName(key)}`);
     }
     let node = root;
     // Own properties only: `toString` or `valueOf` are ordinary names, not Object.prototype's.
@@ -189,10 +202,14 @@ export function queryInput(query: Record<string, string | string[]>, schema?: Sc
       const next = Object.hasOwn(node, part) ? node[part] : undefined;
       if (next === undefined) node = node[part] = {} as Record<string, unknown>;
       else if (typeof next === 'object' && next !== null && !Array.isArray(next)) node = next as Record<string, unknown>;
-      else throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter '${key}' conflicts with '${path.slice(0, path.indexOf(part) + 1).join('.')}'`);
+      else
+        throw runtimeError(
+          'FUNCRUN_INVALID_QUERY',
+          `query parameter ${quoteName(key)} conflicts with ${quoteName(path.slice(0, path.indexOf(part) + 1).join('.'))}`,
+        );
     }
     const last = path[path.length - 1];
-    if (Object.hasOwn(node, last)) throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter '${key}' conflicts with another one`);
+    if (Object.hasOwn(node, last)) throw runtimeError('FUNCRUN_INVALID_QUERY', `query parameter ${quoteName(key)} conflicts with another one`);
     node[last] = value;
   }
   return toLists(root, schema) as Record<string, unknown>;
@@ -217,4 +234,9 @@ function toLists(value: unknown, schema: Schema | undefined): unknown {
     object[key] = toLists(object[key], child);
   }
   return object;
+}
+
+/** A header's text: the first of several (node keeps a repeated Content-Type once anyway). */
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

@@ -1,6 +1,7 @@
 // The route table, built once at start from the module and the settings: probes, metrics, the
 // module's `routes`, its named functions, and `handle` for every path no route claims; or for a
 // fetch handler, `fetch` for every path but the probes' and metrics'.
+import type { CloudEvent } from 'cloudevents';
 import { decodeComponent, Router } from './router';
 import { parseRouteKey } from '../start/loader';
 import { namedRoutes } from './functions';
@@ -8,7 +9,7 @@ import type { FetchEnv, Function as FunctionModule, HealthCheck, Invokable } fro
 
 /** What a request's route leads to. */
 export type Destination =
-  | { kind: 'function'; fn: Invokable; route?: string; streamBody: boolean }
+  | { kind: 'function'; fn: Invokable; route?: string; streamBody: boolean; routeEvent?: (event: CloudEvent<unknown>) => void }
   | { kind: 'fetch'; fetch: NonNullable<FunctionModule['fetch']>; env: FetchEnv }
   | { kind: 'probe'; check?: HealthCheck; readiness: boolean }
   | { kind: 'metrics' };
@@ -87,17 +88,30 @@ export function buildRoutes(module: FunctionModule, paths: RoutePaths, env: Fetc
   if (paths.metricsPath !== undefined) router.add('GET', paths.metricsPath, { kind: 'metrics' });
   const lookalike = lookalikes([paths.livenessPath, paths.readinessPath, paths.metricsPath].filter((path): path is string => path !== undefined));
   if (module.fetch !== undefined) return { router, fallback: { kind: 'fetch', fetch: module.fetch, env }, lookalike };
+  // Paths as the router matches them: a trailing slash is the same route.
   const claimed = new Set<string>();
+  const asMatched = (path: string) => (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path);
   for (const [key, fn] of Object.entries(module.routes ?? {})) {
     const { method, path } = parseRouteKey(key, (message) => {
       throw new Error(`routes['${key}']: ${message}`);
     });
     router.add(method, path, { kind: 'function', fn, route: path, streamBody: fn.streamBody === true });
-    claimed.add(path);
+    claimed.add(asMatched(path));
   }
-  for (const { method, path, handler, streamBody } of namedRoutes(module)) {
-    if (claimed.has(path)) throw new Error(`routes and functions both claim ${path}`);
-    router.add(method, path, { kind: 'function', fn: handler, route: path, streamBody });
+  // The runtime's own paths answer their GET first: a function there would get every other method only.
+  const runtime = new Map(
+    [
+      [paths.livenessPath, 'liveness probe'],
+      [paths.readinessPath, 'readiness probe'],
+      [paths.metricsPath, 'metrics'],
+    ].filter((entry): entry is [string, string] => entry[0] !== undefined),
+  );
+  for (const { method, path, handler, streamBody, routeEvent } of namedRoutes(module)) {
+    if (claimed.has(asMatched(path))) throw new Error(`routes and functions both claim ${path}`);
+    const taken = runtime.get(asMatched(path));
+    if (taken !== undefined)
+      throw new Error(`the function at ${path} is where the ${taken} answers: rename the function, or move the ${taken} (docs/lifecycle.md)`);
+    router.add(method, path, { kind: 'function', fn: handler, route: path, streamBody, routeEvent });
   }
   const handle = module.handle as Invokable | undefined;
   return { router, fallback: handle ? { kind: 'function', fn: handle, streamBody: handle.streamBody === true } : undefined, lookalike };

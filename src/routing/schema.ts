@@ -31,6 +31,11 @@ export function compile(ajv: Ajv, schema: Schema, coerce: boolean): Check {
   // Coercion needs its own instance: ajv's option applies to everything it compiles.
   const instance = coerce ? withCoercion(ajv) : ajv;
   const first = instance.compile(schema);
+  // ajv checks an `$async` schema in a promise: read as a verdict, it would pass every input, and its rejection be nobody's.
+  if ((first as { $async?: unknown }).$async === true)
+    throw new Error(
+      'a schema with $async is not checked: funcrun checks input before the function runs, synchronously; check what needs a lookup in the function',
+    );
   const every = allErrors(instance).compile(schema);
   return (input) => {
     if (first(input)) return undefined;
