@@ -188,6 +188,15 @@ describe('request data by media type', () => {
     assert.match(res.json.message, /uncompressed/);
   });
 
+  it("a header's value in a refusal is quoted cut short: a Content-Encoding or a charset of thousands of characters", async () => {
+    const encoding = await post('x', 'text/plain', { 'content-encoding': 'x'.repeat(12_000) });
+    assert.equal(encoding.status, 415);
+    assert.equal(encoding.json.message, `Content-Encoding '${'x'.repeat(40)}…' is not supported; send the body uncompressed`);
+    const charset = await post('x', `text/plain; charset=${'c'.repeat(5000)}`);
+    assert.equal(charset.status, 415);
+    assert.equal(charset.json.message, `unsupported charset '${'c'.repeat(40)}…'`);
+  });
+
   it('keeps serving after every bad request: after each one, the same server answers a good request correctly', { timeout: 30_000 }, async (t) => {
     // Its own server: what this checks does not depend on which tests ran before it, or whether they ran.
     const own = await serve(t, echo, { bodyLimit: 1024 });

@@ -8,6 +8,7 @@ import { bodyIncomplete, tooLarge } from './body';
 import { now } from '../lifecycle/deadline';
 import type { Context } from '../context';
 import type { HTTPFunctionReturn, StreamingFunction } from '../types';
+import { Chunks } from './chunks';
 
 const STREAMED = Symbol('funcrun body stream');
 
@@ -47,7 +48,7 @@ export class BodyStream extends Readable {
   /** Called when the function first reads: `100 Continue`, for a client that waits for it. */
   readonly #onFirstRead: () => void;
   /** While whole() reads: the chunks so far, and its promise's ends. */
-  #whole: { chunks: Buffer[]; resolve: (body: Buffer) => void; reject: (err: Error) => void } | undefined = undefined;
+  #whole: { chunks: Chunks; resolve: (body: Buffer) => void; reject: (err: Error) => void } | undefined = undefined;
   /** Whether whole() read the body to its end. */
   #readWhole = false;
 
@@ -103,7 +104,7 @@ export class BodyStream extends Readable {
    */
   whole(): Promise<Buffer> {
     return new Promise((resolve, reject) => {
-      this.#whole = { chunks: [], resolve, reject };
+      this.#whole = { chunks: new Chunks(), resolve, reject };
       this.#start();
     });
   }
@@ -148,7 +149,7 @@ export class BodyStream extends Readable {
   #onData = (chunk: Buffer): void => {
     this.#received += chunk.length;
     if (this.#received > this.#limit) return this.#refuse(tooLarge(this.#limit, this.#setting));
-    if (this.#whole !== undefined) return void this.#whole.chunks.push(chunk);
+    if (this.#whole !== undefined) return void this.#whole.chunks.add(chunk);
     if (!this.push(chunk)) {
       if (this.#waitingSince !== undefined) this.#waited += now() - this.#waitingSince;
       this.#waitingSince = undefined;
@@ -168,7 +169,7 @@ export class BodyStream extends Readable {
     if (whole === undefined) return void this.push(null);
     this.#whole = undefined;
     this.#readWhole = true;
-    whole.resolve(whole.chunks.length === 1 ? whole.chunks[0] : Buffer.concat(whole.chunks, this.#received));
+    whole.resolve(whole.chunks.bytes());
   };
 
   #onClose = (): void => {

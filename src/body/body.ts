@@ -7,6 +7,9 @@ import { HttpError, runtimeError } from '../errors';
 import { lineAndColumn } from './position';
 import { bodyKind, type MediaType } from './media-type';
 import type * as Xml from '../xml/xml';
+import { Chunks } from './chunks';
+// A header's value in a message: quoted, escaped and cut, as every echo of a client's text.
+import { quoteName } from '../routing/schema';
 
 /**
  * Most elements, attributes, comments, processing instructions and CDATA sections in one XML
@@ -44,12 +47,11 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     // What the listeners hold until the body is settled, and then nothing: they stay on the request,
     // so that whoever keeps it (a function, a connection waiting for the rest of a body) keeps none
     // of the body; taking the three off again would cost each request some 1,500 instructions.
-    let reading: Reading | undefined = { chunks: [], size: 0, resolve, reject };
+    let reading: Reading | undefined = { chunks: new Chunks(), resolve, reject };
     const onData = (chunk: Buffer) => {
       const read = reading;
       if (read === undefined) return;
-      read.size += chunk.length;
-      if (read.size > limit) {
+      if (read.chunks.size + chunk.length > limit) {
         // Stop reading: the response to this 413 closes the connection.
         reading = undefined;
         req.pause();
@@ -57,13 +59,13 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
         read.reject(tooLarge(limit, 'bodyLimit'));
         return;
       }
-      read.chunks.push(chunk);
+      read.chunks.add(chunk);
     };
     const onEnd = () => {
       const read = reading;
       if (read === undefined) return;
       reading = undefined;
-      read.resolve(read.chunks.length === 1 ? read.chunks[0] : Buffer.concat(read.chunks, read.size));
+      read.resolve(read.chunks.bytes());
     };
     // No 'error' listener: node emits a request's 'error' only to listeners, and 'close' follows
     // every failure (an abort, malformed chunked framing) as it follows the end.
@@ -81,8 +83,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 /** A body being read (readBody()): its chunks so far, and its promise's ends. */
 interface Reading {
-  readonly chunks: Buffer[];
-  size: number;
+  readonly chunks: Chunks;
   readonly resolve: (body: Buffer) => void;
   readonly reject: (err: Error) => void;
 }
@@ -103,7 +104,7 @@ export function refusedCoding(req: IncomingMessage): HttpError | undefined {
 /** The 415 for a compressed body (a Content-Encoding other than identity), or undefined. */
 export function refusedEncoding(encoding: string | undefined | null): HttpError | undefined {
   if (encoding === undefined || encoding === null || encoding.toLowerCase() === 'identity') return undefined;
-  return runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
+  return runtimeError('FUNCRUN_CONTENT_ENCODING', `Content-Encoding ${quoteName(encoding)} is not supported; send the body uncompressed`);
 }
 
 /** The 400 for a body the client went away before sending whole: logged at debug, as every 4xx. */
@@ -131,7 +132,7 @@ export function decodeText(bytes: Buffer, charset: string | undefined): string {
   try {
     decoder = new TextDecoder(charset, { fatal: true });
   } catch {
-    throw runtimeError('FUNCRUN_UNSUPPORTED_CHARSET', `unsupported charset '${charset}'`);
+    throw runtimeError('FUNCRUN_UNSUPPORTED_CHARSET', `unsupported charset ${quoteName(charset)}`);
   }
   try {
     return decoder.decode(bytes);

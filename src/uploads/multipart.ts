@@ -9,6 +9,7 @@ import { HttpError, runtimeError } from '../errors';
 import { addField, bodyIncomplete, decodeText, tooLarge } from '../body/body';
 import { paramCount } from '../body/media-type';
 import { Receiving, UploadedFile, type Uploads } from './uploads';
+import { Chunks } from '../body/chunks';
 
 export interface MultipartLimits {
   /** The whole body, in bytes (uploadLimit). */
@@ -167,20 +168,18 @@ class MultipartReader {
       return this.#fail(overLimit('FUNCRUN_TOO_MANY_FIELDS', 'the body has more fields than', limits.fields, 'fieldsLimit'));
     // Its name is held as its value is (a key of the fields): counted before a byte of the value.
     if (!this.#hold(Buffer.byteLength(name))) return;
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const chunks = new Chunks();
     stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limits.fieldSize)
+      if (chunks.size + chunk.length > limits.fieldSize)
         return this.#fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit'));
-      if (this.#hold(chunk.length)) chunks.push(chunk);
+      if (this.#hold(chunk.length)) chunks.add(chunk);
     });
-    stream.on('end', () => this.#fieldRead(stream, name, chunks, size));
+    stream.on('end', () => this.#fieldRead(stream, name, chunks));
   }
 
-  #fieldRead(stream: Readable, name: string, chunks: Buffer[], size: number): void {
+  #fieldRead(stream: Readable, name: string, chunks: Chunks): void {
     if (this.#failed) return;
-    const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+    const bytes = chunks.bytes();
     try {
       addField(this.#fields, name, decodeText(bytes, undefined));
     } catch {

@@ -5,6 +5,7 @@ import { createReadStream, openSync, promises as files } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { onFullDisk, type UploadFolder } from './upload-folder';
+import { Chunks } from '../body/chunks';
 
 /**
  * What the runtime keeps of a file, which a function only reads through its methods: filled in
@@ -12,7 +13,7 @@ import { onFullDisk, type UploadFolder } from './upload-folder';
  */
 interface FileState {
   // In memory while small; past the memory limit, in a temporary file.
-  chunks: Buffer[];
+  chunks: Chunks;
   path: string | undefined;
   // Streams opened on the temporary file: closed when the invocation ends, read or not.
   streams: Readable[] | undefined;
@@ -31,7 +32,7 @@ export class UploadedFile {
   readonly type: string;
   /** Its size in bytes. */
   readonly size: number = 0;
-  readonly #state: FileState = { chunks: [], path: undefined, streams: undefined };
+  readonly #state: FileState = { chunks: new Chunks(), path: undefined, streams: undefined };
 
   constructor(field: string, filename: string, type: string) {
     this.field = field;
@@ -43,7 +44,7 @@ export class UploadedFile {
   async bytes(): Promise<Buffer> {
     const { path, chunks } = this.#state;
     if (path !== undefined) return files.readFile(path);
-    return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, this.size);
+    return chunks.bytes();
   }
 
   /** The file's bytes as UTF-8 text. */
@@ -54,7 +55,7 @@ export class UploadedFile {
   /** The file's bytes as a stream: read from disk as it is read, for a file of any size. */
   stream(): Readable {
     const state = this.#state;
-    if (state.path === undefined) return Readable.from(state.chunks, { objectMode: false });
+    if (state.path === undefined) return Readable.from([state.chunks.bytes()], { objectMode: false });
     // Opened now, not when first read: the stream outlives the file's name, which goes before the answer.
     const stream = createReadStream('', { fd: openSync(state.path, 'r') });
     (state.streams ??= []).push(stream);
@@ -69,7 +70,7 @@ export class UploadedFile {
 
 function keep(file: UploadedFile, chunk: Buffer): void {
   grow(file, chunk.length);
-  file[STATE].chunks.push(chunk);
+  file[STATE].chunks.add(chunk);
 }
 
 // Read-only to the function, counted here as the bytes arrive.
@@ -80,9 +81,7 @@ function grow(file: UploadedFile, bytes: number): void {
 /** The chunks held in memory, handed over (to the temporary file) and no longer held. */
 function heldOf(file: UploadedFile): Buffer[] {
   const state = file[STATE];
-  const held = state.chunks;
-  state.chunks = [];
-  return held;
+  return state.chunks.take();
 }
 
 function closeStreams(file: UploadedFile): void {
