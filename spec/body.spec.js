@@ -102,6 +102,16 @@ describe('request data by media type', () => {
     assert.deepEqual(seen.json, { ordinary: true, own: true, polluted: false });
   });
 
+  it('a form whose escapes decode to bytes that are not UTF-8 is a 400, never U+FFFD; escapes of UTF-8, and ones that are no escape, are read', async () => {
+    for (const body of ['a=%ff%fe', '%ff=1', 'a=%E2%82', 'a=ok&b=x%C3', 'a=%C3%A9%C3']) {
+      const res = await post(body, 'application/x-www-form-urlencoded');
+      assert.equal(res.status, 400, body);
+      assert.equal(res.json.code, 'FUNCRUN_INVALID_TEXT', body);
+    }
+    const fine = await post('a=%C3%A9%E2%82%AC&b=%zz&c=100%&d=%41', 'application/x-www-form-urlencoded');
+    assert.deepEqual(fine.json.value, { a: 'é€', b: '%zz', c: '100%', d: 'A' });
+  });
+
   it('an empty body with a Content-Type arrives as faas-js-runtime delivers it', async () => {
     assert.deepEqual((await post('', 'text/plain')).json, { kind: 'string', value: '', same: true });
     assert.deepEqual((await post('', 'application/x-www-form-urlencoded')).json, { kind: 'object', value: {}, proto: 'object', same: true });

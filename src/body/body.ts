@@ -166,7 +166,7 @@ export function parseBody(bytes: Buffer, media: MediaType | undefined): unknown 
     case 'text':
       return decodeText(bytes, media?.charset);
     case 'form':
-      return parseForm(decodeText(bytes, media?.charset));
+      return parseForm(escapedUtf8(decodeText(bytes, media?.charset)));
     default:
       // An empty multipart body has no fields, as an empty form has none (a multipart body with
       // bytes is read apart, as it arrives: multipart.ts).
@@ -377,6 +377,32 @@ function isHex(c: number): boolean {
 }
 
 /** `application/x-www-form-urlencoded`: an object, a repeated key becomes an array. */
+/**
+ * A form's text, whose escapes decode to UTF-8: `%ff` would be U+FFFD to URLSearchParams, the
+ * silent replacement a body's text never gets (a 400, as bytes that are not UTF-8 are). A UTF-8
+ * sequence escaped is a run of escapes: each run is checked, in one pass.
+ */
+function escapedUtf8(text: string): string {
+  for (let i = text.indexOf('%'); i !== -1;) {
+    const bytes: number[] = [];
+    let j = i;
+    for (let byte = escapedByte(text, j); byte !== -1; byte = escapedByte(text, j)) {
+      bytes.push(byte);
+      j += 3;
+    }
+    if (bytes.length > 0 && !isUtf8(Buffer.from(bytes))) throw runtimeError('FUNCRUN_INVALID_TEXT', 'the form is not valid UTF-8 once its escapes are decoded');
+    i = text.indexOf('%', Math.max(j, i + 1));
+  }
+  return text;
+}
+
+/** The byte `%XX` at `at` stands for, or -1. */
+function escapedByte(text: string, at: number): number {
+  if (text.charCodeAt(at) !== 0x25) return -1;
+  const byte = parseInt(text.slice(at + 1, at + 3), 16);
+  return /^[0-9a-fA-F]{2}$/.test(text.slice(at + 1, at + 3)) ? byte : -1;
+}
+
 export function parseForm(text: string): Record<string, string | string[]> {
   return searchParamsToObject(formParams(text));
 }
