@@ -339,6 +339,9 @@ describe('named functions: what the Java variant leaves to funcrun', () => {
     assert.equal(event.status, 415);
     assert.equal(runs, 0);
     assert.equal((await json(url, '/order', '{"id":1}', 'application/vnd.shop+json')).status, 200);
+    // The media type is the client's text: quoted cut short.
+    const long = await json(url, '/order', 'x', `text/${'p'.repeat(5000)}`);
+    assert.equal(long.json.message, `function 'order' takes JSON input described by its schema, not 'text/${'p'.repeat(35)}…'`);
   });
 
   it('a batch to / is routed whole before any event runs: one no function takes (404) or two do (409) refuses it, naming the event', async (t) => {

@@ -107,7 +107,10 @@ function namedInvoker(name: string, fn: NamedFunction, ajv: Ajv | undefined): In
     checkJson &&
     ((input: unknown, mediaType: string | undefined) => {
       if (ArrayBuffer.isView(input) || (input !== undefined && mediaType !== undefined && bodyKind(parseMediaType(mediaType)) !== 'json'))
-        throw runtimeError('FUNCRUN_BYTES_NOT_ACCEPTED', `function '${name}' takes JSON input described by its schema, not ${mediaType ?? 'bytes'}`);
+        throw runtimeError(
+          'FUNCRUN_BYTES_NOT_ACCEPTED',
+          `function '${name}' takes JSON input described by its schema, not ${mediaType === undefined ? 'bytes' : quoteName(mediaType)}`,
+        );
       checkJson(input);
     });
   // Query values are text: with a schema they are coerced to its types (and a single value to a list).
