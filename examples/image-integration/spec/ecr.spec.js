@@ -309,6 +309,26 @@ describe('ECR', () => {
   });
 });
 
+/** An ECR test whose ECR API and STS are `answer` (a peer, both closed after the test): the service and its answer. */
+async function againstAws(t, answer, ecr) {
+  const api = await startPeer((req, res) => {
+    req.resume();
+    answer(req, res);
+  });
+  const service = await startService({ aws: { ecrEndpoint: `${api.url}/`, stsEndpoint: `${api.url}/`, allowAssumeRole: true } });
+  t.after(async () => {
+    await service.close();
+    await api.close();
+  });
+  const res = await service.test({
+    name: 'ecr',
+    type: 'ecr',
+    categories: ['REGISTRY'],
+    ecr: { registryId: '123456789012', region: 'us-east-1', accessKeyId: 'AKIAREALKEY', ...ecr },
+  });
+  return { service, res };
+}
+
 describe("an AWS API's error is quoted as any peer text: masked, on one line, at most 160 characters", () => {
   const SECRET_KEY = 'the-secret-access-key-42';
   const long = `line one ${SECRET_KEY}\nline two\r\n${'A'.repeat(60_000)}`;
@@ -318,22 +338,14 @@ describe("an AWS API's error is quoted as any peer text: masked, on one line, at
   };
   for (const [what, [status, body]] of Object.entries(answers)) {
     it(what, async (t) => {
-      const api = await startPeer((req, res) => {
-        req.resume();
-        res.writeHead(status);
-        res.end(body);
-      });
-      const service = await startService({ aws: { ecrEndpoint: `${api.url}/` } });
-      t.after(async () => {
-        await service.close();
-        await api.close();
-      });
-      const res = await service.test({
-        name: 'ecr',
-        type: 'ecr',
-        categories: ['REGISTRY'],
-        ecr: { registryId: '123456789012', region: 'us-east-1', accessKeyId: 'AKIAREALKEY', secretAccessKey: SECRET_KEY },
-      });
+      const { service, res } = await againstAws(
+        t,
+        (req, res) => {
+          res.writeHead(status);
+          res.end(body);
+        },
+        { secretAccessKey: SECRET_KEY },
+      );
       assert.equal(res.status, 400);
       const m = /^authentication: ECR GetAuthorizationToken answered HTTP \d+ \((.*)\)$/.exec(res.json.message);
       assert.ok(m, res.json.message);
@@ -353,24 +365,16 @@ describe('a SigV4 signature is replayable while fresh: an AWS endpoint that echo
   ]) {
     it(what, async (t) => {
       const signatures = [];
-      const api = await startPeer((req, res) => {
-        req.resume();
-        const authorization = req.headers.authorization ?? '';
-        signatures.push(/Signature=([0-9a-f]{64})/.exec(authorization)?.[1]);
-        res.writeHead(403, { 'content-type': 'text/plain' });
-        res.end(`denied: ${authorization}`);
-      });
-      const service = await startService({ aws: { ecrEndpoint: `${api.url}/`, stsEndpoint: `${api.url}/`, allowAssumeRole: true } });
-      t.after(async () => {
-        await service.close();
-        await api.close();
-      });
-      const res = await service.test({
-        name: 'ecr',
-        type: 'ecr',
-        categories: ['REGISTRY'],
-        ecr: { registryId: '123456789012', region: 'us-east-1', accessKeyId: 'AKIAREALKEY', secretAccessKey: 'the-secret-access-key-42', ...ecr },
-      });
+      const { service, res } = await againstAws(
+        t,
+        (req, res) => {
+          const authorization = req.headers.authorization ?? '';
+          signatures.push(/Signature=([0-9a-f]{64})/.exec(authorization)?.[1]);
+          res.writeHead(403, { 'content-type': 'text/plain' });
+          res.end(`denied: ${authorization}`);
+        },
+        { secretAccessKey: 'the-secret-access-key-42', ...ecr },
+      );
       assert.equal(res.status, 400);
       assert.match(res.json.message, new RegExp(`^authentication: ${call} answered HTTP 403 \\(denied: AWS4-HMAC-SHA256 .*Signature=\\*{6}`));
       assert.equal(signatures.length, 1);
