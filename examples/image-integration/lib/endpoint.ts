@@ -215,8 +215,20 @@ export function refusedName(hostname: string): string | undefined {
 export function refusedAddress(address: string, allowPrivate = false): string | undefined {
   const why = refusedAny(address);
   if (why === undefined || !allowPrivate) return why;
-  return / is (a loopback|the unspecified) address$/.test(why) ? undefined : why;
+  return PRIVATE_ONLY.test(why) ? undefined : why;
 }
+
+// The refusals the operator's switch lifts.
+const PRIVATE_ONLY = / is (a loopback|the unspecified) address$/;
+
+// Where a NAT64 prefix of /48, /56, /64 and /96 puts the IPv4 address's bytes, and the bytes it
+// leaves zero (RFC 6052 section 2.2).
+const NAT64_FORMS = [
+  { v4: [6, 7, 9, 10], zero: [8, 11, 12, 13, 14, 15] },
+  { v4: [7, 9, 10, 11], zero: [8, 12, 13, 14, 15] },
+  { v4: [9, 10, 11, 12], zero: [8, 13, 14, 15] },
+  { v4: [12, 13, 14, 15], zero: [8, 9, 10, 11] },
+];
 
 function refusedAny(address: string): string | undefined {
   const family = isIP(address);
@@ -224,10 +236,21 @@ function refusedAny(address: string): string | undefined {
   if (family !== 6) return undefined;
   const bytes = ipv6Bytes(address);
   const zeros = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
-  // IPv4 inside IPv6: mapped (::ffff:a.b.c.d), compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d).
+  // IPv4 inside IPv6, which a translator or relay on the way may deliver to that IPv4 address:
+  // mapped (::ffff:a.b.c.d), compatible (::a.b.c.d), translated (::ffff:0:a.b.c.d, RFC 2765),
+  // NAT64 (64:ff9b::a.b.c.d), 6to4 (2002:aabb:ccdd::/48, RFC 3056).
   const v4 = bytes.slice(12).join('.');
   if (zeros(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return refusedV4(v4);
+  if (zeros(0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zeros(10, 12)) return refusedV4(v4);
   if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(4, 12)) return refusedV4(v4);
+  if (bytes[0] === 0x20 && bytes[1] === 0x02) return refusedV4(bytes.slice(2, 6).join('.'));
+  // NAT64's local-use prefix (64:ff9b:1::/48, RFC 8215): a network's own translator, whose prefix
+  // may be /48, /56, /64 or /96 within it. The IPv4 address is read in each form the address fits
+  // (RFC 6052 section 2.2: byte 8 and the suffix zero); a refusal no setting lifts comes first.
+  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && bytes[4] === 0 && bytes[5] === 1) {
+    const reasons = NAT64_FORMS.filter((form) => form.zero.every((i) => bytes[i] === 0)).flatMap((form) => refusedV4(form.v4.map((i) => bytes[i]).join('.')) ?? []);
+    return reasons.find((why) => !PRIVATE_ONLY.test(why)) ?? reasons[0];
+  }
   if (zeros(0, 15) && bytes[15] === 1) return `${address} is a loopback address`;
   if (zeros(0, 16)) return `${address} is the unspecified address`;
   if (zeros(0, 12)) return refusedV4(v4);

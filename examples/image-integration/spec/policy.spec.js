@@ -34,6 +34,12 @@ const METADATA = {
   'https://[fd20:ce::254]': /cloud metadata service \(Google/,
   'https://[::ffff:100.100.100.200]': /Alibaba/,
   'https://[64:ff9b::c000:c0]': /Oracle/,
+  // IPv4 carried in IPv6 by a translator or relay: translated (SIIT), 6to4, NAT64's local-use prefix at /96 and /48.
+  'https://[::ffff:0:169.254.169.254]': /169\.254\.169\.254 is a link-local address/,
+  'https://[2002:a9fe:a9fe::1]': /169\.254\.169\.254 is a link-local address/,
+  'https://[64:ff9b:1::a9fe:a9fe]': /169\.254\.169\.254 is a link-local address/,
+  'https://[64:ff9b:1:a9fe:a9:fe00::]': /169\.254\.169\.254 is a link-local address/,
+  'https://[64:ff9b:1:0:c0:0:c000::]': /Oracle/,
   'https://[fe80::1]': /link-local/,
   'https://metadata.google.internal': /metadata\.google\.internal is a cloud metadata service/,
   'https://metadata.tencentyun.com': /cloud metadata service/,
@@ -68,5 +74,35 @@ describe('endpoint policy, in a network namespace with only loopback', () => {
     const answers = inIsolation(['https://192.0.2.10'], false);
     assert.equal(answers['https://192.0.2.10'].status, 400);
     assert.doesNotMatch(answers['https://192.0.2.10'].message, /endpoint refused/);
+  });
+});
+
+describe('the address policy, read from IPv6 forms that carry an IPv4 address (pure)', () => {
+  const { refusedAddress } = require('../build/lib/endpoint.js');
+
+  it('reads the IPv4 address where each form puts it', () => {
+    const refused = {
+      '::ffff:0:127.0.0.1': '127.0.0.1 is a loopback address',
+      '::ffff:0:a9fe:a9fe': '169.254.169.254 is a link-local address (cloud metadata)',
+      '2002:7f00:1::': '127.0.0.1 is a loopback address',
+      '2002:a9fe:a9fe:1:2:3:4:5': '169.254.169.254 is a link-local address (cloud metadata)',
+      '64:ff9b:1::7f00:1': '127.0.0.1 is a loopback address',
+      '64:ff9b:1:ffff::a9fe:a9fe': '169.254.169.254 is a link-local address (cloud metadata)',
+      '64:ff9b:1:a9fe:a9:fe00::': '169.254.169.254 is a link-local address (cloud metadata)',
+      '64:ff9b:1:a9:fe:a900::': '169.254.169.0 is a link-local address (cloud metadata)',
+      '64:ff9b:1:0:a9:fea9:fe00:0': '169.254.169.254 is a link-local address (cloud metadata)',
+    };
+    for (const [address, why] of Object.entries(refused)) assert.equal(refusedAddress(address), why, address);
+  });
+
+  it('a refusal no setting lifts wins over one it does, where a NAT64 address fits more than one form', () => {
+    // As /48 and /56: 0.0.169.254 and 0.169.254.0 (unspecified, which the switch lifts); as /64: 169.254.0.0 (link-local).
+    assert.equal(refusedAddress('64:ff9b:1:0:a9:fe00::', true), '169.254.0.0 is a link-local address (cloud metadata)');
+  });
+
+  it('public IPv4 addresses in those forms are not refused', () => {
+    for (const address of ['::ffff:0:8.8.8.8', '2002:808:808::1', '64:ff9b:1::808:808', '64:ff9b:1:808:8:800::', '64:ff9b:1:0:808:808::']) {
+      assert.equal(refusedAddress(address), undefined, address);
+    }
   });
 });
