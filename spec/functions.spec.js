@@ -170,7 +170,11 @@ describe('named functions by CloudEvent', () => {
       return new CloudEvent({ type: 'dev.example.replied', source: '/whole', data: { subject: event.subject } });
     };
     wholeEvent.cloudEvent = true;
-    server = await startServer({ functions: { ...purchaseModule.functions, record, other, another, wholeEvent } });
+    const symbol = () => Symbol('no JSON');
+    symbol.trigger = 'dev.example.symbol';
+    const nothing = () => null;
+    nothing.trigger = 'dev.example.null';
+    server = await startServer({ functions: { ...purchaseModule.functions, record, other, another, wholeEvent, symbol, nothing } });
   });
   after(() => server.close());
 
@@ -241,6 +245,18 @@ describe('named functions by CloudEvent', () => {
     const both = await sendEvent(server.url, HTTP.binary(order({ type: 'dev.example.shared' })));
     assert.equal(both.status, 409);
     assert.match(JSON.parse(both.text).message, /other, another|another, other/);
+  });
+
+  it('an output JSON has no text for (a Symbol) is an event without data, as null is: no body, no content type', async () => {
+    for (const type of ['dev.example.symbol', 'dev.example.null']) {
+      const res = await sendEvent(server.url, HTTP.binary(order({ type })));
+      assert.equal(res.status, 200, type);
+      assert.equal(res.headers['ce-type'], `${type === 'dev.example.null' ? 'nothing' : 'symbol'}.output`);
+      assert.equal(res.headers['content-type'], undefined, type);
+      assert.equal(res.text, '', type);
+      const structured = await sendEvent(server.url, HTTP.structured(order({ type })));
+      assert.equal(JSON.parse(structured.text).data ?? null, null, type);
+    }
   });
 
   it('undefined output answers 204', async () => {

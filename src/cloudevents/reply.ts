@@ -41,7 +41,13 @@ export function encodeEvent(event: CloudEvent<unknown> | CloudEvent<unknown>[], 
   if (kind === 'xml' && typeof (data as { nodeType?: unknown }).nodeType === 'number') {
     return { headers, body: String(data) };
   }
-  return { headers, body: JSON.stringify(data) };
+  const json = JSON.stringify(data);
+  // Data JSON has no text for (a function, a Symbol, a toJSON() that gives undefined) is no data, as null is.
+  if (json === undefined) {
+    delete headers['content-type'];
+    return { headers, body: undefined };
+  }
+  return { headers, body: json };
 }
 
 /**
