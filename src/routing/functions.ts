@@ -218,25 +218,75 @@ export function queryInput(query: Record<string, string | string[]>, schema?: Sc
   return toLists(root, schema) as Record<string, unknown>;
 }
 
-function toLists(value: unknown, schema: Schema | undefined): unknown {
+function toLists(value: unknown, schema: Schema | undefined, root: Schema | undefined = schema): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
   const object = value as Record<string, unknown>;
   const keys = Object.keys(object);
-  const declared = schema?.type;
+  // The schemas that describe this value: the one given, its local $ref followed, and its allOf, anyOf and oneOf branches.
+  const shapes = schemasOf(schema, root);
   const numeric = keys.length > 0 && keys.every((k) => /^\d+$/.test(k));
-  if (numeric && declared !== 'object') {
-    const items = schema?.items as Schema | undefined;
-    return keys.sort((a, b) => Number(a) - Number(b)).map((k) => toLists(object[k], items));
+  if (numeric && !shapes.some(declaresObject)) {
+    const items = shapes.find((shape) => isSchema(shape.items))?.items as Schema | undefined;
+    return keys.sort((a, b) => Number(a) - Number(b)).map((k) => toLists(object[k], items, root));
   }
-  const properties = schema?.properties as Record<string, Schema> | undefined;
-  const additional = schema?.additionalProperties;
-  for (const key of keys) {
-    const child =
-      (properties !== undefined && Object.hasOwn(properties, key) ? properties[key] : undefined) ??
-      (typeof additional === 'object' ? (additional as Schema) : undefined);
-    object[key] = toLists(object[key], child);
-  }
+  for (const key of keys) object[key] = toLists(object[key], childSchema(shapes, key), root);
   return object;
+}
+
+// How many schemas one value's shape is read from at most ($ref chains, nested allOf/anyOf/oneOf): a bound, cycles included.
+const MAX_SHAPES = 64;
+
+/** `schema` with what it refers to (`$ref` within the same document) and its branches, each once; none without a schema. */
+function schemasOf(schema: Schema | undefined, root: Schema | undefined): Schema[] {
+  const found: Schema[] = [];
+  const pending = schema === undefined ? [] : [schema];
+  while (pending.length > 0 && found.length < MAX_SHAPES) {
+    const next = pending.shift()!;
+    if (found.includes(next)) continue;
+    found.push(next);
+    const target = typeof next.$ref === 'string' ? localTarget(next.$ref, root) : undefined;
+    if (target !== undefined) pending.push(target);
+    for (const branch of ['allOf', 'anyOf', 'oneOf'] as const) {
+      const list = next[branch];
+      if (Array.isArray(list)) for (const item of list) if (isSchema(item)) pending.push(item);
+    }
+  }
+  return found;
+}
+
+/** What a `$ref` of the form `#` or `#/a/b` (a JSON pointer into the root schema) names, if a schema. */
+function localTarget(ref: string, root: Schema | undefined): Schema | undefined {
+  if (root === undefined || (ref !== '#' && !ref.startsWith('#/'))) return undefined;
+  let node: unknown = root;
+  for (const raw of ref === '#' ? [] : ref.slice(2).split('/')) {
+    let part: string;
+    try {
+      part = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+    } catch {
+      return undefined;
+    }
+    if (!isSchema(node) || !Object.hasOwn(node, part)) return undefined;
+    node = node[part];
+  }
+  return isSchema(node) ? node : undefined;
+}
+
+function declaresObject(schema: Schema): boolean {
+  const type = schema.type;
+  return type === 'object' || (Array.isArray(type) && type.includes('object') && !type.includes('array'));
+}
+
+/** The schema of `key`'s value: the first of the shapes that names it, else the first that gives additionalProperties a schema. */
+function childSchema(shapes: Schema[], key: string): Schema | undefined {
+  for (const shape of shapes) {
+    const properties = shape.properties;
+    if (isSchema(properties) && Object.hasOwn(properties, key) && isSchema(properties[key])) return properties[key];
+  }
+  return shapes.find((shape) => isSchema(shape.additionalProperties))?.additionalProperties as Schema | undefined;
+}
+
+function isSchema(value: unknown): value is Schema {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** A header's text: the first of several (node keeps a repeated Content-Type once anyway). */
