@@ -59,6 +59,11 @@ function multipart(parts, { close = true } = {}) {
   return Buffer.concat([...pieces, Buffer.from(close ? '--x--\r\n' : '')]);
 }
 
+/** One part whose header holds `byte` (not UTF-8 by itself) between `before` and `after`. */
+function withByte(before, byte, after) {
+  return Buffer.concat([Buffer.from(`--x\r\n${before}`), Buffer.from([byte]), Buffer.from(`${after}\r\n\r\n1\r\n--x--\r\n`)]);
+}
+
 const post = (url, body, type = 'multipart/form-data; boundary=x') => request(url, { method: 'POST', headers: { 'content-type': type }, body });
 
 describe('multipart/form-data', () => {
@@ -559,6 +564,14 @@ describe('multipart/form-data', () => {
       ],
       ['a part that is an attachment', undefined, multipart([['Content-Disposition: attachment; name="a"', '1']])],
       ['a field that is not UTF-8', undefined, multipart([['Content-Disposition: form-data; name="a"', Buffer.from([0xff, 0xfe])]])],
+      ['a part name that is not UTF-8', undefined, withByte('Content-Disposition: form-data; name="n', 0xff, '"')],
+      ['a filename that is not UTF-8', undefined, withByte('Content-Disposition: form-data; name="f"; filename="', 0xfe, '.txt"')],
+      ['a filename* whose escapes are not UTF-8', undefined, multipart([['Content-Disposition: form-data; name="f"; filename*=UTF-8\'\'%ff.txt', '1']])],
+      [
+        'a part Content-Type past ASCII',
+        undefined,
+        withByte('Content-Disposition: form-data; name="f"; filename="a.txt"\r\nContent-Type: te', 0xff, 'xt/plain'),
+      ],
     ];
     for (const [what, type, body] of cases) {
       it(what, async (t) => {
@@ -568,6 +581,27 @@ describe('multipart/form-data', () => {
         assert.match(res.json.code, /^FUNCRUN_INVALID_(MULTIPART|TEXT)$/);
       });
     }
+
+    it('names, filenames and types in UTF-8 arrive as sent', async (t) => {
+      const { url } = await serve(t, describeFiles, { tempDir: tempDir(t) });
+      const res = await post(
+        url + '/',
+        multipart([
+          ['Content-Disposition: form-data; name="naïve"', 'v'],
+          ['Content-Disposition: form-data; name="résumé"; filename="résumé ✓.txt"\r\nContent-Type: text/plain', 'f'],
+          ['Content-Disposition: form-data; name="g"; filename*=UTF-8\'\'%C3%A9t%C3%A9.txt', 'g'],
+        ]),
+      );
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.json.fields, { naïve: 'v' });
+      assert.deepEqual(
+        res.json.files.map((f) => [f.field, f.filename]),
+        [
+          ['résumé', 'résumé ✓.txt'],
+          ['g', 'été.txt'],
+        ],
+      );
+    });
 
     it('a boundary inside a quoted parameter is not a second boundary', async (t) => {
       const { url } = await serve(t, (context, body) => body, { tempDir: tempDir(t) });

@@ -10,6 +10,10 @@ import { addField, bodyIncomplete, decodeText, tooLarge } from '../body/body';
 import { paramCount } from '../body/media-type';
 import { Receiving, UploadedFile, type Uploads } from './uploads';
 import { Chunks } from '../body/chunks';
+import { quoteName } from '../routing/schema';
+
+// What a media type is made of: printable ASCII.
+const NOT_PRINTABLE_ASCII = /[^\x20-\x7e]/;
 
 export interface MultipartLimits {
   /** The whole body, in bytes (uploadLimit). */
@@ -146,6 +150,16 @@ class MultipartReader {
       stream.resume();
       return this.#fail(invalid('a part has no name'));
     }
+    // The parser decodes a name and a filename as UTF-8 with replacement: U+FFFD there stands for
+    // bytes that are not UTF-8, refused as a field's value is. A type is read byte for byte (Latin-1).
+    if (name.includes('\ufffd') || filename?.includes('\ufffd')) {
+      stream.resume();
+      return this.#fail(runtimeError('FUNCRUN_INVALID_TEXT', `part ${quoteName(name)}: its name or filename is not valid UTF-8`));
+    }
+    if (NOT_PRINTABLE_ASCII.test(type)) {
+      stream.resume();
+      return this.#fail(invalid(`part ${quoteName(name)}: its Content-Type is not a media type`));
+    }
     this.#parts.add(stream);
     this.#reading++;
     if (filename === undefined) this.#readField(stream, name);
@@ -171,7 +185,7 @@ class MultipartReader {
     const chunks = new Chunks();
     stream.on('data', (chunk: Buffer) => {
       if (chunks.size + chunk.length > limits.fieldSize)
-        return this.#fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', `field '${name.slice(0, 100)}' is larger than`, limits.fieldSize, 'fieldSizeLimit'));
+        return this.#fail(overLimit('FUNCRUN_FIELD_TOO_LARGE', `field ${quoteName(name)} is larger than`, limits.fieldSize, 'fieldSizeLimit'));
       if (this.#hold(chunk.length)) chunks.add(chunk);
     });
     stream.on('end', () => this.#fieldRead(stream, name, chunks));
@@ -183,7 +197,7 @@ class MultipartReader {
     try {
       addField(this.#fields, name, decodeText(bytes, undefined));
     } catch {
-      return this.#fail(runtimeError('FUNCRUN_INVALID_TEXT', `field '${name.slice(0, 100)}' is not valid UTF-8`));
+      return this.#fail(runtimeError('FUNCRUN_INVALID_TEXT', `field ${quoteName(name)} is not valid UTF-8`));
     }
     this.#partDone(stream);
   }
@@ -208,7 +222,7 @@ class MultipartReader {
     try {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         if (receiving.file.size + chunk.length > fileSize)
-          throw overLimit('FUNCRUN_FILE_TOO_LARGE', `file '${receiving.file.field.slice(0, 100)}' is larger than`, fileSize, 'fileSizeLimit');
+          throw overLimit('FUNCRUN_FILE_TOO_LARGE', `file ${quoteName(receiving.file.field)} is larger than`, fileSize, 'fileSizeLimit');
         await receiving.add(chunk);
       }
     } finally {
