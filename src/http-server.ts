@@ -20,6 +20,7 @@ import { backgroundSettled, register, runShutdown, type Runtime } from './lifecy
 import { InFlight } from './lifecycle/in-flight';
 import { timedInvoker } from './invocation';
 import { clientError, manageConnections, rawError } from './http/connections';
+import { KeepAliveSweep } from './http/keep-alive';
 import { buildRoutes } from './routing/routes';
 import type * as ContractsModule from './events/contracts';
 import type * as IdempotencyModule from './events/idempotency/idempotency';
@@ -170,6 +171,7 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
 
   // The last line of defence: whatever escapes onRequest still gets an answer, never a crash.
   function handle(req: IncomingMessage, res: ServerResponse): void {
+    keepAlive?.advertise(res);
     try {
       onRequest(pipeline, req, res)?.catch((err: unknown) => lastResort(res, log, err));
     } catch (err) {
@@ -188,7 +190,8 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     },
     handle,
   );
-  server.keepAliveTimeout = settings.keepAliveTimeout;
+  // Idle connections closed by a sweep rather than a timer per request (keep-alive.ts).
+  const keepAlive = KeepAliveSweep.take(server, settings.keepAliveTimeout);
   manageConnections(server);
   server.maxConnections = settings.maxConnections;
   // With `Expect: 100-continue`, a body over the limit is refused before the client sends it.

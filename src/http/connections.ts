@@ -315,6 +315,25 @@ export function closeIdle(server: Server): void {
   }
 }
 
+/**
+ * The connections between requests that have nothing left to do (the keep-alive sweep's, keep-alive.ts):
+ * answered every request that came on them, their answers written, no new request begun, not closing;
+ * undefined where node's list of connections cannot be read.
+ */
+export function idleConnections(server: Server): Socket[] | undefined {
+  const list = connectionsOf(server);
+  if (list === undefined) return undefined;
+  const idle: Socket[] = [];
+  for (const { socket } of list.idle()) {
+    // One that has had no request is node's (its headersTimeout), and one closing is closed already.
+    if (socket[PENDING] !== 0 || socket[CLOSING] === true || socket[LAST] === true || socket[ANSWERED] === true) continue;
+    const message = socket._httpMessage;
+    if (socket.writableLength > 0 || (message !== null && message !== undefined && !message.writableFinished)) continue;
+    idle.push(socket);
+  }
+  return idle;
+}
+
 // Every socket a server has accepted and not yet closed, whether node's HTTP code still owns it or
 // not (one handed to 'connect', one closed after an error answer and lingering).
 const accepted = new WeakMap<Server, Set<Socket>>();
