@@ -84,6 +84,70 @@ describe('logging in requests', () => {
     }
   });
 
+  it("credentials are never written: a request's Authorization and Cookie, however the function throws or logs them", async (t) => {
+    const TOKEN = 'Bearer tok-Kx81-secret';
+    const COOKIE = 'session=ck-Qw72-secret';
+    const PASSWORD = 'pw-Zr55-secret';
+    const server = await serve(
+      t,
+      (context, body) => {
+        const { mode } = context.query;
+        if (mode === 'headers') throw context.headers;
+        if (mode === 'error') throw Object.assign(new Error('denied'), { statusCode: 401, headers: context.headers });
+        if (mode === 'body') throw body;
+        if (mode === 'string') throw context.headers.authorization;
+        if (mode === 'client') throw Object.assign(new Error('upstream 401'), { config: { headers: { Authorization: TOKEN, 'X-Api-Key': PASSWORD } } });
+        if (mode === 'plain') throw { request: { headers: { cookie: COOKIE, 'proxy-authorization': TOKEN } } };
+        context.log.info({ headers: context.headers, nested: [{ 'Set-Cookie': [COOKIE] }] }, 'logged');
+        context.log.child({ authorization: TOKEN }).info('child');
+        return 'ok';
+      },
+      { logLevel: 'trace', accessLog: true },
+    );
+    const headers = { authorization: TOKEN, cookie: COOKIE };
+    for (const mode of ['headers', 'error', 'body', 'string', 'client', 'plain', 'log']) {
+      const res = await request(`${server.url}/?mode=${mode}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ password: PASSWORD }),
+      });
+      assert.equal(res.status, mode === 'log' ? 200 : 500, mode);
+      for (const secret of ['tok-Kx81', 'ck-Qw72', 'pw-Zr55']) assert.ok(!res.text.includes(secret), `${mode}: ${res.text}`);
+    }
+    await server.close();
+    const text = server.log.text();
+    for (const secret of ['tok-Kx81', 'ck-Qw72', 'pw-Zr55']) assert.ok(!text.includes(secret), text);
+    // Described, not hidden: what was thrown is still recognisable.
+    const thrown = server.log
+      .entries()
+      .map((e) => e.thrown)
+      .filter(Boolean);
+    assert.ok(
+      thrown.some((d) => /^an object from the request, keys .*"authorization"/.test(d)),
+      thrown.join('\n'),
+    );
+    assert.match(text, /"authorization":"\[Redacted\]"/);
+    assert.equal(server.log.entries().filter((e) => e.msg === 'request failed').length, 6);
+  });
+
+  it('a thrown object that shares references 25 levels deep is described quickly, not expanded', async (t) => {
+    const server = await serve(
+      t,
+      () => {
+        let o = { leaf: 1 };
+        for (let i = 0; i < 25; i++) o = { a: o, b: o };
+        throw o;
+      },
+      { logLevel: 'error' },
+    );
+    const began = performance.now();
+    const res = await request(server.url);
+    assert.equal(res.status, 500);
+    assert.ok(performance.now() - began < 2000, `answered after ${Math.round(performance.now() - began)} ms`);
+    await server.close();
+    assert.equal(server.log.entries().filter((e) => e.msg === 'request failed').length, 1);
+  });
+
   it('an answer cut short has its access line too: request aborted, with a status only when one was sent', async (t) => {
     const never = new Promise(() => {});
     const server = await serve(

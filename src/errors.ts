@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { brand } from './util/brand';
 import { safeHeaders, type Dropped } from './http/headers';
 import type { Logger } from './log/log';
+import { isCredentialKey, REDACTED } from './log/serializers';
 import { isInstance, isPartOf, isReceived, type RequestInput } from './body/provenance';
 import { JSON_TYPE, send, TEXT } from './send';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
@@ -154,8 +155,14 @@ export function readThrown(thrown: unknown, dropped?: Dropped[], input?: Request
   // Parsed data is plain objects and arrays, walked; a class instance (every Error) is compared
   // only with the request's own objects, such as the received event, so throwing costs no walk.
   const fromRequest = (): boolean => (isInstance(thrown as object) ? isReceived(thrown, input!) : isPartOf(thrown as object, input!));
-  if (isObject && input !== undefined && read(fromRequest) !== false) {
-    return { status: 500, logged: { thrown: describeThrown(thrown) } };
+  const received = isObject && input !== undefined ? read(fromRequest) : false;
+  if (received !== false) {
+    // Its shape, not its values: a request's headers and body hold credentials. (One that cannot be read is told as it can be.)
+    return { status: 500, logged: { thrown: received === true ? describeReceived(thrown as object) : describeThrown(thrown) } };
+  }
+  // A request's credential (`throw context.headers.authorization`) is not written out either.
+  if (typeof thrown === 'string' && input?.request !== undefined && isCredentialOf(thrown, input.request)) {
+    return { status: 500, logged: { thrown: REDACTED } };
   }
   const ours = isObject && read(() => thrown instanceof HttpError) === true;
   const faas = asFaasJsRuntime && !ours;
@@ -196,11 +203,20 @@ function copy(details: unknown): Record<string, unknown> | undefined {
 
 // A thrown value described in the log: enough to recognise it, not a whole request body.
 const MAX_DESCRIPTION = 2048;
+// Values of a thrown object written at most: one sharing references expands exponentially as text.
+const MAX_DESCRIBED_VALUES = 1000;
+// Keys of a thrown request value named at most.
+const MAX_KEYS_NAMED = 20;
 
-/** A thrown value that is not an Error, as text for the log. */
+/** A thrown value that is not an Error, as text for the log: credentials redacted, bounded. */
 export function describeThrown(value: unknown): string {
   try {
-    const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+    let left = MAX_DESCRIBED_VALUES;
+    const replacer = (key: string, v: unknown): unknown => {
+      if (--left < 0) throw new RangeError('too large to describe');
+      return key !== '' && isCredentialKey(key) ? REDACTED : v;
+    };
+    const text = typeof value === 'string' ? value : (JSON.stringify(value, replacer) ?? String(value));
     return text.length > MAX_DESCRIPTION ? text.slice(0, MAX_DESCRIPTION) + '…' : text;
   } catch {
     try {
@@ -209,6 +225,31 @@ export function describeThrown(value: unknown): string {
       return UNREADABLE;
     }
   }
+}
+
+/** A thrown value that came from the request: what it is and its first keys, never its values. */
+function describeReceived(value: object): string {
+  try {
+    if (Array.isArray(value)) return `an array of ${value.length} values from the request`;
+    const keys = Object.keys(value);
+    const named = keys.slice(0, MAX_KEYS_NAMED).map((key) => JSON.stringify(key.length > 64 ? key.slice(0, 64) + '…' : key));
+    return `an object from the request, keys ${named.join(', ')}${keys.length > MAX_KEYS_NAMED ? ', …' : ''}`;
+  } catch {
+    return UNREADABLE;
+  }
+}
+
+/** Whether `text` is the value of one of the request's credential headers (Authorization, Cookie). */
+function isCredentialOf(text: string, request: IncomingMessage): boolean {
+  // A short text (`Bearer`) is a word, not a credential.
+  if (text.length < 8) return false;
+  try {
+    const raw = request.rawHeaders;
+    for (let i = 0; i + 1 < raw.length; i += 2) if (isCredentialKey(raw[i]) && raw[i + 1].includes(text)) return true;
+  } catch {
+    // An unreadable request: nothing to compare with.
+  }
+  return false;
 }
 
 /**

@@ -1,7 +1,10 @@
 // JSON that never throws, within the budgets of the line being built. A LineBudget holds what the
 // line may still take; each root logger has one, shared by its children, started afresh per line
 // (and per child's bindings), so writing a line allocates nothing for it.
-import { bytesSummary, errorFields, get, isError, serializeError } from './serializers';
+import { bytesSummary, errorFields, get, isCredentialKey, isError, REDACTED, serializeError } from './serializers';
+
+/** A credential's value as JSON text (isCredentialKey). */
+export const REDACTED_JSON = JSON.stringify(REDACTED);
 
 /** Written for a value that cannot be serialised at all. */
 const UNSERIALIZABLE = '"[unserializable]"';
@@ -39,6 +42,7 @@ export class LineBudget {
     const budget = this;
     this.replacer = function (this: unknown, key: string, value: unknown): unknown {
       if (--budget.visits < 0) throw new RangeError('too large to log');
+      if (isCredentialKey(key)) return REDACTED;
       if (typeof value === 'string') return budget.cut(value);
       if (typeof value === 'bigint') return String(value);
       // The holder's own value, before toJSON: a Buffer's toJSON would list every byte.
@@ -128,7 +132,7 @@ function carefulArray(budget: LineBudget, target: unknown[], stack: unknown[], c
 function carefulObject(budget: LineBudget, target: object, stack: unknown[], count: { left: number }): string {
   const parts: string[] = [];
   for (const key of Object.keys(target)) {
-    const json = careful(budget, get(target, key), stack, count);
+    const json = isCredentialKey(key) ? REDACTED_JSON : careful(budget, get(target, key), stack, count);
     if (json !== undefined) parts.push(JSON.stringify(budget.cutKey(key)) + ':' + json);
   }
   return '{' + parts.join(',') + '}';

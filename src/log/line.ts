@@ -1,8 +1,8 @@
 // The parts of a line after its level, time and bindings: a logged object's fields and the
 // message, for each of pino's call forms; and a child's bindings read once (snapshot).
 import { format } from './format';
-import { LINE_CHARS, LineBudget, objectJson, valueJson } from './json';
-import { bytesSummary, escapeSeparators, get, isError, text } from './serializers';
+import { LINE_CHARS, LineBudget, objectJson, REDACTED_JSON, valueJson } from './json';
+import { bytesSummary, escapeSeparators, get, isCredentialKey, isError, text } from './serializers';
 
 /** Keys a logged object may not set on a line, as a set. */
 export type Skip = Record<string, true>;
@@ -39,7 +39,7 @@ function fieldsOf(budget: LineBudget, obj: object, skip: Skip): string {
   for (const key of keys) {
     if (skip[key] === true) continue;
     if (--budget.visits < 0) return out + ',"…":"[Truncated]"';
-    const json = valueJson(budget, get(obj, key), obj);
+    const json = isCredentialKey(key) ? REDACTED_JSON : valueJson(budget, get(obj, key), obj);
     if (json !== undefined) out += ',' + JSON.stringify(budget.cutKey(key)) + ':' + json;
   }
   if (Array.isArray(obj) && obj.length > keys.length) out += ',"…":"[Truncated]"';

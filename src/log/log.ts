@@ -8,10 +8,10 @@
 // is still written, with a placeholder message.
 import { hostname } from 'node:os';
 import type { LogDestination } from './destination';
-import { LINE_CHARS, LineBudget, valueJson } from './json';
+import { LINE_CHARS, LineBudget, REDACTED_JSON, valueJson } from './json';
 import { isLogLevel, LEVELS, METHODS, thresholdOf, type LogLevel, type Method } from './levels';
 import { ROOT_SKIP, skipOf, tailOf, type Skip } from './line';
-import { escapeSeparators, get, quote } from './serializers';
+import { escapeSeparators, get, isCredentialKey, quote } from './serializers';
 
 export { prettyDestination, type LogDestination } from './destination';
 export { isLogLevel, LEVELS, parseLogLevel, type LogLevel } from './levels';
@@ -128,7 +128,7 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
     }
     for (const key of keys) {
       if (ROOT_SKIP[key] === true) continue;
-      const json = valueJson(budget, get(bindings, key), bindings as object);
+      const json = isCredentialKey(key) ? REDACTED_JSON : valueJson(budget, get(bindings, key), bindings as object);
       if (json !== undefined) map.set(budget.cutKey(key), escapeSeparators(json));
     }
     return map;

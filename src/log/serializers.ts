@@ -116,3 +116,14 @@ export function errorFields(err: object, seen: object[]): Record<string, unknown
 export function bytesSummary(view: ArrayBufferView): { type: string; length: number } {
   return { type: Buffer.isBuffer(view) ? 'Buffer' : (view.constructor?.name ?? 'ArrayBufferView'), length: view.byteLength };
 }
+
+// Keys whose values are credentials wherever a logged value holds them (a headers object, an
+// HTTP client's error and its config): the value is written as REDACTED, whatever its type.
+const CREDENTIAL_KEYS = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key']);
+export const REDACTED = '[Redacted]';
+
+/** Whether `key` names a credential, in any case (`Authorization`, `cookie`). */
+export function isCredentialKey(key: string): boolean {
+  // Lengths first: most keys are not 6 to 19 characters of these, and are not lowercased.
+  return key.length >= 6 && key.length <= 19 && CREDENTIAL_KEYS.has(key.toLowerCase());
+}
