@@ -130,6 +130,29 @@ describe('logging in requests', () => {
     assert.equal(server.log.entries().filter((e) => e.msg === 'request failed').length, 6);
   });
 
+  it("the request-scoped log's methods work detached, and write with the invocation's reqId", async (t) => {
+    const { log } = require('..');
+    const { info, child, isLevelEnabled } = log;
+    const server = await serve(
+      t,
+      () => {
+        info('detached');
+        ['forEach'].forEach(log.warn);
+        child({ part: 'kid' }).info('from a detached child');
+        return String(isLevelEnabled('info'));
+      },
+      { logLevel: 'info' },
+    );
+    const res = await request(server.url);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.text, 'true');
+    await server.close();
+    const entries = server.log.entries();
+    assert.equal(entries.find((e) => e.msg === 'detached')?.reqId, 1);
+    assert.equal(entries.find((e) => e.level === 40)?.msg, 'forEach');
+    assert.deepEqual((({ reqId, part }) => ({ reqId, part }))(entries.find((e) => e.msg === 'from a detached child')), { reqId: 1, part: 'kid' });
+  });
+
   it('a thrown object that shares references 25 levels deep is described quickly, not expanded', async (t) => {
     const server = await serve(
       t,

@@ -196,46 +196,34 @@ class ScopedLogger implements Logger {
     return child;
   }
 
-  #write(level: Level, args: IArguments): void {
+  #write(level: Level, args: unknown[]): void {
     const target = this.#target();
     // Logging never throws, as the loggers it resolves to.
     // At most MAX_ARGS: spreading tens of thousands of arguments again would overflow the stack.
-    (target[level] as (...a: unknown[]) => void).apply(target, Array.prototype.slice.call(args, 0, MAX_ARGS));
+    (target[level] as (...a: unknown[]) => void).apply(target, args.length > MAX_ARGS ? args.slice(0, MAX_ARGS) : args);
   }
 
-  trace(): void {
-    this.#write('trace', arguments);
-  }
-  debug(): void {
-    this.#write('debug', arguments);
-  }
-  info(): void {
-    this.#write('info', arguments);
-  }
-  warn(): void {
-    this.#write('warn', arguments);
-  }
-  error(): void {
-    this.#write('error', arguments);
-  }
-  fatal(): void {
-    this.#write('fatal', arguments);
-  }
+  // Own functions bound to this logger, not prototype methods: `const { info } = log` and
+  // `items.forEach(log.info)` call them without `this`, and logging never throws.
+  readonly trace = (...args: unknown[]): void => this.#write('trace', args);
+  readonly debug = (...args: unknown[]): void => this.#write('debug', args);
+  readonly info = (...args: unknown[]): void => this.#write('info', args);
+  readonly warn = (...args: unknown[]): void => this.#write('warn', args);
+  readonly error = (...args: unknown[]): void => this.#write('error', args);
+  readonly fatal = (...args: unknown[]): void => this.#write('fatal', args);
 
   get level(): LogLevel {
     return this.#target().level;
   }
 
-  isLevelEnabled(level: string): boolean {
-    return this.#target().isLevelEnabled(level);
-  }
+  readonly isLevelEnabled = (level: string): boolean => this.#target().isLevelEnabled(level);
 
-  child(bindings: Record<string, unknown>, options?: ChildOptions): Logger {
+  readonly child = (bindings: Record<string, unknown>, options?: ChildOptions): Logger => {
     // Bindings are read and serialised now, as any logger's child reads them.
     const own = { ...this.bindings, ...snapshot(bindings) };
     this.#scoping.turnOn();
     return new ScopedLogger(this.#scoping, own, options ?? this.options);
-  }
+  };
 }
 
 /**
