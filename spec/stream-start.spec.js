@@ -194,6 +194,51 @@ describe('a web answer that has started', () => {
   }
 });
 
+describe('requests pipelined behind a streamed answer', () => {
+  /** A fetch handler noting each request it runs; /stream answers three chunks, then fails or ends as `ending` says. */
+  function streaming(ran, ending) {
+    return {
+      fetch(request) {
+        const path = new URL(request.url).pathname;
+        ran.push(`${request.method} ${path}`);
+        if (path !== '/stream') return Response.json({ charged: true });
+        let i = 0;
+        const body = new ReadableStream({
+          async pull(controller) {
+            controller.enqueue(encoder.encode('chunk\n'));
+            await sleep(40);
+            if (++i === 3) ending === 'fails' ? controller.error(new Error('upstream failed')) : controller.close();
+          },
+        });
+        return new Response(body);
+      },
+    };
+  }
+  const pipelined =
+    'GET /stream HTTP/1.1\r\nHost: x\r\n\r\nPOST /charge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}';
+
+  it('behind one that fails midway, a request is not run: its answer could never be sent, and its client sends it again', async (t) => {
+    const ran = [];
+    const server = await serve(t, streaming(ran, 'fails'));
+    const { text, timedOut } = await exchange(server.port, pipelined, { wait: BOUND_MS });
+    assert.equal(timedOut, false);
+    assert.deepEqual(statuses(text), [200]);
+    assert.ok(!text.endsWith('0\r\n\r\n'), 'no terminating chunk: cut');
+    await sleep(100);
+    assert.deepEqual(ran, ['GET /stream']);
+  });
+
+  it('behind one that ends, it runs in its turn and is answered', async (t) => {
+    const ran = [];
+    const server = await serve(t, streaming(ran, 'ends'));
+    const { text, timedOut } = await exchange(server.port, pipelined, { wait: BOUND_MS });
+    assert.equal(timedOut, false);
+    assert.deepEqual(statuses(text), [200, 200]);
+    assert.match(text, /\{"charged":true\}$/);
+    assert.deepEqual(ran, ['GET /stream', 'POST /charge']);
+  });
+});
+
 /** A Readable that never produces a chunk (made by `make`), whose destruction settles `destroyed` with its error's message. */
 function neverPushing(make, destroyed) {
   const stream = make();

@@ -17,7 +17,7 @@ import { JSON_TYPE, send } from './send';
 import { METRICS_TYPE } from './telemetry/metrics';
 import { answerProbe } from './lifecycle/probes';
 import { beforeDeadline, callFunction, inInvocation } from './invocation';
-import { closeAfter, lastAnswer, requestArrived } from './http/connections';
+import { closeAfter, inItsTurn, lastAnswer, requestArrived } from './http/connections';
 import { isThenable } from './lifecycle/deadline';
 import { Outcome, settleOutcome } from './cloudevents/outcomes';
 import type * as AdmitEvents from './events/admit-events';
@@ -42,6 +42,13 @@ const ROOT_METHODS = new Set(['GET', 'HEAD', 'POST']);
 export function onRequest(p: Pipeline, req: IncomingMessage, res: ServerResponse): Promise<void> | undefined {
   // Pipelined behind an answer that closes the connection: not run (connections.ts).
   if (!requestArrived(req)) return undefined;
+  // Pipelined behind an answer not finished yet: run in its turn, if the connection goes on.
+  if (res.socket === null) return new Promise((resolve) => inItsTurn(req, res, () => resolve(run(p, req, res))));
+  return run(p, req, res);
+}
+
+/** The request, counted on its connection, from step 0. */
+function run(p: Pipeline, req: IncomingMessage, res: ServerResponse): Promise<void> | undefined {
   const x = arrive(p, req, res);
   if (!p.fetchAtOnce) return steps(p, x, undefined);
   // Step 3's lookup, first: a path the runtime does not answer is the fetch handler's; one it

@@ -65,6 +65,22 @@ export function requestArrived(req: IncomingMessage): boolean {
   return true;
 }
 
+/**
+ * A request pipelined behind an answer not finished yet (node has queued its response): `run` is
+ * called once its turn comes, when the connection goes on. Run at once, it would do its work
+ * while the answer before it may still fail midway or close the connection, and then its own
+ * answer could never be sent: the client would send it again, and it would run twice. Behind an
+ * answer that closed the connection it is not run (by HTTP it was not processed), and counts as
+ * answered; behind one cut midway its turn never comes.
+ */
+export function inItsTurn(req: IncomingMessage, res: ServerResponse, run: () => void): void {
+  res.once('socket', () => {
+    const socket = req.socket as CountedSocket;
+    if (socket[LAST] === true) answered(socket);
+    else run();
+  });
+}
+
 /** The answer `res` closes its connection: the requests node dispatches on it from now on are not run (requestArrived). */
 export function lastAnswer(req: IncomingMessage, res: ServerResponse): void {
   res.setHeader('connection', 'close');
