@@ -207,7 +207,9 @@ describe('requests pipelined behind a streamed answer', () => {
           async pull(controller) {
             controller.enqueue(encoder.encode('chunk\n'));
             await sleep(40);
-            if (++i === 3) ending === 'fails' ? controller.error(new Error('upstream failed')) : controller.close();
+            if (++i < 3) return;
+            if (ending === 'fails') controller.error(new Error('upstream failed'));
+            else controller.close();
           },
         });
         return new Response(body);
