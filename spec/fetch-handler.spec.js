@@ -383,6 +383,47 @@ describe('a fetch handler: faults', () => {
     assert.equal(line.err.message, 'the database password is hunter2');
   });
 
+  it("a throw carrying a status, a numeric code or headers is still a 500: no message, no headers of the error's", async (t) => {
+    const errors = {
+      '/status': () => Object.assign(new Error('Request failed: https://billing.internal/?key=AIzaSECRET'), { statusCode: 403 }),
+      '/code': () => Object.assign(new Error('upstream said no: AIzaSECRET'), { code: 404 }),
+      '/headers': () => Object.assign(new Error('AIzaSECRET'), { statusCode: 401, headers: { 'set-cookie': 'sid=AIzaSECRET', location: '/login' } }),
+      '/plain': () => ({ statusCode: 409, message: 'AIzaSECRET conflict' }),
+      '/async': async () => {
+        throw Object.assign(new Error('AIzaSECRET'), { statusCode: 429 });
+      },
+    };
+    const server = await serve(t, {
+      fetch(request) {
+        const made = errors[new URL(request.url).pathname]();
+        if (made instanceof Promise) return made;
+        throw made;
+      },
+    });
+    for (const path of Object.keys(errors)) {
+      const res = await request(server.url + path);
+      assert.equal(res.status, 500, path);
+      assert.equal(res.json.message, 'Internal Server Error', path);
+      assert.equal(res.headers.get('set-cookie'), null, path);
+      assert.equal(res.headers.get('location'), null, path);
+      assert.ok(!res.text.includes('AIzaSECRET'), path);
+    }
+    assert.equal(server.log.entries().filter((l) => l.msg === 'request failed').length, Object.keys(errors).length);
+  });
+
+  it("funcrun's own errors keep their status: readEvent()'s 400 for an invalid event", async (t) => {
+    const { readEvent } = require('../lib/index.js');
+    const server = await serve(t, {
+      async fetch(request) {
+        const event = await readEvent(request);
+        return Response.json(event.data);
+      },
+    });
+    const res = await request(server.url, { method: 'POST', headers: { 'ce-specversion': '1.0', 'ce-type': 't', 'ce-source': '/s' }, body: '{}' });
+    assert.equal(res.status, 400, res.text);
+    assert.match(res.json.message, /id/);
+  });
+
   it('a value that is not a Response is a JSON 500, logged with what it was', async (t) => {
     const server = await serve(t, { fetch: async () => ({ status: 200, body: 'hi' }) });
     const res = await request(server.url);

@@ -148,8 +148,9 @@ const MAX_CODE = 100;
  * into: a function that throws that (or a part of it) has failed; the client does not get to
  * pick the status, message or headers. `asFaasJsRuntime`: a function's error as faas-js-runtime
  * reads it, the status from `code` only and no headers (funcrun's own errors keep theirs).
+ * `faultOnly`: a fetch handler's throw, a 500 whatever it carries (funcrun's own errors keep theirs).
  */
-export function readThrown(thrown: unknown, dropped?: Dropped[], input?: RequestInput, asFaasJsRuntime = false): Thrown {
+export function readThrown(thrown: unknown, dropped?: Dropped[], input?: RequestInput, asFaasJsRuntime = false, faultOnly = false): Thrown {
   const isObject = thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function');
   if (isObject && read(() => thrown instanceof UnreadableReturn) === true) return { status: 500, logged: { returned: UNREADABLE } };
   // Parsed data is plain objects and arrays, walked; a class instance (every Error) is compared
@@ -166,8 +167,10 @@ export function readThrown(thrown: unknown, dropped?: Dropped[], input?: Request
   }
   const ours = isObject && read(() => thrown instanceof HttpError) === true;
   const faas = asFaasJsRuntime && !ours;
-  const status = statusOf(thrown, faas);
   const isError = ours || (isObject && read(() => thrown instanceof Error) === true);
+  // Neither its status nor its message, headers or code: a fetch handler answers with a Response.
+  if (faultOnly && !ours) return { status: 500, logged: isError ? { err: thrown } : { thrown: describeThrown(thrown) } };
+  const status = statusOf(thrown, faas);
   const facts: Thrown = { status, logged: isError ? { err: thrown } : { thrown: describeThrown(thrown) } };
   if (!isObject) return facts;
   const value = thrown as { message?: unknown; details?: unknown; headers?: unknown };
@@ -283,6 +286,8 @@ export interface ErrorStyle {
   withoutCodes?: boolean;
   /** Fields funcrun itself wrote, safe at any status (why readiness fails). */
   said?: Record<string, string>;
+  /** A fetch handler's throw: a fault, a 500 whatever it carries; only funcrun's own errors keep their status. */
+  faultOnly?: boolean;
 }
 
 /** The JSON text of an error body. Never throws: a failing format or details fall back to the plain body. */
@@ -332,9 +337,9 @@ export interface SentError {
  */
 export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unknown, log: Logger, style: ErrorStyle = {}): SentError | undefined {
   try {
-    const { input, asText = false } = style;
+    const { input, asText = false, faultOnly = false } = style;
     const dropped: Dropped[] = [];
-    const facts = readThrown(thrown, dropped, input, asText);
+    const facts = readThrown(thrown, dropped, input, asText, faultOnly);
     const request = { method: req.method, path: pathOf(req.url), statusCode: facts.status };
     if (facts.status >= 500 && !LOGGED_WHERE_RAISED.has(facts.code) && !CLIENTS_DOING.has(facts.code))
       quietly(() => log.error({ ...facts.logged, ...request }, 'request failed'));

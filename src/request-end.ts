@@ -65,6 +65,7 @@ export function fail(p: Pipeline, x: Exchange, err: unknown, read: RequestInput 
     input: read,
     asText: x.invoked && p.behaviour.errorsAsText,
     withoutCodes: p.behaviour.withoutErrorCodes,
+    faultOnly: x.invoked && p.serveFetch !== undefined,
   });
   if (p.metrics !== undefined && x.began >= 0) p.metrics.record((now() - x.began) / 1000, true);
   return sent;
