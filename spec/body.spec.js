@@ -68,6 +68,24 @@ describe('request data by media type', () => {
     assert.equal(res.json.position, 13);
   });
 
+  it("JSON with a __proto__ key, or a constructor's prototype, is a 400 anywhere in it, escaped too, as fastify refuses it", async () => {
+    for (const body of [
+      '{"__proto__":{"isAdmin":true},"a":1}',
+      '{"a":[{"b":{"__proto__":null}}]}',
+      '{"\\u005f_proto\\u005f_":{}}',
+      '{"constructor":{"prototype":{"isAdmin":true}}}',
+      '[{"c\\u006fnstructor":{"prototype":1}}]',
+    ]) {
+      const res = await post(body, 'application/json');
+      assert.equal(res.status, 400, body);
+      assert.equal(res.json.message, 'Object contains forbidden prototype property', body);
+    }
+    // As values, or a constructor without a prototype, they are data like any other.
+    const res = await post('{"a":"__proto__","constructor":"Object","b":{"constructor":{"name":"x"}},"c":"\\u00e9"}', 'application/json');
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.json.value, { a: '__proto__', constructor: 'Object', b: { constructor: { name: 'x' } }, c: 'é' });
+  });
+
   it('truncated JSON is a 400 pointing at its end', async () => {
     const res = await post('{"a": [1, 2', 'application/json');
     assert.equal(res.status, 400);

@@ -222,11 +222,40 @@ export function parseJson(text: string): unknown {
       });
     }
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw jsonError(text, err as Error);
   }
+  // Only a text that could spell one (a key written with escapes holds `\u00`) is walked.
+  if ((text.includes('__proto__') || text.includes('constructor') || text.includes('\\u00')) && poisoned(value)) {
+    throw runtimeError('FUNCRUN_INVALID_JSON', 'Object contains forbidden prototype property');
+  }
+  return value;
+}
+
+/**
+ * Whether parsed JSON holds a `__proto__` key, or a `constructor` key whose value has a
+ * `prototype` key, anywhere: as fastify refuses them (secure-json-parse), since a function that
+ * merges the body into an object (`Object.assign`, a deep merge) would set that object's prototype.
+ */
+function poisoned(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node === null || typeof node !== 'object') continue;
+    if (Array.isArray(node)) {
+      for (const item of node) pending.push(item);
+      continue;
+    }
+    const record = node as Record<string, unknown>;
+    if (Object.hasOwn(record, '__proto__')) return true;
+    const made = Object.hasOwn(record, 'constructor') ? record.constructor : undefined;
+    if (made !== null && typeof made === 'object' && Object.hasOwn(made, 'prototype')) return true;
+    for (const key of Object.keys(record)) pending.push(record[key]);
+  }
+  return false;
 }
 
 /** The offset of the bracket that opens level `max + 1`, or -1; brackets inside strings do not count. */
