@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Uploads } from './uploads/uploads';
 import type { UploadFolder } from './uploads/upload-folder';
-import { plainTarget, readTarget, type Target } from './http/target';
+import { scanTarget, type ScannedTarget } from './http/target';
 import type { Behaviour } from './start/compat';
 import type { ResponseDefaults } from './cloudevents/cloudevent';
 import type { Context, Invocation } from './context';
@@ -66,7 +66,7 @@ export interface Pipeline {
  */
 export class Exchange {
   /** The request target: its path as sent, and the query string after `?`. */
-  readonly target: Target;
+  readonly target: ScannedTarget;
   /** The request's logger; the single invocation's own trace (step 8) replaces it. */
   log: Logger;
   /** When the request's timeout ends (`now()` time): the access check, the body and the function count against it. */
@@ -83,7 +83,6 @@ export class Exchange {
   settleClaim: Settle | undefined = undefined;
   /** Step 8: a batch stopped before one of its events (its client gone, a fault answered): those did not run. */
   batchCut = false;
-  #plain: boolean | undefined = undefined;
 
   constructor(
     p: Pipeline,
@@ -95,15 +94,15 @@ export class Exchange {
     /** The trace the request arrived in, if any. */
     readonly trace: Trace | undefined,
   ) {
-    this.target = readTarget(req.url ?? '/');
+    this.target = scanTarget(req.url ?? '/');
     this.log = trace === undefined ? p.log.forRequest(reqId) : p.log.forRequest(reqId, trace.logFields);
     const timeout = p.settings.timeout;
     this.deadline = timeout > 0 ? now() + timeout : Infinity;
   }
 
-  /** Whether the target is plain (plainTarget()): read by the first step that asks. */
+  /** Whether the target is plain (scanTarget()), read with it. */
   get plain(): boolean {
-    return (this.#plain ??= plainTarget(this.req.url ?? '/'));
+    return this.target.plain;
   }
 
   get method(): string {

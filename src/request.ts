@@ -149,7 +149,8 @@ function fetchAtOnce(p: Pipeline, x: Exchange, match: Match<Destination>): Promi
     // 1 to 3, as steps() takes them: no route of the runtime's, so the handler's (a 404 for a
     // runtime path spelled otherwise).
     if (firstSteps(p, x, match) === undefined) return undefined;
-    const destination = destinationOf(p, x, match) as FetchDestination;
+    // No route took the path (onRequest): the fallback, the fetch handler's, unless the path is a runtime path spelled otherwise.
+    const destination = unlessRuntimePath(p, x, p.routes.fallback as FetchDestination);
     // 6 to 9 (fetch/serve.ts).
     serving = serveFetchOf(p)(p, x, destination);
     if (serving instanceof Promise) return servedLater(p, x, serving);

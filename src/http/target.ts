@@ -20,19 +20,34 @@ export function readTarget(raw: string): Target {
 export const URL_KEEPS = new Uint8Array(128);
 for (const c of '!$%&()*+,-./0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz|~') URL_KEEPS[c.charCodeAt(0)] = 1;
 
+/** A request target read once: its path and query string, and whether it is plain (scanTarget()). */
+export interface ScannedTarget extends Target {
+  readonly plain: boolean;
+}
+
 /**
- * Whether `url`, a request target, is origin-form (`/` first) and every reader takes it as it is
- * spelled: only characters the URL standard keeps, no escape (`%`), no `.` after a `/` (a dot
- * segment's start); so no `\` or `#` either. Such a target is its own path and query, and a
- * Request's URL after the origin. One scan, read once per request (Exchange.plain).
+ * readTarget() of a request target, and whether it is plain: origin-form (`/` first) and taken by
+ * every reader as it is spelled, with only characters the URL standard keeps, no escape (`%`), no
+ * `.` after a `/` (a dot segment's start); so no `\\` or `#` either. Such a target is its own path
+ * and query, and a Request's URL after the origin. One scan, which finds the query's start too.
  */
-export function plainTarget(url: string): boolean {
-  if (url.charCodeAt(0) !== 0x2f) return false;
-  for (let i = 1; i < url.length; i++) {
-    const c = url.charCodeAt(i);
-    if (c >= 128 || URL_KEEPS[c] === 0 || c === 0x25 || (c === 0x2e && url.charCodeAt(i - 1) === 0x2f)) return false;
+export function scanTarget(raw: string): ScannedTarget {
+  if (raw.charCodeAt(0) !== 0x2f) {
+    const { path, search } = readTarget(raw);
+    return { path, search, plain: false };
   }
-  return true;
+  let q = -1;
+  let plain = true;
+  for (let i = 1; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 0x3f && q === -1) q = i;
+    if (c >= 128 || URL_KEEPS[c] === 0 || c === 0x25 || (c === 0x2e && raw.charCodeAt(i - 1) === 0x2f)) {
+      plain = false;
+      if (q === -1) q = raw.indexOf('?', i);
+      break;
+    }
+  }
+  return q === -1 ? { path: raw, search: undefined, plain } : { path: raw.slice(0, q), search: raw.slice(q + 1), plain };
 }
 
 /** The query as an object: a repeated key gives an array; `__proto__` is only a key. */
