@@ -191,20 +191,42 @@ describe('OpenTelemetry', () => {
     });
   });
 
-  it('until a tracer provider is registered, nothing of the API is loaded, installed or not', () => {
+  it('until a tracer provider is registered, nothing of the API is loaded; without the API installed, no tracing at all', () => {
     const { execFileSync } = require('node:child_process');
     const os = require('node:os');
     const path = require('node:path');
-    for (const folder of [os.tmpdir(), path.join(__dirname, '..')]) {
+    for (const [folder, installed] of [
+      [os.tmpdir(), false],
+      [path.join(__dirname, '..'), true],
+    ]) {
       const script = `
         const { loadTracing } = require(${JSON.stringify(require.resolve('../lib/telemetry/otel.js'))});
         const tracing = loadTracing(${JSON.stringify(folder)});
-        const active = tracing.active();
+        const active = tracing?.active() ?? false;
         const loaded = Object.keys(require.cache).filter((f) => f.includes('opentelemetry'));
-        process.stdout.write(JSON.stringify({ active, loaded }));`;
+        process.stdout.write(JSON.stringify({ tracing: tracing !== undefined, active, loaded }));`;
       const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: folder }).toString());
-      assert.deepEqual(out, { active: false, loaded: [] }, folder);
+      assert.deepEqual(out, { tracing: installed, active: false, loaded: [] }, folder);
     }
+  });
+
+  it('a provider registered after the first request is seen, and one disabled is not: the registry is watched, not looked up per request', async (t) => {
+    const server = await serve(t, shop, { logLevel: 'info' });
+    // Asked once before any provider exists, the registry's global is watched from then on.
+    assert.equal((await request(`${server.url}/orders/1`)).status, 200);
+    // An exporter of its own: the shared one is shut down with the provider before it.
+    const own = new InMemorySpanExporter();
+    const served = () => own.getFinishedSpans().filter((s) => s.kind === api.SpanKind.SERVER).length;
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(own)] });
+    api.trace.setGlobalTracerProvider(provider);
+    t.after(() => api.trace.disable());
+    assert.equal((await request(`${server.url}/orders/2`)).status, 200);
+    await sleep(10);
+    assert.equal(served(), 1);
+    api.trace.disable();
+    assert.equal((await request(`${server.url}/orders/3`)).status, 200);
+    await sleep(10);
+    assert.equal(served(), 1);
   });
 
   it("a tracer that throws costs the request nothing: it is served with funcrun's own trace context", async (t) => {

@@ -73,9 +73,54 @@ const KNOWN_METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'P
 // Where every copy of the API (major version 1) keeps what the application registered.
 const REGISTRY = Symbol.for('opentelemetry.js.api.1');
 
+type Registry = { trace?: unknown } | undefined;
+
+/**
+ * The API's registry, read without a lookup on the global object per request (a keyed load there
+ * costs each request some 150 instructions, when no provider is ever registered too). Until the
+ * API makes it, the global's property is an accessor that notes what the API writes, and reads
+ * it back, as the data property it stands for would; once it exists, the object is kept (the API
+ * keeps it too, registering providers into it). Made once per process, as the global is.
+ */
+class RegistryWatch {
+  #registry: Registry;
+  #watching = false;
+
+  current(): Registry {
+    if (this.#registry !== undefined) return this.#registry;
+    if (!this.#watching) this.#watch();
+    return this.#registry;
+  }
+
+  #watch(): void {
+    this.#watching = true;
+    const global = globalThis as Record<symbol, Registry>;
+    const descriptor = Object.getOwnPropertyDescriptor(global, REGISTRY);
+    if (descriptor !== undefined) {
+      // Made already (by the API, or another copy of this watch): read as it is, each time.
+      this.current = () => global[REGISTRY];
+      return;
+    }
+    Object.defineProperty(global, REGISTRY, {
+      configurable: true,
+      get: () => this.#registry,
+      set: (value: Registry) => {
+        this.#registry = value;
+      },
+    });
+  }
+}
+
+const registryWatch = new RegistryWatch();
+
+/** Where the application's API would be loaded from: `folder` upwards, else the working folder. */
+function apiFolders(folder: string): string[] {
+  return [folder, process.cwd()];
+}
+
 /** The application's API, from `folder` upwards (else from the working folder), or undefined. */
 function loadApi(folder: string): Api | undefined {
-  for (const from of [folder, process.cwd()]) {
+  for (const from of apiFolders(folder)) {
     try {
       const api = createRequire(join(resolve(from), 'package.json'))('@opentelemetry/api') as Api;
       if (typeof api.trace?.getTracer === 'function' && typeof api.ProxyTracerProvider === 'function') return api;
@@ -86,8 +131,27 @@ function loadApi(folder: string): Api | undefined {
   return undefined;
 }
 
-/** OpenTelemetry for a function in `folder`: inactive, and nothing loaded, until the application registers a provider. */
-export function loadTracing(folder: string): Tracing {
+/**
+ * OpenTelemetry for a function in `folder`: inactive, and nothing loaded, until the application
+ * registers a provider; none at all (undefined) where the API is not installed, so that no
+ * request asks whether a provider was registered.
+ */
+export function loadTracing(folder: string): Tracing | undefined {
+  if (!apiFolders(folder).some(installedFrom)) return undefined;
+  return tracingFrom(folder);
+}
+
+/** Whether `@opentelemetry/api` resolves from `from` (found, not loaded). */
+function installedFrom(from: string): boolean {
+  try {
+    createRequire(join(resolve(from), 'package.json')).resolve('@opentelemetry/api');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function tracingFrom(folder: string): Tracing {
   let api: Api | undefined;
   let noop: unknown;
   let tracer: ReturnType<Api['trace']['getTracer']>;
@@ -119,7 +183,7 @@ export function loadTracing(folder: string): Tracing {
   return {
     active() {
       try {
-        const registry = (globalThis as Record<symbol, { trace?: unknown } | undefined>)[REGISTRY];
+        const registry = registryWatch.current();
         if (registry?.trace === undefined || !ready()) return false;
         return api!.trace.getTracerProvider().getDelegate?.() !== noop;
       } catch {
