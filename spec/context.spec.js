@@ -117,4 +117,16 @@ describe('context', () => {
     const { url } = await serve(t, (ctx, data) => ({ data: data === undefined, query: Object.keys(ctx.query).length }));
     assert.deepEqual((await request(url)).json, { data: true, query: 0 });
   });
+
+  it("context.req of a request without a body still ends, for a function that reads node's stream itself", { timeout: 10_000 }, async (t) => {
+    const { url } = await serve(t, (ctx) => {
+      let bytes = 0;
+      return new Promise((resolve) => {
+        ctx.req.on('data', (chunk) => (bytes += chunk.length));
+        ctx.req.on('end', () => resolve({ ended: true, bytes }));
+      });
+    });
+    assert.deepEqual((await request(url)).json, { ended: true, bytes: 0 });
+    assert.deepEqual((await request(url, { method: 'DELETE' })).json, { ended: true, bytes: 0 });
+  });
 });

@@ -367,6 +367,28 @@ describe('a fetch handler: what funcrun keeps before it', () => {
   });
 });
 
+describe('a fetch handler: requests without a body', () => {
+  it('a POST or DELETE without Content-Length or Transfer-Encoding reads as empty, and the connection goes on', async (t) => {
+    const { exchange, statuses } = require('./raw');
+    const server = await serve(t, {
+      async fetch(request) {
+        return Response.json({ method: request.method, text: await request.text(), body: request.body === null ? null : 'stream' });
+      },
+    });
+    const sent = ['POST / HTTP/1.1\r\nHost: x\r\n\r\n', 'DELETE /x HTTP/1.1\r\nHost: x\r\n\r\n', 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'];
+    const { text, timedOut } = await exchange(server.port, sent.join(''), { wait: 4000 });
+    assert.equal(timedOut, false, text);
+    assert.deepEqual(statuses(text), [200, 200, 200]);
+    const bodies = text
+      .split('\r\n\r\n')
+      .slice(1)
+      .map((b) => b.replace(/\r\n.*$/s, '').replace(/^[0-9a-f]+\r\n/, ''));
+    assert.match(bodies[0], /"method":"POST","text":""/);
+    assert.match(bodies[1], /"method":"DELETE","text":""/);
+    assert.match(bodies[2], /"method":"GET","text":"","body":null/);
+  });
+});
+
 describe('a fetch handler: faults', () => {
   it('a throw is a JSON 500 without its message, logged', async (t) => {
     const server = await serve(t, {

@@ -4,7 +4,7 @@
 // it: routes.ts (the route table), connections.ts (pipelining, malformed HTTP), probes.ts,
 // invocation.ts (timeout, batches), respond.ts (return rules), errors.ts (sendError, the one place
 // errors become responses), lifecycle.ts (stop).
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { AsyncResource } from 'node:async_hooks';
 import type { Behaviour } from './start/compat';
@@ -179,10 +179,19 @@ export function createServer(module: FunctionModule, settings: Settings, log: Ro
     }
   }
 
+  const options: ServerOptions & { optimizeEmptyRequests?: boolean } = {
+    // Checked in onRequest, so that the answer is JSON like every other error.
+    requireHostHeader: false,
+    // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 section 6.3):
+    // node 24 then skips its stream's life (its end and close events, each a tick: some 2,400
+    // instructions a request), which nothing of funcrun's waits for (hasBody() is false). Only for
+    // a fetch handler, which never sees node's request: a handle function's context.req is it, and
+    // code that waits for its 'end' would wait forever. Node 22 does not know the option.
+    optimizeEmptyRequests: fetchPart !== undefined,
+  };
   const server = createHttpServer(
     {
-      // Checked in onRequest, so that the answer is JSON like every other error.
-      requireHostHeader: false,
+      ...options,
       headersTimeout: settings.headersTimeout,
       requestTimeout: settings.requestTimeout,
       // How often node checks those limits: often enough that they hold to within a quarter.
