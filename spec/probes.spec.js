@@ -95,6 +95,20 @@ describe('health probes', () => {
     });
   });
 
+  it("faas-js-runtime's METRICS_URL moves the metrics, before FUNC_METRICS_PATH", async (t) => {
+    await withEnv({ METRICS_URL: '/m' }, async () => {
+      const { url } = await serve(t, () => 'handler');
+      const res = await request(url + '/m');
+      assert.match(res.text, /^# HELP faas_invocations /m);
+      assert.equal((await request(url + '/metrics')).text, 'handler');
+    });
+    await withEnv({ METRICS_URL: '/m', FUNC_METRICS_PATH: '/other' }, async () => {
+      const { url } = await serve(t, () => 'handler');
+      assert.match((await request(url + '/m')).text, /^# TYPE faas_invocations counter$/m);
+      assert.equal((await request(url + '/other')).text, 'handler');
+    });
+  });
+
   it('FUNC_HEALTH_ROOT_PATH, FUNC_HEALTH_LIVENESS_PATH and FUNC_HEALTH_READINESS_PATH, as the Java properties do', async (t) => {
     const cases = [
       [{ FUNC_HEALTH_ROOT_PATH: '/q/health' }, '/q/health/liveness', '/q/health/readiness'],

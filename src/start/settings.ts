@@ -197,7 +197,8 @@ export const SETTINGS = {
     parse: (v: Raw, w: string) => parseSwitch(typeof v === 'number' ? String(v) : v, w),
     help: 'serve Prometheus metrics',
   },
-  metricsPath: { env: ['FUNC_METRICS_PATH'], default: '/metrics', parse: path, help: 'where metrics are served' },
+  // METRICS_URL: faas-js-runtime's, first, as LIVENESS_URL and READINESS_URL are (probe-paths.ts).
+  metricsPath: { env: ['METRICS_URL', 'FUNC_METRICS_PATH'], default: '/metrics', parse: path, help: 'where metrics are served' },
   lightWebGlobals: {
     env: ['FUNC_LIGHT_WEB_GLOBALS'],
     default: false,
