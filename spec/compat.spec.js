@@ -99,6 +99,29 @@ describe('funcrun by default, where the function contract is silent: as faas-js-
     assert.deepEqual(res.json, { a: 1 });
   });
 
+  it('a returned Error, or one as the body, is answered as an error: its statusCode, its message below 500 (its JSON would be {})', async (t) => {
+    for (const options of [{}, { compat: 'faas-js-runtime' }]) {
+      const server = await serve(
+        t,
+        (context) => {
+          const error = Object.assign(new Error(`no order ${context.query.id}`), context.query.id === '7' ? { statusCode: 404 } : {});
+          return context.query.wrapped ? { statusCode: 418, body: Object.assign(new Error('short and stout'), { statusCode: 418 }) } : error;
+        },
+        options,
+      );
+      const missing = await request(`${server.url}/?id=7`);
+      assert.equal(missing.status, 404, JSON.stringify(options));
+      assert.equal(missing.json.message, 'no order 7');
+      const failed = await request(`${server.url}/?id=8`);
+      assert.equal(failed.status, 500);
+      assert.equal(failed.json.message, 'Internal Server Error');
+      const teapot = await request(`${server.url}/?wrapped=1`);
+      assert.deepEqual([teapot.status, teapot.json.message], [418, 'short and stout']);
+      await server.close();
+      assert.equal(server.log.entries().filter((e) => e.msg === 'request failed').length, 1);
+    }
+  });
+
   it('the function contract still rules where it speaks: the data is the second argument, numbers and headers alone give 204', async (t) => {
     const server = await serve(t, {
       routes: {
@@ -207,6 +230,57 @@ describe('FUNC_COMPAT=faas-js-runtime', () => {
     // funcrun's own errors (no route, malformed data) stay JSON, as fastify's are in faas-js-runtime.
     const malformed = await request(server.url + '/legal', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
     assert.match(malformed.headers.get('content-type'), /^application\/json/);
+  });
+
+  it("a thrown error's code is read as fastify's reply.code() reads a status: numeric text, a fraction cut, any final status", async (t) => {
+    const codes = { text: '404', fraction: 400.5, redirect: 302, ok: 200, word: 'ENOENT', informational: 100 };
+    const server = await serve(
+      t,
+      (context) => {
+        throw Object.assign(new Error(`thrown ${context.query.kind}`), { code: codes[context.query.kind] });
+      },
+      compat,
+    );
+    const answers = {};
+    for (const kind of Object.keys(codes)) {
+      const res = await request(`${server.url}/?kind=${kind}`, { redirect: 'manual' });
+      answers[kind] = [res.status, res.text];
+    }
+    assert.deepEqual(answers, {
+      text: [404, 'thrown text'],
+      fraction: [400, 'thrown fraction'],
+      redirect: [302, 'thrown redirect'],
+      ok: [200, 'thrown ok'],
+      word: [500, 'Internal Server Error'],
+      informational: [500, 'Internal Server Error'],
+    });
+  });
+
+  it('{ statusCode, headers, body } is read as faas-js-runtime reads it: numeric text, a falsy status as none, headers that are no object ignored, no body the whole object', async (t) => {
+    const returns = {
+      'status-text': { statusCode: '201', body: 'made' },
+      'status-fraction': { statusCode: 201.5, body: 'made' },
+      'status-zero': { statusCode: 0, body: 'zero' },
+      'status-word': { statusCode: 'abc', body: 'never' },
+      'headers-null': { headers: null, body: 'y' },
+      'headers-text': { headers: 'x', body: 'y' },
+      'body-undefined': { body: undefined, a: 1 },
+    };
+    const server = await serve(t, (context) => returns[context.query.kind], compat);
+    const answers = {};
+    for (const kind of Object.keys(returns)) {
+      const res = await request(`${server.url}/?kind=${kind}`);
+      answers[kind] = [res.status, res.text];
+    }
+    assert.deepEqual(answers, {
+      'status-text': [201, 'made'],
+      'status-fraction': [201, 'made'],
+      'status-zero': [200, 'zero'],
+      'status-word': [500, 'Internal Server Error'],
+      'headers-null': [200, 'y'],
+      'headers-text': [200, 'y'],
+      'body-undefined': [200, '{"a":1}'],
+    });
   });
 
   it('context.contentType is the Content-Type header as sent (funcrun: the parsed media type)', async (t) => {

@@ -116,6 +116,35 @@ export function isUnreadable(value: unknown): boolean {
  */
 export class UnreadableReturn {}
 
+/**
+ * An Error the function returned (or gave as a structured answer's `body`) rather than threw:
+ * answered as faas-js-runtime's fastify answers an Error sent as the reply, its status from its
+ * own `statusCode` (400 to 599, else 500), in funcrun's JSON error body, in either mode.
+ */
+export class ReturnedError {
+  constructor(readonly error: Error) {}
+}
+
+/** `failure` unwrapped when it is a ReturnedError; asked without throwing (a revoked Proxy throws when asked its class). */
+export function returnedError(failure: unknown): Error | undefined {
+  try {
+    return failure instanceof ReturnedError ? failure.error : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A status as fastify's `reply.code()` takes it (faas-js-runtime's returned `statusCode`, and the
+ * `code` of what it threw): a number or numeric text, cut to an integer; undefined for a falsy one
+ * (faas-js-runtime sets none) and for any outside 200 to 599 (a 1xx is no final answer).
+ */
+export function fastifyStatus(value: unknown): number | 'invalid' | undefined {
+  if (!value) return undefined;
+  const number = typeof value === 'number' || typeof value === 'string' ? Math.trunc(Number(value)) : NaN;
+  return number >= 200 && number <= 599 ? number : 'invalid';
+}
+
 function read<T>(get: () => T): T | undefined {
   try {
     return get();
@@ -131,12 +160,18 @@ function errorStatus(value: unknown): number | undefined {
 /**
  * The status for a thrown value: its own numeric `statusCode` (400 to 599), else a numeric
  * `code` in that range (faas-js-runtime's convention), else 500. `codeOnly`: faas-js-runtime's
- * own reading, where a `statusCode` alone is a 500.
+ * own reading, where a `statusCode` alone is a 500 and the `code` is read as fastify reads a
+ * status (fastifyStatus()).
  */
 export function statusOf(thrown: unknown, codeOnly = false): number {
   if (thrown === null || (typeof thrown !== 'object' && typeof thrown !== 'function')) return 500;
   const value = thrown as { statusCode?: unknown; code?: unknown };
-  return (codeOnly ? undefined : errorStatus(read(() => value.statusCode))) ?? errorStatus(read(() => value.code)) ?? 500;
+  if (codeOnly) {
+    // faas-js-runtime answers with the status its `code` gives fastify's reply.code(): numeric text, any final status.
+    const status = fastifyStatus(read(() => value.code));
+    return typeof status === 'number' ? status : 500;
+  }
+  return errorStatus(read(() => value.statusCode)) ?? errorStatus(read(() => value.code)) ?? 500;
 }
 
 // Messages are the client's to read below 500; a runaway one is cut rather than echoed whole.

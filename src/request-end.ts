@@ -6,7 +6,7 @@ import { bodyIncomplete, hasBody } from './body/body';
 import type { RequestInput } from './body/provenance';
 import type { Uploads } from './uploads/uploads';
 import { heldWork, invocationAnswered, outlivingHandler } from './context';
-import { sendError, statusOf, type SentError } from './errors';
+import { returnedError, sendError, statusOf, type SentError } from './errors';
 import { discard, type Reply } from './respond';
 import { requestDone } from './lifecycle/lifecycle';
 import { closeAfter, closeUnread } from './http/connections';
@@ -55,15 +55,18 @@ export function answered(p: Pipeline, x: Exchange, reply: Reply): void {
 }
 
 /** Any step's failure answered; `read`: what the request was read into by then. Returns what was sent. */
-export function fail(p: Pipeline, x: Exchange, err: unknown, read: RequestInput | undefined): SentError | undefined {
+export function fail(p: Pipeline, x: Exchange, failure: unknown, read: RequestInput | undefined): SentError | undefined {
   const { req, res } = x;
   closeAfter(req, res, p.runtime.draining);
   // A body left unread (refused before or while reading it): dropped after the answer if small, else the connection closes.
   if (!res.headersSent && hasBody(req) && !req.complete) closeUnread(req, res, p.settings.bodyLimit);
+  // An Error the function returned is read as funcrun reads one in either mode (its statusCode, JSON), as fastify answers it.
+  const returned = returnedError(failure);
+  const err = returned ?? failure;
   const sent = sendError(req, res, leftMidBody(req, res, err) ? bodyIncomplete() : err, x.log, {
     format: p.module.errorBody,
     input: read,
-    asText: x.invoked && p.behaviour.errorsAsText,
+    asText: x.invoked && returned === undefined && p.behaviour.errorsAsText,
     withoutCodes: p.behaviour.withoutErrorCodes,
     faultOnly: x.invoked && p.serveFetch !== undefined,
   });

@@ -13,7 +13,8 @@ import type { Trace } from './telemetry/trace';
 import { abortInvocation, type Invocation } from './context';
 import type { Behaviour } from './start/compat';
 import { safeHeaders, type Dropped } from './http/headers';
-import { firstChunkTimeout, isUnreadable, UnreadableReturn } from './errors';
+import { fastifyStatus, firstChunkTimeout, isUnreadable, ReturnedError, UnreadableReturn } from './errors';
+import { isError } from './log/serializers';
 import { now } from './lifecycle/deadline';
 import { isInstance, isPartOf, type RequestInput } from './body/provenance';
 import { BINARY, JSON_TYPE, send, TEXT, withoutContent, XML } from './send';
@@ -176,6 +177,8 @@ export function toReply(value: unknown, to: ReplyContext): Reply {
   // document; only the spelled-out response is left to look for.
   if (Object.getPrototypeOf(object) === Object.prototype) return plainReply(object, to);
   if (value instanceof Prepared) return value.reply;
+  // An Error returned is answered as an error (its JSON would be `{}`), as faas-js-runtime's fastify answers one.
+  if (isError(object)) throw new ReturnedError(object);
   const { mode, behaviour, trace } = to;
   const event = asCloudEvent(object);
   if (event !== undefined) {
@@ -225,19 +228,22 @@ function plainReply(object: object, to: ReplyContext): Reply {
  * an object whole, with its status).
  */
 function structured(value: { statusCode?: unknown; headers?: unknown; body?: unknown }, to: ReplyContext): Reply | undefined {
-  const { statusCode, body } = value;
-  const { headers: given } = value;
+  const { body } = value;
+  const behaviour = to.behaviour;
+  const faas = behaviour.structuredAsFaasJsRuntime;
+  // faas-js-runtime ignores headers that are not an object.
+  const given = faas && (value.headers === null || typeof value.headers !== 'object') ? undefined : value.headers;
   if (given !== null && typeof given === 'object' && isPartOf(given, to.input)) return undefined;
+  const statusCode = faas ? fastifyStatus(value.statusCode) : value.statusCode;
   if (statusCode !== undefined && !(Number.isInteger(statusCode) && (statusCode as number) >= 200 && (statusCode as number) <= 599)) {
-    throw new Error(`the function returned statusCode as ${kindOf(statusCode)}: expected a number from 200 to 599`);
+    throw new Error(`the function returned statusCode as ${kindOf(value.statusCode)}: expected a number from 200 to 599`);
   }
-  if (value.headers !== undefined && (value.headers === null || typeof value.headers !== 'object')) {
-    throw new Error(`the function returned headers as ${kindOf(value.headers)}: expected an object of header names to values`);
+  if (given !== undefined && (given === null || typeof given !== 'object')) {
+    throw new Error(`the function returned headers as ${kindOf(given)}: expected an object of header names to values`);
   }
   const dropped: Dropped[] = [];
-  const headers = safeHeaders(value.headers, dropped);
-  const behaviour = to.behaviour;
-  if (body === undefined && (given === undefined ? statusCode !== undefined : behaviour.headersWithoutBodyAsJson)) {
+  const headers = safeHeaders(given, dropped);
+  if (body === undefined && (faas || (given === undefined ? statusCode !== undefined : behaviour.headersWithoutBodyAsJson))) {
     // faas-js-runtime: no body, so the object itself is the body, sent with its headers and status.
     if (!('content-type' in headers)) headers['content-type'] = JSON_TYPE;
     const reply: Reply = { status: (statusCode as number | undefined) ?? 200, headers, body: stringify(value) };
@@ -274,6 +280,8 @@ function replyBodyOf(
     case 'object': {
       // A body that answers nothing it is asked (a revoked Proxy): what the function returned, logged as such.
       if (isUnreadable(body)) throw new UnreadableReturn();
+      // An Error as the body is answered as an error, as a returned one is (toReply()).
+      if (isError(body)) throw new ReturnedError(body);
       // The common body, an object literal or parsed data: no class, so no bytes, stream, document or event.
       if (!isInstance(body)) return { body: stringify(body), type: JSON_TYPE };
       if (isBytes(body)) return { body: asBuffer(body), type: BINARY };

@@ -14,6 +14,12 @@ export interface Behaviour {
   readonly eventAsArgument: boolean;
   /** `{ headers }` with no body: the contract's 204, or faas-js-runtime's 200 with the whole object as JSON. */
   readonly headersWithoutBodyAsJson: boolean;
+  /**
+   * `{ statusCode, headers, body }` read as faas-js-runtime reads it: the status as fastify's
+   * `reply.code()` takes it (numeric text, a fraction cut; a falsy one is none), headers that are
+   * not an object ignored, and an object whose body is undefined sent whole as JSON.
+   */
+  readonly structuredAsFaasJsRuntime: boolean;
   /** A number or boolean returned directly: the contract's 204, or faas-js-runtime's (falsy 204, else an empty 200). */
   readonly scalarsAsEmpty200: boolean;
   /** The function's answers allow every origin (`Access-Control-Allow-Origin: *`) unless it has `cors()`; errors, probes and metrics do not. */
@@ -75,6 +81,7 @@ export type Compat = (typeof COMPAT_MODES)[number];
 const CONTRACT: Behaviour = Object.freeze({
   eventAsArgument: false,
   headersWithoutBodyAsJson: false,
+  structuredAsFaasJsRuntime: false,
   scalarsAsEmpty200: false,
   corsForEveryOrigin: false,
   errorsAsText: false,
@@ -96,6 +103,7 @@ const CONTRACT: Behaviour = Object.freeze({
 const FAAS_JS_RUNTIME: Behaviour = Object.freeze({
   eventAsArgument: true,
   headersWithoutBodyAsJson: true,
+  structuredAsFaasJsRuntime: true,
   scalarsAsEmpty200: true,
   corsForEveryOrigin: true,
   errorsAsText: true,
