@@ -95,6 +95,41 @@ describe('health probes', () => {
     });
   });
 
+  it("a check written as faas-js-runtime's fastify handler answers through (request, reply): its status, headers and what it sends", async (t) => {
+    const server = await serve(t, {
+      handle: () => 'main',
+      liveness: (request, reply) => reply.header('x-probe', request.query.who ?? 'none').send(`alive at ${request.path}`),
+      readiness: (request, reply) => {
+        if (request.headers['x-warm'] === undefined) {
+          reply.code(503);
+          return 'warming up';
+        }
+        return { ready: true, method: request.method, raw: typeof request.raw.on };
+      },
+    });
+    const alive = await request(`${server.url}/health/liveness?who=kubelet`);
+    assert.deepEqual([alive.status, alive.text, alive.headers.get('x-probe')], [200, 'alive at /health/liveness', 'kubelet']);
+    const cold = await request(`${server.url}/health/readiness`);
+    assert.deepEqual([cold.status, cold.text], [503, 'warming up']);
+    assert.match(cold.headers.get('content-type'), /^text\/plain/);
+    const warm = await request(`${server.url}/health/readiness`, { headers: { 'x-warm': '1' } });
+    assert.equal(warm.status, 200);
+    assert.deepEqual(warm.json, { ready: true, method: 'GET', raw: 'function' });
+  });
+
+  it("a check that fails (false, or a status that is none) is funcrun's JSON 503", async (t) => {
+    const server = await serve(t, {
+      handle: () => 'main',
+      liveness: (request, reply) => reply.code(42).send('what'),
+      readiness: () => false,
+    });
+    const bad = await request(`${server.url}/health/liveness`);
+    assert.equal(bad.status, 503);
+    assert.equal(bad.json.statusCode, 503);
+    const no = await request(`${server.url}/health/readiness`);
+    assert.equal(no.status, 503);
+  });
+
   it("faas-js-runtime's METRICS_URL moves the metrics, before FUNC_METRICS_PATH", async (t) => {
     await withEnv({ METRICS_URL: '/m' }, async () => {
       const { url } = await serve(t, () => 'handler');

@@ -1,6 +1,6 @@
 // The types function authors use, with faas-js-runtime's names so TypeScript functions move
 // over unchanged.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { CloudEvent, Message } from 'cloudevents';
 import type { Context } from './context';
 import type { Logger, LogLevel } from './log/log';
@@ -209,8 +209,37 @@ export interface RequestInfo {
 
 /** A liveness or readiness check: false or a throw means not healthy (503). `path` moves the probe. */
 export interface HealthCheck {
-  (): unknown;
+  /**
+   * The check: `false`, a throw or a rejection fails it; a string is the probe's answer. It may
+   * also answer through `reply`, as a fastify handler does under faas-js-runtime.
+   */
+  (request: ProbeRequest, reply: ProbeReply): unknown;
   path?: string;
+}
+
+/** The probe's request, as faas-js-runtime's fastify hands it to a check. */
+export interface ProbeRequest {
+  readonly method: string;
+  /** The target as sent, query included. */
+  readonly url: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly query: Record<string, string | string[]>;
+  /** Node's request. */
+  readonly raw: IncomingMessage;
+}
+
+/** The reply a check may answer through, as fastify's: a status, headers and what it sends. */
+export interface ProbeReply {
+  statusCode: number;
+  readonly sent: boolean;
+  code(status: number): ProbeReply;
+  status(status: number): ProbeReply;
+  header(name: string, value: string | number): ProbeReply;
+  headers(values: Record<string, string | number>): ProbeReply;
+  type(contentType: string): ProbeReply;
+  getHeader(name: string): string | undefined;
+  send(payload?: unknown): ProbeReply;
 }
 
 /** A CORS origin: an exact origin such as `https://example.com`, `*` for any, or a pattern. */
