@@ -310,6 +310,28 @@ describe('eventResponse() makes a Response the SDK reads back', () => {
     assert.throws(() => eventResponse({ type: 't', source: '/s' }, { mode: 'batch' }), /mode must be/);
     assert.throws(() => eventResponse(null), TypeError);
   });
+
+  it('an event readEvent() would refuse is a TypeError too: an empty or non-text id, a time that is no timestamp, a reserved name', async () => {
+    const refused = [
+      [{ id: '' }, /attribute 'id' must be a non-empty string/],
+      [{ id: 5 }, /attribute 'id' must be a non-empty string/],
+      [{ time: 'yesterday' }, /attribute 'time' must be an RFC 3339 timestamp/],
+      [{ time: 7 }, /attribute 'time' must be an RFC 3339 timestamp/],
+      [{ subject: false }, /attribute 'subject' must be a non-empty string/],
+      [{ validate: 'x' }, /'validate' is reserved/],
+      [{ dataschema: 'not a uri %%' }, /attribute 'dataschema' must be a URI/],
+    ];
+    for (const [extra, message] of refused)
+      assert.throws(
+        () => eventResponse({ type: 't', source: '/s', ...extra }),
+        (err) => err instanceof TypeError && message.test(err.message),
+        JSON.stringify(extra),
+      );
+    // A Date time is its timestamp; what passes here reads back.
+    const made = eventResponse({ type: 't', source: '/s', id: 'a', time: new Date(0), subject: 'x', dataschema: 'https://s.example/x' }, { mode: 'binary' });
+    const back = await readEvent(new Request('http://x/', { method: 'POST', headers: made.headers, body: await made.arrayBuffer() }));
+    assert.deepEqual([back.id, back.time, back.subject], ['a', '1970-01-01T00:00:00.000Z', 'x']);
+  });
 });
 
 describe("eventResponse() without a mode answers in the request's mode, as a handle function's returned event is", () => {

@@ -277,6 +277,25 @@ function checkAttributes(attributes: Record<string, unknown>, where: string, res
   }
 }
 
+/**
+ * Why an event a function answers with would be refused as one received is (eventResponse()):
+ * its attributes (a Date `time` as its text) under the same checks, or undefined when it passes.
+ */
+export function outgoingProblem(event: Record<string, unknown>): string | undefined {
+  const attributes: Record<string, unknown> = {};
+  for (const name of Object.keys(event)) {
+    if (name === 'data' || name === 'data_base64') continue;
+    const value = event[name];
+    attributes[name] = value instanceof Date ? value.toISOString() : value;
+  }
+  try {
+    checkAttributes(attributes, '', loadedSdk().reserved);
+    return undefined;
+  } catch (err) {
+    return err instanceof HttpError ? err.message.replace(/^invalid CloudEvent: /, '') : String(err);
+  }
+}
+
 /** The checked event with its data, frozen: the SDK's CloudEvent as a function receives it. */
 function withData(event: Record<string, unknown>, data: unknown): CloudEvent<unknown> {
   if (data !== undefined) {

@@ -4,7 +4,7 @@
 // start: the WHATWG globals and the SDK are reached on first use.
 import type { CloudEvent } from 'cloudevents';
 import { BATCH, detectMode, isUriReference, isSpecVersion, writtenMode, type EventHeaders, type Mode } from './cloudevent';
-import { readEvent as readFrom } from './read';
+import { outgoingProblem, readEvent as readFrom } from './read';
 import { encodeEvent } from './reply';
 import { refusedEncoding } from '../body/body';
 import { parseMediaType, type MediaType } from '../body/media-type';
@@ -182,6 +182,9 @@ function completed(event: CloudEvent<unknown> | EventAttributes): CloudEvent<unk
   attributes.specversion = specversion;
   attributes.id ??= randomUUID();
   attributes.time ??= new Date().toISOString();
+  // Checked as a received event is: an empty id, a time that is no timestamp, a reserved name would make one no broker takes.
+  const problem = outgoingProblem(attributes);
+  if (problem !== undefined) throw new TypeError(`eventResponse(): ${problem}`);
   // An SDK event keeps the datacontenttype it was made with (none, if none); an object of
   // attributes is typed as the response chain types its events.
   if (data !== undefined && !fromSdk) attributes.datacontenttype ??= data instanceof Uint8Array ? 'application/octet-stream' : 'application/json';
