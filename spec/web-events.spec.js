@@ -447,6 +447,16 @@ describe('loading', () => {
     const { stdout, stderr } = require('node:child_process').spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
     assert.deepEqual(JSON.parse(stdout || 'null'), [false, false, true, '1'], stderr);
   });
+
+  it("the names eventResponse() refuses without the SDK are those of the SDK's event methods an attribute could spell", () => {
+    const { CloudEvent } = require('cloudevents');
+    const spelled = new Set();
+    for (let proto = CloudEvent.prototype; proto !== null; proto = Object.getPrototypeOf(proto)) {
+      for (const name of Object.getOwnPropertyNames(proto)) if (/^[a-z0-9]+$/.test(name)) spelled.add(name);
+    }
+    for (const name of spelled) assert.throws(() => eventResponse({ type: 't', source: '/s', [name]: 'x' }), new RegExp(`'${name}' is reserved`), name);
+    assert.deepEqual([...spelled].sort(), ['constructor', 'emit', 'validate']);
+  });
 });
 
 describe('docs/cloudevents.md', () => {

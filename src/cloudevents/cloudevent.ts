@@ -45,6 +45,17 @@ export function cloudevents(): Sdk {
   return loadedSdk().sdk;
 }
 
+/**
+ * The names an attribute may not take because the event's methods have them: the SDK's once it is
+ * loaded, else those of its CloudEvent (version 8) that an attribute name (a-z0-9) could spell, so
+ * that what only writes events (eventResponse()) need not load it.
+ */
+export function reservedNames(): ReadonlySet<string> {
+  return sdk !== undefined && !('applicationPath' in sdk) ? sdk.reserved : SDK_METHODS;
+}
+
+const SDK_METHODS: ReadonlySet<string> = new Set(['constructor', 'validate', 'emit']);
+
 /** The SDK and what is derived from it, loaded on first use. */
 export function loadedSdk(): LoadedSdk {
   if (sdk === undefined || 'applicationPath' in sdk) sdk = derived(applicationSdk(sdk?.applicationPath) ?? (require('cloudevents') as Sdk));

@@ -3,7 +3,7 @@
 // any time) is checked here first, so a bad event gets a 400 naming the attribute instead of
 // made-up values.
 import type { CloudEvent } from 'cloudevents';
-import { BATCH, isUriReference, isSpecVersion, loadedSdk, STRUCTURED, URI_REFERENCE, type EventHeaders, type Mode } from './cloudevent';
+import { BATCH, isUriReference, isSpecVersion, loadedSdk, reservedNames, STRUCTURED, URI_REFERENCE, type EventHeaders, type Mode } from './cloudevent';
 import { HttpError, runtimeError } from '../errors';
 import { bodyKind, parseMediaType, type MediaType } from '../body/media-type';
 import { decodeText, fastifyParsing, MAX_XML_NODES, parseBody, parseForm, parseJson, parseXml, type XmlBudget } from '../body/body';
@@ -289,7 +289,7 @@ export function outgoingProblem(event: Record<string, unknown>): string | undefi
     attributes[name] = value instanceof Date ? value.toISOString() : value;
   }
   try {
-    checkAttributes(attributes, '', loadedSdk().reserved);
+    checkAttributes(attributes, '', reservedNames());
     return undefined;
   } catch (err) {
     return err instanceof HttpError ? err.message.replace(/^invalid CloudEvent: /, '') : String(err);
