@@ -59,6 +59,22 @@ function gate() {
 }
 
 describe('a fetch handler with event contracts', () => {
+  it("readEvent() of a copy of fetch's Request (Hono's bodyLimit() on a chunked body, clone(), new Request()) gives the admitted events, not the body read again", async (t) => {
+    const { bodyLimit } = require('hono/body-limit');
+    const app = new Hono();
+    app.post('/', bodyLimit({ maxSize: 1024 }), async (c) => {
+      const copy = new Request(c.req.raw, { body: JSON.stringify({ amount: 'not even digits' }), duplex: 'half' });
+      const [limited, cloned, made] = await Promise.all([readEvent(c.req.raw), readEvent(c.req.raw.clone()), readEvent(copy)]);
+      return c.json([limited.data, cloned.data, made.data]);
+    });
+    const { url } = await serve(t, { events: EVENTS, fetch: app.fetch });
+    const { headers, body } = HTTP.binary(event('payment.received', { amount: '42' }));
+    // Chunked: bodyLimit() replaces the Request with one of its own, whose body it counts.
+    const chunked = await request(url, { method: 'POST', headers, body: new Blob([body]).stream(), duplex: 'half' });
+    assert.equal(chunked.status, 200, chunked.text);
+    assert.deepEqual(chunked.json, [{ amount: 42 }, { amount: 42 }, { amount: 42 }]);
+  });
+
   it("an event is checked before fetch runs: a broken contract or an undeclared type is a 400 with its code, and fetch's readEvent() gives the validator's output", async (t) => {
     const seen = [];
     const { url } = await serve(t, {

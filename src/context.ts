@@ -59,6 +59,8 @@ class InvocationState implements InvocationParts {
   held: Promise<void>[] | undefined = undefined;
   /** The handler's promise, when its timeout was answered before it settled: its event's claim waits for it. */
   outliving: PromiseLike<unknown> | undefined = undefined;
+  /** A fetch handler's events admitted before it ran, with the method and URL of the Request it was handed. */
+  admitted: AdmittedRequest | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -134,6 +136,23 @@ export function abortInvocation(ctx: Invocation, reason: Error): void {
 /** The request, response, logger and runtime an invocation was made with. */
 export function invocationParts(ctx: Invocation): InvocationParts {
   return stateOf(ctx);
+}
+
+/** What a fetch handler's Request carried when its events were admitted first (fetch/events.ts). */
+export interface AdmittedRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly events: CloudEvent<unknown> | CloudEvent<unknown>[];
+}
+
+/** The events admitted for a fetch handler's invocation, noted for readEvent() of a copy of its Request. */
+export function noteAdmitted(ctx: Invocation, admitted: AdmittedRequest): void {
+  stateOf(ctx).admitted = admitted;
+}
+
+/** The events admitted for the invocation, with its Request's method and URL, if any. */
+export function invocationAdmitted(ctx: Invocation): AdmittedRequest | undefined {
+  return stateOf(ctx).admitted;
 }
 
 /** The work handed to the invocation's waitUntil so far (each never rejects), if any. */

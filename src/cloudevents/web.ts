@@ -11,7 +11,7 @@ import { parseMediaType, type MediaType } from '../body/media-type';
 import { runtimeError } from '../errors';
 import { emptyBody } from '../input';
 import { randomUUID } from '../util/random';
-import { answerMode, invocationTrace } from '../context';
+import { answerMode, invocationAdmitted, invocationTrace } from '../context';
 import { currentInvocation } from '../log/scope';
 
 /**
@@ -42,7 +42,7 @@ export function withAdmittedEvents(request: Request, events: Admitted): Request 
 }
 
 async function read(request: Request, batch: boolean): Promise<CloudEvent<unknown> | CloudEvent<unknown>[]> {
-  const admitted = (request as Request & { [ADMITTED]?: Admitted })[ADMITTED];
+  const admitted = (request as Request & { [ADMITTED]?: Admitted })[ADMITTED] ?? admittedForCopy(request);
   if (admitted !== undefined) {
     if (Array.isArray(admitted) && !batch) throw notOne();
     return admitted;
@@ -60,6 +60,17 @@ async function read(request: Request, batch: boolean): Promise<CloudEvent<unknow
   const refused = refusedEncoding(request.headers.get('content-encoding'));
   if (refused !== undefined) throw refused;
   return readFrom(mode, headers, await bodyOf(request, media), media);
+}
+
+/**
+ * The events admitted for the invocation that runs, when `request` is a copy of the Request it was
+ * handed (the same method and URL: a middleware's `new Request(request, { body })`, a clone): the
+ * events as their contracts gave them, claimed already, not the body read again.
+ */
+function admittedForCopy(request: Request): Admitted | undefined {
+  const ctx = currentInvocation()?.context;
+  const admitted = ctx === undefined ? undefined : invocationAdmitted(ctx);
+  return admitted !== undefined && admitted.method === request.method && admitted.url === request.url ? admitted.events : undefined;
 }
 
 function notOne(): Error {

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { CloudEvent } from 'cloudevents';
-import type { Invocation } from '../context';
+import { noteAdmitted, type ExecutionContext, type Invocation } from '../context';
 import { withAdmittedEvents } from '../cloudevents/web';
 import type * as AdmitEvents from '../events/admit-events';
 import { describeRequest, inputOf, readInput, type BodyReading, type Input } from '../input';
@@ -55,9 +55,12 @@ export async function admitFetchEvents(p: Pipeline, x: Exchange): Promise<Admitt
 }
 
 /** The Request `fetch` is handed: as toRequest() makes it, its body the bytes already read, carrying the admitted events. */
-export function admittedRequest(x: Exchange, admitted: AdmittedEvents, signal: SignalSource): Request {
+export function admittedRequest(x: Exchange, admitted: AdmittedEvents, signal: SignalSource, ctx: ExecutionContext): Request {
   const body = admitted.bytes === undefined || admitted.bytes.length === 0 ? undefined : Readable.from([admitted.bytes]);
-  return withAdmittedEvents(toRequest(x.req, x.target, body, signal), admitted.events);
+  const request = withAdmittedEvents(toRequest(x.req, x.target, body, signal), admitted.events);
+  // A copy of it (`new Request(request, { body })`, as Hono's bodyLimit() makes, or clone()) reads the same events.
+  noteAdmitted(ctx, { method: request.method, url: request.url, events: admitted.events });
+  return request;
 }
 
 /**

@@ -68,7 +68,7 @@ function serveRequest(p: Pipeline, x: Exchange, destination: FetchDestination, a
     // With lightWebGlobals, a look-alike made lazily (light-request.ts); else undici's own.
     const request =
       admitted !== undefined
-        ? admittedRequest(x, admitted, signalSource(ctx))
+        ? admittedRequest(x, admitted, signalSource(ctx), ctx)
         : p.settings.lightWebGlobals
           ? lazyRequest(req, x.headers.host, x.target, x.plain, body, signalSource(ctx))
           : toRequest(req, x.target, body, signalSource(ctx));
