@@ -60,6 +60,26 @@ describe('event contracts', () => {
     ]);
   });
 
+  it("a JSON Schema's defaults fill in what the data leaves out, nested ones too; what the data gives stays", async (t) => {
+    const seen = [];
+    const WITH_DEFAULTS = {
+      type: 'object',
+      properties: {
+        n: { type: 'number' },
+        currency: { type: 'string', default: 'EUR' },
+        ship: { type: 'object', properties: { by: { type: 'string', default: 'post' } }, default: {} },
+      },
+      required: ['n'],
+    };
+    const { url } = await serve(t, { events: { types: { 'order.priced': WITH_DEFAULTS } }, handle: (context, data) => (seen.push(data), 'ok') });
+    assert.equal((await post(url, event('order.priced', { n: 1 }))).status, 200);
+    assert.equal((await post(url, event('order.priced', { n: 2, currency: 'USD', ship: { by: 'air' } }), 'structured')).status, 200);
+    assert.deepEqual(seen, [
+      { n: 1, currency: 'EUR', ship: { by: 'post' } },
+      { n: 2, currency: 'USD', ship: { by: 'air' } },
+    ]);
+  });
+
   it('data that breaks the contract is a 400 naming every violation, and the function does not run', async (t) => {
     const seen = [];
     const { url, log } = await serve(t, contractFunction(seen));

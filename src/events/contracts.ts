@@ -67,7 +67,8 @@ export function compileContracts(types: Record<string, unknown> | undefined, pas
   if (types === undefined) return undefined;
   const declared = Object.keys(types);
   const jsonSchemas = declared.some((type) => !isStandardSchema(types[type]));
-  const ajv = jsonSchemas ? createAjv() : undefined;
+  // A JSON Schema's `default`s fill in what the event's data leaves out, as a Standard Schema's output would.
+  const ajv = jsonSchemas ? createAjv({ useDefaults: true }) : undefined;
   const checks = new Map<string, TypeCheck>();
   for (const type of declared) {
     const schema = types[type];

@@ -13,9 +13,9 @@ export interface Violation {
 export type Check = (input: unknown) => Violation[] | undefined;
 
 /** An ajv instance, loaded only when some schema is declared. */
-export function createAjv(): Ajv {
+export function createAjv(options: { useDefaults?: boolean } = {}): Ajv {
   const Ajv = (require('ajv') as { default: new (options: object) => Ajv }).default;
-  const ajv = new Ajv({ strict: false });
+  const ajv = new Ajv({ strict: false, ...options });
   (require('ajv-formats') as { default: (ajv: Ajv) => void }).default(ajv);
   return ajv;
 }
