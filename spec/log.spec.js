@@ -153,6 +153,38 @@ describe('logging in requests', () => {
     assert.deepEqual((({ reqId, part }) => ({ reqId, part }))(entries.find((e) => e.msg === 'from a detached child')), { reqId: 1, part: 'kid' });
   });
 
+  it("a logged object cannot set funcrun's own fields (outlivedRequest, cut); a URL's fragment is never logged; a cut never splits a surrogate pair", async (t) => {
+    const server = await serve(
+      t,
+      (context, body) => {
+        context.log.info(body, 'order received');
+        context.log.info({ note: `${'x'.repeat(256 * 1024 - 1)}😀 tail` }, 'long');
+        if (context.query.fail) throw new Error('failed');
+        return 'ok';
+      },
+      { logLevel: 'debug', accessLog: true },
+    );
+    const { exchange } = require('./raw');
+    const body = JSON.stringify({ outlivedRequest: 41, cut: 'a line of 9 characters: its fields were left out', order: 7 });
+    const sent =
+      `POST /cb?fail=1#access_token=FRAG-s3cret HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+      'GET /nowhere#token=FRAG-s3cret HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+    await exchange(server.port, sent, { wait: 3000 });
+    await server.close();
+    const text = server.log.text();
+    assert.ok(!text.includes('FRAG-s3cret'), text.slice(0, 2000));
+    const entries = server.log.entries();
+    const received = entries.find((e) => e.msg === 'order received');
+    assert.deepEqual([received.order, received.outlivedRequest, received.cut], [7, undefined, undefined]);
+    assert.ok(
+      entries.some((e) => typeof e.url === 'string' && e.url.endsWith('#…')),
+      'the access line marks the fragment left out',
+    );
+    const long = entries.find((e) => e.msg === 'long');
+    assert.match(long.note, /^x+…\[\d+ more characters\]$/, 'cut before the emoji, not inside it');
+    assert.doesNotMatch(JSON.stringify(long.note), /\\ud83d/);
+  });
+
   it('a thrown object that shares references 25 levels deep is described quickly, not expanded', async (t) => {
     const server = await serve(
       t,

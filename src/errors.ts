@@ -408,8 +408,8 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
 export function pathOf(url: string | undefined): string {
   if (url === undefined) return '';
   const shown = withoutUserinfo(url);
-  const q = shown.indexOf('?');
-  return q === -1 ? shown : shown.slice(0, q);
+  const end = shown.search(/[?#]/);
+  return end === -1 ? shown : shown.slice(0, end);
 }
 
 /**
@@ -433,16 +433,20 @@ const INTERNAL = JSON.stringify({ statusCode: 500, error: 'Internal Server Error
 /** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept (and no credentials). */
 export function withoutQueryValues(sent: string): string {
   const url = withoutUserinfo(sent);
-  const q = url.indexOf('?');
-  if (q === -1) return url;
-  const names = url
+  // A fragment (no client should send one; a broken one forwarding `location.href` does) holds tokens too: left out.
+  const hash = url.indexOf('#');
+  const fragment = hash === -1 ? '' : '#…';
+  const target = hash === -1 ? url : url.slice(0, hash);
+  const q = target.indexOf('?');
+  if (q === -1) return target + fragment;
+  const names = target
     .slice(q + 1)
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=');
       return eq === -1 ? pair : `${pair.slice(0, eq)}=…`;
     });
-  return `${url.slice(0, q)}?${names.join('&')}`;
+  return `${target.slice(0, q)}?${names.join('&')}${fragment}`;
 }
 
 /**
@@ -453,7 +457,8 @@ function loggedMessage(quoting: string | undefined, sent: string | undefined): s
   const userinfo = sent === undefined ? undefined : userinfoOf(sent);
   const message = userinfo === undefined ? quoting : quoting?.split(userinfo).join('…@');
   const url = sent === undefined ? undefined : withoutUserinfo(sent);
-  const q = url === undefined ? -1 : url.indexOf('?');
+  // Where the URL's query or fragment begins: what follows is left out (withoutQueryValues()).
+  const q = url === undefined ? -1 : url.search(/[?#]/);
   if (message === undefined || q === -1) return message;
   const at = message.indexOf(url!.slice(0, q + 1));
   if (at === -1) return message;

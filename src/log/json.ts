@@ -23,6 +23,10 @@ export const LINE_CHARS = 256 * 1024;
 const SHORT_CHARS = 64;
 const KEY_CHARS = 1024;
 
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
 /** How deep a value is followed, as JSON or as a %s of nested arrays. */
 export const MAX_DEPTH = 64;
 
@@ -64,7 +68,9 @@ export class LineBudget {
       this.room -= s.length;
       return s;
     }
-    const kept = Math.max(0, this.room);
+    let kept = Math.max(0, this.room);
+    // Never half of a surrogate pair at the cut: a lone one is no Unicode, and strict readers refuse the line.
+    if (kept > 0 && isHighSurrogate(s.charCodeAt(kept - 1))) kept--;
     this.room = 0;
     return `${s.slice(0, kept)}…[${s.length - kept} more characters]`;
   }
@@ -72,7 +78,9 @@ export class LineBudget {
   /** A key, whole up to KEY_CHARS whatever room is left: cutting keys to the room would make them collide. */
   cutKey(key: string): string {
     this.room -= Math.min(key.length, KEY_CHARS);
-    return key.length <= KEY_CHARS ? key : `${key.slice(0, KEY_CHARS)}…[${key.length - KEY_CHARS} more characters]`;
+    if (key.length <= KEY_CHARS) return key;
+    const kept = isHighSurrogate(key.charCodeAt(KEY_CHARS - 1)) ? KEY_CHARS - 1 : KEY_CHARS;
+    return `${key.slice(0, kept)}…[${key.length - kept} more characters]`;
   }
 }
 

@@ -10,15 +10,23 @@ export type Skip = Record<string, true>;
 /** Keys that are the line's own: a logged object or bindings never set them. */
 // The trace fields are funcrun's too (trace.ts): a logged object cannot contradict them.
 const RESERVED = ['level', 'time', 'pid', 'hostname', 'reqId', 'trace_id', 'span_id', 'trace_flags', 'msg'];
+// What funcrun itself writes on some lines: a line that outlived its request, one cut short. Its
+// own bindings set them (scope.ts, log.ts); a logged object never does, so no line of a request
+// reads as one of those.
+const RUNTIME_FIELDS = ['outlivedRequest', 'cut'];
 
-/** The reserved keys and `keys` (a logger's binding keys). */
+/** The reserved keys, funcrun's own fields and `keys` (a logger's binding keys): what a logged object may not set. */
 export function skipOf(keys: Iterable<string>): Skip {
   const skip = Object.create(null) as Skip;
   for (const key of RESERVED) skip[key] = true;
+  for (const key of RUNTIME_FIELDS) skip[key] = true;
   for (const key of keys) skip[key] = true;
   return skip;
 }
 export const ROOT_SKIP = skipOf([]);
+
+/** What bindings may not set: the reserved keys (funcrun binds its own fields, outlivedRequest among them). */
+export const BINDING_SKIP: Skip = Object.assign(Object.create(null) as Skip, Object.fromEntries(RESERVED.map((key) => [key, true as const])));
 
 /**
  * The merging object's own enumerable keys as `,"key":value`, without the reserved keys and the
@@ -123,7 +131,7 @@ export function snapshot(bindings: unknown): Record<string, unknown> {
   try {
     if (bindings === null || typeof bindings !== 'object') return out;
     for (const key of Object.keys(bindings)) {
-      if (ROOT_SKIP[key] === true) continue;
+      if (BINDING_SKIP[key] === true) continue;
       const json = valueJson(budget, get(bindings, key), bindings);
       if (json !== undefined) out[key] = JSON.parse(json);
     }

@@ -10,7 +10,7 @@ import { hostname } from 'node:os';
 import type { LogDestination } from './destination';
 import { LINE_CHARS, LineBudget, REDACTED_JSON, valueJson } from './json';
 import { isLogLevel, LEVELS, METHODS, thresholdOf, type LogLevel, type Method } from './levels';
-import { ROOT_SKIP, skipOf, tailOf, type Skip } from './line';
+import { BINDING_SKIP, ROOT_SKIP, skipOf, tailOf, type Skip } from './line';
 import { escapeSeparators, get, isCredentialKey, quote } from './serializers';
 
 export { prettyDestination, type LogDestination } from './destination';
@@ -127,7 +127,7 @@ export function createLogger(level: LogLevel = 'info', destination: LogDestinati
       // unreadable bindings: none
     }
     for (const key of keys) {
-      if (ROOT_SKIP[key] === true) continue;
+      if (BINDING_SKIP[key] === true) continue;
       const json = isCredentialKey(key) ? REDACTED_JSON : valueJson(budget, get(bindings, key), bindings as object);
       if (json !== undefined) map.set(budget.cutKey(key), escapeSeparators(json));
     }
