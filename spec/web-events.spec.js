@@ -311,6 +311,16 @@ describe('eventResponse() makes a Response the SDK reads back', () => {
     assert.throws(() => eventResponse(null), TypeError);
   });
 
+  it('bytes as an ArrayBuffer or any view are sent as bytes (application/octet-stream); a Blob is a TypeError', async () => {
+    const bytes = [1, 2, 255, 0];
+    for (const data of [new Uint8Array(bytes).buffer, new DataView(new Uint8Array(bytes).buffer), new Int8Array(new Uint8Array(bytes).buffer)]) {
+      const res = eventResponse({ type: 't', source: '/s', data }, { mode: 'binary' });
+      assert.equal(res.headers.get('content-type'), 'application/octet-stream', data.constructor.name);
+      assert.deepEqual([...new Uint8Array(await res.arrayBuffer())], bytes, data.constructor.name);
+    }
+    assert.throws(() => eventResponse({ type: 't', source: '/s', data: new Blob(['a']) }), TypeError);
+  });
+
   it('an event readEvent() would refuse is a TypeError too: an empty or non-text id, a time that is no timestamp, a reserved name', async () => {
     const refused = [
       [{ id: '' }, /attribute 'id' must be a non-empty string/],

@@ -185,6 +185,14 @@ function completed(event: CloudEvent<unknown> | EventAttributes): CloudEvent<unk
   // An SDK event holds its bytes both as data and as data_base64; an object of attributes gives them as data.
   const proto = Object.getPrototypeOf(event);
   const fromSdk = proto !== Object.prototype && proto !== null;
+  // Bytes in any view or an ArrayBuffer are bytes (JSON would make `{}` of an ArrayBuffer); a Blob cannot be read here.
+  if (attributes.data instanceof ArrayBuffer) attributes.data = new Uint8Array(attributes.data);
+  else if (ArrayBuffer.isView(attributes.data) && !(attributes.data instanceof Uint8Array)) {
+    const view = attributes.data;
+    attributes.data = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  } else if (typeof Blob === 'function' && attributes.data instanceof Blob) {
+    throw new TypeError('eventResponse(): give a Blob as its bytes: data: new Uint8Array(await blob.arrayBuffer())');
+  }
   const { type, source, specversion = '1.0', data } = attributes;
   if (!fromSdk && attributes.data_base64 !== undefined) throw new TypeError('eventResponse(): give bytes as data (a Uint8Array), not data_base64');
   if (typeof type !== 'string' || type === '') throw new TypeError('eventResponse(): type must be a non-empty string');
