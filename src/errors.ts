@@ -7,12 +7,12 @@ import { Readable } from 'node:stream';
 import { brand } from './util/brand';
 import { safeHeaders, type Dropped } from './http/headers';
 import type { Logger } from './log/log';
-import { isCredentialKey, REDACTED } from './log/serializers';
+import { REDACTED } from './log/serializers';
+import { describeReceived, describeThrown, isCredentialOf, loggedMessage, pathOf, UNREADABLE } from './log/redact';
 import { isInstance, isPartOf, isReceived, type RequestInput } from './body/provenance';
 import { JSON_TYPE, send, TEXT } from './send';
 import { ERROR_CODES, type ErrorCode } from './error-codes';
 import { cutAnswer, lastAnswer } from './http/connections';
-import { authorityIn } from './http/target';
 
 /** An error with an HTTP status. Its message is shown to the client when the status is below 500. */
 export class HttpError extends Error {
@@ -93,7 +93,6 @@ export interface Thrown {
 }
 
 // How a value that cannot be read at all is logged.
-const UNREADABLE = '[unreadable value]';
 
 /**
  * Whether a value of the function's cannot be read at all: a revoked Proxy, or one whose
@@ -239,57 +238,6 @@ function copy(details: unknown): Record<string, unknown> | undefined {
   return out;
 }
 
-// A thrown value described in the log: enough to recognise it, not a whole request body.
-const MAX_DESCRIPTION = 2048;
-// Values of a thrown object written at most: one sharing references expands exponentially as text.
-const MAX_DESCRIBED_VALUES = 1000;
-// Keys of a thrown request value named at most.
-const MAX_KEYS_NAMED = 20;
-
-/** A thrown value that is not an Error, as text for the log: credentials redacted, bounded. */
-export function describeThrown(value: unknown): string {
-  try {
-    let left = MAX_DESCRIBED_VALUES;
-    const replacer = (key: string, v: unknown): unknown => {
-      if (--left < 0) throw new RangeError('too large to describe');
-      return key !== '' && isCredentialKey(key) ? REDACTED : v;
-    };
-    const text = typeof value === 'string' ? value : (JSON.stringify(value, replacer) ?? String(value));
-    return text.length > MAX_DESCRIPTION ? text.slice(0, MAX_DESCRIPTION) + '…' : text;
-  } catch {
-    try {
-      return Object.prototype.toString.call(value);
-    } catch {
-      return UNREADABLE;
-    }
-  }
-}
-
-/** A thrown value that came from the request: what it is and its first keys, never its values. */
-function describeReceived(value: object): string {
-  try {
-    if (Array.isArray(value)) return `an array of ${value.length} values from the request`;
-    const keys = Object.keys(value);
-    const named = keys.slice(0, MAX_KEYS_NAMED).map((key) => JSON.stringify(key.length > 64 ? key.slice(0, 64) + '…' : key));
-    return `an object from the request, keys ${named.join(', ')}${keys.length > MAX_KEYS_NAMED ? ', …' : ''}`;
-  } catch {
-    return UNREADABLE;
-  }
-}
-
-/** Whether `text` is the value of one of the request's credential headers (Authorization, Cookie). */
-function isCredentialOf(text: string, request: IncomingMessage): boolean {
-  // A short text (`Bearer`) is a word, not a credential.
-  if (text.length < 8) return false;
-  try {
-    const raw = request.rawHeaders;
-    for (let i = 0; i + 1 < raw.length; i += 2) if (isCredentialKey(raw[i]) && raw[i + 1].includes(text)) return true;
-  } catch {
-    // An unreadable request: nothing to compare with.
-  }
-  return false;
-}
-
 /**
  * The JSON body for an error: `{ statusCode, error, message }`, fastify's shape. Below 500 the
  * thrown message is the client's to read; at 500 and above the body is generic so that nothing
@@ -404,68 +352,7 @@ export function sendError(req: IncomingMessage, res: ServerResponse, thrown: unk
   }
 }
 
-/** The request's path for the log: without the query string, whose values often carry tokens, nor an absolute-form target's credentials. */
-export function pathOf(url: string | undefined): string {
-  if (url === undefined) return '';
-  const shown = withoutUserinfo(url);
-  const end = shown.search(/[?#]/);
-  return end === -1 ? shown : shown.slice(0, end);
-}
-
-/**
- * Where the request target is absolute-form with credentials (`http://user:password@host/`), the
- * credentials: logged nowhere (`…@` in their place).
- */
-function userinfoOf(url: string): string | undefined {
-  const authority = authorityIn(url);
-  if (authority === undefined) return undefined;
-  const at = url.lastIndexOf('@', authority.end - 1);
-  return at < authority.start ? undefined : url.slice(authority.start, at + 1);
-}
-
-function withoutUserinfo(url: string): string {
-  const userinfo = userinfoOf(url);
-  return userinfo === undefined ? url : url.replace(userinfo, '…@');
-}
-
 const INTERNAL = JSON.stringify({ statusCode: 500, error: 'Internal Server Error', message: 'Internal Server Error' });
-
-/** A URL for the log: query values often carry tokens (`?access_token=`), so only names are kept (and no credentials). */
-export function withoutQueryValues(sent: string): string {
-  const url = withoutUserinfo(sent);
-  // A fragment (no client should send one; a broken one forwarding `location.href` does) holds tokens too: left out.
-  const hash = url.indexOf('#');
-  const fragment = hash === -1 ? '' : '#…';
-  const target = hash === -1 ? url : url.slice(0, hash);
-  const q = target.indexOf('?');
-  if (q === -1) return target + fragment;
-  const names = target
-    .slice(q + 1)
-    .split('&')
-    .map((pair) => {
-      const eq = pair.indexOf('=');
-      return eq === -1 ? pair : `${pair.slice(0, eq)}=…`;
-    });
-  return `${target.slice(0, q)}?${names.join('&')}${fragment}`;
-}
-
-/**
- * A message for the log: where it quotes the request's URL (faas-js-runtime's 404 does), without
- * the query's values, also when the message was cut short inside the URL.
- */
-function loggedMessage(quoting: string | undefined, sent: string | undefined): string | undefined {
-  const userinfo = sent === undefined ? undefined : userinfoOf(sent);
-  const message = userinfo === undefined ? quoting : quoting?.split(userinfo).join('…@');
-  const url = sent === undefined ? undefined : withoutUserinfo(sent);
-  // Where the URL's query or fragment begins: what follows is left out (withoutQueryValues()).
-  const q = url === undefined ? -1 : url.search(/[?#]/);
-  if (message === undefined || q === -1) return message;
-  const at = message.indexOf(url!.slice(0, q + 1));
-  if (at === -1) return message;
-  let end = at + q + 1;
-  while (end < message.length && end - at < url!.length && message.charCodeAt(end) === url!.charCodeAt(end - at)) end++;
-  return message.slice(0, at) + withoutQueryValues(message.slice(at, end)) + message.slice(end);
-}
 
 /**
  * When answering failed: a bare 500 if nothing was written yet, else a cut connection. Either

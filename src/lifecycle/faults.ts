@@ -4,7 +4,8 @@
 // if still open, is answered 500; raised by work that outlived its invocation, it says so. The
 // entry point then drains the rest and exits 1. One exception is no fault: a write into a web
 // stream that is closed (isClosedStreamWrite()).
-import { describeThrown, quietly, runtimeError, sendError } from '../errors';
+import { quietly, runtimeError, sendError } from '../errors';
+import { describeThrown } from '../log/redact';
 import { invocationParts } from '../context';
 import { closeAfter } from '../http/connections';
 import { isError, type Logger } from '../log/log';

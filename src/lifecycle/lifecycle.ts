@@ -2,7 +2,7 @@
 // and stop(), the graceful drain.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isError, type Logger, type RootLogger } from '../log/log';
-import { describeThrown, pathOf } from '../errors';
+import { describeThrown, pathOf } from '../log/redact';
 import type { Metrics } from '../telemetry/metrics';
 import { closeQueued, destroyAll, requestAnswered } from '../http/connections';
 import { abortInvocations } from '../context';

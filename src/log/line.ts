@@ -10,12 +10,11 @@ export type Skip = Record<string, true>;
 /** Keys that are the line's own: a logged object or bindings never set them. */
 // The trace fields are funcrun's too (trace.ts): a logged object cannot contradict them.
 const RESERVED = ['level', 'time', 'pid', 'hostname', 'reqId', 'trace_id', 'span_id', 'trace_flags', 'msg'];
-// What funcrun itself writes on some lines: a line that outlived its request, one cut short. Its
-// own bindings set them (scope.ts, log.ts); a logged object never does, so no line of a request
-// reads as one of those.
-const RUNTIME_FIELDS = ['outlivedRequest', 'cut'];
+// What funcrun itself binds on the lines of work that outlived its request (scope.ts): a logged
+// object never sets it, so no line of a request reads as one of those.
+const RUNTIME_FIELDS = ['outlivedRequest'];
 
-/** The reserved keys, funcrun's own fields and `keys` (a logger's binding keys): what a logged object may not set. */
+/** The reserved keys, funcrun's own binding and `keys` (a logger's binding keys): what a logged object may not set. */
 export function skipOf(keys: Iterable<string>): Skip {
   const skip = Object.create(null) as Skip;
   for (const key of RESERVED) skip[key] = true;
@@ -25,7 +24,7 @@ export function skipOf(keys: Iterable<string>): Skip {
 }
 export const ROOT_SKIP = skipOf([]);
 
-/** What bindings may not set: the reserved keys (funcrun binds its own fields, outlivedRequest among them). */
+/** What bindings may not set: the reserved keys (funcrun binds outlivedRequest itself). */
 export const BINDING_SKIP: Skip = Object.assign(Object.create(null) as Skip, Object.fromEntries(RESERVED.map((key) => [key, true as const])));
 
 /**

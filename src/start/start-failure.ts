@@ -5,7 +5,7 @@ import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from './func-yaml';
-import { describeThrown } from '../errors';
+import { describeThrown } from '../log/redact';
 import { LoadError } from './loader';
 
 export interface StartFailure {
