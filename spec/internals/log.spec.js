@@ -139,6 +139,50 @@ describe('logger', () => {
   });
 });
 
+describe('no key twice, however long or however named', () => {
+  const long = (tail) => 'k'.repeat(2000) + tail;
+
+  it('long keys that cut to the same text are told apart, in a logged object and against a binding', () => {
+    const [line] = lines((log) => log.info({ [long('a')]: 1, [long('b')]: 2 }, 'two long keys'));
+    const keys = Object.keys(line).filter((k) => k.startsWith('kkk'));
+    assert.equal(keys.length, 2);
+    assert.deepEqual(keys.map((k) => line[k]).sort(), [1, 2]);
+    // A binding's long key wins over an object's that cuts to the same text, as a binding's key does.
+    const [bound] = lines((log) => log.child({ [long('a')]: 'binding' }).info({ [long('b')]: 'object' }, 'bound'));
+    const boundKeys = Object.keys(bound).filter((k) => k.startsWith('kkk'));
+    assert.deepEqual(
+      boundKeys.map((k) => bound[k]),
+      ['binding'],
+    );
+  });
+
+  it("an object's own \"…\" key is left out, as the line's own mark of a cut is funcrun's", () => {
+    const big = { '…': 'mine' };
+    for (let i = 0; i < 60_000; i++) big[`k${i}`] = i;
+    const [line] = lines((log) => log.info(big, 'big'));
+    assert.equal(line['…'], '[Truncated]');
+  });
+
+  it('a placeholder argument that cannot be read is that one value, not the whole message; a __proto__ binding is kept', () => {
+    const revoked = Proxy.revocable([], {});
+    revoked.revoke();
+    const [line] = lines((log) => log.info('user %s paid %d cents', revoked.proxy, 300));
+    assert.match(line.msg, /^user .* paid 300 cents$/);
+    // The request-scoped log (outside an invocation, the process's logger: here one writing to `out`).
+    const { log, setProcessLogger } = require('../../lib/log/scope.js');
+    const out = sink();
+    setProcessLogger(createLogger('info', out));
+    log.child(JSON.parse('{"__proto__":"kept","tenant":"a"}')).info('child');
+    assert.deepEqual(
+      Object.entries(out.entries()[0]).filter(([k]) => k === '__proto__' || k === 'tenant'),
+      [
+        ['__proto__', 'kept'],
+        ['tenant', 'a'],
+      ],
+    );
+  });
+});
+
 describe('logger call forms (as pino)', () => {
   it("formats pino's placeholders %s %d %i %f %j %o %O and %%", () => {
     const [line] = lines((log) => log.info('%s|%d|%i|%f|%j|%o|%O|100%%', 'x', '42.5', 3.9, '1.5', { a: [1] }, 'str', function named() {}));

@@ -51,7 +51,7 @@ function placeholder(budget: LineBudget, char: number, args: ArrayLike<unknown>,
     case 106: // j
       return has && args[a] !== undefined ? formatValue(budget, args[a]) : undefined;
     case 115: // s
-      return has ? (Array.isArray(args[a]) ? joined(budget, args[a] as unknown[]) : text(args[a])) : undefined;
+      return has ? (isArray(args[a]) ? joined(budget, args[a] as unknown[]) : text(args[a])) : undefined;
     case 37: // %
       return '%';
     default:
@@ -89,7 +89,16 @@ function joined(budget: LineBudget, items: unknown[], depth = 0): string {
     if (i > 0) out += ',';
     const item = get(items, i);
     if (item === null || item === undefined) continue;
-    out += Array.isArray(item) ? (depth < MAX_DEPTH ? joined(budget, item, depth + 1) : '') : text(item);
+    out += isArray(item) ? (depth < MAX_DEPTH ? joined(budget, item as unknown[], depth + 1) : '') : text(item);
   }
   return out;
+}
+
+/** Array.isArray(), false where asking throws (a revoked Proxy): that one value is then its text, not the whole message lost. */
+function isArray(value: unknown): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
 }

@@ -21,7 +21,7 @@ const MAX_VISITS = 50_000;
 // megabytes and block the process to build it.
 export const LINE_CHARS = 256 * 1024;
 const SHORT_CHARS = 64;
-const KEY_CHARS = 1024;
+export const KEY_CHARS = 1024;
 
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
@@ -57,9 +57,14 @@ export class LineBudget {
   }
 
   /** Starts a line's budgets (or a child's bindings'): values to write, characters to take. */
+  // Long keys cut on the line being built, by their cut text: a second that cuts to the same text
+  // is told apart by a number, so that no key appears twice. Made only when a key is cut.
+  #cutKeys: Map<string, number> | undefined = undefined;
+
   start(): void {
     this.visits = MAX_VISITS;
     this.room = LINE_CHARS;
+    this.#cutKeys = undefined;
   }
 
   /** `s`, or as much of it as the line has room for, marked as cut. */
@@ -79,9 +84,18 @@ export class LineBudget {
   cutKey(key: string): string {
     this.room -= Math.min(key.length, KEY_CHARS);
     if (key.length <= KEY_CHARS) return key;
-    const kept = isHighSurrogate(key.charCodeAt(KEY_CHARS - 1)) ? KEY_CHARS - 1 : KEY_CHARS;
-    return `${key.slice(0, kept)}…[${key.length - kept} more characters]`;
+    const cut = longKey(key);
+    const seen = (this.#cutKeys ??= new Map());
+    const times = seen.get(cut) ?? 0;
+    seen.set(cut, times + 1);
+    return times === 0 ? cut : `${cut} (${times + 1})`;
   }
+}
+
+/** A key past KEY_CHARS as a line writes it: cut, never inside a surrogate pair, marked with what was left out. */
+export function longKey(key: string): string {
+  const kept = isHighSurrogate(key.charCodeAt(KEY_CHARS - 1)) ? KEY_CHARS - 1 : KEY_CHARS;
+  return `${key.slice(0, kept)}…[${key.length - kept} more characters]`;
 }
 
 /** JSON text of an object, or undefined where JSON.stringify gives none. `parent` holds it (for cycles). */

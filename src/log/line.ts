@@ -1,7 +1,7 @@
 // The parts of a line after its level, time and bindings: a logged object's fields and the
 // message, for each of pino's call forms; and a child's bindings read once (snapshot).
 import { format } from './format';
-import { LINE_CHARS, LineBudget, objectJson, REDACTED_JSON, valueJson } from './json';
+import { KEY_CHARS, LINE_CHARS, LineBudget, longKey, objectJson, REDACTED_JSON, valueJson } from './json';
 import { bytesSummary, escapeSeparators, get, isCredentialKey, isError, text } from './serializers';
 
 /** Keys a logged object may not set on a line, as a set. */
@@ -10,9 +10,10 @@ export type Skip = Record<string, true>;
 /** Keys that are the line's own: a logged object or bindings never set them. */
 // The trace fields are funcrun's too (trace.ts): a logged object cannot contradict them.
 const RESERVED = ['level', 'time', 'pid', 'hostname', 'reqId', 'trace_id', 'span_id', 'trace_flags', 'msg'];
-// What funcrun itself binds on the lines of work that outlived its request (scope.ts): a logged
-// object never sets it, so no line of a request reads as one of those.
-const RUNTIME_FIELDS = ['outlivedRequest'];
+// What funcrun itself writes: the binding on the lines of work that outlived its request
+// (scope.ts), and the mark of a line cut at its budget ("…": "[Truncated]"). A logged object never
+// sets them, so no line of a request reads as one of those, and no key appears twice.
+const RUNTIME_FIELDS = ['outlivedRequest', '…'];
 
 /** The reserved keys, funcrun's own binding and `keys` (a logger's binding keys): what a logged object may not set. */
 export function skipOf(keys: Iterable<string>): Skip {
@@ -44,7 +45,8 @@ function fieldsOf(budget: LineBudget, obj: object, skip: Skip): string {
   }
   let out = '';
   for (const key of keys) {
-    if (skip[key] === true) continue;
+    // A long key is compared as it is written, cut: one a binding's cut key already has is left out as the binding's own is.
+    if (skip[key] === true || (key.length > KEY_CHARS && skip[longKey(key)] === true)) continue;
     if (--budget.visits < 0) return out + ',"…":"[Truncated]"';
     const json = isCredentialKey(key) ? REDACTED_JSON : valueJson(budget, get(obj, key), obj);
     if (json !== undefined) out += ',' + JSON.stringify(budget.cutKey(key)) + ':' + json;
@@ -132,7 +134,8 @@ export function snapshot(bindings: unknown): Record<string, unknown> {
     for (const key of Object.keys(bindings)) {
       if (BINDING_SKIP[key] === true) continue;
       const json = valueJson(budget, get(bindings, key), bindings);
-      if (json !== undefined) out[key] = JSON.parse(json);
+      // defineProperty: an own `__proto__` binding is kept as data, not made the prototype.
+      if (json !== undefined) Object.defineProperty(out, key, { value: JSON.parse(json), enumerable: true, writable: true, configurable: true });
     }
   } catch {
     // Unreadable bindings: those read so far.
