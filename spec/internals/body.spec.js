@@ -1,7 +1,8 @@
 'use strict';
 const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
-const { findJsonError, parseForm } = require('../../lib/body/body.js');
+const { parseForm } = require('../../lib/body/body.js');
+const { findJsonError } = require('../../lib/body/json.js');
 
 describe('findJsonError', () => {
   const cases = [

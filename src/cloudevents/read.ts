@@ -6,7 +6,8 @@ import type { CloudEvent } from 'cloudevents';
 import { BATCH, isUriReference, isSpecVersion, loadedSdk, reservedNames, STRUCTURED, URI_REFERENCE, type EventHeaders, type Mode } from './cloudevent';
 import { HttpError, runtimeError } from '../errors';
 import { bodyKind, parseMediaType, type MediaType } from '../body/media-type';
-import { decodeText, fastifyParsing, MAX_XML_NODES, parseBody, parseForm, parseJson, parseXml, type XmlBudget } from '../body/body';
+import { decodeText, fastifyParsing, MAX_XML_NODES, parseBody, parseForm, parseXml, type XmlBudget } from '../body/body';
+import { parseJson } from '../body/json';
 import { decodeComponent } from '../routing/router';
 import { quoteName } from '../routing/schema';
 

@@ -5,7 +5,7 @@
 import type { CloudEvent } from 'cloudevents';
 import { asCloudEvent, CloudEventResponse } from '../cloudevents/cloudevent';
 import type { Context } from '../context';
-import { MAX_JSON_DEPTH } from '../body/body';
+import { MAX_JSON_DEPTH } from '../body/json';
 import { runtimeError } from '../errors';
 import { isPartOf } from '../body/provenance';
 import { answeredAsItIs, discard, Prepared } from '../respond';
