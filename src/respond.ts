@@ -177,8 +177,6 @@ export function toReply(value: unknown, to: ReplyContext): Reply {
   // document; only the spelled-out response is left to look for.
   if (Object.getPrototypeOf(object) === Object.prototype) return plainReply(object, to);
   if (value instanceof Prepared) return value.reply;
-  // An Error returned is answered as an error (its JSON would be `{}`), as faas-js-runtime's fastify answers one.
-  if (isError(object)) throw new ReturnedError(object);
   const { mode, behaviour, trace } = to;
   const event = asCloudEvent(object);
   if (event !== undefined) {
@@ -203,6 +201,9 @@ export function toReply(value: unknown, to: ReplyContext): Reply {
   if (web === 'response') return webReply(object as Response);
   if (web === 'stream') return { status: 200, headers: { 'content-type': bytesType }, body: object as ReadableStream<unknown> };
   if (web === 'body') return webReply(bodyResponse(object as Blob));
+  // An Error returned is answered as an error (its JSON would be `{}`), as faas-js-runtime's fastify
+  // answers one. Asked last: events, bytes and streams, the answers returned most, pay nothing for it.
+  if (isError(object)) throw new ReturnedError(object);
   return plainReply(object, to);
 }
 
